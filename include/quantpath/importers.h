@@ -1,0 +1,42 @@
+// quantpath importers: one per quantization format, each turning config files into a QuantPlan.
+//
+// Goals: read one format's fields with its documented meaning, validate them, and choose the
+// matchers and policies of the requested dialect. Non-goals: kernels, devices, tensor layouts,
+// and evaluating rules against layers (the planner does that).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/base.h"
+#include "quantpath/ir.h"
+#include "quantpath/sources.h"
+
+namespace quantpath {
+
+class Importer {
+ public:
+  virtual ~Importer() = default;
+  // The name `--quantization` accepts, e.g. "fp8", "gptq", "compressed-tensors".
+  virtual std::string_view name() const = 0;
+  // Other names the files or users use for the same format (e.g. "modelopt_fp4").
+  virtual std::vector<std::string_view> aliases() const { return {}; }
+  // Whether the folder's files describe this format.
+  virtual bool Detect(const ConfigSources& sources) const = 0;
+  virtual Result<QuantPlan> BuildPlan(const ConfigSources& sources,
+                                      const Dialect& dialect) const = 0;
+};
+
+// Importers in detection order (the first whose Detect is true wins).
+const std::vector<const Importer*>& Importers();
+const Importer* FindImporter(std::string_view name);  // by name or alias
+
+// Detects (or, with `forced`, checks) the format and builds the plan. A folder without any
+// quantization description yields an unquantized plan (quant_method "none"). When `forced` names
+// a format other than the files', the error names both.
+Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialect,
+                             const std::optional<std::string>& forced = std::nullopt);
+
+}  // namespace quantpath

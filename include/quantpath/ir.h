@@ -1,0 +1,252 @@
+// quantpath IR: the semantic description of quantization, shared by importers, planner and
+// materialize.
+//
+// Goals: value types that say *what* a layer's numbers are (dtype, scale granularity, symmetry,
+// dynamic activations) and *which* rule chose them, with canonical names. Non-goals: physical
+// layouts, kernels, devices (those start at materialize), and format-specific field names.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/base.h"
+
+namespace quantpath {
+
+// ---------------------------------------------------------------------------------------------
+// Number formats. kBF16 doubles as the "not quantized" sentinel.
+enum class QDType : uint8_t {
+  kBF16,
+  kFP16,
+  kFP32,
+  kFP8E4M3,  // OCP e4m3fn: max 448, NaN = 0x7F/0xFF, no infinity
+  kFP8E5M2,
+  kINT8,
+  kINT7,
+  kINT6,
+  kINT5,
+  kINT4,
+  kINT3,
+  kINT2,
+  kNVFP4,  // E2M1 values, E4M3 scale per 16, fp32 global scale
+  kMXFP4,  // E2M1 values, E8M0 scale per 32
+  kMXFP8,  // E4M3 values, E8M0 scale per 32
+  kNF4,    // bitsandbytes normal-float 4
+  kFP4,    // bitsandbytes fp4
+};
+inline constexpr int kQDTypeCount = 17;
+
+struct QDTypeInfo {
+  QDType type;
+  std::string_view name;       // the plan --json spelling: "fp8_e4m3", "int4", "nvfp4", …
+  std::string_view name_short; // the scheme-name spelling: "fp8", "int4", "nvfp4", …
+  int bits;                    // bits per stored element, scales excluded
+  bool is_float;
+};
+const QDTypeInfo& Info(QDType type);
+std::string_view QDTypeName(QDType type);
+std::optional<QDType> ParseQDType(std::string_view name);  // accepts QDTypeInfo::name
+
+// Scale granularity.
+enum class Granularity : uint8_t {
+  kPerTensor,
+  kPerChannel,
+  kGroup,        // 1-D groups of group_size along K
+  kBlock,        // 2-D blocks of block_shape = [rows (N), cols (K)]
+  kPerToken,     // activations: one scale per row of X
+  kTensorGroup,  // two-level NVFP4 / MX: local group scale + tensor scale
+  kAttnHead,     // KV cache
+};
+std::string_view GranularityName(Granularity g);  // "tensor", "channel", "group", "block", …
+std::optional<Granularity> ParseGranularity(std::string_view name);
+
+// Activation scale computed at run time: false, true, or compressed-tensors' "local".
+enum class Dynamic : uint8_t { kStatic, kDynamic, kLocal };
+
+// How the checkpoint stores a quantized tensor: facts the loader needs but kernels do not.
+enum class SourceLayout : uint8_t {
+  kDense,             // plain tensor (bf16/fp16/fp32 or fp8 without packing)
+  kFp8ScaleInv,       // DeepSeek-style fp8: `weight_scale_inv` multiplies the weight
+  kFp8Scale,          // fp8 with `weight_scale` (+ `input_scale`)
+  kAwqGemm,           // qweight [K, N/8] nibble order 0,2,4,6,1,3,5,7; qzeros; scales
+  kAwqGemv,
+  kGptqV1,            // qweight [K/pack, N]; qzeros stored minus one; g_idx
+  kGptqV2,
+  kCtPackQuantized,   // compressed-tensors weight_packed / weight_scale / weight_zero_point
+  kCtNaiveQuantized,
+  kCtFloatQuantized,
+  kCtNvfp4PackQuantized,
+  kModelOptFp8,
+  kModelOptNvfp4,
+  kModelOptW4A8Awq,
+  kBnb4bit,
+  kBnb8bit,
+  kGptOssMxfp4,       // *_blocks / *_scales
+  kModelSlim,
+};
+std::string_view SourceLayoutName(SourceLayout layout);
+
+enum class ZeroPointConvention : uint8_t { kNone, kStored, kStoredMinusOne };
+
+// Loader facts, kept apart from the numeric description so that == on the numeric part is what
+// decides whether two legs agree.
+struct LoadFacts {
+  SourceLayout layout = SourceLayout::kDense;
+  ZeroPointConvention zero_point = ZeroPointConvention::kNone;
+  bool act_order = false;
+  std::optional<QDType> scale_dtype;
+  bool double_quant = false;  // bitsandbytes nested quantization of the absmax
+  bool operator==(const LoadFacts&) const = default;
+};
+
+struct TensorQuant {
+  QDType dtype = QDType::kBF16;
+  Granularity granularity = Granularity::kPerTensor;
+  std::optional<int64_t> group_size;
+  std::optional<std::array<int64_t, 2>> block_shape;
+  bool symmetric = true;
+  Dynamic dynamic = Dynamic::kStatic;
+  bool micro_scaled = false;
+  LoadFacts load;
+  bool operator==(const TensorQuant&) const = default;
+};
+
+struct QuantScheme {
+  TensorQuant weight;
+  std::optional<TensorQuant> input;   // absent = weight-only (W4A16, …)
+  std::optional<TensorQuant> output;
+  bool online = false;                // quantize from high precision at load time
+  bool operator==(const QuantScheme&) const = default;
+
+  // "w8a8-fp8-block128x128-dyn", "w4a16-int4-g128-asym", "w4a4-nvfp4", …
+  std::string CanonicalName() const;
+  bool quantized() const { return weight.dtype != QDType::kBF16; }
+};
+size_t Hash(const QuantScheme& scheme);
+
+// ---------------------------------------------------------------------------------------------
+// Layer sites as the planner sees them.
+enum class SiteKind : uint8_t { kLinear, kLmHead, kEmbedding, kRouter, kMoe, kAttention };
+std::string_view SiteKindName(SiteKind kind);  // "linear", "lm_head", …
+std::optional<SiteKind> ParseSiteKind(std::string_view name);
+using SiteKindSet = uint32_t;
+constexpr SiteKindSet KindBit(SiteKind k) { return 1u << static_cast<unsigned>(k); }
+inline constexpr SiteKindSet kAllKinds = 0x3F;
+
+// ---------------------------------------------------------------------------------------------
+// Dialects: whose string semantics an importer reproduces.
+enum class Engine : uint8_t { kNative, kVllm, kSglang };
+enum class RegexFlavor : uint8_t { kPythonRe, kPythonRegexModule };
+struct Dialect {
+  Engine engine = Engine::kNative;
+  std::string_view name = "native";
+  RegexFlavor regex = RegexFlavor::kPythonRe;
+};
+std::optional<Dialect> ParseDialect(std::string_view name);  // "native" | "vllm" | "sglang"
+
+// ---------------------------------------------------------------------------------------------
+// Matchers: pure functions on module paths.
+enum class MatchKind : uint8_t {
+  kExact,                // path == pattern
+  kLeadingPath,          // pattern is a dotted prefix of path, or one of its segments (bnb)
+  kDottedSuffix,         // path == pattern or path ends with "." + pattern
+  kSubstring,            // pattern in path
+  kReverseSubstring,     // path in pattern
+  kSubstringIgnoreCase,  // lower(pattern) in lower(path)
+  kRegexMatch,           // Python re.match (anchored at the start only)
+  kRegexFullMatch,       // Python re.fullmatch
+  kGlob,                 // fnmatch, '*' crosses dots
+  kGlobAnySegment,       // fnmatch against any single dotted segment
+  kClassName,            // pattern is a case-insensitive substring of the engine class name
+};
+std::string_view MatchKindName(MatchKind kind);
+
+class CompiledRegex;  // base/pyregex.h
+
+class Matcher {
+ public:
+  // Regex kinds compile `pattern` (Python syntax of `flavor`); a pattern Python would reject is an
+  // error naming it.
+  static Result<Matcher> Create(MatchKind kind, std::string pattern,
+                                RegexFlavor flavor = RegexFlavor::kPythonRe);
+  MatchKind kind() const { return kind_; }
+  const std::string& pattern() const { return pattern_; }
+  // Whether the matcher hits. `module_class` is only read by kClassName. A regex hitting its match
+  // limit is an error naming the pattern, never a silent miss.
+  Result<bool> Matches(std::string_view path, std::string_view module_class = {}) const;
+
+ private:
+  MatchKind kind_ = MatchKind::kExact;
+  std::string pattern_;
+  std::shared_ptr<const CompiledRegex> regex_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Plans: what an importer produces.
+
+// Where a value came from: "config.json" + "/quantization_config/ignore/3".
+struct Provenance {
+  std::string file;
+  std::string pointer;
+  std::string ToString() const { return pointer.empty() ? file : file + "#" + pointer; }
+};
+
+enum class ActionKind : uint8_t { kQuantize, kSkip, kFail };
+struct Action {
+  ActionKind kind = ActionKind::kSkip;
+  std::optional<QuantScheme> scheme;  // kQuantize only
+  std::string message;                // why, in words; the error text for kFail
+  std::string detail;                 // engine-facing detail (method class, matched target)
+};
+
+struct Rule {
+  Matcher matcher;
+  SiteKindSet kinds = kAllKinds;  // the site kinds this rule may decide
+  Action action;
+  Provenance source;
+};
+
+// How a fused site (legs) is resolved within a rule group.
+enum class FusedPolicy : uint8_t {
+  kLegsMustAgree,       // every leg resolved separately; disagreement is an error naming them
+  kFusedNameThenLegs,   // the fused path first; if no rule hits it, the legs must agree
+  kFusedNameOnly,       // only the execution path is matched
+  kAllLegsFirstRule,    // every leg must hit some rule; the first leg's rule decides
+};
+
+struct RuleGroup {
+  std::string name;  // "ignore", "targets", "dynamic", "exclude", …
+  std::vector<Rule> rules;  // first hit wins
+  FusedPolicy fused = FusedPolicy::kLegsMustAgree;
+  std::string disagree_message;  // error text when legs disagree (format-specific)
+};
+
+// What happens to site kinds the rules do not reach.
+enum class KindPolicy : uint8_t {
+  kUnquantized,  // never quantized (router gates, embeddings, most LM heads)
+  kRules,        // rule groups apply, then the default action
+  kRulesOnly,    // quantized only when a rule hits explicitly; otherwise unquantized
+};
+
+struct QuantPlan {
+  std::string quant_method;          // as the files name it: "fp8", "gptq", "compressed-tensors", …
+  std::string importer;              // the importer that built the plan
+  Dialect dialect;
+  std::vector<Provenance> sources;   // the config values the plan was built from
+  std::vector<RuleGroup> groups;     // evaluated in order; the first hit of any group decides
+  Action default_action;             // for sites no rule reached
+  KindPolicy linear = KindPolicy::kRules;
+  KindPolicy lm_head = KindPolicy::kUnquantized;
+  KindPolicy moe = KindPolicy::kRules;
+  KindPolicy router = KindPolicy::kUnquantized;
+  KindPolicy embedding = KindPolicy::kUnquantized;
+  std::optional<QuantScheme> kv_cache;  // attention sites
+  std::vector<std::string> notes;       // fields read and shown that change no decision, warnings
+};
+
+}  // namespace quantpath

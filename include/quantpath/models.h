@@ -1,0 +1,64 @@
+// quantpath models: architectures → layer sites.
+//
+// Goals: from config.json fields alone, list every quantizable site of a model (full module path
+// in the dialect's execution names, kind, logical shape, fused legs, expert count), in module
+// construction order, plus parameter counts. Non-goals: quantization formats, weights.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "quantpath/base.h"
+#include "quantpath/ir.h"
+#include "quantpath/sources.h"
+
+namespace quantpath {
+
+// One component of a fused site, e.g. q_proj of qkv_proj, with its output rows.
+struct Leg {
+  std::string name;  // short name, e.g. "q_proj"
+  int64_t rows = 0;
+};
+
+struct LayerSite {
+  std::string path;  // execution name, e.g. "model.layers.0.self_attn.qkv_proj"
+  SiteKind kind = SiteKind::kLinear;
+  // Logical weight shape [N (out), K (in)]; for moe one expert's [intermediate, hidden]; none for
+  // attention.
+  std::optional<std::array<int64_t, 2>> shape;
+  std::vector<Leg> legs;      // packed-mapping order; empty when not fused
+  int64_t experts = 0;        // moe only
+  std::string module_class;   // engine class, for class-name targets
+  bool bias = false;
+  int64_t params = 0;         // weights as the checkpoint stores them, biases included
+  bool mtp = false;           // part of a multi-token-prediction layer
+
+  // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj.
+  std::string LegPath(size_t leg) const;
+};
+
+using PackedModulesMapping = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+struct ModelSites {
+  std::string architecture;
+  std::vector<LayerSite> sites;   // module construction order, MTP last
+  int64_t other_params = 0;       // norms and other tensors that are not sites
+  QDType torch_dtype = QDType::kBF16;
+  PackedModulesMapping packed_modules_mapping;
+  std::vector<std::string> warnings;
+
+  int64_t SiteParams() const;
+  const LayerSite* Find(std::string_view path) const;
+};
+
+// Builds the sites of the architecture named in config.json (`architectures[0]`) for `dialect`.
+// An unknown architecture is an error naming it and the supported ones.
+Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect);
+// Names of the supported architectures.
+std::vector<std::string> SupportedArchitectures();
+
+}  // namespace quantpath

@@ -1,0 +1,42 @@
+// quantpath planner: evaluates a QuantPlan against layer sites.
+//
+// Goals: one Decision per site (quantized with a scheme / unquantized / error) with a trace of
+// every rule tried and why it hit or missed; fused sites resolved through their legs.
+// Non-goals: format knowledge (the plan carries the semantics), engines (the importer chose the
+// dialect's matchers), devices.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quantpath/ir.h"
+#include "quantpath/models.h"
+
+namespace quantpath {
+
+enum class DecisionKind : uint8_t { kQuantized, kUnquantized, kError };
+std::string_view DecisionKindName(DecisionKind kind);  // "quantized", "unquantized", "error"
+
+struct TraceStep {
+  std::string group;    // rule group name
+  std::string subject;  // the path matched (the site, or one leg's path)
+  MatchKind kind = MatchKind::kExact;
+  std::string pattern;
+  Provenance source;
+  bool hit = false;
+  std::string reason;   // why it hit or missed, in words
+};
+
+struct Decision {
+  DecisionKind kind = DecisionKind::kUnquantized;
+  std::optional<QuantScheme> scheme;  // kQuantized only
+  std::string rule;                   // what decided, e.g. "config.json#/…: fp8 applies to …"
+  std::string detail;                 // engine-facing detail (method class, target) or error text
+  std::vector<TraceStep> trace;
+};
+
+Decision DecideSite(const QuantPlan& plan, const LayerSite& site);
+std::vector<Decision> DecideSites(const QuantPlan& plan, const std::vector<LayerSite>& sites);
+
+}  // namespace quantpath

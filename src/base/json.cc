@@ -1,0 +1,369 @@
+// JSON through simdjson's DOM, copied into an owned, order-preserving tree that knows each value's
+// pointer. simdjson keeps object members in document order and accepts duplicate keys, so
+// duplicates are rejected here while copying.
+#include <simdjson.h>
+
+#include <cmath>
+#include <unordered_set>
+
+#include "fmt/format.h"
+#include "quantpath/base.h"
+
+namespace quantpath {
+namespace {
+
+Status ConvertElement(simdjson::dom::element element, const std::string& pointer,
+                      std::string_view file, int depth, Json* out) {
+  if (depth > 256) return InvalidInput(fmt::format("{}#{}: JSON nested too deeply", file, pointer));
+  switch (element.type()) {
+    case simdjson::dom::element_type::OBJECT: {
+      std::vector<Json::Member> members;
+      std::unordered_set<std::string_view> seen;
+      for (auto field : simdjson::dom::object(element)) {
+        std::string child = JsonPointerChild(pointer, field.key);
+        if (!seen.insert(field.key).second) {
+          return InvalidInput(fmt::format("{}#{}: duplicate key \"{}\"", file, child, field.key));
+        }
+        Json value;
+        QP_RETURN_IF_ERROR(ConvertElement(field.value, child, file, depth + 1, &value));
+        members.emplace_back(std::string(field.key), std::move(value));
+      }
+      *out = Json::Object(std::move(members));
+      break;
+    }
+    case simdjson::dom::element_type::ARRAY: {
+      std::vector<Json> items;
+      size_t index = 0;
+      for (auto item : simdjson::dom::array(element)) {
+        Json value;
+        QP_RETURN_IF_ERROR(
+            ConvertElement(item, pointer + "/" + std::to_string(index++), file, depth + 1, &value));
+        items.push_back(std::move(value));
+      }
+      *out = Json::Array(std::move(items));
+      break;
+    }
+    case simdjson::dom::element_type::INT64:
+      *out = Json::Int(int64_t(element));
+      break;
+    case simdjson::dom::element_type::UINT64:
+      // Above INT64_MAX: no config field needs that range exactly.
+      *out = Json::Double(static_cast<double>(uint64_t(element)));
+      break;
+    case simdjson::dom::element_type::DOUBLE:
+      *out = Json::Double(double(element));
+      break;
+    case simdjson::dom::element_type::STRING:
+      *out = Json::String(std::string(std::string_view(element)));
+      break;
+    case simdjson::dom::element_type::BOOL:
+      *out = Json::Bool(bool(element));
+      break;
+    case simdjson::dom::element_type::NULL_VALUE:
+      *out = Json::Null();
+      break;
+  }
+  out->set_pointer(pointer);
+  return {};
+}
+
+// simdjson rejects NaN / Infinity without saying where. Python's json module writes them, so find
+// the first such token outside strings and name its pointer. Only used to explain a parse failure.
+std::optional<std::string> FindNonFiniteToken(std::string_view text, std::string* token) {
+  struct Frame {
+    bool object;
+    std::string key;
+    size_t index = 0;
+  };
+  std::vector<Frame> stack;
+  bool expecting_key = false;
+  auto pointer = [&stack] {
+    std::string p;
+    for (const Frame& f : stack) {
+      p = f.object ? JsonPointerChild(p, f.key) : p + "/" + std::to_string(f.index);
+    }
+    return p;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      std::string s;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+        if (i < text.size()) s += text[i];
+      }
+      if (expecting_key && !stack.empty()) stack.back().key = s;
+    } else if (c == '{' || c == '[') {
+      stack.push_back({c == '{', "", 0});
+      expecting_key = c == '{';
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+      expecting_key = false;
+    } else if (c == ':') {
+      expecting_key = false;
+    } else if (c == ',') {
+      if (!stack.empty()) {
+        stack.back().index++;
+        expecting_key = stack.back().object;
+      }
+    } else {
+      for (std::string_view t : {"NaN", "Infinity", "-Infinity"}) {
+        if (text.substr(i, t.size()) == t) {
+          *token = std::string(t);
+          return pointer();
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void AppendJson(const Json& v, int indent, int level, std::string* out) {
+  auto newline = [&](int l) {
+    if (indent > 0) {
+      *out += '\n';
+      out->append(static_cast<size_t>(indent * l), ' ');
+    }
+  };
+  switch (v.type()) {
+    case Json::Type::kNull: *out += "null"; break;
+    case Json::Type::kBool: *out += v.bool_value() ? "true" : "false"; break;
+    case Json::Type::kInt: *out += std::to_string(v.int_value()); break;
+    case Json::Type::kDouble: {
+      double d = v.number_value();
+      if (!std::isfinite(d)) {
+        *out += "null";
+      } else if (d == std::floor(d) && std::fabs(d) < 1e15) {
+        *out += fmt::format("{:.1f}", d);
+      } else {
+        *out += fmt::format("{}", d);
+      }
+      break;
+    }
+    case Json::Type::kString: *out += JsonQuote(v.string_value()); break;
+    case Json::Type::kArray: {
+      *out += '[';
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        if (i) *out += indent > 0 ? "," : ", ";
+        newline(level + 1);
+        AppendJson(v.items()[i], indent, level + 1, out);
+      }
+      if (!v.items().empty()) newline(level);
+      *out += ']';
+      break;
+    }
+    case Json::Type::kObject: {
+      *out += '{';
+      for (size_t i = 0; i < v.members().size(); ++i) {
+        if (i) *out += indent > 0 ? "," : ", ";
+        newline(level + 1);
+        *out += JsonQuote(v.members()[i].first);
+        *out += ": ";
+        AppendJson(v.members()[i].second, indent, level + 1, out);
+      }
+      if (!v.members().empty()) newline(level);
+      *out += '}';
+      break;
+    }
+  }
+}
+
+template <typename T, typename Check, typename Get>
+Result<std::optional<T>> OptionalMember(const Json& object, std::string_view key,
+                                        std::string_view file, std::string_view expected,
+                                        Check check, Get get) {
+  const Json* v = object.FindNonNull(key);
+  if (v == nullptr) return std::optional<T>();
+  if (!check(*v)) {
+    return InvalidInput(fmt::format("{}: expected {} for \"{}\", found {}", Where(file, *v),
+                                    expected, key, v->TypeName()));
+  }
+  return std::optional<T>(get(*v));
+}
+
+}  // namespace
+
+Json Json::Bool(bool v) {
+  Json j;
+  j.type_ = Type::kBool;
+  j.bool_ = v;
+  return j;
+}
+Json Json::Int(int64_t v) {
+  Json j;
+  j.type_ = Type::kInt;
+  j.int_ = v;
+  return j;
+}
+Json Json::Double(double v) {
+  Json j;
+  j.type_ = Type::kDouble;
+  j.double_ = v;
+  return j;
+}
+Json Json::String(std::string v) {
+  Json j;
+  j.type_ = Type::kString;
+  j.string_ = std::move(v);
+  return j;
+}
+Json Json::Array(std::vector<Json> items) {
+  Json j;
+  j.type_ = Type::kArray;
+  j.items_ = std::move(items);
+  return j;
+}
+Json Json::Object(std::vector<Member> members) {
+  Json j;
+  j.type_ = Type::kObject;
+  j.members_ = std::move(members);
+  return j;
+}
+
+const Json* Json::Find(std::string_view key) const {
+  for (const Member& m : members_) {
+    if (m.first == key) return &m.second;
+  }
+  return nullptr;
+}
+
+const Json* Json::FindNonNull(std::string_view key) const {
+  const Json* v = Find(key);
+  return v != nullptr && !v->is_null() ? v : nullptr;
+}
+
+std::string_view Json::TypeName() const {
+  switch (type_) {
+    case Type::kNull: return "null";
+    case Type::kBool: return "boolean";
+    case Type::kInt: return "integer";
+    case Type::kDouble: return "number";
+    case Type::kString: return "string";
+    case Type::kArray: return "array";
+    case Type::kObject: return "object";
+  }
+  return "?";
+}
+
+bool Json::operator==(const Json& other) const {
+  if (is_number() && other.is_number()) return number_value() == other.number_value();
+  return type_ == other.type_ && bool_ == other.bool_ && string_ == other.string_ &&
+         items_ == other.items_ && members_ == other.members_;
+}
+
+Result<Json> ParseJson(std::string_view text, std::string_view file) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::dom::element root;
+  auto error = parser.parse(padded).get(root);
+  if (error) {
+    std::string token;
+    if (auto pointer = FindNonFiniteToken(text, &token)) {
+      return InvalidInput(fmt::format("{}#{}: {} is not valid JSON (write null or a finite number)",
+                                      file, *pointer, token));
+    }
+    return InvalidInput(fmt::format("{}: not valid JSON ({})", file, simdjson::error_message(error)));
+  }
+  Json out;
+  QP_RETURN_IF_ERROR(ConvertElement(root, "", file, 0, &out));
+  return out;
+}
+
+Result<Json> ReadJsonFile(const std::filesystem::path& path) {
+  QP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseJson(text, path.string());
+}
+
+std::string ToJson(const Json& value, int indent) {
+  std::string out;
+  AppendJson(value, indent, 0, &out);
+  return out;
+}
+
+std::string JsonQuote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonPointerChild(std::string_view parent, std::string_view token) {
+  std::string out(parent);
+  out += '/';
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Where(std::string_view file, const Json& value) {
+  return fmt::format("{}#{}", file, value.pointer());
+}
+
+Result<std::optional<bool>> OptionalBool(const Json& o, std::string_view key,
+                                         std::string_view file) {
+  return OptionalMember<bool>(
+      o, key, file, "a boolean", [](const Json& v) { return v.is_bool(); },
+      [](const Json& v) { return v.bool_value(); });
+}
+
+Result<std::optional<int64_t>> OptionalInt(const Json& o, std::string_view key,
+                                           std::string_view file) {
+  return OptionalMember<int64_t>(
+      o, key, file, "an integer", [](const Json& v) { return v.is_int(); },
+      [](const Json& v) { return v.int_value(); });
+}
+
+Result<std::optional<double>> OptionalNumber(const Json& o, std::string_view key,
+                                             std::string_view file) {
+  return OptionalMember<double>(
+      o, key, file, "a number", [](const Json& v) { return v.is_number(); },
+      [](const Json& v) { return v.number_value(); });
+}
+
+Result<std::optional<std::string>> OptionalString(const Json& o, std::string_view key,
+                                                  std::string_view file) {
+  return OptionalMember<std::string>(
+      o, key, file, "a string", [](const Json& v) { return v.is_string(); },
+      [](const Json& v) { return v.string_value(); });
+}
+
+Result<std::vector<std::string>> OptionalStringList(const Json& o, std::string_view key,
+                                                    std::string_view file) {
+  std::vector<std::string> out;
+  const Json* v = o.FindNonNull(key);
+  if (v == nullptr) return out;
+  if (!v->is_array()) {
+    return InvalidInput(fmt::format("{}: expected a list of strings for \"{}\", found {}",
+                                    Where(file, *v), key, v->TypeName()));
+  }
+  for (const Json& item : v->items()) {
+    if (!item.is_string()) {
+      return InvalidInput(fmt::format("{}: expected a string in \"{}\", found {}",
+                                      Where(file, item), key, item.TypeName()));
+    }
+    out.push_back(item.string_value());
+  }
+  return out;
+}
+
+}  // namespace quantpath

@@ -1,0 +1,1 @@
+// The kernel registry and dispatcher (filled in with the first kernels).

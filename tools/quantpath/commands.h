@@ -1,0 +1,26 @@
+// The quantpath command line: one file per subcommand, each thin over the library.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace quantpath::cli {
+
+// Exit codes shared by every command (DESIGN.md): 0 success; 1 the command worked and found
+// problems; 2 unusable input or usage.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitBadInput = 2;
+
+// Each Add*Command registers a subcommand whose callback stores its exit code in *exit_code.
+void AddPlanCommand(CLI::App& app, int* exit_code);
+void AddExplainCommand(CLI::App& app, int* exit_code);
+void AddRunCommand(CLI::App& app, int* exit_code);
+
+// The bundled example folder used when a command is given no model folder.
+std::string DefaultExampleDir();
+// Prints "quantpath: <message>" to stderr and returns kExitBadInput.
+int ReportBadInput(const std::string& message);
+
+}  // namespace quantpath::cli

@@ -1,0 +1,35 @@
+#include <cstdlib>
+#include <iostream>
+
+#include "tools/quantpath/commands.h"
+
+namespace quantpath::cli {
+
+std::string DefaultExampleDir() {
+  if (const char* env = std::getenv("QUANTPATH_EXAMPLES")) return std::string(env) + "/llama-tiny-fp8";
+  return std::string(QUANTPATH_EXAMPLES_DIR) + "/llama-tiny-fp8";
+}
+
+int ReportBadInput(const std::string& message) {
+  std::cerr << "quantpath: " << message << "\n";
+  return kExitBadInput;
+}
+
+}  // namespace quantpath::cli
+
+int main(int argc, char** argv) {
+  using namespace quantpath::cli;
+  CLI::App app{"quantpath: from a quantized model folder's config files to a kernel per layer"};
+  app.require_subcommand(1);
+  int exit_code = kExitOk;
+  AddPlanCommand(app, &exit_code);
+  AddExplainCommand(app, &exit_code);
+  AddRunCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
+  }
+  return exit_code;
+}
