@@ -1,0 +1,118 @@
+// Reads config.json and the standalone quantization files of a model folder, once, in document
+// order, and locates the embedded quantization description.
+#include <system_error>
+
+#include "fmt/format.h"
+#include "quantpath/sources.h"
+
+namespace quantpath {
+namespace {
+
+constexpr std::string_view kConfigJson = "config.json";
+
+// Sub-configs of multimodal wrappers that may carry the language model's quantization config.
+bool LooksLikeSubConfig(const Json::Member& member) {
+  return member.second.is_object() && member.second.Find("quantization_config") != nullptr;
+}
+
+}  // namespace
+
+Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound(fmt::format("{}: not a model folder (no such directory)", dir.string()));
+  }
+  ConfigSources sources;
+  sources.dir_ = dir;
+  std::vector<std::string_view> names = {kConfigJson};
+  names.insert(names.end(), std::begin(kStandaloneConfigFiles), std::end(kStandaloneConfigFiles));
+  for (std::string_view name : names) {
+    std::filesystem::path path = dir / name;
+    if (!std::filesystem::is_regular_file(path, ec)) continue;
+    QP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, name));
+    if (!root.is_object()) {
+      return InvalidInput(fmt::format("{}: expected a JSON object at the top level, found {}",
+                                      path.string(), root.TypeName()));
+    }
+    sources.files_.push_back({std::string(name), path, std::move(root)});
+  }
+  if (sources.files_.empty()) {
+    std::vector<std::string> excerpts;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      std::string file = entry.path().filename().string();
+      if (file.ends_with(".excerpt.json")) excerpts.push_back(file);
+    }
+    if (!excerpts.empty()) {
+      return InvalidInput(fmt::format(
+          "{}: holds only excerpts ({}), which are text cut from a file rather than the file; "
+          "a plan needs config.json or a complete standalone quantization file",
+          dir.string(), Join(excerpts, ", ")));
+    }
+    return NotFound(fmt::format("{}: no config.json and no standalone quantization file ({})",
+                                dir.string(), "quantize_config.json, quant_config.json, "
+                                              "quantization_config.json, hf_quant_config.json, "
+                                              "quant_model_description.json"));
+  }
+  return sources;
+}
+
+ConfigSources ConfigSources::FromQuantizationConfig(Json quantization_config,
+                                                    std::string file_name) {
+  ConfigSources sources;
+  Json root = Json::Object({{"quantization_config", std::move(quantization_config)}});
+  root.mutable_members()[0].second.set_pointer("/quantization_config");
+  sources.files_.push_back({std::move(file_name), {}, std::move(root)});
+  return sources;
+}
+
+const Json* ConfigSources::config() const {
+  const SourceFile* f = File(kConfigJson);
+  return f ? &f->root : nullptr;
+}
+
+const Json* ConfigSources::text_config() const {
+  const Json* root = config();
+  if (root == nullptr) return nullptr;
+  const Json* text = root->Find("text_config");
+  return text != nullptr && text->is_object() ? text : root;
+}
+
+const SourceFile* ConfigSources::File(std::string_view name) const {
+  for (const SourceFile& f : files_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::optional<Located> ConfigSources::Embedded() const {
+  if (files_.empty()) return std::nullopt;
+  // FromQuantizationConfig stores its description under a caller-chosen file name.
+  const SourceFile& first = files_.front();
+  const Json* root = config() ? config() : (first.root.Find("quantization_config") ? &first.root : nullptr);
+  if (root == nullptr) return std::nullopt;
+  const std::string& file = root == config() ? std::string(kConfigJson) : first.name;
+  for (std::string_view key : {"quantization_config", "compression_config"}) {
+    if (const Json* v = root->FindNonNull(key)) return Located{v, {file, v->pointer()}};
+  }
+  if (const Json* text = root->Find("text_config")) {
+    if (const Json* v = text->FindNonNull("quantization_config")) {
+      return Located{v, {file, v->pointer()}};
+    }
+  }
+  for (const Json::Member& m : root->members()) {
+    if (LooksLikeSubConfig(m)) {
+      const Json* v = m.second.FindNonNull("quantization_config");
+      if (v != nullptr) return Located{v, {file, v->pointer()}};
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ConfigSources::FileNames() const {
+  std::vector<std::string> names;
+  for (const SourceFile& f : files_) names.push_back(f.name);
+  return names;
+}
+
+}  // namespace quantpath
