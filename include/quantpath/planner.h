@@ -36,7 +36,10 @@ struct Decision {
   std::vector<TraceStep> trace;
 };
 
-Decision DecideSite(const QuantPlan& plan, const LayerSite& site);
+// Decides one site. With `record_trace` false only the deciding rule is kept (plans of models with
+// thousands of sites and hundreds of rules would otherwise hold millions of trace steps).
+Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_trace = true);
+// Decides every site, in order, without traces.
 std::vector<Decision> DecideSites(const QuantPlan& plan, const std::vector<LayerSite>& sites);
 
 }  // namespace quantpath

@@ -37,8 +37,9 @@ class ConfigSources {
   // Reads every known file of `dir`. A file that exists but is not valid JSON is an error naming
   // it; a folder with neither config.json nor a standalone file is an error.
   static Result<ConfigSources> Load(const std::filesystem::path& dir);
-  // Sources made from one in-memory quantization description (the `match` command's cases).
-  static ConfigSources FromQuantizationConfig(Json quantization_config, std::string file_name);
+  // Sources made from in-memory files (the `match` command's cases, tests). A file named
+  // "config.json" plays config.json's role.
+  static ConfigSources FromMemory(std::vector<SourceFile> files);
 
   const std::filesystem::path& dir() const { return dir_; }
   // config.json's root object, or nullptr when the folder has none.
@@ -54,9 +55,19 @@ class ConfigSources {
   // Files present in the folder that look like model folders hold (for messages).
   std::vector<std::string> FileNames() const;
 
+  // Names of checkpoint tensors stored in a quantized dtype (not f16/bf16/f32), when known. vLLM
+  // derives GPTQ's modules_in_block_to_quantize from them when the config lacks it.
+  const std::optional<std::vector<std::string>>& checkpoint_quantized_params() const {
+    return checkpoint_quantized_params_;
+  }
+  void set_checkpoint_quantized_params(std::vector<std::string> names) {
+    checkpoint_quantized_params_ = std::move(names);
+  }
+
  private:
   std::filesystem::path dir_;
   std::vector<SourceFile> files_;  // config.json first, then standalone files in the order above
+  std::optional<std::vector<std::string>> checkpoint_quantized_params_;
 };
 
 }  // namespace quantpath

@@ -57,7 +57,10 @@ std::string QuantScheme::CanonicalName() const {
   const QDTypeInfo& w = Info(weight.dtype);
   int a_bits = input ? Info(input->dtype).bits : 16;
   std::string name = fmt::format("w{}a{}-{}", w.bits, a_bits, w.name_short);
-  if (!GranularityImplied(weight.dtype)) name += "-" + GranularityPart(weight);
+  if (!GranularityImplied(weight.dtype)) {
+    name += '-';
+    name += GranularityPart(weight);
+  }
   if (!weight.symmetric) name += "-asym";
   if (input && !GranularityImplied(weight.dtype)) {
     if (input->dtype != weight.dtype) {

@@ -57,12 +57,9 @@ Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
   return sources;
 }
 
-ConfigSources ConfigSources::FromQuantizationConfig(Json quantization_config,
-                                                    std::string file_name) {
+ConfigSources ConfigSources::FromMemory(std::vector<SourceFile> files) {
   ConfigSources sources;
-  Json root = Json::Object({{"quantization_config", std::move(quantization_config)}});
-  root.mutable_members()[0].second.set_pointer("/quantization_config");
-  sources.files_.push_back({std::move(file_name), {}, std::move(root)});
+  sources.files_ = std::move(files);
   return sources;
 }
 
@@ -86,12 +83,9 @@ const SourceFile* ConfigSources::File(std::string_view name) const {
 }
 
 std::optional<Located> ConfigSources::Embedded() const {
-  if (files_.empty()) return std::nullopt;
-  // FromQuantizationConfig stores its description under a caller-chosen file name.
-  const SourceFile& first = files_.front();
-  const Json* root = config() ? config() : (first.root.Find("quantization_config") ? &first.root : nullptr);
+  const Json* root = config();
   if (root == nullptr) return std::nullopt;
-  const std::string& file = root == config() ? std::string(kConfigJson) : first.name;
+  const std::string file(kConfigJson);
   for (std::string_view key : {"quantization_config", "compression_config"}) {
     if (const Json* v = root->FindNonNull(key)) return Located{v, {file, v->pointer()}};
   }

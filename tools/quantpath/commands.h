@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "quantpath/report.h"
+
 namespace quantpath::cli {
 
 // Exit codes shared by every command (DESIGN.md): 0 success; 1 the command worked and found
@@ -17,10 +19,14 @@ inline constexpr int kExitBadInput = 2;
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
+void AddMatchCommand(CLI::App& app, int* exit_code);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();
 // Prints "quantpath: <message>" to stderr and returns kExitBadInput.
 int ReportBadInput(const std::string& message);
+// Parses the options shared by plan, explain and diff.
+Result<PlanOptions> MakePlanOptions(const std::string& engine, const std::string& quantization,
+                                    const std::string& device);
 
 }  // namespace quantpath::cli

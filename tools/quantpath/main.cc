@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   AddPlanCommand(app, &exit_code);
   AddExplainCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
+  AddMatchCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,234 @@
+// Evaluates a QuantPlan against one layer site. The plan carries every format- and engine-specific
+// choice (matchers, fused policy, kind policies); this file only applies them in order.
+#include <optional>
+
+#include "fmt/format.h"
+#include "quantpath/planner.h"
+
+namespace quantpath {
+namespace {
+
+// The outcome of one rule group for one path or site.
+struct GroupOutcome {
+  const Rule* rule = nullptr;         // the rule that hit, if any
+  std::optional<std::string> error;   // legs disagreed, or a matcher failed
+};
+
+struct Evaluator {
+  const LayerSite& site;
+  bool record_trace;
+  std::vector<TraceStep>* trace;
+
+  // First rule of `group` hitting `subject`; a matcher failure (regex limit) is an error.
+  GroupOutcome FirstHit(const RuleGroup& group, const std::string& subject) {
+    for (const Rule& rule : group.rules) {
+      if ((rule.kinds & KindBit(site.kind)) == 0) continue;
+      Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
+      if (!hit.ok()) return {nullptr, hit.status().message()};
+      if (record_trace) {
+        std::string_view against =
+            rule.matcher.kind() == MatchKind::kClassName ? std::string_view(site.module_class)
+                                                         : std::string_view(subject);
+        trace->push_back({group.name, subject, rule.matcher.kind(), rule.matcher.pattern(),
+                          rule.source, *hit,
+                          fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
+                                      rule.matcher.pattern(), *hit ? "matches" : "does not match",
+                                      against)});
+      }
+      if (*hit) return {&rule, std::nullopt};
+    }
+    return {};
+  }
+
+  static std::string_view Describe(const Rule* rule) {
+    if (rule == nullptr) return "no rule";
+    switch (rule->action.kind) {
+      case ActionKind::kQuantize: return "quantize";
+      case ActionKind::kSkip: return "skip";
+      case ActionKind::kFail: return "fail";
+    }
+    return "?";
+  }
+
+  static bool SameAction(const Rule* a, const Rule* b) {
+    if ((a == nullptr) != (b == nullptr)) return false;
+    if (a == nullptr) return true;
+    return a->action.kind == b->action.kind && a->action.scheme == b->action.scheme;
+  }
+
+  // Every leg resolved on its own; they must agree.
+  GroupOutcome LegsMustAgree(const RuleGroup& group) {
+    std::vector<const Rule*> hits;
+    for (size_t i = 0; i < site.legs.size(); ++i) {
+      GroupOutcome leg = FirstHit(group, site.LegPath(i));
+      if (leg.error) return leg;
+      hits.push_back(leg.rule);
+    }
+    for (size_t i = 1; i < hits.size(); ++i) {
+      if (SameAction(hits[0], hits[i])) continue;
+      std::vector<std::string> parts;
+      for (size_t j = 0; j < hits.size(); ++j) {
+        parts.push_back(fmt::format("{} → {}", site.legs[j].name, Describe(hits[j])));
+      }
+      std::string message =
+          group.disagree_message.empty()
+              ? fmt::format("the legs of fused layer {} disagree in rule group \"{}\": {}",
+                            site.path, group.name, Join(parts, ", "))
+              : fmt::format("{} ({}: {})", group.disagree_message, site.path, Join(parts, ", "));
+      return {nullptr, message};
+    }
+    return {hits.empty() ? nullptr : hits[0], std::nullopt};
+  }
+
+  // Every leg must hit some rule; the first leg's rule decides.
+  GroupOutcome AllLegsFirstRule(const RuleGroup& group) {
+    const Rule* first = nullptr;
+    for (size_t i = 0; i < site.legs.size(); ++i) {
+      GroupOutcome leg = FirstHit(group, site.LegPath(i));
+      if (leg.error) return leg;
+      if (leg.rule == nullptr) return {};
+      if (i == 0) first = leg.rule;
+    }
+    return {first, std::nullopt};
+  }
+
+  GroupOutcome Evaluate(const RuleGroup& group) {
+    // MoE sites are matched by their own path (engines build one module for all experts).
+    if (site.legs.empty() || site.kind == SiteKind::kMoe ||
+        group.fused == FusedPolicy::kFusedNameOnly) {
+      return FirstHit(group, site.path);
+    }
+    switch (group.fused) {
+      case FusedPolicy::kLegsMustAgree: return LegsMustAgree(group);
+      case FusedPolicy::kFusedNameThenLegs: {
+        GroupOutcome direct = FirstHit(group, site.path);
+        if (direct.rule != nullptr || direct.error) return direct;
+        return LegsMustAgree(group);
+      }
+      case FusedPolicy::kAllLegsFirstRule: {
+        GroupOutcome direct = FirstHit(group, site.path);
+        if (direct.rule != nullptr || direct.error) return direct;
+        return AllLegsFirstRule(group);
+      }
+      case FusedPolicy::kFusedNameOnly: break;
+    }
+    return FirstHit(group, site.path);
+  }
+};
+
+KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
+  switch (kind) {
+    case SiteKind::kLinear: return plan.linear;
+    case SiteKind::kLmHead: return plan.lm_head;
+    case SiteKind::kMoe: return plan.moe;
+    case SiteKind::kRouter: return plan.router;
+    case SiteKind::kEmbedding: return plan.embedding;
+    case SiteKind::kAttention: return KindPolicy::kUnquantized;
+  }
+  return KindPolicy::kUnquantized;
+}
+
+// Why a kind the plan never quantizes stays unquantized.
+std::string UnquantizedKindReason(const QuantPlan& plan, SiteKind kind) {
+  switch (kind) {
+    case SiteKind::kEmbedding: return "not a linear layer";
+    case SiteKind::kRouter:
+      return "router gate: built without a quantization config";
+    case SiteKind::kLmHead: return fmt::format("{} does not quantize the LM head", plan.quant_method);
+    case SiteKind::kMoe: return fmt::format("{} does not quantize MoE experts", plan.quant_method);
+    case SiteKind::kLinear: return plan.default_action.message;
+    case SiteKind::kAttention: return "no KV-cache scheme";
+  }
+  return "";
+}
+
+Decision FromAction(const Action& action, std::string rule) {
+  Decision d;
+  d.rule = std::move(rule);
+  d.detail = action.detail;
+  switch (action.kind) {
+    case ActionKind::kQuantize:
+      d.kind = DecisionKind::kQuantized;
+      d.scheme = action.scheme;
+      break;
+    case ActionKind::kSkip: d.kind = DecisionKind::kUnquantized; break;
+    case ActionKind::kFail:
+      d.kind = DecisionKind::kError;
+      d.detail = action.message;
+      break;
+  }
+  return d;
+}
+
+std::string PlanSource(const QuantPlan& plan) {
+  return plan.sources.empty() ? plan.quant_method : plan.sources.front().ToString();
+}
+
+}  // namespace
+
+std::string_view DecisionKindName(DecisionKind kind) {
+  switch (kind) {
+    case DecisionKind::kQuantized: return "quantized";
+    case DecisionKind::kUnquantized: return "unquantized";
+    case DecisionKind::kError: return "error";
+  }
+  return "?";
+}
+
+Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_trace) {
+  if (site.kind == SiteKind::kAttention) {
+    Decision d;
+    if (plan.kv_cache) {
+      d.kind = DecisionKind::kQuantized;
+      d.scheme = plan.kv_cache;
+      d.rule = fmt::format("{}: KV cache {}", PlanSource(plan), plan.kv_cache->CanonicalName());
+    } else {
+      d.rule = "no KV-cache scheme";
+    }
+    return d;
+  }
+  KindPolicy policy = PolicyFor(plan, site.kind);
+  if (policy == KindPolicy::kUnquantized) {
+    Decision d;
+    d.rule = UnquantizedKindReason(plan, site.kind);
+    return d;
+  }
+  std::vector<TraceStep> trace;
+  Evaluator evaluator{site, record_trace, &trace};
+  for (const RuleGroup& group : plan.groups) {
+    GroupOutcome outcome = evaluator.Evaluate(group);
+    if (outcome.error) {
+      Decision d;
+      d.kind = DecisionKind::kError;
+      d.rule = fmt::format("rule group \"{}\"", group.name);
+      d.detail = *outcome.error;
+      d.trace = std::move(trace);
+      return d;
+    }
+    if (outcome.rule != nullptr) {
+      Decision d = FromAction(outcome.rule->action,
+                              fmt::format("{}: {}", outcome.rule->source.ToString(),
+                                          outcome.rule->action.message));
+      d.trace = std::move(trace);
+      return d;
+    }
+  }
+  Decision d;
+  if (policy == KindPolicy::kRulesOnly) {
+    d.rule = fmt::format("no rule names this {}", SiteKindName(site.kind));
+  } else {
+    d = FromAction(plan.default_action,
+                   fmt::format("{}: {}", PlanSource(plan), plan.default_action.message));
+  }
+  d.trace = std::move(trace);
+  return d;
+}
+
+std::vector<Decision> DecideSites(const QuantPlan& plan, const std::vector<LayerSite>& sites) {
+  std::vector<Decision> decisions;
+  decisions.reserve(sites.size());
+  for (const LayerSite& site : sites) decisions.push_back(DecideSite(plan, site, false));
+  return decisions;
+}
+
+}  // namespace quantpath

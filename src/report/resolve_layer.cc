@@ -1,0 +1,45 @@
+// Resolves the layer names users type to the dialect's sites.
+#include "fmt/format.h"
+#include "quantpath/report.h"
+
+namespace quantpath {
+
+Result<ResolvedSite> ResolveLayer(const ModelSites& sites, std::string_view path) {
+  std::string_view name = path;
+  for (std::string_view suffix : {".weight", ".weight_scale_inv", ".weight_scale", ".qweight"}) {
+    if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+  }
+  if (const LayerSite* site = sites.Find(name)) {
+    return ResolvedSite{site, name == path ? "" : fmt::format("{} is a tensor of {}", path, name)};
+  }
+  for (const LayerSite& site : sites.sites) {
+    for (size_t i = 0; i < site.legs.size(); ++i) {
+      if (site.kind != SiteKind::kMoe && site.LegPath(i) == name) {
+        return ResolvedSite{&site, fmt::format("{} is leg {} of fused layer {}", name,
+                                               site.legs[i].name, site.path)};
+      }
+    }
+    // Checkpoint names of one expert ("…mlp.experts.7.gate_proj") belong to the MoE site.
+    if (site.kind == SiteKind::kMoe && name.starts_with(site.path + ".")) {
+      return ResolvedSite{&site, fmt::format("{} is an expert weight of {}", name, site.path)};
+    }
+  }
+  return NotFound(fmt::format("no layer \"{}\" in this {} model (layers are named as `quantpath "
+                              "plan` lists them)",
+                              path, sites.architecture));
+}
+
+Json TraceToJson(const std::vector<TraceStep>& trace) {
+  std::vector<Json> steps;
+  for (const TraceStep& s : trace) {
+    steps.push_back(Json::Object({{"matcher", Json::String(std::string(MatchKindName(s.kind)))},
+                                  {"pattern", Json::String(s.pattern)},
+                                  {"file", Json::String(s.source.file)},
+                                  {"pointer", Json::String(s.source.pointer)},
+                                  {"result", Json::String(s.hit ? "hit" : "miss")},
+                                  {"reason", Json::String(s.reason)}}));
+  }
+  return Json::Array(std::move(steps));
+}
+
+}  // namespace quantpath
