@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,34 +31,49 @@ struct LayerSite {
   // Logical weight shape [N (out), K (in)]; for moe one expert's [intermediate, hidden]; none for
   // attention.
   std::optional<std::array<int64_t, 2>> shape;
-  std::vector<Leg> legs;      // packed-mapping order; empty when not fused
-  int64_t experts = 0;        // moe only
-  std::string module_class;   // engine class, for class-name targets
+  std::vector<Leg> legs;     // packed-mapping order; empty when not fused
+  int64_t experts = 0;       // moe only
+  std::string module_class;  // engine class, for class-name targets
   bool bias = false;
-  int64_t params = 0;         // weights as the checkpoint stores them, biases included
-  bool mtp = false;           // part of a multi-token-prediction layer
+  int64_t params = 0;  // weights as the checkpoint stores them, biases included
+  bool mtp = false;    // part of a multi-token-prediction layer
 
-  // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj.
+  // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj: the parent path plus the leg's name.
+  // For an moe site the legs belong to each expert, and this returns the path without an expert
+  // index ("model.layers.3.mlp.experts.gate_proj"); see ExpertLegPath. Empty when `leg` is out of
+  // range.
   std::string LegPath(size_t leg) const;
+  // "model.layers.3.mlp.experts.5.gate_proj": leg `leg` of expert `expert`, as the checkpoint
+  // names it. Empty unless this is an moe site and both indices are in range.
+  std::string ExpertLegPath(int64_t expert, size_t leg) const;
 };
 
 using PackedModulesMapping = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
 struct ModelSites {
   std::string architecture;
-  std::vector<LayerSite> sites;   // module construction order, MTP last
-  int64_t other_params = 0;       // norms and other tensors that are not sites
+  std::vector<LayerSite> sites;  // module construction order, MTP last
+  int64_t other_params = 0;      // norms and other tensors that are not sites
   QDType torch_dtype = QDType::kBF16;
   PackedModulesMapping packed_modules_mapping;
   std::vector<std::string> warnings;
 
+  // Sum of the sites' params (biases included, tied heads counted once).
   int64_t SiteParams() const;
+  // SiteParams() + other_params: the whole checkpoint's parameter count.
+  int64_t TotalParams() const { return SiteParams() + other_params; }
+  // The site whose execution path is exactly `path`, or nullptr.
   const LayerSite* Find(std::string_view path) const;
 };
 
 // Builds the sites of the architecture named in config.json (`architectures[0]`) for `dialect`.
 // An unknown architecture is an error naming it and the supported ones.
+// Errors name config.json and the JSON pointer of the field (missing fields, wrong types, values
+// out of range) together with the architecture.
 Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect);
+// The same from an already parsed config.json root object (for callers and tests that hold the
+// JSON in memory). Multimodal wrappers are read as ConfigSources::text_config() reads them.
+Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect);
 // Names of the supported architectures.
 std::vector<std::string> SupportedArchitectures();
 

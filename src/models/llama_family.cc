@@ -1,0 +1,111 @@
+// The Llama family: LlamaForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM.
+//
+// Goals: the sites vLLM builds for these decoder-only GQA models (embed_tokens; per layer fused
+// qkv_proj, o_proj, attention, fused gate_up_proj, down_proj; lm_head) with the parameter counts
+// the checkpoint stores. The three differ only in biases and Qwen3's per-head q/k norms, which a
+// small traits record states. Non-goals: multimodal wrappers, sliding-window details, rope.
+#include <string>
+
+#include "fmt/format.h"
+#include "src/models/model_builder.h"
+
+namespace quantpath::models {
+namespace {
+
+// What sets the biases of the attention projections in the checkpoint.
+enum class AttentionBias {
+  kConfigField,  // `attention_bias` (Llama also honours the older `bias`) for q, k, v and o
+  kQkvAlways,    // Qwen2: q, k, v always carry a bias, o_proj never
+};
+
+struct FamilyTraits {
+  AttentionBias attention_bias;
+  bool reads_mlp_bias;   // Llama's `mlp_bias` adds biases to gate, up and down
+  bool legacy_bias_key;  // Llama: `bias` is an older spelling of `attention_bias`
+  bool qk_norm;          // Qwen3: RMSNorm over each head of q and k (head_dim weights each)
+};
+
+constexpr FamilyTraits kLlamaTraits = {AttentionBias::kConfigField, true, true, false};
+constexpr FamilyTraits kQwen2Traits = {AttentionBias::kQkvAlways, false, false, false};
+constexpr FamilyTraits kQwen3Traits = {AttentionBias::kConfigField, false, false, true};
+
+Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSites* out) {
+  const ConfigReader& c = input.config;
+  QP_ASSIGN_OR_RETURN(const int64_t hidden, c.Positive("hidden_size"));
+  QP_ASSIGN_OR_RETURN(const int64_t layers, c.Positive("num_hidden_layers", kMaxLayers));
+  QP_ASSIGN_OR_RETURN(const int64_t heads, c.Positive("num_attention_heads", kMaxHeads));
+  QP_ASSIGN_OR_RETURN(const int64_t kv_heads,
+                      c.PositiveOr("num_key_value_heads", heads, kMaxHeads));
+  QP_ASSIGN_OR_RETURN(const int64_t intermediate, c.Positive("intermediate_size"));
+  QP_ASSIGN_OR_RETURN(const int64_t vocab, c.Positive("vocab_size"));
+  QP_ASSIGN_OR_RETURN(const bool tied, c.BoolOr("tie_word_embeddings", false));
+  QP_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim_field, c.OptionalPositive("head_dim"));
+
+  // GQA shares each KV head among heads / kv_heads query heads; engines reject anything else.
+  if (heads % kv_heads != 0) {
+    return InvalidInput(
+        fmt::format("{}: {} needs num_key_value_heads to divide num_attention_heads ({}), found {}",
+                    c.Where("num_key_value_heads"), c.architecture(), heads, kv_heads));
+  }
+  // Without an explicit head_dim the engines use hidden_size / num_attention_heads.
+  if (!head_dim_field && hidden % heads != 0) {
+    return InvalidInput(fmt::format(
+        "{}: {} has no head_dim, so num_attention_heads must divide hidden_size ({}), found {}",
+        c.Where("num_attention_heads"), c.architecture(), hidden, heads));
+  }
+  const int64_t head_dim = head_dim_field.value_or(hidden / heads);
+
+  bool qkv_bias = false;
+  bool o_bias = false;
+  if (traits.attention_bias == AttentionBias::kQkvAlways) {
+    qkv_bias = true;
+  } else {
+    QP_ASSIGN_OR_RETURN(bool attention_bias, c.BoolOr("attention_bias", false));
+    if (traits.legacy_bias_key) {
+      QP_ASSIGN_OR_RETURN(bool legacy, c.BoolOr("bias", false));
+      attention_bias = attention_bias || legacy;
+    }
+    qkv_bias = o_bias = attention_bias;
+  }
+  bool mlp_bias = false;
+  if (traits.reads_mlp_bias) {
+    QP_ASSIGN_OR_RETURN(mlp_bias, c.BoolOr("mlp_bias", false));
+  }
+
+  out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}},
+                                 {"gate_up_proj", {"gate_proj", "up_proj"}}};
+  SiteList list(out, c.architecture());
+  list.Embedding("model.embed_tokens", vocab, hidden);
+  const int64_t q_rows = heads * head_dim;
+  const int64_t kv_rows = kv_heads * head_dim;
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string layer = fmt::format("model.layers.{}", i);
+    list.Linear(layer + ".self_attn.qkv_proj", "QKVParallelLinear", q_rows + 2 * kv_rows, hidden,
+                qkv_bias, {{"q_proj", q_rows}, {"k_proj", kv_rows}, {"v_proj", kv_rows}});
+    list.Linear(layer + ".self_attn.o_proj", "RowParallelLinear", hidden, q_rows, o_bias);
+    list.Attention(layer + ".self_attn.attn", input.names.attention_class);
+    if (traits.qk_norm) list.Other({2, head_dim});  // self_attn.q_norm, self_attn.k_norm
+    AddGatedMlp(list, layer + ".mlp", hidden, intermediate, mlp_bias);
+    list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+  }
+  list.Other({hidden});  // model.norm
+  // With tie_word_embeddings the head reuses embed_tokens' weight: still a site, no own params.
+  list.LmHead("lm_head", vocab, hidden, tied);
+  return list.status();
+}
+
+}  // namespace
+
+Status BuildLlama(const ArchInput& input, ModelSites* out) {
+  return BuildFamily(input, kLlamaTraits, out);
+}
+
+Status BuildQwen2(const ArchInput& input, ModelSites* out) {
+  return BuildFamily(input, kQwen2Traits, out);
+}
+
+Status BuildQwen3(const ArchInput& input, ModelSites* out) {
+  return BuildFamily(input, kQwen3Traits, out);
+}
+
+}  // namespace quantpath::models

@@ -1,0 +1,36 @@
+// Accessors of LayerSite and ModelSites: leg paths and parameter sums.
+#include "fmt/format.h"
+#include "quantpath/models.h"
+
+namespace quantpath {
+
+std::string LayerSite::LegPath(size_t leg) const {
+  if (leg >= legs.size()) return {};
+  // An moe site's legs are per expert, under the experts module itself.
+  if (kind == SiteKind::kMoe) return fmt::format("{}.{}", path, legs[leg].name);
+  // A fused site replaces the last segment: model.layers.0.self_attn.{qkv_proj → q_proj}.
+  std::string_view parent = ParentPath(path);
+  if (parent.empty()) return legs[leg].name;
+  return fmt::format("{}.{}", parent, legs[leg].name);
+}
+
+std::string LayerSite::ExpertLegPath(int64_t expert, size_t leg) const {
+  if (kind != SiteKind::kMoe || expert < 0 || expert >= experts || leg >= legs.size()) return {};
+  return fmt::format("{}.{}.{}", path, expert, legs[leg].name);
+}
+
+int64_t ModelSites::SiteParams() const {
+  // Builders check that the total fits in 64 bits.
+  int64_t total = 0;
+  for (const LayerSite& site : sites) total += site.params;
+  return total;
+}
+
+const LayerSite* ModelSites::Find(std::string_view path) const {
+  for (const LayerSite& site : sites) {
+    if (site.path == path) return &site;
+  }
+  return nullptr;
+}
+
+}  // namespace quantpath

@@ -1,0 +1,152 @@
+// The architecture registry: config.json's `architectures[0]` → the family builder that lists its
+// sites, plus the fields every architecture shares (torch_dtype).
+//
+// Goals: one explicit table, so adding an architecture means adding a file and a row. Non-goals:
+// guessing an architecture that is not in the table (an inferred fallback from checkpoint tensor
+// names belongs in its own file when it comes).
+#include <array>
+#include <string_view>
+
+#include "fmt/format.h"
+#include "src/models/model_builder.h"
+
+namespace quantpath {
+namespace {
+
+using models::ArchBuilder;
+using models::kConfigFile;
+
+struct ArchEntry {
+  std::string_view name;
+  ArchBuilder build;
+};
+
+// Kimi-K2 (`model_type kimi_k2`) names DeepseekV3ForCausalLM and is served by that row.
+constexpr std::array<ArchEntry, 4> kArchitectures = {{
+    {"LlamaForCausalLM", &models::BuildLlama},
+    {"Qwen2ForCausalLM", &models::BuildQwen2},
+    {"Qwen3ForCausalLM", &models::BuildQwen3},
+    {"DeepseekV3ForCausalLM", &models::BuildDeepseekV3},
+}};
+
+const ArchEntry* FindArchitecture(std::string_view name) {
+  for (const ArchEntry& entry : kArchitectures) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+struct DtypeSpelling {
+  std::string_view name;
+  QDType dtype;
+};
+// The spellings transformers writes for the unquantized storage dtype ("torch." prefix removed).
+constexpr std::array<DtypeSpelling, 6> kDtypeSpellings = {{
+    {"bfloat16", QDType::kBF16},
+    {"float16", QDType::kFP16},
+    {"half", QDType::kFP16},
+    {"float32", QDType::kFP32},
+    {"float", QDType::kFP32},
+    {"bf16", QDType::kBF16},
+}};
+
+// `torch_dtype` (transformers < 4.56) or `dtype` (newer), looked up in the architecture's own
+// config first, then in config.json's root (multimodal wrappers may differ between the two; the
+// language model's own value describes its weights).
+Status ReadTorchDtype(const Json& root, const Json& text, ModelSites* out) {
+  for (const Json* object : {&text, &root}) {
+    for (std::string_view key : {"torch_dtype", "dtype"}) {
+      const Json* v = object->FindNonNull(key);
+      if (v == nullptr) continue;
+      if (!v->is_string()) {
+        return InvalidInput(
+            fmt::format("{}: expected a string such as \"bfloat16\" for \"{}\", "
+                        "found {}",
+                        Where(kConfigFile, *v), key, v->TypeName()));
+      }
+      std::string_view name = v->string_value();
+      if (name.starts_with("torch.")) name.remove_prefix(6);
+      for (const DtypeSpelling& s : kDtypeSpellings) {
+        if (s.name == name) {
+          out->torch_dtype = s.dtype;
+          return Status();
+        }
+      }
+      // Some quantized checkpoints write their storage type here (e.g. "float8_e4m3fn"); the
+      // unquantized tensors of those are bfloat16.
+      out->warnings.push_back(
+          fmt::format("{}: unrecognised dtype {}; unquantized layers are assumed to be bfloat16",
+                      Where(kConfigFile, *v), JsonQuote(v->string_value())));
+      return Status();
+    }
+  }
+  out->warnings.push_back(fmt::format(
+      "{}: no torch_dtype or dtype; unquantized layers are assumed to be bfloat16", kConfigFile));
+  return Status();
+}
+
+Result<std::string> ReadArchitecture(const Json& root, ModelSites* out) {
+  const Json* list = root.FindNonNull("architectures");
+  const std::string where = fmt::format("{}#/architectures", kConfigFile);
+  if (list == nullptr) {
+    return InvalidInput(
+        fmt::format("{}: missing; the layer sites are built from the architecture "
+                    "it names (supported: {})",
+                    where, Join(SupportedArchitectures(), ", ")));
+  }
+  if (!list->is_array() || list->items().empty() || !list->items()[0].is_string()) {
+    return InvalidInput(fmt::format("{}: expected a non-empty list of architecture names, found {}",
+                                    where, list->TypeName()));
+  }
+  if (list->items().size() > 1) {
+    out->warnings.push_back(fmt::format("{}: lists {} architectures; the first one is used", where,
+                                        list->items().size()));
+  }
+  return list->items()[0].string_value();
+}
+
+Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dialect) {
+  if (!root.is_object()) {
+    return InvalidInput(fmt::format("{}: expected a JSON object at the top level, found {}",
+                                    kConfigFile, root.TypeName()));
+  }
+  ModelSites out;
+  QP_ASSIGN_OR_RETURN(out.architecture, ReadArchitecture(root, &out));
+  const ArchEntry* entry = FindArchitecture(out.architecture);
+  if (entry == nullptr) {
+    return Unsupported(fmt::format(
+        "{}#/architectures/0: architecture {} is not supported "
+        "(supported: {})",
+        kConfigFile, JsonQuote(out.architecture), Join(SupportedArchitectures(), ", ")));
+  }
+  QP_RETURN_IF_ERROR(ReadTorchDtype(root, text, &out));
+  const models::ConfigReader reader(text, entry->name);
+  QP_RETURN_IF_ERROR(entry->build({reader, models::NamesFor(dialect.engine)}, &out));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> SupportedArchitectures() {
+  std::vector<std::string> names;
+  for (const ArchEntry& entry : kArchitectures) names.emplace_back(entry.name);
+  return names;
+}
+
+Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect) {
+  const Json* root = sources.config();
+  if (root == nullptr) {
+    return NotFound(fmt::format("{}: no {}; layer sites are built from its architecture fields",
+                                sources.dir().string(), kConfigFile));
+  }
+  return Build(*root, *sources.text_config(), dialect);
+}
+
+Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect) {
+  // The same rule as ConfigSources::text_config(): a `text_config` object holds the language
+  // model's fields.
+  const Json* text = config_json.Find("text_config");
+  return Build(config_json, text != nullptr && text->is_object() ? *text : config_json, dialect);
+}
+
+}  // namespace quantpath
