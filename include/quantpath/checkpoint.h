@@ -14,20 +14,30 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "quantpath/base.h"
 
 namespace quantpath {
 
-// safetensors dtypes, sized in bits (F4 and F6 are sub-byte).
+// safetensors dtypes, sized in bits (F4 and F6 are sub-byte). The FNUZ fp8 variants are those of
+// safetensors 0.8.
+// clang-format off
 enum class StDtype : uint8_t {
   kBool, kU8, kI8, kF8E5M2, kF8E4M3, kF8E8M0, kI16, kU16, kF16, kBF16,
   kI32, kU32, kF32, kF64, kI64, kU64, kF4, kF6E2M3, kF6E3M2, kC64,
+  kF8E4M3Fnuz, kF8E5M2Fnuz,
 };
-std::string_view StDtypeName(StDtype dtype);              // "F8_E4M3", "BF16", …
+// clang-format on
+std::string_view StDtypeName(StDtype dtype);  // "F8_E4M3", "BF16", …
 std::optional<StDtype> ParseStDtype(std::string_view name);
 int StDtypeBits(StDtype dtype);
+// Bytes taken by `elements` values of `dtype`; nullopt when `elements` is negative, the size
+// overflows, or the bits do not end on a byte boundary (an odd number of F4 values: the reference
+// implementation rejects those too, as "MisalignedSlice").
+std::optional<uint64_t> StDtypeByteLength(StDtype dtype, int64_t elements);
 
 struct TensorInfo {
   std::string name;
@@ -35,6 +45,7 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // byte offsets relative to the start of the data section
   uint64_t end = 0;
+  // The product of the shape; -1 when it is negative or overflows (never for a parsed tensor).
   int64_t Elements() const;
 };
 
@@ -46,11 +57,19 @@ struct TensorView {
   std::span<const std::byte> bytes;
 };
 
+// The header's `__metadata__` (string → string), in document order.
+using SafetensorsMetadata = std::vector<std::pair<std::string, std::string>>;
+
 // Parses and validates a safetensors header against a file of `file_size` bytes. `bytes` is the
 // whole file or at least its first 8 + header_length bytes. Used by SafetensorsFile and by tests.
+// Returns the tensors in file order (by offset); sets `*data_start` to the offset of the data
+// section and, when `metadata` is given, fills it. Errors name `file` and the tensor.
+// Stricter than the reference implementation in two ways, both from DESIGN.md: the header must
+// begin with '{' (no leading whitespace) and duplicate names are rejected (serde keeps the last).
 Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte> bytes,
                                                        uint64_t file_size, std::string_view file,
-                                                       uint64_t* data_start);
+                                                       uint64_t* data_start,
+                                                       SafetensorsMetadata* metadata = nullptr);
 
 class SafetensorsFile {
  public:
@@ -60,21 +79,30 @@ class SafetensorsFile {
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
   const std::string& path() const { return path_; }
-  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file order
+  const SafetensorsMetadata& metadata() const { return metadata_; }
+  // The tensor named `name`, or nullptr.
   const TensorInfo* Find(std::string_view name) const;
+  // `info` must be one of tensors(). The view lives as long as this file.
   TensorView View(const TensorInfo& info) const;
 
  private:
   SafetensorsFile() = default;
   std::string path_;
   std::vector<TensorInfo> tensors_;
+  SafetensorsMetadata metadata_;
+  std::unordered_map<std::string_view, size_t> by_name_;  // keys point into tensors_
   const std::byte* map_ = nullptr;
   size_t map_size_ = 0;
   uint64_t data_start_ = 0;
 };
 
-// A model folder's weights: `model.safetensors`, or `model.safetensors.index.json` with shards, or
-// the folder's *.safetensors files. Shards are opened lazily on first access.
+// A model folder's weights: `model.safetensors.index.json` with its shards, or else
+// `model.safetensors`, or else the folder's *.safetensors files. With an index (which wins, as in
+// vLLM), Open validates the index and that every shard exists, and each shard's header is read and
+// checked against the index on first access (Get) or by Validate; otherwise every file is opened
+// by Open. Copies share the opened files; views stay valid while any copy lives. The const
+// methods are thread-safe.
 class Checkpoint {
  public:
   // Errors name the folder, the index, the shard and the tensor. A folder without weights is
@@ -84,20 +112,27 @@ class Checkpoint {
   std::vector<std::string> TensorNames() const;  // sorted
   bool Has(std::string_view name) const;
   Result<TensorView> Get(std::string_view name) const;
+  // Opens every shard and checks it against the index (each listed tensor is in its shard, each
+  // tensor of a shard is listed for it); adds a warning when the index's metadata.total_size
+  // differs from the tensors' bytes. The first error found, in shard order.
+  Status Validate();
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  Checkpoint() = default;  // only Open makes one, so impl_ is never null
   struct Impl;
   std::shared_ptr<Impl> impl_;
   std::vector<std::string> warnings_;
 };
 
 // Copies a tensor's bytes into an aligned buffer of T (sizeof(T) * elements must equal the byte
-// length; otherwise an error naming the tensor).
+// length; otherwise an error naming the tensor). Instantiated for int8_t … uint64_t, float and
+// double. Values are little-endian, as on every host quantpath builds for.
 template <typename T>
 Result<std::vector<T>> CopyTensor(const TensorView& view);
 
-// Decodes a floating tensor (F32, F16, BF16, F8_E4M3, F8_E5M2, F64) to float32.
+// Decodes a floating tensor (F32, F16, BF16, F8_E4M3, F8_E5M2, F64, and F8_E8M0 and F4 = E2M1
+// with element 2i in the low nibble of byte i) to float32. Other dtypes are kUnsupported.
 Result<std::vector<float>> TensorToFloat(const TensorView& view);
 
 }  // namespace quantpath

@@ -1,0 +1,257 @@
+// A model folder's safetensors weights: which files hold them (index, single file or a set of
+// files), which tensor lives in which file, and the agreement between the index and the shards.
+#include <algorithm>
+#include <mutex>
+#include <system_error>
+
+#include "fmt/format.h"
+#include "quantpath/checkpoint.h"
+
+namespace quantpath {
+namespace {
+
+constexpr std::string_view kIndexName = "model.safetensors.index.json";
+constexpr std::string_view kSingleName = "model.safetensors";
+
+// The folder's *.safetensors regular files (symlinks followed, as in the Hugging Face cache),
+// sorted by name.
+Result<std::vector<std::string>> ListSafetensors(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::path& path = it->path();
+    std::error_code type_ec;
+    if (path.extension() == ".safetensors" && std::filesystem::is_regular_file(path, type_ec)) {
+      names.push_back(path.filename().string());
+    }
+  }
+  if (ec)
+    return IoError(fmt::format("{}: cannot list the folder ({})", dir.string(), ec.message()));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A shard name from an index must stay inside the folder: relative, without "..".
+bool IsInsideFolder(const std::filesystem::path& shard) {
+  if (shard.empty() || shard.is_absolute() || shard.has_root_name()) return false;
+  return std::none_of(shard.begin(), shard.end(), [](const auto& part) { return part == ".."; });
+}
+
+}  // namespace
+
+struct Checkpoint::Impl {
+  struct Shard {
+    std::string name;                 // as the index (or the folder listing) names it
+    std::vector<std::string> listed;  // the tensors the index places in this shard
+    std::once_flag once;
+    std::shared_ptr<const SafetensorsFile> file;
+    Status status;
+  };
+
+  std::filesystem::path dir;
+  std::string index;  // the index's path, empty when the folder has none
+  std::optional<uint64_t> total_size;
+  std::vector<std::unique_ptr<Shard>> shards;
+  std::unordered_map<std::string, size_t> shard_of;  // tensor name → index into shards
+
+  size_t AddShard(std::string name) {
+    shards.push_back(std::make_unique<Shard>());
+    shards.back()->name = std::move(name);
+    return shards.size() - 1;
+  }
+
+  // Opens shard `i` once; with an index, also checks that the shard holds exactly the tensors the
+  // index places in it. Later calls return the first call's outcome.
+  Result<const SafetensorsFile*> OpenShard(size_t i) const {
+    Shard& shard = *shards[i];
+    std::call_once(shard.once, [&] {
+      auto opened = SafetensorsFile::Open(dir / shard.name);
+      if (!opened.ok()) {
+        shard.status = opened.status();
+        return;
+      }
+      if (!index.empty()) shard.status = CheckAgainstIndex(i, **opened);
+      if (shard.status.ok()) shard.file = std::move(opened).value();
+    });
+    if (!shard.status.ok()) return shard.status;
+    return shard.file.get();
+  }
+
+  Status CheckAgainstIndex(size_t i, const SafetensorsFile& file) const {
+    for (const TensorInfo& t : file.tensors()) {
+      auto it = shard_of.find(t.name);
+      if (it == shard_of.end()) {
+        return InvalidInput(
+            fmt::format("{}: tensor \"{}\" is not listed in {}", file.path(), t.name, index));
+      }
+      if (it->second != i) {
+        return InvalidInput(
+            fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in "
+                        "shard \"{}\"",
+                        file.path(), t.name, index, shards[it->second]->name));
+      }
+    }
+    for (const std::string& name : shards[i]->listed) {
+      if (file.Find(name) == nullptr) {
+        return InvalidInput(
+            fmt::format("{}: tensor \"{}\" is listed in shard \"{}\", which does "
+                        "not contain it",
+                        index, name, shards[i]->name));
+      }
+    }
+    return {};
+  }
+
+  Status ReadIndex(std::vector<std::string>* warnings) {
+    QP_ASSIGN_OR_RETURN(Json root, ReadJsonFile(index));
+    const Json* weight_map = root.Find("weight_map");
+    if (!root.is_object() || weight_map == nullptr || !weight_map->is_object()) {
+      return InvalidInput(
+          fmt::format("{}: expected an object with a \"weight_map\" object", index));
+    }
+    std::unordered_map<std::string, size_t> shard_by_name;
+    for (const auto& [tensor, value] : weight_map->members()) {
+      if (!value.is_string()) {
+        return InvalidInput(fmt::format("{}: tensor \"{}\": expected a shard file name, found {}",
+                                        Where(index, value), tensor, value.TypeName()));
+      }
+      std::filesystem::path shard_path(value.string_value());
+      if (!IsInsideFolder(shard_path)) {
+        return InvalidInput(
+            fmt::format("{}: tensor \"{}\": shard {} must be a file inside the "
+                        "folder",
+                        Where(index, value), tensor, JsonQuote(value.string_value())));
+      }
+      std::string shard = shard_path.lexically_normal().string();
+      auto [it, added] = shard_by_name.try_emplace(shard, shards.size());
+      if (added) AddShard(shard);
+      shards[it->second]->listed.push_back(tensor);
+      shard_of.emplace(tensor, it->second);
+    }
+    for (const auto& shard : shards) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(dir / shard->name, ec)) {
+        return NotFound(
+            fmt::format("{}: shard \"{}\" (listed for tensor \"{}\") is not a file in {}", index,
+                        shard->name, shard->listed.front(), dir.string()));
+      }
+    }
+    if (shards.empty())
+      warnings->push_back(fmt::format("{}: \"weight_map\" lists no tensors", index));
+    // metadata.total_size is informative: a wrong one is a warning, never an error.
+    if (const Json* metadata = root.FindNonNull("metadata")) {
+      const Json* total = metadata->FindNonNull("total_size");
+      if (total != nullptr && total->is_int() && total->int_value() >= 0) {
+        total_size = static_cast<uint64_t>(total->int_value());
+      } else if (total != nullptr) {
+        warnings->push_back(fmt::format("{}: total_size is not a non-negative integer; not checked",
+                                        Where(index, *total)));
+      }
+    }
+    QP_ASSIGN_OR_RETURN(std::vector<std::string> present, ListSafetensors(dir));
+    for (const std::string& name : present) {
+      if (!shard_by_name.contains(name)) {
+        warnings->push_back(
+            fmt::format("{}: not listed in {}; ignored", (dir / name).string(), kIndexName));
+      }
+    }
+    return {};
+  }
+
+  // Without an index every file is opened now: the headers are the only map of names to files.
+  Status OpenAll(const std::vector<std::string>& files) {
+    for (const std::string& name : files) {
+      size_t i = AddShard(name);
+      QP_ASSIGN_OR_RETURN(const SafetensorsFile* file, OpenShard(i));
+      for (const TensorInfo& t : file->tensors()) {
+        auto [it, added] = shard_of.try_emplace(t.name, i);
+        if (!added) {
+          return InvalidInput(fmt::format("{}: tensor \"{}\" is in both {} and {}", dir.string(),
+                                          t.name, shards[it->second]->name, name));
+        }
+      }
+    }
+    return {};
+  }
+};
+
+Result<Checkpoint> Checkpoint::Open(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return NotFound(fmt::format("{}: not a folder", dir.string()));
+  }
+  Checkpoint checkpoint;
+  checkpoint.impl_ = std::make_shared<Impl>();
+  Impl& impl = *checkpoint.impl_;
+  impl.dir = dir;
+  if (std::filesystem::exists(dir / kIndexName, ec)) {
+    impl.index = (dir / kIndexName).string();
+    QP_RETURN_IF_ERROR(impl.ReadIndex(&checkpoint.warnings_));
+    return checkpoint;
+  }
+  QP_ASSIGN_OR_RETURN(std::vector<std::string> files, ListSafetensors(dir));
+  if (files.empty()) {
+    return NotFound(fmt::format("{}: no {}, {} or other *.safetensors file", dir.string(),
+                                kIndexName, kSingleName));
+  }
+  if (std::find(files.begin(), files.end(), kSingleName) != files.end()) {
+    // As in transformers: a folder's model.safetensors is its weights; other files are not.
+    for (const std::string& other : files) {
+      if (other != kSingleName) {
+        checkpoint.warnings_.push_back(
+            fmt::format("{}: ignored, the weights are in {}", (dir / other).string(), kSingleName));
+      }
+    }
+    files = {std::string(kSingleName)};
+  }
+  QP_RETURN_IF_ERROR(impl.OpenAll(files));
+  return checkpoint;
+}
+
+std::vector<std::string> Checkpoint::TensorNames() const {
+  std::vector<std::string> names;
+  names.reserve(impl_->shard_of.size());
+  for (const auto& [name, shard] : impl_->shard_of) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool Checkpoint::Has(std::string_view name) const {
+  return impl_->shard_of.contains(std::string(name));
+}
+
+Result<TensorView> Checkpoint::Get(std::string_view name) const {
+  auto it = impl_->shard_of.find(std::string(name));
+  if (it == impl_->shard_of.end()) {
+    return NotFound(fmt::format("{}: no tensor \"{}\"", impl_->dir.string(), name));
+  }
+  auto file = impl_->OpenShard(it->second);
+  if (!file.ok()) return file.status().WithContext(fmt::format("reading tensor \"{}\"", name));
+  const TensorInfo* info = (*file)->Find(name);
+  if (info == nullptr) {
+    // OpenShard checked that the shard holds every tensor mapped to it.
+    return InternalError(fmt::format("{}: tensor \"{}\" vanished", (*file)->path(), name));
+  }
+  return (*file)->View(*info);
+}
+
+Status Checkpoint::Validate() {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < impl_->shards.size(); ++i) {
+    QP_ASSIGN_OR_RETURN(const SafetensorsFile* file, impl_->OpenShard(i));
+    for (const TensorInfo& t : file->tensors()) bytes += t.end - t.begin;
+  }
+  if (impl_->total_size && *impl_->total_size != bytes) {
+    std::string warning =
+        fmt::format("{}: metadata.total_size is {} but the shards' tensors take {} bytes",
+                    impl_->index, *impl_->total_size, bytes);
+    // Idempotent: validating twice does not repeat the warning.
+    if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) {
+      warnings_.push_back(std::move(warning));
+    }
+  }
+  return {};
+}
+
+}  // namespace quantpath
