@@ -98,45 +98,21 @@ void AddAttention(SiteList& list, const DeepseekDims& d, const DialectNames& nam
   }
 }
 
-void AddMoe(SiteList& list, const DeepseekDims& d, const std::string& prefix) {
-  const int64_t experts = *d.routed_experts;
-  list.Router(prefix + ".gate", experts, d.hidden);
-  if (d.score_correction_bias) list.Other({experts});  // gate.e_score_correction_bias
-  // vLLM builds the shared experts before the routed ones (they are handed to the fused MoE
-  // layer); the recorded oracle cases list them in the same order.
-  if (d.shared_experts > 0) {
-    AddGatedMlp(list, prefix + ".shared_experts", d.hidden, d.shared_experts * d.moe_intermediate,
-                false);
-  }
-  list.Moe(prefix + ".experts", experts, d.moe_intermediate, d.hidden);
-}
-
 void AddDecoderLayer(SiteList& list, const DeepseekDims& d, const DialectNames& names,
                      int64_t index) {
   const std::string layer = fmt::format("model.layers.{}", index);
   AddAttention(list, d, names, layer + ".self_attn");
   if (IsMoeLayer(d, index)) {
-    AddMoe(list, d, layer + ".mlp");
+    AddRoutedMoe(list, layer + ".mlp",
+                 {.hidden = d.hidden,
+                  .experts = *d.routed_experts,
+                  .moe_intermediate = d.moe_intermediate,
+                  .shared_intermediate = d.shared_experts * d.moe_intermediate,
+                  .score_correction_bias = d.score_correction_bias});
   } else {
     AddGatedMlp(list, layer + ".mlp", d.hidden, d.intermediate, false);
   }
   list.Other({2, d.hidden});  // input_layernorm, post_attention_layernorm
-}
-
-// One MTP layer as the checkpoint stores it under `model.layers.<index>`: its own copy of the
-// embedding, enorm/hnorm, eh_proj mixing [embedding; previous hidden], a full decoder layer, and
-// shared_head (norm + its own copy of the head).
-void AddMtpLayer(SiteList& list, const DeepseekDims& d, const DialectNames& names, int64_t index) {
-  const std::string layer = fmt::format("model.layers.{}", index);
-  list.set_mtp(true);
-  list.Embedding(layer + ".embed_tokens", d.vocab, d.hidden);
-  list.Other({2, d.hidden});  // enorm, hnorm
-  // A plain nn.Linear in both engines.
-  list.Linear(layer + ".eh_proj", "Linear", d.hidden, 2 * d.hidden, false);
-  AddDecoderLayer(list, d, names, index);
-  list.Other({d.hidden});  // shared_head.norm
-  list.LmHead(layer + ".shared_head.head", d.vocab, d.hidden, /*tied=*/false);
-  list.set_mtp(false);
 }
 
 }  // namespace
@@ -158,7 +134,11 @@ Status BuildDeepseekV3(const ArchInput& input, ModelSites* out) {
   // With tie_word_embeddings the head reuses embed_tokens' weight: still a site, no own params.
   list.LmHead("lm_head", d.vocab, d.hidden, d.tied);
   // MTP layers come last and continue the layer numbering.
-  for (int64_t j = 0; j < d.mtp_layers; ++j) AddMtpLayer(list, d, input.names, d.layers + j);
+  for (int64_t j = 0; j < d.mtp_layers; ++j) {
+    const int64_t index = d.layers + j;
+    AddMtpLayer(list, fmt::format("model.layers.{}", index), d.vocab, d.hidden,
+                [&] { AddDecoderLayer(list, d, input.names, index); });
+  }
   return list.status();
 }
 

@@ -31,41 +31,21 @@ constexpr FamilyTraits kQwen3Traits = {AttentionBias::kConfigField, false, false
 
 Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSites* out) {
   const ConfigReader& c = input.config;
-  QP_ASSIGN_OR_RETURN(const int64_t hidden, c.Positive("hidden_size"));
+  QP_ASSIGN_OR_RETURN(GqaAttention attention, ReadGqaAttention(c));
   QP_ASSIGN_OR_RETURN(const int64_t layers, c.Positive("num_hidden_layers", kMaxLayers));
-  QP_ASSIGN_OR_RETURN(const int64_t heads, c.Positive("num_attention_heads", kMaxHeads));
-  QP_ASSIGN_OR_RETURN(const int64_t kv_heads,
-                      c.PositiveOr("num_key_value_heads", heads, kMaxHeads));
   QP_ASSIGN_OR_RETURN(const int64_t intermediate, c.Positive("intermediate_size"));
   QP_ASSIGN_OR_RETURN(const int64_t vocab, c.Positive("vocab_size"));
   QP_ASSIGN_OR_RETURN(const bool tied, c.BoolOr("tie_word_embeddings", false));
-  QP_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim_field, c.OptionalPositive("head_dim"));
 
-  // GQA shares each KV head among heads / kv_heads query heads; engines reject anything else.
-  if (heads % kv_heads != 0) {
-    return InvalidInput(
-        fmt::format("{}: {} needs num_key_value_heads to divide num_attention_heads ({}), found {}",
-                    c.Where("num_key_value_heads"), c.architecture(), heads, kv_heads));
-  }
-  // Without an explicit head_dim the engines use hidden_size / num_attention_heads.
-  if (!head_dim_field && hidden % heads != 0) {
-    return InvalidInput(fmt::format(
-        "{}: {} has no head_dim, so num_attention_heads must divide hidden_size ({}), found {}",
-        c.Where("num_attention_heads"), c.architecture(), hidden, heads));
-  }
-  const int64_t head_dim = head_dim_field.value_or(hidden / heads);
-
-  bool qkv_bias = false;
-  bool o_bias = false;
   if (traits.attention_bias == AttentionBias::kQkvAlways) {
-    qkv_bias = true;
+    attention.qkv_bias = true;
   } else {
     QP_ASSIGN_OR_RETURN(bool attention_bias, c.BoolOr("attention_bias", false));
     if (traits.legacy_bias_key) {
       QP_ASSIGN_OR_RETURN(bool legacy, c.BoolOr("bias", false));
       attention_bias = attention_bias || legacy;
     }
-    qkv_bias = o_bias = attention_bias;
+    attention.qkv_bias = attention.o_bias = attention_bias;
   }
   bool mlp_bias = false;
   if (traits.reads_mlp_bias) {
@@ -74,17 +54,13 @@ Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSite
 
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}},
                                  {"gate_up_proj", {"gate_proj", "up_proj"}}};
+  const int64_t hidden = attention.hidden;
   SiteList list(out, c.architecture());
   list.Embedding("model.embed_tokens", vocab, hidden);
-  const int64_t q_rows = heads * head_dim;
-  const int64_t kv_rows = kv_heads * head_dim;
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
-    list.Linear(layer + ".self_attn.qkv_proj", "QKVParallelLinear", q_rows + 2 * kv_rows, hidden,
-                qkv_bias, {{"q_proj", q_rows}, {"k_proj", kv_rows}, {"v_proj", kv_rows}});
-    list.Linear(layer + ".self_attn.o_proj", "RowParallelLinear", hidden, q_rows, o_bias);
-    list.Attention(layer + ".self_attn.attn", input.names.attention_class);
-    if (traits.qk_norm) list.Other({2, head_dim});  // self_attn.q_norm, self_attn.k_norm
+    AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
+    if (traits.qk_norm) list.Other({2, attention.head_dim});  // self_attn.q_norm, k_norm
     AddGatedMlp(list, layer + ".mlp", hidden, intermediate, mlp_bias);
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }

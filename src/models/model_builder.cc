@@ -1,5 +1,6 @@
 // Shared pieces of the architecture builders: the per-dialect name table, bounded config reads
-// with pointer-naming errors, and the overflow-checked site list.
+// with pointer-naming errors, the overflow-checked site list, and the blocks (gated MLP, GQA
+// attention, DeepSeek-style MoE and MTP layers) that several families build the same way.
 #include "src/models/model_builder.h"
 
 #include <array>
@@ -12,17 +13,22 @@ namespace {
 
 // The name table. vLLM names the fused MLA projection `fused_qkv_a_proj` and builds one MLA
 // attention module at `<self_attn>.attn` (MLAAttention); SGLang names it
-// `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. The native
-// dialect uses vLLM's execution names (DESIGN.md, "Dialects").
+// `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. SGLang's
+// gpt-oss router is the `router` attribute built with the prefix `gate`. The native dialect uses
+// vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs. Where an engine
+// only renames a module's parents when it loads a checkpoint (vLLM's weights mappers for gpt-oss,
+// Qwen3.5, Molmo), the sites keep the checkpoint's path, which quantization configs name; each
+// family's header lists those renames.
 const std::array<DialectNames, 3>& NameTable() {
   static const std::array<DialectNames, 3> kTable = {{
-      {Engine::kNative, "fused_qkv_a_proj", {"attn"}, "MLAAttention", "Attention"},
-      {Engine::kVllm, "fused_qkv_a_proj", {"attn"}, "MLAAttention", "Attention"},
+      {Engine::kNative, "fused_qkv_a_proj", {"attn"}, "MLAAttention", "Attention", "router"},
+      {Engine::kVllm, "fused_qkv_a_proj", {"attn"}, "MLAAttention", "Attention", "router"},
       {Engine::kSglang,
        "fused_qkv_a_proj_with_mqa",
        {"attn_mqa", "attn_mha"},
        "RadixAttention",
-       "RadixAttention"},
+       "RadixAttention",
+       "gate"},
   }};
   return kTable;
 }
@@ -115,6 +121,57 @@ Result<std::optional<std::string>> ConfigReader::OptionalString(std::string_view
   return std::optional<std::string>(v->string_value());
 }
 
+Result<double> ConfigReader::PositiveNumber(std::string_view key, double max) const {
+  const Json* v = object_.FindNonNull(key);
+  if (v == nullptr) {
+    return InvalidInput(fmt::format("{}: {} needs \"{}\" (a number above 0); it is missing",
+                                    Where(key), architecture_, key));
+  }
+  if (!v->is_number() || !(v->number_value() > 0) || v->number_value() > max) {
+    return InvalidInput(
+        fmt::format("{}: {} needs \"{}\" as a number above 0 and at most {}, found {}", Where(key),
+                    architecture_, key, max, Describe(*v)));
+  }
+  return v->number_value();
+}
+
+Result<std::optional<std::vector<std::string>>> ConfigReader::OptionalStringList(
+    std::string_view key) const {
+  const Json* v = object_.FindNonNull(key);
+  if (v == nullptr) return std::optional<std::vector<std::string>>();
+  if (!v->is_array()) {
+    return InvalidInput(fmt::format("{}: {} needs \"{}\" as a list of strings, found {}",
+                                    Where(key), architecture_, key, Describe(*v)));
+  }
+  std::vector<std::string> items;
+  for (const Json& item : v->items()) {
+    if (!item.is_string()) {
+      return InvalidInput(fmt::format("{}#{}: {} needs \"{}\" as a list of strings, found {}",
+                                      kConfigFile, item.pointer(), architecture_, key,
+                                      Describe(item)));
+    }
+    items.push_back(item.string_value());
+  }
+  return std::optional<std::vector<std::string>>(std::move(items));
+}
+
+Result<int64_t> ConfigReader::ListLength(std::string_view key, int64_t max) const {
+  const Json* v = object_.FindNonNull(key);
+  if (v == nullptr) return int64_t{0};
+  if (!v->is_array() || v->items().size() > static_cast<size_t>(max)) {
+    return InvalidInput(fmt::format("{}: {} needs \"{}\" as a list of at most {} items, found {}",
+                                    Where(key), architecture_, key, max, Describe(*v)));
+  }
+  return static_cast<int64_t>(v->items().size());
+}
+
+Result<const Json*> ConfigReader::OptionalObject(std::string_view key) const {
+  const Json* v = object_.FindNonNull(key);
+  if (v == nullptr || v->is_object()) return v;
+  return InvalidInput(fmt::format("{}: {} needs \"{}\" as an object, found {}", Where(key),
+                                  architecture_, key, Describe(*v)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // SiteList
 
@@ -147,8 +204,9 @@ LayerSite& SiteList::Add(std::string path, SiteKind kind, std::string_view modul
   return site;
 }
 
-void SiteList::Embedding(std::string path, int64_t vocab, int64_t hidden) {
-  LayerSite& site = Add(std::move(path), SiteKind::kEmbedding, "VocabParallelEmbedding");
+void SiteList::Embedding(std::string path, int64_t vocab, int64_t hidden,
+                         std::string_view module_class) {
+  LayerSite& site = Add(std::move(path), SiteKind::kEmbedding, module_class);
   site.shape = {vocab, hidden};
   site.params = Product({vocab, hidden});
 }
@@ -167,26 +225,35 @@ void SiteList::Attention(std::string path, std::string_view module_class) {
   Add(std::move(path), SiteKind::kAttention, module_class);
 }
 
-void SiteList::Router(std::string path, int64_t experts, int64_t hidden) {
+void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias) {
   // The engines build the router without a quantization config (ReplicatedLinear).
   LayerSite& site = Add(std::move(path), SiteKind::kRouter, "ReplicatedLinear");
   site.shape = {experts, hidden};
-  site.params = Product({experts, hidden});
+  site.bias = bias;
+  site.params = Sum(Product({experts, hidden}), bias ? experts : 0);
 }
 
-void SiteList::Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden) {
+void SiteList::Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
+                   const ExpertLayout& layout) {
   LayerSite& site = Add(std::move(path), SiteKind::kMoe, "FusedMoE");
   site.shape = {intermediate, hidden};
   site.experts = experts;
-  // Legs of one expert: gate and up produce `intermediate` rows, down produces `hidden`.
-  site.legs = {{"gate_proj", intermediate}, {"up_proj", intermediate}, {"down_proj", hidden}};
-  site.params = Product({experts, 3, hidden, intermediate});
+  // Legs of one expert: gate and up produce `intermediate` rows each, down produces `hidden`.
+  if (layout.fused_gate_up) {
+    site.legs = {{"gate_up_proj", 2 * intermediate}, {"down_proj", hidden}};
+  } else {
+    site.legs = {{"gate_proj", intermediate}, {"up_proj", intermediate}, {"down_proj", hidden}};
+  }
+  site.bias = layout.bias;
+  const int64_t bias_per_expert = layout.bias ? 2 * intermediate + hidden : 0;
+  site.params = Product({experts, Sum(Product({3, hidden, intermediate}), bias_per_expert)});
 }
 
-void SiteList::LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied) {
+void SiteList::LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied, bool bias) {
   LayerSite& site = Add(std::move(path), SiteKind::kLmHead, "ParallelLMHead");
   site.shape = {vocab, hidden};
-  site.params = tied ? 0 : Product({vocab, hidden});
+  site.bias = bias;
+  site.params = tied ? 0 : Sum(Product({vocab, hidden}), bias ? vocab : 0);
 }
 
 void SiteList::Other(std::initializer_list<int64_t> factors) {
@@ -207,11 +274,69 @@ Status SiteList::status() const {
       kConfigFile, architecture_));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Shared building blocks
+
 void AddGatedMlp(SiteList& list, const std::string& prefix, int64_t hidden, int64_t intermediate,
                  bool bias) {
   list.Linear(prefix + ".gate_up_proj", "MergedColumnParallelLinear", 2 * intermediate, hidden,
               bias, {{"gate_proj", intermediate}, {"up_proj", intermediate}});
   list.Linear(prefix + ".down_proj", "RowParallelLinear", hidden, intermediate, bias);
+}
+
+Result<GqaAttention> ReadGqaAttention(const ConfigReader& c) {
+  GqaAttention a;
+  QP_ASSIGN_OR_RETURN(a.hidden, c.Positive("hidden_size"));
+  QP_ASSIGN_OR_RETURN(a.heads, c.Positive("num_attention_heads", kMaxHeads));
+  QP_ASSIGN_OR_RETURN(a.kv_heads, c.PositiveOr("num_key_value_heads", a.heads, kMaxHeads));
+  QP_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim, c.OptionalPositive("head_dim"));
+  // GQA shares each KV head among heads / kv_heads query heads; engines reject anything else.
+  if (a.heads % a.kv_heads != 0) {
+    return InvalidInput(
+        fmt::format("{}: {} needs num_key_value_heads to divide num_attention_heads ({}), found {}",
+                    c.Where("num_key_value_heads"), c.architecture(), a.heads, a.kv_heads));
+  }
+  // Without an explicit head_dim the engines use hidden_size / num_attention_heads.
+  if (!head_dim && a.hidden % a.heads != 0) {
+    return InvalidInput(fmt::format(
+        "{}: {} has no head_dim, so num_attention_heads must divide hidden_size ({}), found {}",
+        c.Where("num_attention_heads"), c.architecture(), a.hidden, a.heads));
+  }
+  a.head_dim = head_dim.value_or(a.hidden / a.heads);
+  return a;
+}
+
+void AddGqaAttention(SiteList& list, const std::string& prefix, const GqaAttention& a,
+                     std::string_view attention_class) {
+  const int64_t q_rows = (a.output_gate ? 2 : 1) * a.heads * a.head_dim;
+  const int64_t kv_rows = a.kv_heads * a.head_dim;
+  list.Linear(prefix + ".qkv_proj", "QKVParallelLinear", q_rows + 2 * kv_rows, a.hidden, a.qkv_bias,
+              {{"q_proj", q_rows}, {"k_proj", kv_rows}, {"v_proj", kv_rows}});
+  list.Linear(fmt::format("{}.{}", prefix, a.o_name), "RowParallelLinear", a.hidden,
+              a.heads * a.head_dim, a.o_bias);
+  list.Attention(prefix + ".attn", attention_class);
+}
+
+void AddRoutedMoe(SiteList& list, const std::string& prefix, const RoutedMoe& moe) {
+  list.Router(prefix + ".gate", moe.experts, moe.hidden);
+  if (moe.score_correction_bias) list.Other({moe.experts});  // gate.e_score_correction_bias
+  if (moe.shared_intermediate > 0) {
+    AddGatedMlp(list, prefix + ".shared_experts", moe.hidden, moe.shared_intermediate, false);
+  }
+  list.Moe(prefix + ".experts", moe.experts, moe.moe_intermediate, moe.hidden);
+}
+
+void AddMtpLayer(SiteList& list, const std::string& layer, int64_t vocab, int64_t hidden,
+                 const std::function<void()>& add_decoder_layer) {
+  list.set_mtp(true);
+  list.Embedding(layer + ".embed_tokens", vocab, hidden);
+  list.Other({2, hidden});  // enorm, hnorm
+  // A plain nn.Linear in both engines.
+  list.Linear(layer + ".eh_proj", "Linear", hidden, 2 * hidden, false);
+  add_decoder_layer();
+  list.Other({hidden});  // shared_head.norm
+  list.LmHead(layer + ".shared_head.head", vocab, hidden, /*tied=*/false);
+  list.set_mtp(false);
 }
 
 }  // namespace quantpath::models

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -41,6 +43,9 @@ struct DialectNames {
   std::string_view mla_attention_class;
   // Attention site class of a standard (GQA) layer.
   std::string_view attention_class;
+  // gpt-oss router: vLLM builds it as `mlp.router`, SGLang builds the same module with the prefix
+  // `mlp.gate`.
+  std::string_view gpt_oss_router;
 };
 const DialectNames& NamesFor(Engine engine);
 
@@ -70,12 +75,29 @@ class ConfigReader {
   Result<bool> BoolOr(std::string_view key, bool fallback) const;
   // A string; absent or null gives nullopt.
   Result<std::optional<std::string>> OptionalString(std::string_view key) const;
+  // A number (integer or not) in (0, max], e.g. Qwen-VL's `mlp_ratio`.
+  Result<double> PositiveNumber(std::string_view key, double max = kMaxDim) const;
+  // A list of strings; absent or null gives nullopt.
+  Result<std::optional<std::vector<std::string>>> OptionalStringList(std::string_view key) const;
+  // The length of a list (any items); absent or null gives 0.
+  Result<int64_t> ListLength(std::string_view key, int64_t max) const;
+  // A nested object (e.g. `vision_config`); absent or null gives nullptr.
+  Result<const Json*> OptionalObject(std::string_view key) const;
 
  private:
   Result<std::optional<int64_t>> Int(std::string_view key, int64_t min, int64_t max) const;
 
   const Json& object_;
   std::string architecture_;
+};
+
+// How a checkpoint stores the projections of one routed expert.
+struct ExpertLayout {
+  // gpt-oss: one `gate_up_proj` tensor per layer, gate and up rows interleaved, instead of
+  // separate gate_proj and up_proj.
+  bool fused_gate_up = false;
+  // gpt-oss: `gate_up_proj_bias` and `down_proj_bias`.
+  bool bias = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -90,17 +112,21 @@ class SiteList {
   // Sites added from now on belong to a multi-token-prediction layer.
   void set_mtp(bool mtp) { mtp_ = mtp; }
 
-  void Embedding(std::string path, int64_t vocab, int64_t hidden);
+  // `module_class` is VocabParallelEmbedding except for position tables the engines build as a
+  // plain nn.Embedding.
+  void Embedding(std::string path, int64_t vocab, int64_t hidden,
+                 std::string_view module_class = "VocabParallelEmbedding");
   // A linear site of logical shape [out_rows, in_cols]; with legs, out_rows must be their sum.
   void Linear(std::string path, std::string_view module_class, int64_t out_rows, int64_t in_cols,
               bool bias, std::vector<Leg> legs = {});
   void Attention(std::string path, std::string_view module_class);
-  void Router(std::string path, int64_t experts, int64_t hidden);
+  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false);
   // All routed experts of one layer: shape is one expert's [intermediate, hidden].
-  void Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden);
+  void Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
+           const ExpertLayout& layout = {});
   // A tied head is still a site (the engines build ParallelLMHead and tie its weight), but it
-  // stores no parameters of its own.
-  void LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied);
+  // stores no parameters of its own (nor a bias).
+  void LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied, bool bias = false);
   // Tensors that are not sites (norms, router biases): the product of `factors`.
   void Other(std::initializer_list<int64_t> factors);
 
@@ -118,15 +144,60 @@ class SiteList {
   bool overflow_ = false;
 };
 
+// ---------------------------------------------------------------------------------------------
+// Building blocks shared by several families.
+
 // The gated MLP every family here uses: `<prefix>.gate_up_proj` (legs gate_proj, up_proj) and
 // `<prefix>.down_proj`.
 void AddGatedMlp(SiteList& list, const std::string& prefix, int64_t hidden, int64_t intermediate,
                  bool bias);
 
+// Grouped-query attention as vLLM builds it: `<prefix>.qkv_proj` (legs q_proj, k_proj, v_proj),
+// the output projection and the attention module `<prefix>.attn`.
+struct GqaAttention {
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  bool qkv_bias = false;
+  bool o_bias = false;
+  // Qwen3.5's gated attention: q_proj also emits a per-head output gate, doubling its rows.
+  bool output_gate = false;
+  // The output projection's name: o_proj, or Phi's dense.
+  std::string_view o_name = "o_proj";
+};
+// hidden_size, num_attention_heads, num_key_value_heads (default: the head count) and head_dim
+// (default: hidden_size / num_attention_heads), with the engines' divisibility rules.
+Result<GqaAttention> ReadGqaAttention(const ConfigReader& c);
+void AddGqaAttention(SiteList& list, const std::string& prefix, const GqaAttention& attention,
+                     std::string_view attention_class);
+
+// A DeepSeek-style MoE block at `prefix` (`model.layers.N.mlp`), in vLLM's construction order:
+// router `gate`, its score-correction bias, the shared experts (vLLM builds them before the
+// routed ones and hands them to the fused MoE layer), then `experts`.
+struct RoutedMoe {
+  int64_t hidden = 0;
+  int64_t experts = 0;
+  int64_t moe_intermediate = 0;
+  int64_t shared_intermediate = 0;  // 0: no shared experts
+  bool score_correction_bias = false;
+};
+void AddRoutedMoe(SiteList& list, const std::string& prefix, const RoutedMoe& moe);
+
+// One DeepSeek-style multi-token-prediction layer as the checkpoint stores it under `layer`
+// (`model.layers.<n>`): its own copy of the embedding, enorm/hnorm, eh_proj mixing [embedding;
+// previous hidden], the decoder layer that `add_decoder_layer` appends, then shared_head (norm
+// and its own copy of the head). Every site added here is marked mtp.
+void AddMtpLayer(SiteList& list, const std::string& layer, int64_t vocab, int64_t hidden,
+                 const std::function<void()>& add_decoder_layer);
+
 // ---------------------------------------------------------------------------------------------
-// One architecture family's builder: reads its fields from `config` and appends its sites.
+// One architecture family's builder: reads its fields and appends its sites.
 struct ArchInput {
+  // The architecture's own config (`text_config` for multimodal wrappers).
   const ConfigReader& config;
+  // config.json's root, where multimodal wrappers keep their vision tower's config.
+  const ConfigReader& root;
   const DialectNames& names;
 };
 using ArchBuilder = Status (*)(const ArchInput& input, ModelSites* out);
@@ -135,5 +206,17 @@ Status BuildLlama(const ArchInput& input, ModelSites* out);
 Status BuildQwen2(const ArchInput& input, ModelSites* out);
 Status BuildQwen3(const ArchInput& input, ModelSites* out);
 Status BuildDeepseekV3(const ArchInput& input, ModelSites* out);
+Status BuildGptOss(const ArchInput& input, ModelSites* out);
+Status BuildQwenV1(const ArchInput& input, ModelSites* out);
+Status BuildGptBigCode(const ArchInput& input, ModelSites* out);
+Status BuildPhi(const ArchInput& input, ModelSites* out);
+Status BuildGlm4Moe(const ArchInput& input, ModelSites* out);
+Status BuildQwen3_5(const ArchInput& input, ModelSites* out);
+Status BuildMolmo(const ArchInput& input, ModelSites* out);
+
+// ---------------------------------------------------------------------------------------------
+// The fallback for an architecture no builder knows: sites inferred from the tensor names of the
+// checkpoint index in `dir`. NotFound when the folder has no index to read.
+Status InferSitesFromCheckpoint(const std::filesystem::path& dir, ModelSites* out);
 
 }  // namespace quantpath::models

@@ -1,10 +1,12 @@
 // The architecture registry: config.json's `architectures[0]` → the family builder that lists its
 // sites, plus the fields every architecture shares (torch_dtype).
 //
-// Goals: one explicit table, so adding an architecture means adding a file and a row. Non-goals:
-// guessing an architecture that is not in the table (an inferred fallback from checkpoint tensor
-// names belongs in its own file when it comes).
+// Goals: one explicit table, so adding an architecture means adding a file and a row; an
+// architecture outside the table falls back to sites inferred from the checkpoint's tensor names
+// (inferred_sites.cc) when the model folder has an index, with a warning. Non-goals: guessing an
+// architecture from config fields.
 #include <array>
+#include <filesystem>
 #include <string_view>
 
 #include "fmt/format.h"
@@ -21,12 +23,22 @@ struct ArchEntry {
   ArchBuilder build;
 };
 
-// Kimi-K2 (`model_type kimi_k2`) names DeepseekV3ForCausalLM and is served by that row.
-constexpr std::array<ArchEntry, 4> kArchitectures = {{
+// Kimi-K2 (`model_type kimi_k2`) names DeepseekV3ForCausalLM and is served by that row. Qwen3.5's
+// dense and MoE wrappers share one builder, which picks the MLP from the text config's
+// model_type as vLLM does.
+constexpr std::array<ArchEntry, 12> kArchitectures = {{
     {"LlamaForCausalLM", &models::BuildLlama},
     {"Qwen2ForCausalLM", &models::BuildQwen2},
     {"Qwen3ForCausalLM", &models::BuildQwen3},
     {"DeepseekV3ForCausalLM", &models::BuildDeepseekV3},
+    {"GptOssForCausalLM", &models::BuildGptOss},
+    {"QWenLMHeadModel", &models::BuildQwenV1},
+    {"GPTBigCodeForCausalLM", &models::BuildGptBigCode},
+    {"PhiForCausalLM", &models::BuildPhi},
+    {"Glm4MoeForCausalLM", &models::BuildGlm4Moe},
+    {"Qwen3_5ForConditionalGeneration", &models::BuildQwen3_5},
+    {"Qwen3_5MoeForConditionalGeneration", &models::BuildQwen3_5},
+    {"MolmoForCausalLM", &models::BuildMolmo},
 }};
 
 const ArchEntry* FindArchitecture(std::string_view name) {
@@ -105,23 +117,33 @@ Result<std::string> ReadArchitecture(const Json& root, ModelSites* out) {
   return list->items()[0].string_value();
 }
 
-Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dialect) {
+// `dir` is the model folder when the config came from one: an unknown architecture then falls
+// back to sites inferred from its checkpoint index.
+Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dialect,
+                         const std::filesystem::path* dir) {
   if (!root.is_object()) {
     return InvalidInput(fmt::format("{}: expected a JSON object at the top level, found {}",
                                     kConfigFile, root.TypeName()));
   }
   ModelSites out;
   QP_ASSIGN_OR_RETURN(out.architecture, ReadArchitecture(root, &out));
+  QP_RETURN_IF_ERROR(ReadTorchDtype(root, text, &out));
   const ArchEntry* entry = FindArchitecture(out.architecture);
   if (entry == nullptr) {
-    return Unsupported(fmt::format(
-        "{}#/architectures/0: architecture {} is not supported "
-        "(supported: {})",
-        kConfigFile, JsonQuote(out.architecture), Join(SupportedArchitectures(), ", ")));
+    const std::string unsupported =
+        fmt::format("{}#/architectures/0: architecture {} is not supported (supported: {})",
+                    kConfigFile, JsonQuote(out.architecture), Join(SupportedArchitectures(), ", "));
+    if (dir == nullptr) return Unsupported(unsupported);
+    const Status inferred = models::InferSitesFromCheckpoint(*dir, &out);
+    if (inferred.code() == ErrorCode::kNotFound) {
+      return Unsupported(fmt::format("{}; {}", unsupported, inferred.message()));
+    }
+    QP_RETURN_IF_ERROR(inferred);
+    return out;
   }
-  QP_RETURN_IF_ERROR(ReadTorchDtype(root, text, &out));
   const models::ConfigReader reader(text, entry->name);
-  QP_RETURN_IF_ERROR(entry->build({reader, models::NamesFor(dialect.engine)}, &out));
+  const models::ConfigReader root_reader(root, entry->name);
+  QP_RETURN_IF_ERROR(entry->build({reader, root_reader, models::NamesFor(dialect.engine)}, &out));
   return out;
 }
 
@@ -139,14 +161,15 @@ Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& 
     return NotFound(fmt::format("{}: no {}; layer sites are built from its architecture fields",
                                 sources.dir().string(), kConfigFile));
   }
-  return Build(*root, *sources.text_config(), dialect);
+  return Build(*root, *sources.text_config(), dialect, &sources.dir());
 }
 
 Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect) {
   // The same rule as ConfigSources::text_config(): a `text_config` object holds the language
   // model's fields.
   const Json* text = config_json.Find("text_config");
-  return Build(config_json, text != nullptr && text->is_object() ? *text : config_json, dialect);
+  return Build(config_json, text != nullptr && text->is_object() ? *text : config_json, dialect,
+               /*dir=*/nullptr);
 }
 
 }  // namespace quantpath

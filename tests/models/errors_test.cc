@@ -123,7 +123,10 @@ TEST(ModelErrors, UnknownArchitectureListsSupportedOnes) {
   ExpectError(Config("MambaForCausalLM", kLlamaFields), ErrorCode::kUnsupported, parts);
   EXPECT_EQ(SupportedArchitectures(),
             (std::vector<std::string>{"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                      "DeepseekV3ForCausalLM"}));
+                                      "DeepseekV3ForCausalLM", "GptOssForCausalLM",
+                                      "QWenLMHeadModel", "GPTBigCodeForCausalLM", "PhiForCausalLM",
+                                      "Glm4MoeForCausalLM", "Qwen3_5ForConditionalGeneration",
+                                      "Qwen3_5MoeForConditionalGeneration", "MolmoForCausalLM"}));
 }
 
 TEST(ModelErrors, ArchitecturesFieldItself) {

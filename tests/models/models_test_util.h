@@ -1,4 +1,5 @@
-// Helpers shared by the models tests: build sites from JSON text or from a copied corpus folder.
+// Helpers shared by the models tests: build sites from JSON text or from a copied corpus folder,
+// read a copied checkpoint index, and resolve module names to sites.
 #pragma once
 
 #include <string>
@@ -33,6 +34,50 @@ inline std::vector<std::string> Paths(const ModelSites& m) {
   std::vector<std::string> paths;
   for (const LayerSite& s : m.sites) paths.push_back(s.path);
   return paths;
+}
+
+// The tensor names of a copied corpus folder's model.safetensors.index.json, in document order.
+inline Result<std::vector<std::string>> IndexTensorNames(std::string_view folder) {
+  QP_ASSIGN_OR_RETURN(
+      Json index, ReadJsonFile(std::string(QUANTPATH_TEST_DATA) + "/corpus/" + std::string(folder) +
+                               "/model.safetensors.index.json"));
+  const Json* map = index.Find("weight_map");
+  if (map == nullptr || !map->is_object()) return InvalidInput("index without a weight_map");
+  std::vector<std::string> names;
+  for (const auto& member : map->members()) names.push_back(member.first);
+  return names;
+}
+
+// The site whose path is `module`, or that has a leg whose path is `module`; nullptr when none.
+// (An moe site's legs are per expert and are not module paths of their own.)
+inline const LayerSite* SiteOrLegOf(const ModelSites& m, std::string_view module) {
+  for (const LayerSite& s : m.sites) {
+    if (s.path == module) return &s;
+    if (s.kind == SiteKind::kMoe) continue;
+    for (size_t i = 0; i < s.legs.size(); ++i) {
+      if (s.LegPath(i) == module) return &s;
+    }
+  }
+  return nullptr;
+}
+
+// The module paths that hold a linear layer's weight: each leg of a fused site, else the site.
+inline std::vector<std::string> LinearModulePaths(const ModelSites& m) {
+  std::vector<std::string> paths;
+  for (const LayerSite& s : m.sites) {
+    if (s.kind != SiteKind::kLinear) continue;
+    if (s.legs.empty()) paths.push_back(s.path);
+    for (size_t i = 0; i < s.legs.size(); ++i) paths.push_back(s.LegPath(i));
+  }
+  return paths;
+}
+
+// Sum of the params of the sites for which `keep` holds.
+template <typename Pred>
+int64_t SiteParamsWhere(const ModelSites& m, Pred keep) {
+  int64_t total = 0;
+  for (const LayerSite& s : m.sites) total += keep(s) ? s.params : 0;
+  return total;
 }
 
 // |actual / expected - 1| as a fraction.

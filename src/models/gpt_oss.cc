@@ -1,0 +1,54 @@
+// GptOssForCausalLM (gpt-oss-20b / 120b): GQA attention with biases and per-head attention sinks,
+// a biased router and experts stored as fused tensors per layer.
+//
+// Follows vLLM's gpt_oss.py (0.33): per layer `self_attn.qkv_proj` (legs q_proj, k_proj, v_proj)
+// and `o_proj`, both biased; the attention module; `mlp.router` (built without a quantization
+// config, with a bias); `mlp.experts` (FusedMoE with biases). The checkpoint stores each layer's
+// experts as `gate_up_proj` (gate and up rows interleaved) and `down_proj`, plus their biases, so
+// the moe site's legs are those two. `layer_types` (sliding / full attention) changes no site.
+//
+// Names: vLLM renames `.self_attn.` to `.attn.` and `embed_tokens` to `embedding` when it loads the
+// checkpoint; the sites keep the checkpoint's module paths (which SGLang also uses), so that
+// `modules_to_not_convert` entries such as `model.layers.*.self_attn` resolve against them. SGLang
+// builds the router with the prefix `mlp.gate` (dialect table).
+//
+// Non-goals: rope (yarn) parameters, sliding windows, expert parallelism.
+#include <string>
+
+#include "fmt/format.h"
+#include "src/models/model_builder.h"
+
+namespace quantpath::models {
+
+Status BuildGptOss(const ArchInput& input, ModelSites* out) {
+  const ConfigReader& c = input.config;
+  QP_ASSIGN_OR_RETURN(GqaAttention attention, ReadGqaAttention(c));
+  QP_ASSIGN_OR_RETURN(const int64_t layers, c.Positive("num_hidden_layers", kMaxLayers));
+  QP_ASSIGN_OR_RETURN(const int64_t intermediate, c.Positive("intermediate_size"));
+  QP_ASSIGN_OR_RETURN(const int64_t experts, c.Positive("num_local_experts", kMaxExperts));
+  QP_ASSIGN_OR_RETURN(const int64_t vocab, c.Positive("vocab_size"));
+  QP_ASSIGN_OR_RETURN(const bool tied, c.BoolOr("tie_word_embeddings", false));
+  // vLLM builds q/k/v and o with biases whatever the config says; the released configs say
+  // `attention_bias: true` and the checkpoints store them.
+  attention.qkv_bias = attention.o_bias = true;
+
+  out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}}};
+  const int64_t hidden = attention.hidden;
+  SiteList list(out, c.architecture());
+  list.Embedding("model.embed_tokens", vocab, hidden);
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string layer = fmt::format("model.layers.{}", i);
+    AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
+    list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
+    list.Router(fmt::format("{}.mlp.{}", layer, input.names.gpt_oss_router), experts, hidden,
+                /*bias=*/true);
+    list.Moe(layer + ".mlp.experts", experts, intermediate, hidden,
+             {.fused_gate_up = true, .bias = true});
+    list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+  }
+  list.Other({hidden});  // model.norm
+  list.LmHead("lm_head", vocab, hidden, tied);
+  return list.status();
+}
+
+}  // namespace quantpath::models

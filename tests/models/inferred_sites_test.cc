@@ -1,0 +1,197 @@
+// The fallback for unknown architectures: sites inferred from checkpoint tensor names, with a
+// warning; and no known architecture of the corpus ever takes that path.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <unistd.h>
+
+#include "fmt/format.h"
+#include "quantpath/models.h"
+#include "tests/models/models_test_util.h"
+
+namespace quantpath {
+namespace {
+
+using models_test::LinearModulePaths;
+using models_test::SitesFromCorpus;
+using ::testing::HasSubstr;
+
+const Dialect kNative = *ParseDialect("native");
+
+Result<ModelSites> SitesFromFolder(const std::filesystem::path& dir) {
+  QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
+  return BuildModelSites(sources, kNative);
+}
+
+bool HasInferredWarning(const ModelSites& m) {
+  return std::any_of(m.warnings.begin(), m.warnings.end(),
+                     [](const std::string& w) { return w.find("inferred") != std::string::npos; });
+}
+
+// A scratch model folder: a config.json naming an unknown architecture, and optionally a copy of
+// a corpus index.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(std::string_view name, std::string_view index_from = "") {
+    // The process id keeps concurrent test processes apart.
+    dir_ = std::filesystem::temp_directory_path() /
+           fmt::format("quantpath-inferred-{}-{}", name, getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ / "config.json")
+        << R"({"architectures": ["NotARealForCausalLM"], "torch_dtype": "bfloat16"})";
+    if (!index_from.empty()) {
+      std::filesystem::copy_file(std::string(QUANTPATH_TEST_DATA) + "/corpus/" +
+                                     std::string(index_from) + "/model.safetensors.index.json",
+                                 dir_ / "model.safetensors.index.json");
+    }
+  }
+  ~ScratchFolder() { std::filesystem::remove_all(dir_); }
+  void WriteIndex(std::string_view text) const {
+    std::ofstream(dir_ / "model.safetensors.index.json") << text;
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+TEST(InferredSites, UnknownArchitectureFallsBackToTensorNames) {
+  const std::string folder =
+      std::string(QUANTPATH_TEST_DATA) + "/models/unknown-arch-qwen3-14b-mlx";
+  auto r = SitesFromFolder(folder);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ModelSites& m = *r;
+  EXPECT_EQ(m.architecture, "RenamedQwen3ForCausalLM");
+  ASSERT_TRUE(HasInferredWarning(m));
+  const std::string& warning = m.warnings.back();
+  EXPECT_THAT(warning, HasSubstr("config.json#/architectures/0"));
+  EXPECT_THAT(warning, HasSubstr("\"RenamedQwen3ForCausalLM\""));
+  EXPECT_THAT(warning, HasSubstr("model.safetensors.index.json"));
+  EXPECT_THAT(warning, HasSubstr("shape null and params 0"));
+  for (const LayerSite& s : m.sites) {
+    EXPECT_FALSE(s.shape.has_value()) << s.path;
+    EXPECT_EQ(s.params, 0) << s.path;
+  }
+  EXPECT_EQ(m.TotalParams(), 0);
+
+  // The index is Qwen3-14B's: the inferred linear sites are exactly the modules behind the Qwen3
+  // builder's linear sites and legs; norms are left out.
+  auto known = SitesFromCorpus("Qwen__Qwen3-14B-MLX-4bit");
+  ASSERT_TRUE(known.ok()) << known.status().message();
+  const std::vector<std::string> expected = LinearModulePaths(*known);
+  std::vector<std::string> inferred;
+  for (const LayerSite& s : m.sites) {
+    if (s.kind == SiteKind::kLinear) inferred.push_back(s.path);
+  }
+  EXPECT_EQ(std::set<std::string>(inferred.begin(), inferred.end()),
+            std::set<std::string>(expected.begin(), expected.end()));
+  EXPECT_EQ(inferred.size(), static_cast<size_t>(40 * 7));
+  EXPECT_EQ(m.Find("model.embed_tokens")->kind, SiteKind::kEmbedding);
+  EXPECT_EQ(m.Find("lm_head")->kind, SiteKind::kLmHead);
+  EXPECT_EQ(m.sites.size(), inferred.size() + 2);
+  // Natural order: layer 2 before layer 10.
+  const auto index_of = [&](std::string_view path) {
+    return std::find_if(m.sites.begin(), m.sites.end(),
+                        [&](const LayerSite& s) { return s.path == path; }) -
+           m.sites.begin();
+  };
+  EXPECT_LT(index_of("model.layers.2.self_attn.q_proj"),
+            index_of("model.layers.10.self_attn.q_proj"));
+}
+
+TEST(InferredSites, FusedExpertsRoutersAndLoneParameters) {
+  ScratchFolder folder("gpt-oss", "openai__gpt-oss-20b");
+  auto r = SitesFromFolder(folder.dir());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const LayerSite* experts = r->Find("model.layers.0.mlp.experts");
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->kind, SiteKind::kMoe);
+  ASSERT_EQ(experts->legs.size(), 2u);
+  EXPECT_EQ(experts->legs[0].name, "down_proj");
+  EXPECT_EQ(experts->legs[1].name, "gate_up_proj");
+  const LayerSite* router = r->Find("model.layers.0.mlp.router");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->kind, SiteKind::kRouter);
+  EXPECT_TRUE(router->bias);
+  EXPECT_TRUE(r->Find("model.layers.0.self_attn.q_proj")->bias);
+  // self_attn holds only `sinks`: not a site.
+  EXPECT_EQ(r->Find("model.layers.0.self_attn"), nullptr);
+  EXPECT_EQ(r->Find("model.norm"), nullptr);
+}
+
+TEST(InferredSites, BitsandbytesStateAndNumberedNames) {
+  ScratchFolder folder("molmo", "reubzdubz__Molmo7B_D_NF4Quant");
+  auto r = SitesFromFolder(folder.dir());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // `att_proj.weight.absmax`, `.quant_map` and `.quant_state.*` are the weight's state.
+  const LayerSite* att = r->Find("model.transformer.blocks.0.att_proj");
+  ASSERT_NE(att, nullptr);
+  EXPECT_EQ(att->kind, SiteKind::kLinear);
+  EXPECT_TRUE(att->bias);
+  EXPECT_EQ(r->Find("model.transformer.blocks.0.att_proj.weight"), nullptr);
+  EXPECT_EQ(r->Find("model.transformer.wte")->kind, SiteKind::kEmbedding);
+  EXPECT_EQ(r->Find("model.transformer.blocks.0.attn_norm"), nullptr);
+}
+
+TEST(InferredSites, WithoutAnIndexTheArchitectureIsUnsupported) {
+  ScratchFolder folder("no-index");
+  auto r = SitesFromFolder(folder.dir());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_THAT(r.status().message(), HasSubstr("\"NotARealForCausalLM\" is not supported"));
+  EXPECT_THAT(r.status().message(), HasSubstr("no model.safetensors.index.json"));
+}
+
+TEST(InferredSites, MalformedIndexIsAnErrorNamingIt) {
+  ScratchFolder folder("malformed");
+  folder.WriteIndex(R"({"metadata": {}, "weight_map": ["lm_head.weight"]})");
+  auto wrong_type = SitesFromFolder(folder.dir());
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_EQ(wrong_type.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_THAT(wrong_type.status().message(), HasSubstr("model.safetensors.index.json#/weight_map"));
+  folder.WriteIndex(R"({"weight_map": {"lm_head.weight": "a", "lm_head.weight": "b"}})");
+  auto duplicate = SitesFromFolder(folder.dir());
+  ASSERT_FALSE(duplicate.ok());
+  EXPECT_THAT(duplicate.status().message(), HasSubstr("model.safetensors.index.json"));
+  // Names without a module, or with numbers where experts would be, never crash.
+  folder.WriteIndex(R"({"weight_map": {"weight": "a", "experts.7.weight": "a", ".weight": "a",
+      "x.experts..weight": "a", "experts.weight.absmax": "a"}})");
+  auto odd = SitesFromFolder(folder.dir());
+  ASSERT_TRUE(odd.ok()) << odd.status().message();
+  EXPECT_TRUE(HasInferredWarning(*odd));
+}
+
+// Every corpus copy whose architecture has a builder is built by it, never inferred.
+TEST(InferredSites, KnownArchitecturesNeverFallBack) {
+  const std::vector<std::string> supported = SupportedArchitectures();
+  std::set<std::string> seen;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(QUANTPATH_TEST_DATA) + "/corpus")) {
+    if (!std::filesystem::exists(entry.path() / "config.json")) continue;
+    auto config = ReadJsonFile(entry.path() / "config.json");
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    const Json* archs = config->Find("architectures");
+    if (archs == nullptr || !archs->is_array() || archs->items().empty()) continue;
+    const std::string& arch = archs->items()[0].string_value();
+    if (std::find(supported.begin(), supported.end(), arch) == supported.end()) continue;
+    auto r = SitesFromFolder(entry.path());
+    ASSERT_TRUE(r.ok()) << entry.path() << ": " << r.status().message();
+    EXPECT_FALSE(HasInferredWarning(*r)) << entry.path();
+    EXPECT_GT(r->TotalParams(), 0) << entry.path();
+    seen.insert(arch);
+  }
+  for (const char* arch :
+       {"GptOssForCausalLM", "QWenLMHeadModel", "GPTBigCodeForCausalLM", "PhiForCausalLM",
+        "Glm4MoeForCausalLM", "Qwen3_5ForConditionalGeneration", "MolmoForCausalLM",
+        "DeepseekV3ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM"}) {
+    EXPECT_TRUE(seen.contains(arch)) << arch;
+  }
+}
+
+}  // namespace
+}  // namespace quantpath
