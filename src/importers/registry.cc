@@ -67,7 +67,26 @@ Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialec
     }
     detected = chosen;
   }
-  if (detected == nullptr) return UnquantizedPlan(dialect);
+  if (detected == nullptr) {
+    // A description no importer recognises is an error, never a silent "unquantized".
+    if (std::optional<Located> embedded = sources.Embedded()) {
+      const Json* method = embedded->value->Find("quant_method");
+      std::vector<std::string> names;
+      for (const Importer* importer : Importers()) names.emplace_back(importer->name());
+      return Unsupported(fmt::format(
+          "{}: quantization method {} is not known to quantpath (known: {})",
+          embedded->where.ToString(),
+          method && method->is_string() ? "\"" + method->string_value() + "\""
+                                        : std::string("(no quant_method)"),
+          Join(names, ", ")));
+    }
+    for (std::string_view name : kStandaloneConfigFiles) {
+      if (sources.File(name) != nullptr) {
+        return Unsupported(fmt::format("{}: no quantpath importer recognises this file", name));
+      }
+    }
+    return UnquantizedPlan(dialect);
+  }
   QP_ASSIGN_OR_RETURN(QuantPlan plan, detected->BuildPlan(sources, dialect));
   plan.importer = std::string(detected->name());
   plan.dialect = dialect;

@@ -1,0 +1,151 @@
+// `quantpath plan` and `explain` end to end: exit codes, the JSON contract of DESIGN.md, and the
+// published sizes of real configs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/cli/cli_test_util.h"
+
+namespace quantpath {
+namespace {
+
+using testing::RunCli;
+
+Json ParseOrDie(const std::string& text) {
+  Result<Json> j = ParseJson(text, "stdout");
+  EXPECT_TRUE(j.ok()) << j.status().message() << "\n" << text.substr(0, 2000);
+  return j.ok() ? *j : Json();
+}
+
+const Json* FindLayer(const Json& plan, std::string_view path) {
+  for (const Json& layer : plan.Find("layers")->items()) {
+    if (layer.Find("path")->string_value() == path) return &layer;
+  }
+  return nullptr;
+}
+
+TEST(PlanCli, BundledExampleWithoutArguments) {
+  auto r = RunCli("plan");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("qkv_proj"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("summary:"), std::string::npos);
+}
+
+TEST(PlanCli, JsonFollowsTheDesignExample) {
+  auto r = RunCli("plan examples/deepseek-tiny --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Json plan = ParseOrDie(r.out);
+  std::vector<std::string> keys;
+  for (const auto& m : plan.members()) keys.push_back(m.first);
+  std::vector<std::string> expected_prefix = {"model",        "architecture", "engine",
+                                              "quant_method", "quant_sources", "device",
+                                              "layers",       "summary"};
+  ASSERT_GE(keys.size(), expected_prefix.size());
+  EXPECT_TRUE(std::equal(expected_prefix.begin(), expected_prefix.end(), keys.begin()));
+  EXPECT_EQ(plan.Find("architecture")->string_value(), "DeepseekV3ForCausalLM");
+  EXPECT_EQ(plan.Find("quant_method")->string_value(), "fp8");
+  EXPECT_EQ(plan.Find("quant_sources")->items()[0].string_value(),
+            "config.json#/quantization_config");
+
+  const Json* embed = FindLayer(plan, "model.embed_tokens");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_EQ(embed->Find("decision")->string_value(), "unquantized");
+  EXPECT_EQ(embed->Find("params")->int_value(), 131072);
+  EXPECT_EQ(embed->Find("bytes")->int_value(), 262144);
+  EXPECT_EQ(embed->Find("spec_id")->string_value(), "bf16");
+
+  const Json* qkv_a = FindLayer(plan, "model.layers.0.self_attn.fused_qkv_a_proj");
+  ASSERT_NE(qkv_a, nullptr);
+  EXPECT_EQ(ToJson(*qkv_a->Find("shape")), "[168, 256]");
+  EXPECT_EQ(ToJson(*qkv_a->Find("legs")), R"(["q_a_proj", "kv_a_proj_with_mqa"])");
+  EXPECT_EQ(qkv_a->Find("decision")->string_value(), "quantized");
+  EXPECT_EQ(ToJson(*qkv_a->Find("scheme")),
+            R"({"name": "w8a8-fp8-block128x128-dyn", "weight": {"dtype": "fp8_e4m3", )"
+            R"("granularity": "block", "group_size": null, "block_shape": [128, 128], )"
+            R"("symmetric": true, "dynamic": false}, "input": {"dtype": "fp8_e4m3", )"
+            R"("granularity": "group", "group_size": 128, "block_shape": null, )"
+            R"("symmetric": true, "dynamic": true}})");
+  EXPECT_EQ(qkv_a->Find("spec_id")->string_value(), "fp8_block_128_128");
+  EXPECT_EQ(qkv_a->Find("params")->int_value(), 43008);
+  EXPECT_EQ(qkv_a->Find("bytes")->int_value(), 43024);
+
+  const Json* gate = FindLayer(plan, "model.layers.1.mlp.gate");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->Find("kind")->string_value(), "router");
+  EXPECT_EQ(gate->Find("decision")->string_value(), "unquantized");
+
+  const Json* experts = FindLayer(plan, "model.layers.1.mlp.experts");
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->Find("kind")->string_value(), "moe");
+  EXPECT_EQ(ToJson(*experts->Find("shape")), "[64, 256]");
+  EXPECT_EQ(experts->Find("experts")->int_value(), 8);
+  EXPECT_EQ(experts->Find("params")->int_value(), 8 * 3 * 256 * 64);
+  EXPECT_EQ(experts->Find("decision")->string_value(), "quantized");
+
+  const Json* attn = FindLayer(plan, "model.layers.0.self_attn.attn");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_TRUE(attn->Find("shape")->is_null());
+  EXPECT_EQ(attn->Find("params")->int_value(), 0);
+
+  const Json* head = FindLayer(plan, "lm_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->Find("decision")->string_value(), "unquantized");
+
+  const Json& summary = *plan.Find("summary");
+  int64_t layers = 0, quantized = 0, params = 0;
+  for (const Json& layer : plan.Find("layers")->items()) {
+    ++layers;
+    quantized += layer.Find("decision")->string_value() == "quantized";
+    params += layer.Find("params")->int_value();
+  }
+  EXPECT_EQ(summary.Find("layers")->int_value(), layers);
+  EXPECT_EQ(summary.Find("quantized")->int_value(), quantized);
+  EXPECT_EQ(summary.Find("params")->int_value(), params);
+  EXPECT_EQ(summary.Find("errors")->int_value(), 0);
+}
+
+// Published sizes: DeepSeek-R1 671B + 14B MTP = 685B; Kimi-K2 1.03T (Hugging Face model cards).
+TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
+  struct Case {
+    const char* dir;
+    double published;
+  };
+  for (Case c : {Case{"tests/data/corpus/deepseek-ai__DeepSeek-R1", 685e9},
+                 Case{"tests/data/corpus/moonshotai__Kimi-K2-Instruct", 1.03e12}}) {
+    auto r = RunCli(std::string("plan ") + c.dir + " --json");
+    ASSERT_EQ(r.exit_code, 0) << c.dir;
+    Json plan = ParseOrDie(r.out);
+    const Json& summary = *plan.Find("summary");
+    double total = summary.Find("params")->number_value() +
+                   summary.Find("other_params")->number_value();
+    EXPECT_LT(std::fabs(total / c.published - 1), 0.005) << c.dir << " total " << total;
+    EXPECT_GT(summary.Find("quantized")->int_value(), 0);
+  }
+}
+
+TEST(PlanCli, ExitCodes) {
+  EXPECT_EQ(RunCli("plan /nonexistent/folder").exit_code, 2);
+  EXPECT_EQ(RunCli("plan --no-such-flag").exit_code, 2);
+  EXPECT_EQ(RunCli("plan examples/deepseek-tiny --engine tensorrt").exit_code, 2);
+  EXPECT_EQ(RunCli("plan examples/deepseek-tiny --quantization gptq").exit_code, 2);
+  EXPECT_EQ(RunCli("").exit_code, 2);
+}
+
+TEST(ExplainCli, TraceObjectsHaveSixFields) {
+  auto r = RunCli("explain examples/deepseek-tiny model.layers.0.self_attn.q_a_proj --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Json trace = ParseOrDie(r.out);
+  ASSERT_TRUE(trace.is_array());
+  for (const Json& step : trace.items()) {
+    std::vector<std::string> keys;
+    for (const auto& m : step.members()) keys.push_back(m.first);
+    EXPECT_EQ(Join(keys, ","), "matcher,pattern,file,pointer,result,reason");
+  }
+  auto text = RunCli("explain examples/deepseek-tiny model.layers.0.self_attn.q_a_proj");
+  EXPECT_NE(text.out.find("fused_qkv_a_proj"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("decision: quantized"), std::string::npos) << text.out;
+  EXPECT_EQ(RunCli("explain examples/deepseek-tiny model.layers.9.nothing").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace quantpath
