@@ -197,10 +197,15 @@ struct Provenance {
 };
 
 enum class ActionKind : uint8_t { kQuantize, kSkip, kFail };
+// Placeholders the planner expands in kFail messages and in RuleGroup::disagree_message, so that
+// an engine's error text can name the site it was raised for.
+inline constexpr std::string_view kSitePathPlaceholder = "{prefix}";  // the site's path
+// The site's leg names as a Python list literal: ['q_proj', 'k_proj', 'v_proj'].
+inline constexpr std::string_view kLegNamesPlaceholder = "{legs}";
 struct Action {
   ActionKind kind = ActionKind::kSkip;
   std::optional<QuantScheme> scheme;  // kQuantize only
-  std::string message;                // why, in words; the error text for kFail
+  std::string message;                // why, in words; the error text for kFail (placeholders)
   std::string detail;                 // engine-facing detail (method class, matched target)
 };
 
@@ -223,7 +228,9 @@ struct RuleGroup {
   std::string name;  // "ignore", "targets", "dynamic", "exclude", …
   std::vector<Rule> rules;  // first hit wins
   FusedPolicy fused = FusedPolicy::kLegsMustAgree;
-  std::string disagree_message;  // error text when legs disagree (format-specific)
+  // Error text when legs disagree (format-specific). With a placeholder it is the whole message
+  // (an engine's own text); without, the planner appends the path and each leg's outcome.
+  std::string disagree_message;
 };
 
 // What happens to site kinds the rules do not reach.
@@ -246,6 +253,10 @@ struct QuantPlan {
   KindPolicy router = KindPolicy::kUnquantized;
   KindPolicy embedding = KindPolicy::kUnquantized;
   std::optional<QuantScheme> kv_cache;  // attention sites
+  // When set, decides every attention site instead of kv_cache alone: engines that attach their
+  // KV-cache method without a KV scheme (kQuantize, scheme possibly empty), or that reject the KV
+  // scheme when the attention layer is built (kFail).
+  std::optional<Action> attention;
   std::vector<std::string> notes;       // fields read and shown that change no decision, warnings
 };
 

@@ -8,10 +8,50 @@
 namespace quantpath {
 
 const Importer* Fp8Importer();
+const Importer* CompressedTensorsImporter();
+const Importer* ModelOptImporter();
+const Importer* ModelSlimImporter();
+const Importer* AutoRoundImporter();
+const Importer* GptqImporter();
+const Importer* AwqImporter();
+const Importer* BitsAndBytesImporter();
+const Importer* Mxfp4Importer();
+const Importer* QuarkImporter();
+const Importer* FbgemmFp8Importer();
+const Importer* HqqImporter();
+const Importer* TorchaoImporter();
+const Importer* GgufImporter();
+const Importer* MlxImporter();
 
 inline std::vector<const Importer*> MakeImporterList() {
   return {
       Fp8Importer(),
+      // AutoRound before GPTQ and AWQ: its exports may say quant_method "awq" / "gptq" and are
+      // told apart by AutoRound's own keys (provider, autoround_version).
+      AutoRoundImporter(),
+      // GPTQ and AWQ also accept standalone files without quant_method (quantize_config.json,
+      // AutoAWQ's quant_config.json); each refuses the other's keys, so their order is free.
+      GptqImporter(),
+      AwqImporter(),
+      BitsAndBytesImporter(),
+      Mxfp4Importer(),
+      // Recognised and rejected until supported, each keyed on its quant_method.
+      QuarkImporter(),
+      FbgemmFp8Importer(),
+      HqqImporter(),
+      TorchaoImporter(),
+      GgufImporter(),
+      // compressed-tensors: quant_method "compressed-tensors", or a bare library dict with
+      // config_groups (checked after the formats that key on their own quant_method).
+      CompressedTensorsImporter(),
+      // ModelOpt: quant_method "modelopt*" embedded, else hf_quant_config.json when config.json
+      // embeds no other format's description.
+      ModelOptImporter(),
+      // ModelSlim: quant_model_description.json (SGLang detects it without --quantization).
+      ModelSlimImporter(),
+      // MLX has no quant_method: it is recognised from field shapes alone ({group_size, bits}
+      // under quantization / quantization_config), so it is tried last.
+      MlxImporter(),
   };
 }
 

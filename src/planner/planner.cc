@@ -8,6 +8,32 @@
 namespace quantpath {
 namespace {
 
+// `text` with the site placeholders (kSitePathPlaceholder, kLegNamesPlaceholder) expanded.
+std::string ExpandSitePlaceholders(std::string_view text, const LayerSite& site) {
+  std::vector<std::string> quoted;
+  for (const Leg& leg : site.legs) quoted.push_back(fmt::format("'{}'", leg.name));
+  const std::string legs = "[" + Join(quoted, ", ") + "]";
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text.substr(i).starts_with(kSitePathPlaceholder)) {
+      out += site.path;
+      i += kSitePathPlaceholder.size();
+    } else if (text.substr(i).starts_with(kLegNamesPlaceholder)) {
+      out += legs;
+      i += kLegNamesPlaceholder.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+bool HasSitePlaceholder(std::string_view text) {
+  return text.find(kSitePathPlaceholder) != std::string_view::npos ||
+         text.find(kLegNamesPlaceholder) != std::string_view::npos;
+}
+
 // The outcome of one rule group for one path or site.
 struct GroupOutcome {
   const Rule* rule = nullptr;         // the rule that hit, if any
@@ -40,10 +66,14 @@ struct Evaluator {
     return {};
   }
 
-  static std::string_view Describe(const Rule* rule) {
+  // A leg's outcome in a disagreement message; a scheme is named so that two quantize outcomes
+  // that differ can be told apart.
+  static std::string Describe(const Rule* rule) {
     if (rule == nullptr) return "no rule";
     switch (rule->action.kind) {
-      case ActionKind::kQuantize: return "quantize";
+      case ActionKind::kQuantize:
+        return rule->action.scheme ? "quantize " + rule->action.scheme->CanonicalName()
+                                   : "quantize";
       case ActionKind::kSkip: return "skip";
       case ActionKind::kFail: return "fail";
     }
@@ -74,6 +104,8 @@ struct Evaluator {
           group.disagree_message.empty()
               ? fmt::format("the legs of fused layer {} disagree in rule group \"{}\": {}",
                             site.path, group.name, Join(parts, ", "))
+          : HasSitePlaceholder(group.disagree_message)
+              ? ExpandSitePlaceholders(group.disagree_message, site)
               : fmt::format("{} ({}: {})", group.disagree_message, site.path, Join(parts, ", "));
       return {nullptr, message};
     }
@@ -142,9 +174,9 @@ std::string UnquantizedKindReason(const QuantPlan& plan, SiteKind kind) {
   return "";
 }
 
-Decision FromAction(const Action& action, std::string rule) {
+Decision FromAction(const Action& action, const LayerSite& site, std::string rule) {
   Decision d;
-  d.rule = std::move(rule);
+  d.rule = action.kind == ActionKind::kFail ? ExpandSitePlaceholders(rule, site) : std::move(rule);
   d.detail = action.detail;
   switch (action.kind) {
     case ActionKind::kQuantize:
@@ -154,7 +186,7 @@ Decision FromAction(const Action& action, std::string rule) {
     case ActionKind::kSkip: d.kind = DecisionKind::kUnquantized; break;
     case ActionKind::kFail:
       d.kind = DecisionKind::kError;
-      d.detail = action.message;
+      d.detail = ExpandSitePlaceholders(action.message, site);
       break;
   }
   return d;
@@ -177,6 +209,10 @@ std::string_view DecisionKindName(DecisionKind kind) {
 
 Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_trace) {
   if (site.kind == SiteKind::kAttention) {
+    if (plan.attention) {
+      return FromAction(*plan.attention, site,
+                        fmt::format("{}: {}", PlanSource(plan), plan.attention->message));
+    }
     Decision d;
     if (plan.kv_cache) {
       d.kind = DecisionKind::kQuantized;
@@ -206,9 +242,9 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
       return d;
     }
     if (outcome.rule != nullptr) {
-      Decision d = FromAction(outcome.rule->action,
-                              fmt::format("{}: {}", outcome.rule->source.ToString(),
-                                          outcome.rule->action.message));
+      Decision d = FromAction(
+          outcome.rule->action, site,
+          fmt::format("{}: {}", outcome.rule->source.ToString(), outcome.rule->action.message));
       d.trace = std::move(trace);
       return d;
     }
@@ -217,7 +253,7 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
   if (policy == KindPolicy::kRulesOnly) {
     d.rule = fmt::format("no rule names this {}", SiteKindName(site.kind));
   } else {
-    d = FromAction(plan.default_action,
+    d = FromAction(plan.default_action, site,
                    fmt::format("{}: {}", PlanSource(plan), plan.default_action.message));
   }
   d.trace = std::move(trace);
