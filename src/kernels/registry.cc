@@ -1,1 +1,43 @@
-// The kernel registry and dispatcher (filled in with the first kernels).
+// The kernel registry: kernel files register themselves before main() (KernelRegistrar), and
+// support queries read it.
+#include "quantpath/kernels.h"
+
+namespace quantpath {
+
+KernelRegistry& KernelRegistry::Global() {
+  static KernelRegistry* registry = new KernelRegistry();  // never destroyed: used at exit
+  return *registry;
+}
+
+void KernelRegistry::Register(std::unique_ptr<LinearKernel> kernel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kernels_.push_back(std::move(kernel));
+}
+
+std::vector<const LinearKernel*> KernelRegistry::kernels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const LinearKernel*> out;
+  for (const auto& kernel : kernels_) out.push_back(kernel.get());
+  return out;
+}
+
+std::vector<std::string> KernelRegistry::KernelsFor(std::string_view spec_id,
+                                                    const DeviceCaps& device) const {
+  std::vector<std::string> names;
+  Result<SpecKey> key = ParseSpecId(spec_id);
+  if (!key.ok()) return names;
+  for (const LinearKernel* kernel : kernels()) {
+    if (kernel->Serves(key->family, device)) names.emplace_back(kernel->name());
+  }
+  return names;
+}
+
+bool KernelRegistry::Supports(std::string_view spec_id, const DeviceCaps& device) const {
+  return !KernelsFor(spec_id, device).empty();
+}
+
+KernelRegistrar::KernelRegistrar(std::unique_ptr<LinearKernel> kernel) {
+  KernelRegistry::Global().Register(std::move(kernel));
+}
+
+}  // namespace quantpath

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "quantpath/report.h"
+#include "quantpath/specs.h"
 #include "tools/quantpath/commands.h"
 
 namespace quantpath::cli {
@@ -37,10 +38,9 @@ Result<PlanOptions> MakePlanOptions(const std::string& engine, const std::string
   if (!dialect) return InvalidInput("--engine: expected native, vllm or sglang, got " + engine);
   options.dialect = *dialect;
   if (!quantization.empty()) options.quantization = quantization;
-  if (device != "cpu" && device != "sm80" && device != "sm90" && device != "sm100") {
-    return InvalidInput("--device: expected cpu, sm80, sm90 or sm100, got " + device);
-  }
-  options.device = device;
+  Result<DeviceCaps> caps = ParseDevice(device);
+  if (!caps.ok()) return caps.status().WithContext("--device");
+  options.device = caps->name;
   return options;
 }
 

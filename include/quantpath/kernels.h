@@ -1,0 +1,179 @@
+// quantpath kernels: Y = X · Wᵀ for every spec, a registry the kernel files fill themselves, and a
+// caching dispatcher.
+//
+// Goals: kernels register themselves (adding one means adding a file, never editing a switch);
+// "is (spec, device) supported?" is a registry query answered before any forward; the dispatcher
+// picks a kernel per (spec_id, M bucket, N, K, in dtype, out dtype, device, activation mode) once
+// and caches it; a reference kernel per spec (dequantize, accumulate in fp32) is the oracle of the
+// fast ones; the CPU ISA can be forced through QUANTPATH_CPU_ISA for tests.
+// Non-goals: config files and formats, loading weights (specs), CUDA kernels without
+// QUANTPATH_CUDA.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "quantpath/base.h"
+#include "quantpath/ir.h"
+#include "quantpath/specs.h"
+
+namespace quantpath {
+
+// ---------------------------------------------------------------------------------------------
+// CPU instruction sets, in increasing order: a CPU that has one has the ones before it.
+enum class Isa : uint8_t {
+  kReference,   // portable C++, no ISA flags
+  kAvx2,        // AVX2 + FMA + F16C
+  kAvx512,      // AVX-512 F/BW/VL/DQ
+  kAvx512Vnni,  // AVX-512 with VNNI and BF16
+};
+std::string_view IsaName(Isa isa);  // "reference", "avx2", "avx512", "avx512vnni"
+std::optional<Isa> ParseIsa(std::string_view name);
+// The best ISA the running CPU supports.
+Isa DetectCpuIsa();
+// The environment variable that forces an ISA: reference, avx2, avx512 or avx512vnni.
+inline constexpr char kCpuIsaEnv[] = "QUANTPATH_CPU_ISA";
+// The ISA dispatch uses: `forced` when given, else QUANTPATH_CPU_ISA when set, else
+// DetectCpuIsa(). An unknown name, or an ISA this CPU lacks, is an error naming it.
+Result<Isa> ResolveIsa(std::optional<std::string_view> forced);
+
+// ---------------------------------------------------------------------------------------------
+// Row-major matrices handed to kernels (fp32 or bf16).
+struct ConstMatrix {
+  QDType dtype = QDType::kFP32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+struct MutableMatrix {
+  QDType dtype = QDType::kFP32;
+  void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// What the dispatcher asks a kernel before choosing it.
+struct KernelProbe {
+  SpecKey spec;
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  QDType in = QDType::kFP32;
+  QDType out = QDType::kFP32;
+  DeviceCaps device;
+  ActivationQuant act;
+};
+
+class LinearKernel {
+ public:
+  virtual ~LinearKernel() = default;
+  // Names encode both operands: "GemmFp8BlockA8_Ref", "GemmW16A16_Ref", ….
+  virtual std::string_view name() const = 0;
+  // The ISA the kernel's translation unit is compiled for (kReference for portable code).
+  virtual Isa isa() const = 0;
+  // Coarse capability, for registry queries: whether the kernel serves `family` on `device`.
+  virtual bool Serves(SpecFamily family, const DeviceCaps& device) const = 0;
+  // Whether the kernel runs this exact problem (shape, dtypes, activation mode).
+  virtual bool CanHandle(const KernelProbe& probe) const = 0;
+  // y [M, N] = x [M, K] · Wᵀ (+ bias), W and its scales in `params`. Preconditions, checked by
+  // the dispatcher and Linear: CanHandle(probe of these arguments), params processed,
+  // x.cols == params.cols, y.cols == params.rows, x.rows == y.rows.
+  virtual void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+                     const MutableMatrix& y) const = 0;
+};
+
+// Kernels, in registration order. The global registry is filled before main() by the kernel
+// files (KernelRegistrar); tests may build their own.
+class KernelRegistry {
+ public:
+  static KernelRegistry& Global();
+  void Register(std::unique_ptr<LinearKernel> kernel);
+  std::vector<const LinearKernel*> kernels() const;
+  // Names of the kernels that serve `spec_id` on `device`; empty for an unknown spec_id.
+  std::vector<std::string> KernelsFor(std::string_view spec_id, const DeviceCaps& device) const;
+  // Whether any kernel serves `spec_id` on `device`.
+  bool Supports(std::string_view spec_id, const DeviceCaps& device) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<LinearKernel>> kernels_;
+};
+
+// Registers a kernel with the global registry from a kernel file:
+//   const KernelRegistrar kRegister(std::make_unique<GemmFp8A8_Ref>());
+struct KernelRegistrar {
+  explicit KernelRegistrar(std::unique_ptr<LinearKernel> kernel);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Shape buckets and the dispatch key.
+
+// The M-bucket policy: M ≤ 16 stays exact (decode batches), larger M rounds up to 128 · 4^i
+// (128, 512, 2048, …; prefill). Kernels are chosen per bucket, so a bucket's kernel must handle
+// every M in it. M must be in [1, kMaxBucketM].
+int64_t BucketM(int64_t m);
+inline constexpr int64_t kMaxBucketM = int64_t{128} << 24;  // 128 · 4^12 = 2^31
+inline constexpr int64_t kMaxDim = (int64_t{1} << 29) - 1;  // N and K
+
+// Packs (BucketM(m), n, k) into one integer: bits 58..63 the bucket's index (0..15 for M 1..16,
+// then 16 + i for 128 · 4^i), bits 29..57 N, bits 0..28 K. Out-of-range values are an error
+// naming them.
+Result<uint64_t> PackShapeKey(int64_t m, int64_t n, int64_t k);
+
+// Per-format tolerances of a kernel against the double-precision reference, in one table:
+// rel = max |y - y_ref| / max |y_ref| must not exceed ToleranceFor(...). Activation-quantizing
+// modes allow for an fp8 rounding of X landing on the other side of a tie in fp32 than in double.
+double ToleranceFor(SpecFamily family, ActMode mode);
+
+// ---------------------------------------------------------------------------------------------
+// Dispatcher
+
+class Dispatcher {
+ public:
+  struct Stats {
+    int64_t hits = 0;
+    int64_t misses = 0;
+    int64_t entries = 0;
+  };
+
+  // Dispatches among `registry`'s kernels (which must outlive the dispatcher) at ISA `isa`: only
+  // CPU kernels whose ISA is at most `isa` are candidates.
+  Dispatcher(const KernelRegistry& registry, Isa isa);
+  // The process-wide dispatcher over the global registry, at ResolveIsa(nullopt).
+  static Result<std::shared_ptr<Dispatcher>> Default();
+
+  // The kernel for `probe`: among the candidates that can handle it, the one with the highest
+  // ISA (then the first registered). Cached by (spec_id, PackShapeKey, dtypes, device, mode).
+  // No kernel is an error naming the spec, device, dtypes and mode.
+  Result<const LinearKernel*> Select(const KernelProbe& probe);
+  Isa isa() const { return isa_; }
+  Stats stats() const;
+
+ private:
+  struct Key {
+    std::string spec_id;
+    uint64_t shape = 0;
+    QDType in = QDType::kFP32;
+    QDType out = QDType::kFP32;
+    int device_sm = 0;
+    ActivationQuant act;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+
+  const KernelRegistry& registry_;
+  const Isa isa_;
+  mutable std::mutex mu_;
+  std::unordered_map<Key, const LinearKernel*, KeyHash> cache_;
+  Stats stats_;
+};
+
+}  // namespace quantpath

@@ -1,0 +1,111 @@
+// The M-bucket policy, the packed shape key, and the caching dispatcher.
+#include <functional>
+
+#include "fmt/format.h"
+#include "quantpath/kernels.h"
+
+namespace quantpath {
+namespace {
+
+constexpr int64_t kExactM = 16;  // M up to this stays exact
+constexpr int64_t kFirstBucket = 128;
+
+// The index of BucketM(m) (0..15 for M 1..16, then 16 + i for 128 · 4^i).
+int64_t BucketIndex(int64_t m) {
+  if (m <= kExactM) return m - 1;
+  int64_t index = kExactM;
+  for (int64_t bucket = kFirstBucket; bucket < m; bucket *= 4) ++index;
+  return index;
+}
+
+std::string DtypeName(QDType dtype) { return std::string(QDTypeName(dtype)); }
+
+}  // namespace
+
+int64_t BucketM(int64_t m) {
+  if (m <= kExactM) return m;
+  int64_t bucket = kFirstBucket;
+  while (bucket < m) bucket *= 4;
+  return bucket;
+}
+
+Result<uint64_t> PackShapeKey(int64_t m, int64_t n, int64_t k) {
+  if (m < 1 || m > kMaxBucketM || n < 1 || n > kMaxDim || k < 1 || k > kMaxDim) {
+    return InvalidInput(fmt::format(
+        "matrix shape M = {}, N = {}, K = {} is outside the dispatcher's range (M in [1, {}], N "
+        "and K in [1, {}])",
+        m, n, k, kMaxBucketM, kMaxDim));
+  }
+  return (static_cast<uint64_t>(BucketIndex(m)) << 58) | (static_cast<uint64_t>(n) << 29) |
+         static_cast<uint64_t>(k);
+}
+
+size_t Dispatcher::KeyHash::operator()(const Key& key) const {
+  size_t h = std::hash<std::string>()(key.spec_id);
+  auto mix = [&h](uint64_t v) {
+    h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  mix(key.shape);
+  mix((static_cast<uint64_t>(key.in) << 8) | static_cast<uint64_t>(key.out));
+  mix(static_cast<uint64_t>(key.device_sm));
+  mix((static_cast<uint64_t>(key.act.mode) << 32) ^ static_cast<uint64_t>(key.act.group_size));
+  return h;
+}
+
+Dispatcher::Dispatcher(const KernelRegistry& registry, Isa isa) : registry_(registry), isa_(isa) {}
+
+Result<std::shared_ptr<Dispatcher>> Dispatcher::Default() {
+  static const Result<std::shared_ptr<Dispatcher>>* instance = [] {
+    Result<Isa> isa = ResolveIsa(std::nullopt);
+    if (!isa.ok()) return new Result<std::shared_ptr<Dispatcher>>(isa.status());
+    return new Result<std::shared_ptr<Dispatcher>>(
+        std::make_shared<Dispatcher>(KernelRegistry::Global(), *isa));
+  }();
+  return *instance;
+}
+
+Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
+  QP_ASSIGN_OR_RETURN(uint64_t shape, PackShapeKey(probe.m, probe.n, probe.k));
+  Key key{probe.spec.ToId(), shape, probe.in, probe.out, probe.device.sm, probe.act};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      ++stats_.hits;
+      return it->second;
+    }
+  }
+  // The bucket's kernel must serve every M of the bucket: probe with the bucket's largest M.
+  KernelProbe bucket_probe = probe;
+  bucket_probe.m = BucketM(probe.m);
+  const LinearKernel* best = nullptr;
+  for (const LinearKernel* kernel : registry_.kernels()) {
+    if (probe.device.is_cpu() && kernel->isa() > isa_) continue;
+    if (!kernel->Serves(probe.spec.family, probe.device) || !kernel->CanHandle(bucket_probe)) {
+      continue;
+    }
+    if (best == nullptr || kernel->isa() > best->isa()) best = kernel;
+  }
+  if (best == nullptr) {
+    return Unsupported(
+        fmt::format("no kernel for spec {} on {} (ISA {}), M = {}, N = {}, K = {}, in {}, out {}, "
+                    "activations {}; kernels serving it there: {}",
+                    key.spec_id, probe.device.name, IsaName(isa_), probe.m, probe.n, probe.k,
+                    DtypeName(probe.in), DtypeName(probe.out), probe.act.ToString(),
+                    registry_.KernelsFor(key.spec_id, probe.device).empty()
+                        ? std::string("none")
+                        : Join(registry_.KernelsFor(key.spec_id, probe.device), ", ")));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.misses;
+  cache_.emplace(std::move(key), best);
+  stats_.entries = static_cast<int64_t>(cache_.size());
+  return best;
+}
+
+Dispatcher::Stats Dispatcher::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace quantpath

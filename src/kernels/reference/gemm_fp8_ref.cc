@@ -1,0 +1,79 @@
+// Reference kernels of the fp8 specs, X and Y in fp32 or bf16, products in fp32:
+//   GemmFp8Row_Ref    fp8_per_tensor and fp8_per_channel: after loading both hold one fp32 scale
+//                     per output row (Fp8RowScaledLayout), so W[n][c] = e4m3(w[n][c]) × S[n].
+//   GemmFp8Block_Ref  fp8_block_<bn>_<bk> (Fp8BlockLayout): W[n][c] = e4m3(w[n][c]) ×
+//                     S[n / bn][c / bk].
+// Both take X as it is (weight-only schemes) or quantize it to fp8 first, per the spec's
+// activation mode (per token, per tensor, per 1 × group, or the static input scale).
+// Non-goals: speed.
+#include <cassert>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/reference/reference_gemm.h"
+
+namespace quantpath {
+namespace {
+
+bool CanHandleAct(const ActivationQuant& act) {
+  return act.mode != ActMode::kDynamicGroup || act.group_size > 0;
+}
+
+class GemmFp8RowRef final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmFp8Row_Ref"; }
+  Isa isa() const override { return Isa::kReference; }
+  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
+    return (family == SpecFamily::kFp8PerTensor || family == SpecFamily::kFp8PerChannel) &&
+           device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec.family, probe.device) && CanHandleAct(probe.act) &&
+           reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    assert(params.weight_scale.rows() == params.rows && params.weight_scale.cols() == 1);
+    const int64_t k = params.cols;
+    const uint8_t* w = params.weight.data<uint8_t>();
+    const float* scale = params.weight_scale.data<float>();
+    reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
+      for (int64_t c = 0; c < k; ++c) row[c] = Fp8E4M3ToFloat(w[n * k + c]) * scale[n];
+    });
+  }
+};
+
+class GemmFp8BlockRef final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmFp8Block_Ref"; }
+  Isa isa() const override { return Isa::kReference; }
+  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
+    return family == SpecFamily::kFp8Block && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec.family, probe.device) && probe.spec.block[0] > 0 &&
+           probe.spec.block[1] > 0 && CanHandleAct(probe.act) && reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    Result<SpecKey> key = ParseSpecId(params.spec_id);
+    assert(key.ok() && key->family == SpecFamily::kFp8Block);
+    const Fp8BlockLayout layout{key->block[0], key->block[1]};
+    const int64_t k = params.cols;
+    assert(params.weight_scale.rows() == layout.ScaleRows(params.rows) &&
+           params.weight_scale.cols() == layout.ScaleCols(k));
+    const uint8_t* w = params.weight.data<uint8_t>();
+    const float* scale = params.weight_scale.data<float>();
+    const int64_t scale_cols = params.weight_scale.cols();
+    reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
+      const float* s = scale + (n / layout.block_n) * scale_cols;
+      for (int64_t c = 0; c < k; ++c) row[c] = Fp8E4M3ToFloat(w[n * k + c]) * s[c / layout.block_k];
+    });
+  }
+};
+
+const KernelRegistrar kRegisterGemmFp8RowRef(std::make_unique<GemmFp8RowRef>());
+const KernelRegistrar kRegisterGemmFp8BlockRef(std::make_unique<GemmFp8BlockRef>());
+
+}  // namespace
+}  // namespace quantpath

@@ -1,0 +1,82 @@
+// Activation handling shared by the reference kernels.
+#include "src/kernels/reference/reference_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "quantpath/numeric.h"
+
+namespace quantpath::reference {
+namespace {
+
+// Quantizes xs[row * k + c] for the rows [row_begin, row_end) and columns [begin, end) with one
+// scale: the given one, or max(absmax, floor) / 448 of the block (specs.h's convention).
+void QuantizeBlock(std::vector<float>* xs, int64_t k, int64_t row_begin, int64_t row_end,
+                   int64_t begin, int64_t end, std::optional<float> fixed_scale) {
+  float scale = fixed_scale.value_or(0.0f);
+  if (!fixed_scale) {
+    float absmax = 0.0f;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      for (int64_t c = begin; c < end; ++c) absmax = std::max(absmax, std::fabs((*xs)[r * k + c]));
+    }
+    scale = std::max(absmax, static_cast<float>(kActAbsMaxFloor)) / static_cast<float>(kFp8E4M3Max);
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    for (int64_t c = begin; c < end; ++c) {
+      float& v = (*xs)[r * k + c];
+      v = Fp8E4M3ToFloat(FloatToFp8E4M3(v / scale)) * scale;
+    }
+  }
+}
+
+}  // namespace
+
+bool IsIoDtype(QDType dtype) { return dtype == QDType::kFP32 || dtype == QDType::kBF16; }
+
+bool CanHandleIo(const KernelProbe& probe) {
+  return probe.device.is_cpu() && IsIoDtype(probe.in) && IsIoDtype(probe.out) && probe.m > 0 &&
+         probe.n > 0 && probe.k > 0;
+}
+
+std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
+                                      const ConstMatrix& x) {
+  const int64_t m = x.rows;
+  const int64_t k = x.cols;
+  std::vector<float> xs(static_cast<size_t>(m * k));
+  for (int64_t i = 0; i < m * k; ++i) {
+    xs[i] = x.dtype == QDType::kBF16 ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i])
+                                     : static_cast<const float*>(x.data)[i];
+  }
+  switch (act.mode) {
+    case ActMode::kNone:
+      break;
+    case ActMode::kDynamicPerToken:
+      for (int64_t r = 0; r < m; ++r) QuantizeBlock(&xs, k, r, r + 1, 0, k, std::nullopt);
+      break;
+    case ActMode::kDynamicPerTensor:
+      QuantizeBlock(&xs, k, 0, m, 0, k, std::nullopt);
+      break;
+    case ActMode::kDynamicGroup:
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t c = 0; c < k; c += act.group_size) {
+          QuantizeBlock(&xs, k, r, r + 1, c, std::min(k, c + act.group_size), std::nullopt);
+        }
+      }
+      break;
+    case ActMode::kStaticPerTensor:
+      QuantizeBlock(&xs, k, 0, m, 0, k, params.input_scale.data<float>()[0]);
+      break;
+  }
+  return xs;
+}
+
+void StoreOutput(const MutableMatrix& y, int64_t i, float value) {
+  if (y.dtype == QDType::kBF16) {
+    static_cast<uint16_t*>(y.data)[i] = FloatToBf16(value);
+  } else {
+    static_cast<float*>(y.data)[i] = value;
+  }
+}
+
+}  // namespace quantpath::reference

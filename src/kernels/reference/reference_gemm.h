@@ -1,0 +1,58 @@
+// The skeleton every reference kernel shares: read X into fp32, quantize it as the spec's
+// activation mode says, then for each output row n dequantize W's row n to fp32 and take fp32 dot
+// products with every row of X, add the bias and store Y.
+//
+// Goals: obviously correct, the oracle of the fast kernels. Non-goals: speed beyond threading the
+// N loop.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "quantpath/kernels.h"
+
+namespace quantpath::reference {
+
+// True for the dtypes reference kernels read and write (fp32, bf16).
+bool IsIoDtype(QDType dtype);
+// Whether the probe's shape, dtypes and device suit a reference kernel.
+bool CanHandleIo(const KernelProbe& probe);
+
+// X [m, k] → fp32, quantized per `act` (values are q × scale, as the products see them). The
+// static scale, when the mode needs one, is params.input_scale.
+std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
+                                      const ConstMatrix& x);
+
+// Runs the skeleton. `dequantize_row(n, row)` writes W's row n as fp32 into row[0..k).
+template <typename DequantizeRow>
+void GemmRowwise(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+                 const MutableMatrix& y, DequantizeRow dequantize_row);
+
+// Stores y[i] (fp32 or bf16).
+void StoreOutput(const MutableMatrix& y, int64_t i, float value);
+
+template <typename DequantizeRow>
+void GemmRowwise(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+                 const MutableMatrix& y, DequantizeRow dequantize_row) {
+  const int64_t m = x.rows;
+  const int64_t n = params.rows;
+  const int64_t k = params.cols;
+  const std::vector<float> xq = PrepareActivations(params, act, x);
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      dequantize_row(j, row.data());
+      const float bias = params.bias.empty() ? 0.0f : LoadFloat(params.bias, j);
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xi = xq.data() + i * k;
+        float acc = 0.0f;
+        for (int64_t c = 0; c < k; ++c) acc += xi[c] * row[c];
+        StoreOutput(y, i * n + j, acc + bias);
+      }
+    }
+  }
+}
+
+}  // namespace quantpath::reference

@@ -1,0 +1,249 @@
+// Request validation, tensor-parallel geometry and checkpoint slice copies shared by the specs.
+#include "src/specs/spec_common.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "fmt/format.h"
+#include "quantpath/numeric.h"
+
+namespace quantpath::specs_internal {
+namespace {
+
+// Writes `value` as element i of a bf16 / fp16 / fp32 parameter.
+void StoreFloat(ParamTensor* tensor, int64_t i, float value) {
+  switch (tensor->dtype()) {
+    case QDType::kBF16:
+      tensor->data<uint16_t>()[i] = FloatToBf16(value);
+      break;
+    case QDType::kFP16:
+      tensor->data<uint16_t>()[i] = FloatToFp16(value);
+      break;
+    default:
+      tensor->data<float>()[i] = value;
+      break;
+  }
+}
+
+bool IsHighPrecision(QDType dtype) {
+  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
+}
+
+}  // namespace
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::vector<std::string> parts;
+  for (int64_t d : shape) parts.push_back(std::to_string(d));
+  return "[" + Join(parts, ", ") + "]";
+}
+
+std::optional<StDtype> StorageDtypeOf(QDType dtype) {
+  switch (dtype) {
+    case QDType::kBF16:
+      return StDtype::kBF16;
+    case QDType::kFP16:
+      return StDtype::kF16;
+    case QDType::kFP32:
+      return StDtype::kF32;
+    case QDType::kFP8E4M3:
+      return StDtype::kF8E4M3;
+    case QDType::kFP8E5M2:
+      return StDtype::kF8E5M2;
+    default:
+      return std::nullopt;
+  }
+}
+
+Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
+  const auto [n, k] = request.shape;
+  const std::string& layer = request.layer;
+  if (n <= 0 || k <= 0) {
+    return InvalidInput(fmt::format("{}: weight shape [{}, {}] is not positive", layer, n, k));
+  }
+  const QDType dtype = request.params_dtype;
+  if (dtype != QDType::kBF16 && dtype != QDType::kFP16 && dtype != QDType::kFP32) {
+    return InvalidInput(
+        fmt::format("{}: params dtype {} is not bf16, fp16 or fp32", layer, QDTypeName(dtype)));
+  }
+  if (request.experts > 0) {
+    return Unsupported(
+        fmt::format("{}: loading MoE expert weights ({} experts) is not implemented yet", layer,
+                    request.experts));
+  }
+  if (request.tp_size < 1 || request.tp_rank < 0 || request.tp_rank >= request.tp_size) {
+    return InvalidInput(fmt::format("{}: tensor-parallel rank {} of size {} is out of range", layer,
+                                    request.tp_rank, request.tp_size));
+  }
+  ShardGeometry g;
+  g.full_leg_rows = request.leg_rows.empty() ? std::vector<int64_t>{n} : request.leg_rows;
+  int64_t sum = 0;
+  for (int64_t rows : g.full_leg_rows) {
+    if (rows <= 0) {
+      return InvalidInput(fmt::format("{}: fused leg widths {} must be positive", layer,
+                                      ShapeString(g.full_leg_rows)));
+    }
+    sum += rows;
+  }
+  if (sum != n) {
+    return InvalidInput(fmt::format("{}: fused leg widths {} add up to {}, not N = {}", layer,
+                                    ShapeString(g.full_leg_rows), sum, n));
+  }
+  const int tp = request.tp_size;
+  const bool column = request.parallel == Parallel::kColumn && tp > 1;
+  const bool row = request.parallel == Parallel::kRow && tp > 1;
+  g.full_cols = k;
+  g.cols = row ? k / tp : k;
+  g.src_col = row ? g.cols * request.tp_rank : 0;
+  if (row && k % tp != 0) {
+    return InvalidInput(
+        fmt::format("{}: K = {} is not divisible by tensor-parallel size {}", layer, k, tp));
+  }
+  for (int64_t full : g.full_leg_rows) {
+    if (column && full % tp != 0) {
+      return InvalidInput(
+          fmt::format("{}: fused leg widths {} are not all divisible by tensor-parallel size {}",
+                      layer, ShapeString(g.full_leg_rows), tp));
+    }
+    const int64_t rows = column ? full / tp : full;
+    g.leg_offsets.push_back(g.rows);
+    g.leg_rows.push_back(rows);
+    g.leg_src_rows.push_back(column ? rows * request.tp_rank : 0);
+    g.rows += rows;
+  }
+  g.has_bias = request.bias && (!row || request.tp_rank == 0);
+  return g;
+}
+
+int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometry) {
+  return geometry.has_bias ? geometry.rows * Info(request.params_dtype).bits / 8 : 0;
+}
+
+LinearParams NewParams(const AllocationRequest& request, const ShardGeometry& geometry,
+                       std::string spec_id) {
+  LinearParams params;
+  params.request = request;
+  params.spec_id = std::move(spec_id);
+  params.rows = geometry.rows;
+  params.cols = geometry.cols;
+  params.leg_rows = geometry.leg_rows;
+  if (geometry.has_bias) params.bias = ParamTensor(request.params_dtype, geometry.rows, 1);
+  return params;
+}
+
+Result<TensorView> FindTensor(const Checkpoint& checkpoint, std::string_view layer,
+                              std::string_view prefix, std::string_view suffix) {
+  std::string name = fmt::format("{}.{}", prefix, suffix);
+  if (!checkpoint.Has(name)) {
+    return NotFound(fmt::format("{}: tensor {} is not in the checkpoint", layer, name));
+  }
+  Result<TensorView> view = checkpoint.Get(name);
+  if (!view.ok()) return view.status().WithContext(layer);
+  return view;
+}
+
+Status ExpectShape(const TensorView& view, std::string_view layer,
+                   const std::vector<int64_t>& shape) {
+  if (view.info->shape != shape) {
+    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {}", layer,
+                                    view.info->name, ShapeString(view.info->shape),
+                                    ShapeString(shape)));
+  }
+  return {};
+}
+
+Status ExpectElements(const TensorView& view, std::string_view layer, int64_t elements,
+                      std::string_view what) {
+  if (view.info->Elements() != elements) {
+    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {} ({} values)", layer,
+                                    view.info->name, ShapeString(view.info->shape), what,
+                                    elements));
+  }
+  return {};
+}
+
+Result<std::vector<float>> ReadScales(const TensorView& view, std::string_view layer) {
+  Result<std::vector<float>> values = TensorToFloat(view);
+  if (!values.ok()) return values.status().WithContext(layer);
+  for (size_t i = 0; i < values->size(); ++i) {
+    if (!std::isfinite((*values)[i])) {
+      return InvalidInput(fmt::format("{}: tensor {} holds a non-finite scale ({}) at index {}",
+                                      layer, view.info->name, (*values)[i], i));
+    }
+  }
+  return values;
+}
+
+Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row, int64_t src_col,
+                int64_t rows, int64_t dst_row, ParamTensor* dst) {
+  const TensorInfo& info = *view.info;
+  const int64_t src_cols = info.shape.size() == 2 ? info.shape[1] : 0;
+  if (info.shape.size() != 2 || src_row + rows > info.shape[0] ||
+      src_col + dst->cols() > src_cols) {
+    return InvalidInput(
+        fmt::format("{}: tensor {} of shape {} has no slice rows [{}, {}) x "
+                    "columns [{}, {})",
+                    layer, info.name, ShapeString(info.shape), src_row, src_row + rows, src_col,
+                    src_col + dst->cols()));
+  }
+  const int64_t cols = dst->cols();
+  if (StorageDtypeOf(dst->dtype()) == info.dtype) {
+    const int64_t element = StDtypeBits(info.dtype) / 8;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::byte* from = view.bytes.data() + ((src_row + r) * src_cols + src_col) * element;
+      std::memcpy(dst->raw() + (dst_row + r) * cols * element, from, cols * element);
+    }
+    return {};
+  }
+  if (!IsHighPrecision(dst->dtype())) {
+    return InvalidInput(fmt::format("{}: tensor {} is {}, expected {}", layer, info.name,
+                                    StDtypeName(info.dtype),
+                                    StDtypeName(*StorageDtypeOf(dst->dtype()))));
+  }
+  Result<std::vector<float>> values = TensorToFloat(view);
+  if (!values.ok()) return values.status().WithContext(layer);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      StoreFloat(dst, (dst_row + r) * cols + c, (*values)[(src_row + r) * src_cols + src_col + c]);
+    }
+  }
+  return {};
+}
+
+Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
+                const ShardGeometry& geometry, LinearParams* params) {
+  if (params->bias.empty()) return {};
+  const std::string& layer = params->request.layer;
+  for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
+    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, leg_prefixes[leg], "bias"));
+    QP_RETURN_IF_ERROR(ExpectShape(view, layer, {geometry.full_leg_rows[leg]}));
+    Result<std::vector<float>> values = TensorToFloat(view);
+    if (!values.ok()) return values.status().WithContext(layer);
+    for (int64_t r = 0; r < geometry.leg_rows[leg]; ++r) {
+      StoreFloat(&params->bias, geometry.leg_offsets[leg] + r,
+                 (*values)[geometry.leg_src_rows[leg] + r]);
+    }
+  }
+  return {};
+}
+
+Status ExpectLegPrefixes(const LinearParams& params, const std::vector<std::string>& leg_prefixes) {
+  if (leg_prefixes.size() != params.leg_rows.size()) {
+    return InvalidInput(fmt::format("{}: {} checkpoint prefixes given for {} fused legs",
+                                    params.request.layer, leg_prefixes.size(),
+                                    params.leg_rows.size()));
+  }
+  if (params.loaded) {
+    return InvalidInput(fmt::format("{}: parameters are already loaded", params.request.layer));
+  }
+  return {};
+}
+
+Status ExpectLoadedNotProcessed(const LinearParams& params) {
+  if (!params.loaded || params.processed) {
+    return InvalidInput(fmt::format("{}: parameters are {}", params.request.layer,
+                                    params.processed ? "already processed" : "not loaded"));
+  }
+  return {};
+}
+
+}  // namespace quantpath::specs_internal

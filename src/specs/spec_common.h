@@ -1,0 +1,80 @@
+// Code shared by the specs: request validation and tensor-parallel geometry, checkpoint tensor
+// lookup with layer-naming errors, and row-slice copies into parameters.
+//
+// Goals: one place for the arithmetic of fused legs and tensor-parallel slices, so every spec
+// loads the same rows and columns. Non-goals: any family's scale conventions (each spec file owns
+// its own).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/checkpoint.h"
+#include "quantpath/specs.h"
+
+namespace quantpath::specs_internal {
+
+// Where this rank's slice of each leg lies, in the checkpoint and in the fused parameter.
+struct ShardGeometry {
+  int64_t rows = 0;                    // this rank's N
+  int64_t cols = 0;                    // this rank's K
+  int64_t full_cols = 0;               // K in the checkpoint
+  int64_t src_col = 0;                 // first checkpoint column of this rank's slice
+  std::vector<int64_t> full_leg_rows;  // rows of each leg in the checkpoint
+  std::vector<int64_t> leg_rows;       // rows of each leg on this rank
+  std::vector<int64_t> leg_offsets;    // first row of each leg in the fused parameter
+  std::vector<int64_t> leg_src_rows;   // first checkpoint row of each leg's slice
+  bool has_bias = false;               // whether this rank stores the bias
+};
+
+// Validates `request` (positive shape, legs adding up to N, tensor-parallel sizes that divide, a
+// bf16 / fp16 / fp32 params dtype) and computes this rank's geometry. MoE requests are
+// Unsupported. Errors name the layer.
+Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request);
+
+// Bytes of this rank's bias (params dtype), 0 without one.
+int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometry);
+
+// Fills the geometry-derived fields of fresh parameters (rows, cols, legs, bias).
+LinearParams NewParams(const AllocationRequest& request, const ShardGeometry& geometry,
+                       std::string spec_id);
+
+// Looks up `<prefix>.<suffix>`; a missing tensor is NotFound naming it and the layer.
+Result<TensorView> FindTensor(const Checkpoint& checkpoint, std::string_view layer,
+                              std::string_view prefix, std::string_view suffix);
+// Whether the tensor has exactly `shape`; otherwise an error naming it, the layer and both shapes.
+Status ExpectShape(const TensorView& view, std::string_view layer,
+                   const std::vector<int64_t>& shape);
+// Whether the tensor holds `elements` values in any shape of that size (scalars written as [] or
+// [1], per-row scales as [N] or [N, 1]).
+Status ExpectElements(const TensorView& view, std::string_view layer, int64_t elements,
+                      std::string_view what);
+// Decodes a scale tensor to float and checks every value is finite.
+Result<std::vector<float>> ReadScales(const TensorView& view, std::string_view layer);
+
+// The safetensors dtype that stores elements of `dtype` (bf16, fp16, fp32, fp8), if any.
+std::optional<StDtype> StorageDtypeOf(QDType dtype);
+std::string ShapeString(const std::vector<int64_t>& shape);
+
+// Copies checkpoint rows [src_row, src_row + rows) and columns [src_col, src_col + dst->cols())
+// of a 2-D tensor into rows [dst_row, dst_row + rows) of `dst`. The tensor's dtype must be
+// `dst`'s storage dtype (bytes are copied), or, for bf16 / fp16 / fp32 parameters, any floating
+// dtype (values are converted with round-to-nearest-even).
+Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row, int64_t src_col,
+                int64_t rows, int64_t dst_row, ParamTensor* dst);
+
+// Loads every leg's `<prefix>.bias` slice into params->bias (when this rank stores the bias).
+Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
+                const ShardGeometry& geometry, LinearParams* params);
+
+// Whether `leg_prefixes` has one prefix per leg; an error naming the layer otherwise.
+Status ExpectLegPrefixes(const LinearParams& params, const std::vector<std::string>& leg_prefixes);
+
+// Whether ProcessAfterLoading may run: loaded, and not processed yet.
+Status ExpectLoadedNotProcessed(const LinearParams& params);
+
+}  // namespace quantpath::specs_internal

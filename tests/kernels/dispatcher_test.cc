@@ -1,0 +1,163 @@
+// The M-bucket policy, the packed shape key, ISA selection and the dispatcher's cache.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "quantpath/kernels.h"
+
+namespace quantpath {
+namespace {
+
+TEST(BucketMTest, SmallExactThenPowersOfFourFrom128) {
+  for (int64_t m = 1; m <= 16; ++m) EXPECT_EQ(BucketM(m), m);
+  EXPECT_EQ(BucketM(17), 128);
+  EXPECT_EQ(BucketM(128), 128);
+  EXPECT_EQ(BucketM(129), 512);
+  EXPECT_EQ(BucketM(512), 512);
+  EXPECT_EQ(BucketM(513), 2048);
+  EXPECT_EQ(BucketM(8192), 8192);
+  EXPECT_EQ(BucketM(8193), 32768);
+  EXPECT_EQ(BucketM(kMaxBucketM), kMaxBucketM);
+}
+
+TEST(PackShapeKeyTest, FieldsAndBuckets) {
+  const uint64_t key = *PackShapeKey(5, 4096, 7168);
+  EXPECT_EQ(key >> 58, 4u);  // M 5 → index 4
+  EXPECT_EQ((key >> 29) & ((uint64_t{1} << 29) - 1), 4096u);
+  EXPECT_EQ(key & ((uint64_t{1} << 29) - 1), 7168u);
+  EXPECT_EQ(*PackShapeKey(17, 8, 8), *PackShapeKey(128, 8, 8));
+  EXPECT_NE(*PackShapeKey(128, 8, 8), *PackShapeKey(129, 8, 8));
+  EXPECT_EQ(*PackShapeKey(129, 8, 8) >> 58, 17u);
+  EXPECT_EQ(*PackShapeKey(kMaxBucketM, kMaxDim, kMaxDim) >> 58, 28u);
+  EXPECT_NE(*PackShapeKey(1, 8, 9), *PackShapeKey(1, 9, 8));
+  for (auto [m, n, k] :
+       {std::array<int64_t, 3>{0, 1, 1}, {1, 0, 1}, {1, 1, kMaxDim + 1}, {kMaxBucketM + 1, 1, 1}}) {
+    Result<uint64_t> bad = PackShapeKey(m, n, k);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("outside the dispatcher's range"), std::string::npos);
+  }
+}
+
+TEST(IsaTest, NamesAndOverrides) {
+  for (Isa isa : {Isa::kReference, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+    EXPECT_EQ(ParseIsa(IsaName(isa)), isa);
+  }
+  EXPECT_EQ(*ResolveIsa("reference"), Isa::kReference);
+  Result<Isa> unknown = ResolveIsa("sse9");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("'sse9' is not an ISA"), std::string::npos);
+  if (DetectCpuIsa() < Isa::kAvx512Vnni) {
+    EXPECT_FALSE(ResolveIsa("avx512vnni").ok());
+  }
+  ASSERT_EQ(setenv(kCpuIsaEnv, "reference", 1), 0);
+  EXPECT_EQ(*ResolveIsa(std::nullopt), Isa::kReference);
+  ASSERT_EQ(setenv(kCpuIsaEnv, "bogus", 1), 0);
+  Result<Isa> env = ResolveIsa(std::nullopt);
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.status().message().find("QUANTPATH_CPU_ISA = 'bogus'"), std::string::npos);
+  ASSERT_EQ(unsetenv(kCpuIsaEnv), 0);
+  EXPECT_EQ(*ResolveIsa(std::nullopt), DetectCpuIsa());
+}
+
+KernelProbe Probe(std::string_view spec_id, int64_t m, const DeviceCaps& device = DeviceCaps{}) {
+  return KernelProbe{*ParseSpecId(spec_id),
+                     m,
+                     256,
+                     256,
+                     QDType::kBF16,
+                     QDType::kFP32,
+                     device,
+                     ActivationQuant{ActMode::kDynamicGroup, 128}};
+}
+
+TEST(RegistryTest, SupportQueries) {
+  const KernelRegistry& registry = KernelRegistry::Global();
+  const DeviceCaps cpu;
+  const DeviceCaps sm90 = *ParseDevice("sm90");
+  for (std::string_view spec : {"bf16", "fp8_per_tensor", "fp8_per_channel", "fp8_block_128_128"}) {
+    EXPECT_TRUE(registry.Supports(spec, cpu)) << spec;
+  }
+  EXPECT_FALSE(registry.Supports("fp8_block_128_128", sm90));
+  EXPECT_FALSE(registry.Supports("int4_group_128", cpu));
+  EXPECT_EQ(registry.KernelsFor("fp8_block_128_128", cpu),
+            (std::vector<std::string>{"GemmFp8Block_Ref"}));
+}
+
+TEST(DispatcherTest, CachesPerBucket) {
+  Dispatcher dispatcher(KernelRegistry::Global(), Isa::kReference);
+  Result<const LinearKernel*> first = dispatcher.Select(Probe("fp8_block_128_128", 20));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ((*first)->name(), "GemmFp8Block_Ref");
+  EXPECT_EQ(*dispatcher.Select(Probe("fp8_block_128_128", 100)), *first);  // same bucket
+  EXPECT_EQ(dispatcher.stats().misses, 1);
+  EXPECT_EQ(dispatcher.stats().hits, 1);
+  ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_128_128", 3)).ok());  // exact bucket 3
+  ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_128_64", 3)).ok());   // another spec
+  KernelProbe bf16_out = Probe("fp8_block_128_128", 3);
+  bf16_out.out = QDType::kBF16;
+  ASSERT_TRUE(dispatcher.Select(bf16_out).ok());  // another dtype
+  EXPECT_EQ(dispatcher.stats().entries, 4);
+  EXPECT_EQ(dispatcher.stats().misses, 4);
+}
+
+TEST(DispatcherTest, NoKernelIsAnErrorNamingTheProblem) {
+  Dispatcher dispatcher(KernelRegistry::Global(), Isa::kReference);
+  Result<const LinearKernel*> gpu =
+      dispatcher.Select(Probe("fp8_block_128_128", 1, *ParseDevice("sm90")));
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(gpu.status().message().find("no kernel for spec fp8_block_128_128 on sm90"),
+            std::string::npos)
+      << gpu.status().message();
+  KernelProbe int8_in = Probe("bf16", 1);
+  int8_in.act = {};
+  int8_in.in = QDType::kINT8;
+  Result<const LinearKernel*> dtype = dispatcher.Select(int8_in);
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_NE(dtype.status().message().find("in int8"), std::string::npos);
+  EXPECT_NE(dtype.status().message().find("GemmW16A16_Ref"), std::string::npos);
+}
+
+// A kernel that claims every fp8 block problem at a given ISA.
+class FakeKernel final : public LinearKernel {
+ public:
+  FakeKernel(std::string name, Isa isa) : name_(std::move(name)), isa_(isa) {}
+  std::string_view name() const override { return name_; }
+  Isa isa() const override { return isa_; }
+  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
+    return family == SpecFamily::kFp8Block && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override { return probe.m <= 512; }
+  void Apply(const LinearParams&, const ActivationQuant&, const ConstMatrix&,
+             const MutableMatrix&) const override {}
+
+ private:
+  std::string name_;
+  Isa isa_;
+};
+
+TEST(DispatcherTest, PrefersTheHighestIsaAllowed) {
+  KernelRegistry registry;
+  registry.Register(std::make_unique<FakeKernel>("Ref", Isa::kReference));
+  registry.Register(std::make_unique<FakeKernel>("Avx512", Isa::kAvx512));
+  registry.Register(std::make_unique<FakeKernel>("Avx2", Isa::kAvx2));
+  EXPECT_EQ((*Dispatcher(registry, Isa::kAvx512Vnni).Select(Probe("fp8_block_128_128", 1)))->name(),
+            "Avx512");
+  EXPECT_EQ((*Dispatcher(registry, Isa::kAvx2).Select(Probe("fp8_block_128_128", 1)))->name(),
+            "Avx2");
+  EXPECT_EQ((*Dispatcher(registry, Isa::kReference).Select(Probe("fp8_block_128_128", 1)))->name(),
+            "Ref");
+  // A kernel must handle the whole bucket: M 513 is in the 2048 bucket, beyond CanHandle.
+  EXPECT_FALSE(Dispatcher(registry, Isa::kAvx2).Select(Probe("fp8_block_128_128", 513)).ok());
+}
+
+TEST(ToleranceTest, OneRowPerFamily) {
+  for (const SpecFamilyInfo& info : kSpecFamilies) {
+    EXPECT_GT(ToleranceFor(info.family, ActMode::kNone), 0.0);
+    EXPECT_GE(ToleranceFor(info.family, ActMode::kDynamicPerToken),
+              ToleranceFor(info.family, ActMode::kNone));
+  }
+}
+
+}  // namespace
+}  // namespace quantpath

@@ -1,0 +1,187 @@
+// Every registered kernel, on every ISA this CPU has, against an fp64 oracle: the parameters
+// dequantized to double straight from their bytes, X quantized by QuantizeActivationsReference,
+// products summed in double. Cases cover each spec family and activation mode, fp32 / bf16 in
+// and out, ragged block edges, biases and M in different buckets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "quantpath/specs.h"
+#include "tests/specs/test_checkpoint.h"
+
+namespace quantpath {
+namespace {
+
+struct Case {
+  std::string name;
+  std::string spec_id;
+  ActivationQuant act;
+  int64_t m, n, k;
+  QDType in, out;
+  bool bias;
+};
+
+std::unique_ptr<WeightSpec> SpecFor(const Case& c) {
+  const SpecKey key = *ParseSpecId(c.spec_id);
+  return key.family == SpecFamily::kBf16 ? MakeBf16Spec() : MakeFp8Spec(key, c.act);
+}
+
+// Parameters with random contents, as ProcessAfterLoading leaves them.
+LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* rng) {
+  AllocationRequest request;
+  request.layer = c.name;
+  request.shape = {c.n, c.k};
+  request.bias = c.bias;
+  LinearParams p = std::move(spec.Allocate(request)).value();
+  if (p.weight.dtype() == QDType::kFP8E4M3) {
+    const std::vector<uint8_t> bits = testing::RandomFp8(rng, p.weight.elements());
+    std::copy(bits.begin(), bits.end(), p.weight.data<uint8_t>());
+  } else {
+    const std::vector<float> values = testing::RandomBf16Values(rng, p.weight.elements());
+    for (int64_t i = 0; i < p.weight.elements(); ++i) {
+      p.weight.data<uint16_t>()[i] = FloatToBf16(values[i]);
+    }
+  }
+  const std::vector<float> scales = testing::RandomScales(rng, p.weight_scale.elements());
+  std::copy(scales.begin(), scales.end(), p.weight_scale.data<float>());
+  if (!p.input_scale.empty()) p.input_scale.data<float>()[0] = 1.0f / 448.0f;
+  const std::vector<float> bias = testing::RandomBf16Values(rng, p.bias.elements());
+  for (int64_t i = 0; i < p.bias.elements(); ++i) {
+    p.bias.data<uint16_t>()[i] = FloatToBf16(bias[i]);
+  }
+  p.leg_weight_scales.clear();
+  p.leg_input_scales.clear();
+  p.loaded = p.processed = true;
+  return p;
+}
+
+// W dequantized to double from the parameter bytes.
+std::vector<double> DequantizeParams(const LinearParams& p) {
+  const SpecKey key = *ParseSpecId(p.spec_id);
+  std::vector<double> w(static_cast<size_t>(p.rows * p.cols));
+  for (int64_t r = 0; r < p.rows; ++r) {
+    for (int64_t c = 0; c < p.cols; ++c) {
+      const int64_t i = r * p.cols + c;
+      if (key.family == SpecFamily::kBf16) {
+        w[i] = LoadFloat(p.weight, i);
+        continue;
+      }
+      const double q = Fp8E4M3ToFloat(p.weight.data<uint8_t>()[i]);
+      const float* s = p.weight_scale.data<float>();
+      w[i] = key.family == SpecFamily::kFp8Block
+                 ? q * s[(r / key.block[0]) * p.weight_scale.cols() + c / key.block[1]]
+                 : q * s[r];
+    }
+  }
+  return w;
+}
+
+std::vector<double> Oracle(const LinearParams& p, const ActivationQuant& act,
+                           const std::vector<float>& x, int64_t m) {
+  const std::vector<double> xd(x.begin(), x.end());
+  const std::optional<double> static_scale =
+      p.input_scale.empty() ? std::nullopt : std::optional<double>(p.input_scale.data<float>()[0]);
+  const std::vector<double> xq = QuantizeActivationsReference(xd, m, p.cols, act, static_scale);
+  const std::vector<double> w = DequantizeParams(p);
+  std::vector<double> y(static_cast<size_t>(m * p.rows));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < p.rows; ++j) {
+      double acc = p.bias.empty() ? 0.0 : LoadFloat(p.bias, j);
+      for (int64_t c = 0; c < p.cols; ++c) acc += xq[i * p.cols + c] * w[j * p.cols + c];
+      y[i * p.rows + j] = acc;
+    }
+  }
+  return y;
+}
+
+class KernelVsOracleTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
+  const Case& c = GetParam();
+  std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>()(c.name)));
+  const std::unique_ptr<WeightSpec> spec = SpecFor(c);
+  const LinearParams params = RandomParams(c, *spec, &rng);
+  const std::vector<float> x = testing::RandomBf16Values(&rng, c.m * c.k);
+  const std::vector<double> expected = Oracle(params, spec->activation(), x, c.m);
+
+  std::vector<uint16_t> x_bf16(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_bf16[i] = FloatToBf16(x[i]);
+  const ConstMatrix xm{c.in,
+                       c.in == QDType::kBF16 ? static_cast<const void*>(x_bf16.data())
+                                             : static_cast<const void*>(x.data()),
+                       c.m, c.k};
+  const KernelProbe probe{spec->key(), c.m,   c.n,          c.k,
+                          c.in,        c.out, DeviceCaps{}, spec->activation()};
+  // bf16 outputs add one rounding of at most 2^-9 of each value.
+  const double tolerance = ToleranceFor(spec->key().family, spec->activation().mode) +
+                           (c.out == QDType::kBF16 ? std::ldexp(1.0, -8) : 0.0);
+  int tested = 0;
+  for (const LinearKernel* kernel : KernelRegistry::Global().kernels()) {
+    if (kernel->isa() > DetectCpuIsa() || !kernel->Serves(probe.spec.family, probe.device) ||
+        !kernel->CanHandle(probe)) {
+      continue;
+    }
+    std::vector<float> y32(static_cast<size_t>(c.m * c.n));
+    std::vector<uint16_t> y16(y32.size());
+    const MutableMatrix ym{
+        c.out,
+        c.out == QDType::kBF16 ? static_cast<void*>(y16.data()) : static_cast<void*>(y32.data()),
+        c.m, c.n};
+    kernel->Apply(params, spec->activation(), xm, ym);
+    double max_abs = 0, max_ref = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const double got = c.out == QDType::kBF16 ? Bf16ToFloat(y16[i]) : y32[i];
+      max_abs = std::max(max_abs, std::fabs(got - expected[i]));
+      max_ref = std::max(max_ref, std::fabs(expected[i]));
+    }
+    EXPECT_LE(max_abs / max_ref, tolerance)
+        << kernel->name() << " (" << IsaName(kernel->isa()) << ")";
+    ++tested;
+  }
+  EXPECT_GT(tested, 0) << "no kernel handles " << c.name;
+}
+
+std::vector<Case> Cases() {
+  const ActivationQuant none{};
+  const ActivationQuant token{ActMode::kDynamicPerToken, 0};
+  const ActivationQuant tensor{ActMode::kDynamicPerTensor, 0};
+  const ActivationQuant group{ActMode::kDynamicGroup, 128};
+  const ActivationQuant fixed{ActMode::kStaticPerTensor, 0};
+  const QDType f32 = QDType::kFP32, bf16 = QDType::kBF16;
+  std::vector<Case> cases = {
+      {"bf16_m1", "bf16", none, 1, 64, 96, f32, f32, false},
+      {"bf16_m20_bias_bf16io", "bf16", none, 20, 48, 256, bf16, bf16, true},
+      {"tensor_static_m3", "fp8_per_tensor", fixed, 3, 80, 256, bf16, f32, false},
+      {"tensor_dynamic_m7_bias", "fp8_per_tensor", tensor, 7, 80, 256, f32, f32, true},
+      {"tensor_weight_only_m2", "fp8_per_tensor", none, 2, 32, 64, f32, bf16, false},
+      {"channel_token_m16", "fp8_per_channel", token, 16, 96, 384, bf16, f32, false},
+      {"channel_token_m33_bf16out", "fp8_per_channel", token, 33, 64, 256, bf16, bf16, true},
+      {"channel_weight_only_m1", "fp8_per_channel", none, 1, 64, 128, f32, f32, false},
+      {"block_group_m1", "fp8_block_128_128", group, 1, 256, 512, bf16, f32, false},
+      {"block_group_ragged_m5", "fp8_block_128_128", group, 5, 168, 200, bf16, f32, true},
+      {"block_group_m130", "fp8_block_128_128", group, 130, 128, 256, f32, f32, false},
+      {"block_small_blocks_m4",
+       "fp8_block_32_64",
+       {ActMode::kDynamicGroup, 64},
+       4,
+       72,
+       160,
+       f32,
+       bf16,
+       false},
+      {"block_weight_only_m3", "fp8_block_128_128", none, 3, 130, 130, f32, f32, false},
+      {"block_token_m2", "fp8_block_128_128", token, 2, 128, 128, f32, f32, false},
+  };
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelVsOracleTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace quantpath

@@ -1,0 +1,189 @@
+// Linear end to end on the bundled checkpoints: load dense and fused layers of the example and its
+// sharded / static variants with each spec, run Forward, and compare with the double-precision
+// reference read straight from the checkpoint.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "quantpath/linear.h"
+#include "quantpath/numeric.h"
+#include "tests/specs/test_checkpoint.h"
+
+namespace quantpath {
+namespace {
+
+const std::string kExample = std::string(QUANTPATH_SOURCE_DIR) + "/examples/llama-tiny-fp8";
+const std::string kSharded =
+    std::string(QUANTPATH_TEST_DATA) + "/checkpoints/llama-tiny-fp8-sharded";
+const std::string kStatic = std::string(QUANTPATH_TEST_DATA) + "/checkpoints/llama-tiny-fp8-static";
+
+TensorQuant Fp8(Granularity granularity, Dynamic dynamic = Dynamic::kStatic) {
+  TensorQuant t;
+  t.dtype = QDType::kFP8E4M3;
+  t.granularity = granularity;
+  t.dynamic = dynamic;
+  return t;
+}
+
+// The example's scheme: 128 × 128 weight blocks, dynamic 1 × 128 activation groups.
+QuantScheme BlockScheme() {
+  QuantScheme s;
+  s.weight = Fp8(Granularity::kBlock);
+  s.weight.block_shape = std::array<int64_t, 2>{128, 128};
+  s.input = Fp8(Granularity::kGroup, Dynamic::kDynamic);
+  s.input->group_size = 128;
+  return s;
+}
+
+// The static variant's scheme: per-tensor weights and activations.
+QuantScheme StaticScheme() {
+  QuantScheme s;
+  s.weight = Fp8(Granularity::kPerTensor);
+  s.input = Fp8(Granularity::kPerTensor);
+  return s;
+}
+
+struct Layer {
+  std::string path;
+  std::vector<std::string> legs;  // prefixes
+  std::vector<int64_t> rows;
+  int64_t k;
+};
+
+const Layer kQkv{"model.layers.0.self_attn.qkv_proj",
+                 {"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
+                  "model.layers.0.self_attn.v_proj"},
+                 {256, 128, 128},
+                 256};
+const Layer kGateUp{"model.layers.0.mlp.gate_up_proj",
+                    {"model.layers.0.mlp.gate_proj", "model.layers.0.mlp.up_proj"},
+                    {512, 512},
+                    256};
+const Layer kDown{"model.layers.0.mlp.down_proj", {"model.layers.0.mlp.down_proj"}, {256}, 512};
+
+// The specs materialize picks for these schemes (the linear stage does not depend on it).
+std::unique_ptr<WeightSpec> SpecFor(const QuantScheme& scheme) {
+  if (!scheme.quantized()) return MakeBf16Spec();
+  if (scheme.weight.granularity == Granularity::kBlock) {
+    return MakeFp8Spec({SpecFamily::kFp8Block, {128, 128}}, {ActMode::kDynamicGroup, 128});
+  }
+  return MakeFp8Spec({SpecFamily::kFp8PerTensor, {0, 0}}, {ActMode::kStaticPerTensor, 0});
+}
+
+struct Measured {
+  double rel = 0;
+  std::string kernel;
+};
+
+// Loads `layer` with the spec of `scheme` and compares Forward on m rows with the reference.
+Measured Measure(const std::string& dir, const QuantScheme& scheme, const Layer& layer, int64_t m) {
+  Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status().message();
+  std::unique_ptr<WeightSpec> spec = SpecFor(scheme);
+  const ActivationQuant act = spec->activation();
+  AllocationRequest request;
+  request.layer = layer.path;
+  request.shape = {0, layer.k};
+  for (int64_t rows : layer.rows) request.shape[0] += rows;
+  if (layer.rows.size() > 1) request.leg_rows = layer.rows;
+  Result<Linear> linear =
+      LoadLinear(std::move(spec), request, *checkpoint, layer.legs, *Dispatcher::Default());
+  EXPECT_TRUE(linear.ok()) << linear.status().message();
+  if (!linear.ok()) return {1e9, ""};
+
+  std::mt19937 rng(42);
+  const std::vector<float> x = testing::RandomBf16Values(&rng, m * layer.k);
+  Result<std::vector<float>> y = linear->Forward(x, m);
+  EXPECT_TRUE(y.ok()) << y.status().message();
+
+  Result<ReferenceLayer> ref =
+      DequantizeReference(*checkpoint, scheme, layer.path, layer.legs, false);
+  EXPECT_TRUE(ref.ok()) << ref.status().message();
+  const std::vector<double> xq = QuantizeActivationsReference(
+      std::vector<double>(x.begin(), x.end()), m, layer.k, act, ref->input_scale);
+  double max_abs = 0, max_ref = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ref->rows; ++j) {
+      double acc = 0;
+      for (int64_t c = 0; c < layer.k; ++c)
+        acc += xq[i * layer.k + c] * ref->weight[j * layer.k + c];
+      max_abs = std::max(max_abs, std::fabs((*y)[i * ref->rows + j] - acc));
+      max_ref = std::max(max_ref, std::fabs(acc));
+    }
+  }
+  const LinearKernel* kernel = *linear->KernelFor(m, QDType::kFP32, QDType::kFP32);
+  return {max_abs / max_ref, std::string(kernel->name())};
+}
+
+TEST(LinearTest, ExampleBlockLayers) {
+  const double tol = ToleranceFor(SpecFamily::kFp8Block, ActMode::kDynamicGroup);
+  for (const Layer& layer : {kQkv, kGateUp, kDown}) {
+    for (int64_t m : {1, 7, 40}) {
+      const Measured got = Measure(kExample, BlockScheme(), layer, m);
+      EXPECT_LE(got.rel, tol) << layer.path << " m " << m;
+      EXPECT_EQ(got.kernel, "GemmFp8Block_Ref");
+    }
+  }
+}
+
+TEST(LinearTest, ShardedQkvSpansBothShards) {
+  const Measured got = Measure(kSharded, BlockScheme(), kQkv, 4);
+  EXPECT_LE(got.rel, ToleranceFor(SpecFamily::kFp8Block, ActMode::kDynamicGroup));
+}
+
+TEST(LinearTest, StaticPerTensorFusedLegs) {
+  for (const Layer& layer : {kQkv, kGateUp, kDown}) {
+    const Measured got = Measure(kStatic, StaticScheme(), layer, 5);
+    EXPECT_LE(got.rel, ToleranceFor(SpecFamily::kFp8PerTensor, ActMode::kStaticPerTensor))
+        << layer.path;
+    EXPECT_EQ(got.kernel, "GemmFp8Row_Ref");
+  }
+}
+
+TEST(LinearTest, UnquantizedHead) {
+  const Layer head{"lm_head", {"lm_head"}, {512}, 256};
+  const Measured got = Measure(kExample, QuantScheme{}, head, 3);
+  EXPECT_LE(got.rel, ToleranceFor(SpecFamily::kBf16, ActMode::kNone));
+  EXPECT_EQ(got.kernel, "GemmW16A16_Ref");
+}
+
+TEST(LinearTest, CreateAndForwardErrors) {
+  AllocationRequest request;
+  request.layer = "tiny";
+  request.shape = {2, 2};
+  std::unique_ptr<WeightSpec> spec = MakeBf16Spec();
+  Result<LinearParams> params = spec->Allocate(request);
+  auto dispatcher = std::make_shared<Dispatcher>(KernelRegistry::Global(), Isa::kReference);
+  Result<Linear> unprocessed = Linear::Create(MakeBf16Spec(), std::move(*params), dispatcher);
+  ASSERT_FALSE(unprocessed.ok());
+  EXPECT_NE(unprocessed.status().message().find("tiny: parameters were not loaded and processed"),
+            std::string::npos);
+
+  Checkpoint checkpoint =
+      testing::OpenTestCheckpoint({testing::Bf16Tensor("tiny.weight", {2, 2}, {1, 2, 3, 4})});
+  Result<Linear> linear = LoadLinear(MakeBf16Spec(), request, checkpoint, {"tiny"}, dispatcher);
+  ASSERT_TRUE(linear.ok()) << linear.status().message();
+  EXPECT_EQ(*linear->Forward(std::vector<float>{1, 1}, 1), (std::vector<float>{3, 7}));
+  EXPECT_FALSE(linear->Forward(std::vector<float>{1, 1, 1}, 1).ok());
+  std::vector<float> y(4);
+  const float x[] = {1, 0, 0, 1};
+  Status mismatch = linear->Forward(ConstMatrix{QDType::kFP32, x, 2, 2},
+                                    MutableMatrix{QDType::kFP32, y.data(), 1, 2});
+  EXPECT_NE(mismatch.message().find("does not fit W [2, 2]"), std::string::npos);
+  // bf16 in and out take the same path.
+  const uint16_t xb[] = {FloatToBf16(1), FloatToBf16(-1)};
+  uint16_t yb[2];
+  ASSERT_TRUE(
+      linear->Forward(ConstMatrix{QDType::kBF16, xb, 1, 2}, MutableMatrix{QDType::kBF16, yb, 1, 2})
+          .ok());
+  EXPECT_EQ(Bf16ToFloat(yb[0]), -1.0f);
+  EXPECT_EQ(Bf16ToFloat(yb[1]), -1.0f);
+  // Forwards of M 20 and 100 share the 128 bucket; M 3 has its own.
+  ASSERT_TRUE(linear->Forward(std::vector<float>(40, 1.0f), 20).ok());
+  ASSERT_TRUE(linear->Forward(std::vector<float>(200, 1.0f), 100).ok());
+  EXPECT_EQ(dispatcher->stats().entries, 3);  // (1, fp32), (1, bf16), (128, fp32)
+}
+
+}  // namespace
+}  // namespace quantpath

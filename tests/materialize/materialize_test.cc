@@ -1,0 +1,206 @@
+// Materialize: the candidate list, activation modes, storage bytes without weights, and the
+// allocation request of a site.
+#include <gtest/gtest.h>
+
+#include "quantpath/materialize.h"
+
+namespace quantpath {
+namespace {
+
+TensorQuant Fp8(Granularity granularity) {
+  TensorQuant t;
+  t.dtype = QDType::kFP8E4M3;
+  t.granularity = granularity;
+  return t;
+}
+
+QuantScheme BlockScheme() {
+  QuantScheme s;
+  s.weight = Fp8(Granularity::kBlock);
+  s.weight.block_shape = std::array<int64_t, 2>{128, 128};
+  s.input = Fp8(Granularity::kGroup);
+  s.input->group_size = 128;
+  s.input->dynamic = Dynamic::kDynamic;
+  return s;
+}
+
+const DeviceCaps kCpu;
+
+TEST(MaterializeTest, PicksTheSpecOfEachScheme) {
+  EXPECT_EQ(*SpecIdFor(QuantScheme{}, kCpu), "bf16");
+  QuantScheme fp16;
+  fp16.weight.dtype = QDType::kFP16;
+  EXPECT_EQ(*SpecIdFor(fp16, kCpu), "bf16");
+
+  QuantScheme tensor;
+  tensor.weight = Fp8(Granularity::kPerTensor);
+  tensor.input = Fp8(Granularity::kPerTensor);
+  Result<std::unique_ptr<WeightSpec>> spec = Materialize(tensor, kCpu);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ((*spec)->spec_id(), "fp8_per_tensor");
+  EXPECT_EQ((*spec)->activation().mode, ActMode::kStaticPerTensor);
+
+  QuantScheme channel;
+  channel.weight = Fp8(Granularity::kPerChannel);
+  channel.input = Fp8(Granularity::kPerToken);
+  channel.input->dynamic = Dynamic::kDynamic;
+  spec = Materialize(channel, *ParseDevice("sm90"));
+  EXPECT_EQ((*spec)->spec_id(), "fp8_per_channel");
+  EXPECT_EQ((*spec)->activation().mode, ActMode::kDynamicPerToken);
+
+  spec = Materialize(BlockScheme(), kCpu);
+  EXPECT_EQ((*spec)->spec_id(), "fp8_block_128_128");
+  EXPECT_EQ((*spec)->activation(), (ActivationQuant{ActMode::kDynamicGroup, 128}));
+
+  QuantScheme weight_only = BlockScheme();
+  weight_only.input.reset();
+  weight_only.weight.block_shape = std::array<int64_t, 2>{64, 32};
+  spec = Materialize(weight_only, kCpu);
+  EXPECT_EQ((*spec)->spec_id(), "fp8_block_64_32");
+  EXPECT_EQ((*spec)->activation().mode, ActMode::kNone);
+}
+
+TEST(MaterializeTest, NoSpecSaysWhy) {
+  QuantScheme int4;
+  int4.weight.dtype = QDType::kINT4;
+  int4.weight.granularity = Granularity::kGroup;
+  int4.weight.group_size = 128;
+  int4.weight.symmetric = false;
+  Result<std::string> id = SpecIdFor(int4, kCpu);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(id.status().message().find("no physical spec stores int4 weights with group scales"),
+            std::string::npos)
+      << id.status().message();
+  EXPECT_NE(id.status().message().find("fp8_block_<n>_<k>"), std::string::npos);
+
+  QuantScheme fp8_group = BlockScheme();
+  fp8_group.weight.granularity = Granularity::kGroup;
+  EXPECT_EQ(SpecIdFor(fp8_group, kCpu).status().code(), ErrorCode::kUnsupported);
+
+  QuantScheme e5m2 = BlockScheme();
+  e5m2.weight.dtype = QDType::kFP8E5M2;
+  EXPECT_FALSE(SpecIdFor(e5m2, kCpu).ok());
+
+  QuantScheme no_block = BlockScheme();
+  no_block.weight.block_shape.reset();
+  Result<std::string> missing = SpecIdFor(no_block, kCpu);
+  EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(missing.status().message().find("block_shape"), std::string::npos);
+
+  QuantScheme online = BlockScheme();
+  online.online = true;
+  Result<std::string> at_load = SpecIdFor(online, kCpu);
+  EXPECT_NE(at_load.status().message().find("at load time is not implemented"), std::string::npos);
+
+  QuantScheme int8_act = BlockScheme();
+  int8_act.input->dtype = QDType::kINT8;
+  EXPECT_NE(SpecIdFor(int8_act, kCpu).status().message().find("int8 activations"),
+            std::string::npos);
+}
+
+TEST(ActivationQuantForTest, Modes) {
+  QuantScheme s = BlockScheme();
+  s.input = Fp8(Granularity::kPerTensor);
+  s.input->dynamic = Dynamic::kDynamic;
+  EXPECT_EQ(ActivationQuantFor(s)->mode, ActMode::kDynamicPerTensor);
+  s.input = Fp8(Granularity::kBlock);
+  s.input->block_shape = std::array<int64_t, 2>{1, 64};
+  s.input->dynamic = Dynamic::kDynamic;
+  EXPECT_EQ(*ActivationQuantFor(s), (ActivationQuant{ActMode::kDynamicGroup, 64}));
+  s.input = Fp8(Granularity::kPerToken);  // static per-token scales cannot exist
+  EXPECT_FALSE(ActivationQuantFor(s).ok());
+  s.input = Fp8(Granularity::kPerTensor);
+  s.input->dynamic = Dynamic::kLocal;
+  EXPECT_FALSE(ActivationQuantFor(s).ok());
+  s.input = Fp8(Granularity::kPerTensor);
+  s.input->symmetric = false;
+  EXPECT_FALSE(ActivationQuantFor(s).ok());
+}
+
+AllocationRequest Request(std::array<int64_t, 2> shape, std::vector<int64_t> legs = {}) {
+  AllocationRequest r;
+  r.layer = "l";
+  r.shape = shape;
+  r.leg_rows = std::move(legs);
+  return r;
+}
+
+TEST(StorageBytesTest, DesignExamples) {
+  // fused_qkv_a_proj of DESIGN.md's deepseek-tiny plan.
+  EXPECT_EQ(*StorageBytes("fp8_block_128_128", Request({168, 256}, {128, 40})), 43024);
+  EXPECT_EQ(*StorageBytes("bf16", Request({512, 256})), 262144);
+}
+
+TEST(StorageBytesTest, EachSpec) {
+  AllocationRequest r = Request({512, 256}, {256, 128, 128});
+  EXPECT_EQ(*StorageBytes("fp8_per_tensor", r), 512 * 256 + 512 * 4);
+  EXPECT_EQ(*StorageBytes("fp8_per_channel", r), 512 * 256 + 512 * 4);
+  EXPECT_EQ(*StorageBytes("fp8_block_128_128", r), 512 * 256 + 4 * 2 * 4);
+  r.params_dtype = QDType::kFP32;
+  EXPECT_EQ(*StorageBytes("bf16", r), 512 * 256 * 4);
+  r.bias = true;
+  EXPECT_EQ(*StorageBytes("bf16", r), 512 * 256 * 4 + 512 * 4);
+  r.params_dtype = QDType::kBF16;
+  EXPECT_EQ(*StorageBytes("fp8_per_channel", r), 512 * 256 + 512 * 4 + 512 * 2);
+  r.tp_size = 2;
+  r.tp_rank = 1;
+  r.parallel = Parallel::kColumn;
+  EXPECT_EQ(*StorageBytes("fp8_per_channel", r), 256 * 256 + 256 * 4 + 256 * 2);
+  // Split in two, k_proj and v_proj have 64 rows per rank: not whole 128-row blocks.
+  EXPECT_FALSE(StorageBytes("fp8_block_128_128", r).ok());
+}
+
+TEST(StorageBytesTest, MoeCountsEveryExpertsProjections) {
+  AllocationRequest moe = Request({64, 256});
+  moe.experts = 8;
+  // gate and up [64, 256] and down [256, 64], each with its own 128 × 128 grid.
+  const int64_t per_expert = 2 * (64 * 256 + 1 * 2 * 4) + (256 * 64 + 2 * 1 * 4);
+  EXPECT_EQ(*StorageBytes("fp8_block_128_128", moe), 8 * per_expert);
+  EXPECT_EQ(*StorageBytes("bf16", moe), 8 * 3 * 64 * 256 * 2);
+}
+
+TEST(StorageBytesTest, Errors) {
+  EXPECT_FALSE(StorageBytes("int4_group_128", Request({8, 8})).ok());
+  EXPECT_FALSE(StorageBytes("fp8_block_128_128", Request({8, 8}, {4, 3})).ok());  // legs ≠ N
+  Result<int64_t> legs = StorageBytes("fp8_block_128_128", Request({512, 256}, {256, 64, 192}));
+  ASSERT_FALSE(legs.ok());
+  EXPECT_NE(legs.status().message().find("multiple of the block's 128 rows"), std::string::npos);
+}
+
+LayerSite QkvSite() {
+  LayerSite site;
+  site.path = "model.layers.0.self_attn.qkv_proj";
+  site.kind = SiteKind::kLinear;
+  site.shape = std::array<int64_t, 2>{512, 256};
+  site.legs = {{"q_proj", 256}, {"k_proj", 128}, {"v_proj", 128}};
+  site.bias = true;
+  return site;
+}
+
+TEST(SiteTest, RequestAndPrefixes) {
+  const AllocationRequest r = RequestForSite(QkvSite(), QDType::kFP16, kCpu);
+  EXPECT_EQ(r.layer, "model.layers.0.self_attn.qkv_proj");
+  EXPECT_EQ(r.shape, (std::array<int64_t, 2>{512, 256}));
+  EXPECT_EQ(r.leg_rows, (std::vector<int64_t>{256, 128, 128}));
+  EXPECT_EQ(r.leg_names, (std::vector<std::string>{"q_proj", "k_proj", "v_proj"}));
+  EXPECT_EQ(r.params_dtype, QDType::kFP16);
+  EXPECT_TRUE(r.bias);
+  EXPECT_EQ(LegPrefixes(QkvSite()), (std::vector<std::string>{"model.layers.0.self_attn.q_proj",
+                                                              "model.layers.0.self_attn.k_proj",
+                                                              "model.layers.0.self_attn.v_proj"}));
+  LayerSite dense = QkvSite();
+  dense.path = "model.layers.0.self_attn.o_proj";
+  dense.legs.clear();
+  EXPECT_EQ(LegPrefixes(dense), (std::vector<std::string>{"model.layers.0.self_attn.o_proj"}));
+  LayerSite moe = QkvSite();
+  moe.kind = SiteKind::kMoe;
+  moe.experts = 8;
+  moe.legs = {{"gate_proj", 64}, {"up_proj", 64}, {"down_proj", 256}};
+  const AllocationRequest m = RequestForSite(moe, QDType::kBF16, kCpu);
+  EXPECT_TRUE(m.leg_rows.empty());
+  EXPECT_EQ(m.experts, 8);
+}
+
+}  // namespace
+}  // namespace quantpath

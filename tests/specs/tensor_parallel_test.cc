@@ -1,0 +1,135 @@
+// Tensor-parallel slices: every rank's parameters are the matching slice of the unsplit ones, for
+// each spec, with column and row splits, fused legs and biases.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "quantpath/specs.h"
+#include "tests/specs/test_checkpoint.h"
+
+namespace quantpath {
+namespace {
+
+using testing::Bf16Tensor;
+using testing::F32Tensor;
+using testing::Fp8Tensor;
+using testing::RandomFp8;
+
+// Two legs (gate: 256 rows, up: 256 rows) × K 512, with every tensor a spec may read.
+Checkpoint MakeCheckpoint() {
+  std::mt19937 rng(11);
+  std::vector<testing::TestTensor> tensors;
+  for (const char* leg : {"mlp.gate_proj", "mlp.up_proj"}) {
+    const std::string p = leg;
+    tensors.push_back(Fp8Tensor(p + ".weight", {256, 512}, RandomFp8(&rng, 256 * 512)));
+    tensors.push_back(F32Tensor(p + ".weight_scale_inv", {2, 4}, testing::RandomScales(&rng, 8)));
+    tensors.push_back(F32Tensor(p + ".bias", {256}, testing::RandomScales(&rng, 256)));
+  }
+  return testing::OpenTestCheckpoint(tensors);
+}
+
+LinearParams LoadRank(const WeightSpec& spec, const Checkpoint& checkpoint, Parallel parallel,
+                      int rank, int size) {
+  AllocationRequest request;
+  request.layer = "mlp.gate_up_proj";
+  request.shape = {512, 512};
+  request.leg_rows = {256, 256};
+  request.bias = true;
+  request.parallel = parallel;
+  request.tp_rank = rank;
+  request.tp_size = size;
+  Result<LinearParams> params = spec.Allocate(request);
+  EXPECT_TRUE(params.ok()) << params.status().message();
+  Status status = spec.Load(checkpoint, {"mlp.gate_proj", "mlp.up_proj"}, &*params);
+  EXPECT_TRUE(status.ok()) << status.message();
+  EXPECT_TRUE(spec.ProcessAfterLoading(&*params).ok());
+  return std::move(params).value();
+}
+
+// Element (r, c) of a float / byte parameter.
+float At(const ParamTensor& t, int64_t r, int64_t c) {
+  if (t.dtype() == QDType::kFP8E4M3) return t.data<uint8_t>()[r * t.cols() + c];
+  return LoadFloat(t, r * t.cols() + c);
+}
+
+TEST(TensorParallelTest, ColumnSplitTakesEachLegsRows) {
+  Checkpoint checkpoint = MakeCheckpoint();
+  const auto spec = MakeFp8Spec({SpecFamily::kFp8Block, {128, 128}}, {});
+  LinearParams full = LoadRank(*spec, checkpoint, Parallel::kReplicated, 0, 1);
+  LinearParams rank1 = LoadRank(*spec, checkpoint, Parallel::kColumn, 1, 2);
+  ASSERT_EQ(rank1.rows, 256);
+  ASSERT_EQ(rank1.leg_rows, (std::vector<int64_t>{128, 128}));
+  // Rank 1 holds gate rows [128, 256) then up rows [128, 256), i.e. full rows 128.. and 384...
+  for (int64_t r = 0; r < 256; ++r) {
+    const int64_t src = r < 128 ? 128 + r : 256 + 128 + (r - 128);
+    for (int64_t c = 0; c < 512; c += 37) {
+      ASSERT_EQ(At(rank1.weight, r, c), At(full.weight, src, c)) << r << "," << c;
+    }
+    ASSERT_EQ(At(rank1.bias, r, 0), At(full.bias, src, 0)) << r;
+    for (int64_t j = 0; j < 4; ++j) {
+      ASSERT_EQ(At(rank1.weight_scale, r / 128, j), At(full.weight_scale, src / 128, j));
+    }
+  }
+}
+
+TEST(TensorParallelTest, RowSplitTakesColumnsAndKeepsTheBiasOnRankZero) {
+  Checkpoint checkpoint = MakeCheckpoint();
+  const auto spec = MakeFp8Spec({SpecFamily::kFp8Block, {128, 128}}, {});
+  LinearParams full = LoadRank(*spec, checkpoint, Parallel::kReplicated, 0, 1);
+  LinearParams rank0 = LoadRank(*spec, checkpoint, Parallel::kRow, 0, 2);
+  LinearParams rank1 = LoadRank(*spec, checkpoint, Parallel::kRow, 1, 2);
+  EXPECT_FALSE(rank0.bias.empty());
+  EXPECT_TRUE(rank1.bias.empty());
+  ASSERT_EQ(rank1.cols, 256);
+  ASSERT_EQ(rank1.weight_scale.cols(), 2);
+  for (int64_t r = 0; r < 512; r += 7) {
+    for (int64_t c = 0; c < 256; ++c) {
+      ASSERT_EQ(At(rank1.weight, r, c), At(full.weight, r, 256 + c));
+    }
+    for (int64_t j = 0; j < 2; ++j) {
+      ASSERT_EQ(At(rank1.weight_scale, r / 128, j), At(full.weight_scale, r / 128, 2 + j));
+    }
+  }
+}
+
+TEST(TensorParallelTest, DenseColumnSplit) {
+  std::mt19937 rng(2);
+  const std::vector<float> gate = testing::RandomBf16Values(&rng, 8 * 4);
+  const std::vector<float> up = testing::RandomBf16Values(&rng, 8 * 4);
+  Checkpoint dense = testing::OpenTestCheckpoint(
+      {Bf16Tensor("g.weight", {8, 4}, gate), Bf16Tensor("u.weight", {8, 4}, up)});
+  const auto spec = MakeBf16Spec();
+  AllocationRequest request;
+  request.layer = "gate_up";
+  request.shape = {16, 4};
+  request.leg_rows = {8, 8};
+  request.parallel = Parallel::kColumn;
+  request.tp_size = 4;
+  request.tp_rank = 3;
+  Result<LinearParams> params = spec->Allocate(request);
+  ASSERT_TRUE(spec->Load(dense, {"g", "u"}, &*params).ok());
+  // Rank 3 of 4: gate rows 6..7, up rows 6..7.
+  for (int64_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(At(params->weight, 0, c), gate[6 * 4 + c]);
+    EXPECT_EQ(At(params->weight, 1, c), gate[7 * 4 + c]);
+    EXPECT_EQ(At(params->weight, 2, c), up[6 * 4 + c]);
+    EXPECT_EQ(At(params->weight, 3, c), up[7 * 4 + c]);
+  }
+}
+
+TEST(TensorParallelTest, SplitsMustDivide) {
+  const auto spec = MakeBf16Spec();
+  AllocationRequest request;
+  request.layer = "o_proj";
+  request.shape = {8, 6};
+  request.parallel = Parallel::kRow;
+  request.tp_size = 4;
+  Result<LinearParams> params = spec->Allocate(request);
+  ASSERT_FALSE(params.ok());
+  EXPECT_NE(params.status().message().find("o_proj: K = 6 is not divisible by tensor-parallel "
+                                           "size 4"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace quantpath
