@@ -1,0 +1,14 @@
+// The AWQ plan builder, shared with the AutoRound importer (AutoRound checkpoints packed as AWQ).
+#pragma once
+
+#include "quantpath/base.h"
+#include "quantpath/ir.h"
+#include "src/importers/gptq_family.h"
+
+namespace quantpath {
+
+// The plan for an AWQ description `config` (located by the caller) in `dialect`. Compares the
+// embedded block with the standalone copies first.
+Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& config);
+
+}  // namespace quantpath

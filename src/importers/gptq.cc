@@ -1,0 +1,450 @@
+// GPTQ: `quantization_config` with quant_method "gptq" in config.json, or a standalone
+// quantize_config.json (AutoGPTQ wrote it without quant_method).
+//
+// Goals: bits, group_size (-1 = per channel), desc_act, sym, checkpoint_format (v1 zero points
+// stored minus one, v2 stored as is), lm_head, modules_in_block_to_quantize and `dynamic`
+// (gptq_dynamic.cc), each read as the dialect's reference reads it:
+//   native — GPTQModel (gptqmodel/quantization/config.py: dynamic_get, QuantizeConfig fields) for
+//     `dynamic` and lm_head, matched on Hugging Face module names (fused sites through their
+//     legs); optimum's GPTQQuantizer.convert_model for modules_in_block_to_quantize (a layer is
+//     kept when its name ends with an entry); transformers' GPTQConfig defaults for absent fields.
+//   vllm — GPTQMarlinConfig and vllm/model_executor/layers/quantization/utils/gptq_utils.py as
+//     recorded in oracle/ (gptq_marlin@0ede9ef3, gptq_utils@93e5a576; ENGINES.md 3.4).
+//   sglang — sglang/srt/layers/quantization/gptq.py and get_linear_quant_method (read at
+//     006d0961): no modules_in_block_to_quantize, Marlin MoE without `dynamic`.
+// Quantization-time fields (damp_percent, true_sequential, dataset, static_groups, …) are noted.
+// Non-goals: tensor layouts (LoadFacts names them for the loader) and kernels.
+#include "src/importers/gptq.h"
+
+#include <set>
+#include <type_traits>
+#include <utility>
+
+#include "fmt/format.h"
+#include "quantpath/importers.h"
+#include "src/importers/common.h"
+
+namespace quantpath {
+namespace {
+
+constexpr std::string_view kStandaloneFiles[] = {"quantize_config.json"};
+
+// Fields whose difference between an embedded block and a standalone copy changes decisions.
+constexpr DecisionField kDecisionFields[] = {{"bits", std::nullopt},
+                                             {"group_size", std::nullopt},
+                                             {"sym", "true"},
+                                             {"desc_act", "false"},
+                                             {"dynamic", "{}"},
+                                             {"lm_head", "false"},
+                                             {"modules_in_block_to_quantize", "null"},
+                                             {"checkpoint_format", "\"gptq\""}};
+
+// Fields this importer reads; every other field is noted as quantization-time metadata.
+constexpr std::string_view kReadKeys[] = {"quant_method",
+                                          "bits",
+                                          "group_size",
+                                          "desc_act",
+                                          "sym",
+                                          "lm_head",
+                                          "dynamic",
+                                          "checkpoint_format",
+                                          "is_marlin_format",
+                                          "modules_in_block_to_quantize"};
+
+// The kernel family whose limits a dialect applies to a GPTQ scheme.
+enum class Kernel {
+  kGptqModel,  // any GPTQ width; the reference implementation
+  kGptq,       // the engines' exllama-style GPTQ kernels: 2/3/4/8 bits
+  kMarlin,     // (bits, sym) in {(4, True), (8, True)}, group_size in {-1, 32, 64, 128}
+};
+
+struct KernelFacts {
+  std::string_view linear_method;  // engine class named in details; empty for native
+  bool quantizes_moe;
+};
+
+KernelFacts Facts(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kGptqModel:
+      return {"", true};
+    // SGLang's GPTQConfig.get_quant_method goes through get_linear_quant_method, which returns
+    // None for FusedMoE: the experts stay unquantized.
+    case Kernel::kGptq:
+      return {"GPTQLinearMethod", false};
+    case Kernel::kMarlin:
+      return {"GPTQMarlinLinearMethod", true};
+  }
+  return {"", true};
+}
+
+// How modules_in_block_to_quantize selects layers.
+enum class BlockList {
+  kSuffix,     // optimum: name.endswith(entry)
+  kSubstring,  // vLLM is_layer_gptq_quantized: entry in prefix, per shard of a fused layer
+  kIgnored,    // SGLang does not read it
+};
+
+// Everything that differs between dialects, as data.
+struct GptqDialect {
+  Kernel kernel;
+  // SGLang's override_quantization_method picks Marlin only for Marlin-compatible configs and the
+  // GPTQ kernel otherwise; the vLLM cases record GPTQMarlinConfig for every config.
+  bool marlin_only_when_compatible;
+  bool engine_required_fields;  // get_from_keys: bits, group_size, desc_act (+ sym for Marlin)
+  DynamicStyle dynamic;
+  BlockList block_list;
+  SiteKindSet block_list_kinds;
+  bool block_list_from_checkpoint;  // vLLM maybe_update_config
+  std::string_view unquantized_detail;
+};
+
+constexpr SiteKindSet kLinearAndHead = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kLmHead);
+
+const GptqDialect& DialectFor(const Dialect& dialect) {
+  static const GptqDialect kNative{.kernel = Kernel::kGptqModel,
+                                   .marlin_only_when_compatible = false,
+                                   .engine_required_fields = false,
+                                   .dynamic = {.regex = RegexFlavor::kPythonRe,
+                                               .strict_values = true,
+                                               .kinds = kAllKinds,
+                                               .fused = FusedPolicy::kLegsMustAgree},
+                                   .block_list = BlockList::kSuffix,
+                                   .block_list_kinds = KindBit(SiteKind::kLinear),
+                                   .block_list_from_checkpoint = false,
+                                   .unquantized_detail = ""};
+  static const GptqDialect kVllm{.kernel = Kernel::kMarlin,
+                                 .marlin_only_when_compatible = false,
+                                 .engine_required_fields = true,
+                                 .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
+                                             .strict_values = false,
+                                             .kinds = kAllKinds,
+                                             .fused = FusedPolicy::kFusedNameOnly},
+                                 .block_list = BlockList::kSubstring,
+                                 .block_list_kinds = kLinearAndHead,
+                                 .block_list_from_checkpoint = true,
+                                 .unquantized_detail = "UnquantizedLinearMethod"};
+  // SGLang returns GPTQMarlinMoEMethod before consulting `dynamic`, so its rules skip MoE sites.
+  static const GptqDialect kSglang{.kernel = Kernel::kMarlin,
+                                   .marlin_only_when_compatible = true,
+                                   .engine_required_fields = true,
+                                   .dynamic = {.regex = RegexFlavor::kPythonRe,
+                                               .strict_values = false,
+                                               .kinds = kLinearAndHead,
+                                               .fused = FusedPolicy::kFusedNameOnly},
+                                   .block_list = BlockList::kIgnored,
+                                   .block_list_kinds = 0,
+                                   .block_list_from_checkpoint = false,
+                                   .unquantized_detail = "UnquantizedLinearMethod"};
+  switch (dialect.engine) {
+    case Engine::kNative:
+      return kNative;
+    case Engine::kVllm:
+      return kVllm;
+    case Engine::kSglang:
+      return kSglang;
+  }
+  return kNative;
+}
+
+// quant_method "gptq", or a standalone quantize_config.json without quant_method that is not an
+// AutoAWQ file written under the same name (those carry zero_point / w_bit).
+bool AcceptsGptq(const Json& config, bool standalone) {
+  std::optional<std::string> method = QuantMethod(config);
+  if (method) return *method == "gptq";
+  return standalone && config.FindNonNull("quant_method") == nullptr &&
+         config.Find("zero_point") == nullptr && config.Find("w_bit") == nullptr;
+}
+
+bool IsMarlinType(const GptqSettings& s) { return (s.bits == 4 || s.bits == 8) && s.sym; }
+bool IsMarlinGroup(int64_t g) { return g == -1 || g == 32 || g == 64 || g == 128; }
+
+// The text the dialect raises while reading settings it cannot run, or nullopt.
+std::optional<std::string> SchemeError(Kernel kernel, const GptqSettings& s) {
+  bool width = s.bits == 2 || s.bits == 3 || s.bits == 4 || s.bits == 8;
+  switch (kernel) {
+    case Kernel::kGptqModel:
+      if (!width) return fmt::format("GPTQ packs 2, 3, 4 or 8 bits per weight, found {}", s.bits);
+      if (s.group_size != -1 && s.group_size <= 0) {
+        return fmt::format(
+            "group_size must be -1 (one group per output channel) or positive, "
+            "found {}",
+            s.group_size);
+      }
+      return std::nullopt;
+    case Kernel::kGptq:
+      if (width) return std::nullopt;
+      return fmt::format(
+          "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported "
+          "for GPTQ, but got {} bits.",
+          s.bits);
+    case Kernel::kMarlin:
+      if (IsMarlinType(s)) return std::nullopt;
+      return fmt::format("ValueError: Unsupported quantization config: bits={}, sym={}", s.bits,
+                         PyBool(s.sym));
+  }
+  return std::nullopt;
+}
+
+// The text the dialect raises when a layer is built with settings its kernel rejects.
+std::optional<std::string> LayerError(Kernel kernel, const GptqSettings& s) {
+  if (kernel != Kernel::kMarlin || IsMarlinGroup(s.group_size)) return std::nullopt;
+  return fmt::format(
+      "ValueError: Marlin does not support group_size = {}. Only group_sizes = "
+      "[-1, 32, 64, 128] are supported.",
+      s.group_size);
+}
+
+// An optional field with the dialect's requirement: the engines raise get_from_keys' text.
+template <typename T>
+Result<T> ReadField(const ConfigCopy& copy, std::string_view key, bool required, T fallback,
+                    std::vector<std::string>* notes) {
+  std::optional<T> v;
+  if constexpr (std::is_same_v<T, bool>) {
+    QP_ASSIGN_OR_RETURN(v, OptionalBool(*copy.json, key, copy.file()));
+  } else {
+    QP_ASSIGN_OR_RETURN(v, OptionalInt(*copy.json, key, copy.file()));
+  }
+  if (v) return *v;
+  if (required) {
+    return InvalidInput(
+        fmt::format("{}: ValueError: Cannot find any of ['{}'] in the model's quantization config.",
+                    copy.where.ToString(), key));
+  }
+  notes->push_back(fmt::format("{}: no \"{}\"; assumed {} (transformers' GPTQConfig default)",
+                               copy.where.ToString(), key, fallback));
+  return fallback;
+}
+
+// checkpoint_format (GPTQModel) or the older is_marlin_format flag: how zero points are stored.
+Result<LoadFacts> ReadCheckpointFormat(const ConfigCopy& copy, const Dialect& dialect,
+                                       std::vector<std::string>* notes) {
+  QP_ASSIGN_OR_RETURN(std::optional<std::string> format,
+                      OptionalString(*copy.json, "checkpoint_format", copy.file()));
+  QP_ASSIGN_OR_RETURN(std::optional<bool> marlin,
+                      OptionalBool(*copy.json, "is_marlin_format", copy.file()));
+  if (marlin.value_or(false)) format = "marlin";
+  LoadFacts load;
+  if (!format || *format == "gptq") {
+    load.layout = SourceLayout::kGptqV1;
+    load.zero_point = ZeroPointConvention::kStoredMinusOne;
+  } else if (*format == "gptq_v2") {
+    load.layout = SourceLayout::kGptqV2;
+    load.zero_point = ZeroPointConvention::kStored;
+  } else {
+    return Unsupported(fmt::format(
+        "{}: GPTQ checkpoint_format \"{}\" (weights stored pre-packed for that kernel) is "
+        "recognised but not supported; quantpath loads the \"gptq\" and \"gptq_v2\" layouts",
+        copy.where.ToString(), *format));
+  }
+  if (format && dialect.engine == Engine::kVllm) {
+    notes->push_back(
+        fmt::format("checkpoint_format \"{}\" sets how zero points are loaded; the recorded vLLM "
+                    "GPTQMarlinConfig does not read it",
+                    *format));
+  }
+  return load;
+}
+
+// modules_in_block_to_quantize as a flat list: a list of strings or a list of lists of strings.
+Result<std::vector<std::string>> FlattenBlockList(const ConfigCopy& copy, const Json& value) {
+  if (!value.is_array()) {
+    return InvalidInput(fmt::format("{}: expected a list (of lists) of module names, found {}",
+                                    Where(copy.file(), value), value.TypeName()));
+  }
+  std::vector<std::string> out;
+  for (const Json& item : value.items()) {
+    if (item.is_string()) {
+      out.push_back(item.string_value());
+      continue;
+    }
+    if (!item.is_array()) {
+      return InvalidInput(fmt::format("{}: expected a module name or a list of them, found {}",
+                                      Where(copy.file(), item), item.TypeName()));
+    }
+    for (const Json& name : item.items()) {
+      if (!name.is_string()) {
+        return InvalidInput(fmt::format("{}: expected a module name (string), found {}",
+                                        Where(copy.file(), name), name.TypeName()));
+      }
+      out.push_back(name.string_value());
+    }
+  }
+  return out;
+}
+
+// The group that leaves layers outside modules_in_block_to_quantize unquantized.
+Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& sources,
+                                                     const ConfigCopy& copy, const GptqDialect& d,
+                                                     const Dialect& dialect, const Action& skip,
+                                                     std::vector<std::string>* notes) {
+  const Json* value = copy.json->FindNonNull("modules_in_block_to_quantize");
+  if (d.block_list == BlockList::kIgnored) {
+    if (value != nullptr) {
+      notes->push_back(fmt::format("{}: {} does not read modules_in_block_to_quantize",
+                                   Where(copy.file(), *value), dialect.name));
+    }
+    return std::optional<RuleGroup>();
+  }
+  std::vector<std::string> entries;
+  Provenance where = copy.where;
+  if (value != nullptr) {
+    QP_ASSIGN_OR_RETURN(entries, FlattenBlockList(copy, *value));
+    where = ProvenanceOf(copy.file(), *value);
+  }
+  // vLLM treats an absent or empty list alike and derives it from the checkpoint: the parent
+  // module of every tensor stored in a dtype other than f16/bf16/f32.
+  if (d.block_list_from_checkpoint && entries.empty()) {
+    const auto& params = sources.checkpoint_quantized_params();
+    std::set<std::string> parents;
+    if (params) {
+      for (const std::string& name : *params) parents.insert(std::string(ParentPath(name)));
+    }
+    entries.assign(parents.begin(), parents.end());
+    where = {"checkpoint", ""};
+    notes->push_back(
+        params ? "modules_in_block_to_quantize: derived from the checkpoint's quantized tensors"
+               : "modules_in_block_to_quantize: absent and the checkpoint's tensor dtypes are "
+                 "unknown; vLLM derives the list from them, and with an empty list it quantizes "
+                 "no linear layer");
+  } else if (value == nullptr) {
+    return std::optional<RuleGroup>();
+  }
+  RuleGroup group;
+  group.name = "modules_in_block_to_quantize";
+  group.fused = FusedPolicy::kLegsMustAgree;
+  bool suffix = d.block_list == BlockList::kSuffix;
+  group.disagree_message =
+      suffix ? "the shards of a fused layer are not all listed in modules_in_block_to_quantize"
+             : "ValueError: " + std::string(kShardsDisagreeText);
+  Action action = skip;
+  action.message = suffix ? "no entry of modules_in_block_to_quantize ends the module name"
+                          : "no entry of modules_in_block_to_quantize is part of the module name";
+  QP_ASSIGN_OR_RETURN(Rule rule, MakeNoneOfRule(entries, ".*", suffix ? "\\Z" : "",
+                                                d.block_list_kinds, std::move(action), where));
+  group.rules.push_back(std::move(rule));
+  return std::optional<RuleGroup>(std::move(group));
+}
+
+// The action for layers that end up quantized with `s`: its message is the scheme name, or the
+// engine's error text (kept verbatim: a kFail message is the decision's detail).
+Result<Action> QuantizeAction(Kernel kernel, const GptqSettings& s, const LoadFacts& base_load,
+                              const Provenance& where) {
+  if (std::optional<std::string> error = SchemeError(kernel, s)) {
+    if (kernel == Kernel::kGptqModel) {
+      return InvalidInput(fmt::format("{}: {}", where.ToString(), *error));
+    }
+    return Action{ActionKind::kFail, std::nullopt, *error, ""};
+  }
+  if (std::optional<std::string> error = LayerError(kernel, s)) {
+    return Action{ActionKind::kFail, std::nullopt, *error, ""};
+  }
+  LoadFacts load = base_load;
+  load.act_order = s.desc_act;
+  std::optional<QuantScheme> scheme = IntScheme({s.bits, s.group_size, s.sym, load});
+  if (!scheme) return InternalError(fmt::format("no integer type of {} bits", s.bits));
+  std::string_view method = Facts(kernel).linear_method;
+  std::string detail = method.empty()
+                           ? std::string()
+                           : fmt::format("{}[bits={} group_size={} desc_act={} sym={}]", method,
+                                         s.bits, s.group_size, PyBool(s.desc_act), PyBool(s.sym));
+  return Action{ActionKind::kQuantize, scheme, scheme->CanonicalName(), detail};
+}
+
+class GptqFormat final : public Importer {
+ public:
+  std::string_view name() const override { return "gptq"; }
+  std::vector<std::string_view> aliases() const override { return {"gptq_marlin"}; }
+  bool Detect(const ConfigSources& sources) const override {
+    Result<std::optional<FamilyConfig>> found =
+        FindFamilyConfig(sources, kStandaloneFiles, AcceptsGptq);
+    return !found.ok() || found->has_value();
+  }
+  Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
+    QP_ASSIGN_OR_RETURN(std::optional<FamilyConfig> found,
+                        FindFamilyConfig(sources, kStandaloneFiles, AcceptsGptq));
+    if (!found) {
+      return InvalidInput(
+          fmt::format("no GPTQ description in {}", Join(sources.FileNames(), ", ")));
+    }
+    return BuildGptqPlan(sources, dialect, *found);
+  }
+};
+
+}  // namespace
+
+Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dialect,
+                                const FamilyConfig& config) {
+  const GptqDialect& d = DialectFor(dialect);
+  const ConfigCopy& copy = config.primary;
+  QuantPlan plan;
+  plan.quant_method = "gptq";
+  plan.sources.push_back(copy.where);
+  QP_RETURN_IF_ERROR(CompareCopies(config, kDecisionFields, &plan.notes));
+
+  GptqSettings base;
+  bool required = d.engine_required_fields;
+  QP_ASSIGN_OR_RETURN(base.bits, ReadField<int64_t>(copy, "bits", true, 4, &plan.notes));
+  QP_ASSIGN_OR_RETURN(base.group_size,
+                      ReadField<int64_t>(copy, "group_size", required, 128, &plan.notes));
+  QP_ASSIGN_OR_RETURN(base.desc_act,
+                      ReadField<bool>(copy, "desc_act", required, false, &plan.notes));
+  QP_ASSIGN_OR_RETURN(std::optional<bool> sym, OptionalBool(*copy.json, "sym", copy.file()));
+  QP_ASSIGN_OR_RETURN(std::optional<bool> lm_head,
+                      OptionalBool(*copy.json, "lm_head", copy.file()));
+  QP_ASSIGN_OR_RETURN(LoadFacts load, ReadCheckpointFormat(copy, dialect, &plan.notes));
+
+  Kernel kernel = d.kernel;
+  if (d.marlin_only_when_compatible &&
+      !(sym && IsMarlinType({base.bits, base.group_size, base.desc_act, *sym}) &&
+        IsMarlinGroup(base.group_size))) {
+    kernel = Kernel::kGptq;
+    plan.notes.push_back(
+        fmt::format("{} runs this config on its GPTQ kernel (not Marlin)", dialect.name));
+  }
+  if (sym) {
+    base.sym = *sym;
+  } else if (kernel == Kernel::kMarlin) {
+    QP_RETURN_IF_ERROR(ReadField<bool>(copy, "sym", true, true, &plan.notes).status());
+  } else if (!required) {
+    QP_ASSIGN_OR_RETURN(base.sym, ReadField<bool>(copy, "sym", false, true, &plan.notes));
+  }  // else: the engines' GPTQ kernel never reads sym (symmetric storage with stored zeros).
+  if (std::optional<std::string> error = SchemeError(kernel, base)) {
+    const Json* bits = copy.json->Find("bits");
+    return InvalidInput(fmt::format("{}: {}", Where(copy.file(), *bits), *error));
+  }
+  if (kernel == Kernel::kMarlin && base.desc_act && base.group_size == -1) {
+    // GPTQMarlinConfig: act-order with one group per channel is the same as no act-order.
+    base.desc_act = false;
+    plan.notes.push_back("desc_act with group_size -1 is read as desc_act false (one group)");
+  }
+
+  Action skip{ActionKind::kSkip, std::nullopt, "", std::string(d.unquantized_detail)};
+  QP_ASSIGN_OR_RETURN(std::optional<RuleGroup> blocks,
+                      BuildBlockListGroup(sources, copy, d, dialect, skip, &plan.notes));
+  if (blocks) plan.groups.push_back(std::move(*blocks));
+  if (const Json* dynamic = copy.json->FindNonNull("dynamic")) {
+    auto quantize = [&](const GptqSettings& s, const Provenance& where) {
+      return QuantizeAction(kernel, s, load, where);
+    };
+    QP_ASSIGN_OR_RETURN(RuleGroup group, BuildDynamicGroup(copy, *dynamic, base, d.dynamic,
+                                                           quantize, skip, &plan.notes));
+    if (!group.rules.empty()) plan.groups.push_back(std::move(group));
+  }
+  QP_ASSIGN_OR_RETURN(plan.default_action, QuantizeAction(kernel, base, load, copy.where));
+  if (plan.default_action.kind == ActionKind::kQuantize) {
+    plan.default_action.message =
+        fmt::format("gptq {} applies to every layer no rule names", plan.default_action.message);
+  }
+  plan.linear = KindPolicy::kRules;
+  plan.lm_head = lm_head.value_or(false) ? KindPolicy::kRules : KindPolicy::kUnquantized;
+  plan.moe = Facts(kernel).quantizes_moe ? KindPolicy::kRules : KindPolicy::kUnquantized;
+  NoteOtherFields(copy, kReadKeys, &plan.notes);
+  return plan;
+}
+
+const Importer* GptqImporter() {
+  static const GptqFormat kImporter;
+  return &kImporter;
+}
+
+}  // namespace quantpath

@@ -1,0 +1,121 @@
+// AutoRound importer: the corpus' Qwen3.6 AutoRound-AWQ export (embedded + standalone copies in
+// different key order), and quant_method "auto-round" configs with blocks and extra_config.
+#include <gtest/gtest.h>
+
+#include "tests/importers/gptq_family_test_util.h"
+
+namespace quantpath {
+namespace {
+
+using family_test::Contains;
+using family_test::Corpus;
+using family_test::Embedded;
+using family_test::Files;
+using family_test::HasNote;
+using family_test::Import;
+using family_test::Kind;
+using family_test::MustImport;
+using family_test::Qkv;
+using family_test::Scheme;
+using family_test::Site;
+
+constexpr char kQwen36[] = "hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ";
+
+TEST(AutoRoundCorpus, Qwen36CopiesInAnotherKeyOrderAgree) {
+  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+    Result<QuantPlan> plan = Import(Corpus(kQwen36), dialect);
+    ASSERT_TRUE(plan.ok()) << dialect << ": " << plan.status().message();
+    EXPECT_EQ(plan->importer, "auto-round");
+    EXPECT_EQ(plan->quant_method, "awq");
+    ASSERT_TRUE(plan->default_action.scheme);
+    EXPECT_EQ(plan->default_action.scheme->CanonicalName(), "w4a16-int4-g128-asym");
+    EXPECT_FALSE(HasNote(*plan, "warning")) << dialect;
+    EXPECT_TRUE(HasNote(*plan, "written by AutoRound"));
+    EXPECT_TRUE(HasNote(*plan, "autoround_version"));
+  }
+}
+
+TEST(AutoRoundCorpus, Qwen36ModulesToNotConvert) {
+  LayerSite listed = Site("model.language_model.layers.43.mlp.gate_proj");
+  LayerSite bare_suffix = Site("model.language_model.layers.3.self_attn.o_proj");
+  LayerSite vision = Site("model.visual.blocks.0.attn.qkv");
+  LayerSite plain = Site("model.language_model.layers.0.mlp.down_proj");
+  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+    QuantPlan plan = MustImport(Corpus(kQwen36), dialect);
+    EXPECT_EQ(Kind(plan, listed), "unquantized") << dialect;
+    EXPECT_EQ(Kind(plan, bare_suffix), "unquantized") << dialect;
+    EXPECT_EQ(Kind(plan, vision), "unquantized") << dialect;
+    EXPECT_EQ(Kind(plan, plain), "quantized") << dialect;
+  }
+}
+
+TEST(AutoRoundCorpus, DisagreeingCopiesAreAnError) {
+  std::string embedded = R"({"quantization_config": {"quant_method": "awq", "bits": 4,
+      "group_size": 128, "zero_point": true, "provider": "auto-round"}})";
+  std::string standalone = R"({"bits": 4, "group_size": 32, "zero_point": true,
+      "quant_method": "awq", "provider": "auto-round"})";
+  Result<QuantPlan> plan = Import(
+      Files({{"config.json", embedded}, {"quantization_config.json", standalone}}), "native");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(Contains(plan.status().message(), "quantization_config.json#/group_size"));
+  EXPECT_TRUE(Contains(plan.status().message(), "config.json#/quantization_config/group_size"));
+}
+
+std::string AutoRound(std::string_view extra) {
+  return R"({"quant_method": "auto-round", "bits": 4, "group_size": 128, "sym": true,
+      "packing_format": "auto_round:auto_gptq", )" +
+         std::string(extra) + "}";
+}
+
+TEST(AutoRoundMethod, BlocksAndExtraConfig) {
+  std::string config = AutoRound(R"("to_quant_block_names": "model.layers.1",
+      "extra_config": {"model.layers.1.mlp.down_proj": {"bits": 8},
+                       "model.layers.1.self_attn.o_proj": {"bits": 16},
+                       "lm_head": {"bits": 4, "group_size": 32}})");
+  LayerSite head = Site("lm_head", SiteKind::kLmHead);
+  for (std::string_view dialect : {"native", "vllm"}) {
+    QuantPlan plan = MustImport(Embedded(config), dialect);
+    EXPECT_EQ(Scheme(plan, Site("model.layers.1.mlp.down_proj")), "w8a16-int8-g128") << dialect;
+    EXPECT_EQ(Kind(plan, Site("model.layers.1.self_attn.o_proj")), "unquantized") << dialect;
+    EXPECT_EQ(Scheme(plan, Site("model.layers.1.mlp.up_proj")), "w4a16-int4-g128") << dialect;
+    EXPECT_EQ(Kind(plan, Site("model.layers.2.mlp.up_proj")), "unquantized") << dialect;
+    EXPECT_EQ(Scheme(plan, head), "w4a16-int4-g32") << dialect;
+  }
+  // vLLM tests name.startswith(block); AutoRound expands a block string into its numbered children.
+  LayerSite layer10 = Site("model.layers.10.mlp.up_proj");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm"), layer10), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "native"), layer10), "unquantized");
+}
+
+TEST(AutoRoundMethod, FusedShardsNeedOneConfigInVllm) {
+  QuantPlan plan = MustImport(
+      Embedded(AutoRound(R"("extra_config": {"model.layers.0.self_attn.q_proj": {"bits": 8}})")),
+      "vllm");
+  EXPECT_EQ(DecideSite(plan, Qkv("model.layers.0")).detail,
+            "ValueError: Fused module 'model.layers.0.self_attn.qkv_proj' requires consistent "
+            "quant config for ['q_proj', 'k_proj', 'v_proj']");
+  EXPECT_EQ(Kind(plan, Qkv("model.layers.1")), "quantized");
+  EXPECT_EQ(Kind(plan, Site("lm_head", SiteKind::kLmHead)), "unquantized");
+}
+
+TEST(AutoRoundMethod, PackingSetsTheLayout) {
+  QuantPlan awq = MustImport(Embedded(R"({"quant_method": "auto-round", "bits": 4,
+      "group_size": 128, "sym": false, "packing_format": "auto_round:auto_awq"})"),
+                             "native");
+  ASSERT_TRUE(awq.default_action.scheme);
+  EXPECT_EQ(awq.default_action.scheme->weight.load.layout, SourceLayout::kAwqGemm);
+  EXPECT_EQ(awq.default_action.scheme->CanonicalName(), "w4a16-int4-g128-asym");
+  QuantPlan gptq = MustImport(Embedded(AutoRound(R"("backend": "auto")")), "native");
+  ASSERT_TRUE(gptq.default_action.scheme);
+  EXPECT_EQ(gptq.default_action.scheme->weight.load.layout, SourceLayout::kGptqV1);
+}
+
+TEST(AutoRoundMethod, NonIntegerDataTypesAreRejected) {
+  Result<QuantPlan> plan = Import(Embedded(AutoRound(R"("data_type": "mx_fp")")), "native");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(plan.status().message(), "data_type \"mx_fp\""));
+}
+
+}  // namespace
+}  // namespace quantpath
