@@ -29,6 +29,12 @@ Status AssignSpec(const LayerSite& site, QDType torch_dtype, const std::string& 
   Result<int64_t> bytes = StorageBytes(*spec_id, RequestForSite(site, torch_dtype, caps));
   if (bytes.ok()) {
     layer->bytes = *bytes;
+  } else if (bytes.status().code() == ErrorCode::kInvalidInput) {
+    // The layout cannot hold this site (e.g. a fused block-fp8 leg that is not a multiple of the
+    // block): loading would fail, so the plan says so instead of promising a spec.
+    layer->decision.kind = DecisionKind::kError;
+    layer->decision.detail = bytes.status().message();
+    layer->bytes = (site.params * Info(d.scheme->weight.dtype).bits + 7) / 8;
   } else {
     layer->spec_note = bytes.status().message();
     layer->bytes = (site.params * Info(d.scheme->weight.dtype).bits + 7) / 8;
