@@ -85,4 +85,31 @@ std::string PlanToTable(const ModelPlan& plan);
 // Scheme as {"name", "weight": T, "input": T|null}; T per DESIGN.md.
 Json SchemeToJson(const QuantScheme& scheme);
 
+// ---------------------------------------------------------------------------------------------
+// Engines side by side (the `diff` command).
+
+// One layer as each dialect decides it (sites are aligned across dialects by their parent path and
+// legs, since dialects name some fused layers and attention modules differently).
+struct LayerDiff {
+  std::string key;                      // the native path where it exists
+  std::vector<std::string> paths;       // per dialect ("" when the dialect has no such site)
+  std::vector<std::optional<Decision>> decisions;  // per dialect, with traces
+};
+
+struct EngineSummary {
+  std::string dialect;
+  std::string line;  // "loads", "errors at <layer>: <message>", "loads with N layers …"
+  bool loads = true;
+};
+
+struct ModelDiff {
+  std::vector<std::string> dialects;  // native, vllm, sglang
+  std::vector<LayerDiff> layers;      // only layers where the dialects disagree
+  std::vector<EngineSummary> summaries;
+};
+
+// Plans `dir` with every dialect and keeps the layers whose decisions (kind or scheme) differ.
+Result<ModelDiff> DiffDialects(const std::string& dir, const std::optional<std::string>& quantization);
+std::string DiffToText(const ModelDiff& diff);
+
 }  // namespace quantpath

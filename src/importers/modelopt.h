@@ -56,6 +56,9 @@ struct Description {
   const Json* quantized_layers = nullptr;  // MIXED_PRECISION table (native)
   std::string quantized_layers_file;
   std::vector<std::string> notes;
+  // SGLang takes packed_modules_mapping from the config object itself; a file without one leaves
+  // its exact-name check blind to fused layers (they are then matched by their own name).
+  bool packed_mapping_in_config = false;
 };
 
 // Which object describes ModelOpt: the embedded quantization_config when it is ModelOpt's, else

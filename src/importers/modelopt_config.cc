@@ -237,6 +237,7 @@ Status ReadVllm(const Json& root, const Json* shell, Description* d) {
 
 // SGLang ModelOptFp8Config / ModelOptFp4Config.from_config: the flat form first, then the shell.
 Status ReadSglang(const Json& root, const Json* shell, Description* d) {
+  d->packed_mapping_in_config = root.FindNonNull("packed_modules_mapping") != nullptr;
   const Json* algo = root.FindNonNull("quant_algo");
   const Json* q = &root;
   if (Truthy(algo)) {

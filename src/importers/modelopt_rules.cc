@@ -114,8 +114,10 @@ std::string SglangRegex(std::string_view pattern, std::string_view star) {
 
 Result<std::vector<RuleGroup>> SglangGroups(const Description& d) {
   const SiteKindSet moe = KindBit(SiteKind::kMoe);
-  RuleGroup skipped{
-      "exclude (is_layer_skipped)", {}, FusedPolicy::kLegsMustAgree, std::string(kShardsText)};
+  RuleGroup skipped{"exclude (is_layer_skipped)", {},
+                    d.packed_mapping_in_config ? FusedPolicy::kLegsMustAgree
+                                               : FusedPolicy::kFusedNameOnly,
+                    std::string(kShardsText)};
   RuleGroup excluded{"exclude (is_layer_excluded)", {}, FusedPolicy::kFusedNameOnly, ""};
   const std::vector<SkipOutcome> outcomes = {{kLinear, "UnquantizedLinearMethod"},
                                              {moe, "get_quant_method returned None"}};

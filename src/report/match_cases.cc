@@ -15,7 +15,8 @@ Result<std::string> RequiredString(const Json& object, std::string_view key, std
 
 // The file the engine reads the case's config from: ModelSlim's description file, a ModelOpt
 // shell file, or config.json's quantization_config.
-Result<ConfigSources> SourcesForCase(const Json& config, const std::string& format) {
+Result<ConfigSources> SourcesForCase(const Json& config, const std::string& format,
+                                    const Json* packed_modules_mapping) {
   std::string name = "config.json";
   Json root;
   if (format == "modelslim") {
@@ -26,6 +27,13 @@ Result<ConfigSources> SourcesForCase(const Json& config, const std::string& form
     root = config;
   } else {
     root = Json::Object({{"quantization_config", config}});
+  }
+  // SGLang's ModelOpt config reads packed_modules_mapping from the config object; the recorded
+  // cases assume the model's mapping was present there (tests/data/oracle/README.md).
+  Json* object = root.Find("quantization_config") ? &root.mutable_members()[0].second : &root;
+  if (format.starts_with("modelopt") && packed_modules_mapping != nullptr &&
+      object->Find("packed_modules_mapping") == nullptr) {
+    object->mutable_members().emplace_back("packed_modules_mapping", *packed_modules_mapping);
   }
   // Re-parse so that every value carries its pointer inside the file the engine would read.
   QP_ASSIGN_OR_RETURN(Json parsed, ParseJson(ToJson(root), name));
@@ -103,7 +111,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
     }
   }
 
-  QP_ASSIGN_OR_RETURN(ConfigSources sources, SourcesForCase(*config, format));
+  QP_ASSIGN_OR_RETURN(ConfigSources sources,
+                      SourcesForCase(*config, format, c.FindNonNull("packed_modules_mapping")));
   if (const Json* extra = c.FindNonNull("extra_inputs")) {
     if (extra->FindNonNull("checkpoint_quantized_params") != nullptr) {
       QP_ASSIGN_OR_RETURN(std::vector<std::string> names,

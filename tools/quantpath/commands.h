@@ -20,6 +20,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddMatchCommand(CLI::App& app, int* exit_code);
+void AddDiffCommand(CLI::App& app, int* exit_code);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();

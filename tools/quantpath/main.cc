@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   AddExplainCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
   AddMatchCommand(app, &exit_code);
+  AddDiffCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
