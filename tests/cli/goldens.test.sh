@@ -35,7 +35,8 @@ for dir in $(golden_folders); do
         fi
         continue
       fi
-      if ! diff -u "$base.plan.json" "$tmp/out" > "$tmp/diff"; then
+      if ! diff -u --label "$base.plan.json" --label "quantpath plan $dir --json" \
+          "$base.plan.json" "$tmp/out" > "$tmp/diff"; then
         fail "$dir: plan differs from $base.plan.json ($(grep -c '^[-+][^-+]' "$tmp/diff") lines):"
         head -n 200 "$tmp/diff"
       fi
@@ -47,7 +48,8 @@ for dir in $(golden_folders); do
         fail "$dir: rejected (exit 2) but has no $base.rejected.txt:"; cat "$tmp/err"
         continue
       fi
-      if ! diff -u "$base.rejected.txt" "$tmp/err"; then
+      if ! diff -u --label "$base.rejected.txt" --label "quantpath plan $dir --json (exit, stderr)" \
+          "$base.rejected.txt" "$tmp/err"; then
         fail "$dir: rejection differs from $base.rejected.txt"
       fi
       ;;
