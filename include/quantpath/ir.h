@@ -142,12 +142,19 @@ inline constexpr SiteKindSet kAllKinds = 0x3F;
 // Dialects: whose string semantics an importer reproduces.
 enum class Engine : uint8_t { kNative, kVllm, kSglang };
 enum class RegexFlavor : uint8_t { kPythonRe, kPythonRegexModule };
+// Which code of an engine a dialect reproduces: the code the recorded oracle cases came from
+// (`vllm`, `sglang`), or the current PyPI release (`vllm@0.33`, `sglang@0.5.23`).
+enum class EngineRelease : uint8_t { kRecorded, kCurrent };
 struct Dialect {
   Engine engine = Engine::kNative;
   std::string_view name = "native";
   RegexFlavor regex = RegexFlavor::kPythonRe;
+  EngineRelease release = EngineRelease::kRecorded;
+  bool current() const { return release == EngineRelease::kCurrent; }
 };
-std::optional<Dialect> ParseDialect(std::string_view name);  // "native" | "vllm" | "sglang"
+// "native" | "vllm" | "sglang" | "vllm@0.33" | "sglang@0.5.23".
+std::optional<Dialect> ParseDialect(std::string_view name);
+std::vector<std::string_view> DialectNames();
 
 // ---------------------------------------------------------------------------------------------
 // Matchers: pure functions on module paths.
@@ -253,6 +260,10 @@ struct QuantPlan {
   KindPolicy router = KindPolicy::kUnquantized;
   KindPolicy embedding = KindPolicy::kUnquantized;
   std::optional<QuantScheme> kv_cache;  // attention sites
+  // Block-wise quantizers (GPTQ, AWQ as their tools export): only linear sites inside the decoder
+  // blocks are quantized — the model's own blocks when empty, else those under this block name
+  // (GPTQ's block_name_to_quantize).
+  std::optional<std::string> blocks_only;
   // When set, decides every attention site instead of kv_cache alone: engines that attach their
   // KV-cache method without a KV scheme (kQuantize, scheme possibly empty), or that reject the KV
   // scheme when the attention layer is built (kFail).

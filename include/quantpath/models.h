@@ -37,6 +37,12 @@ struct LayerSite {
   bool bias = false;
   int64_t params = 0;  // weights as the checkpoint stores them, biases included
   bool mtp = false;    // part of a multi-token-prediction layer
+  // Inside one of the model's repeated decoder blocks (ModelSites::decoder_blocks), where
+  // block-wise quantizers (GPTQ, AWQ) work. True for sites made from engine cases.
+  bool in_decoder_block = true;
+  // False when the engines build this module without a quantization config (DeepSeek's MTP
+  // eh_proj is a plain nn.Linear), so no format quantizes it.
+  bool quant_config_applies = true;
 
   // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj: the parent path plus the leg's name.
   // For an moe site the legs belong to each expert, and this returns the path without an expert
@@ -56,6 +62,8 @@ struct ModelSites {
   int64_t other_params = 0;      // norms and other tensors that are not sites
   QDType torch_dtype = QDType::kBF16;
   PackedModulesMapping packed_modules_mapping;
+  // The module list of the language model's decoder blocks, e.g. "model.layers", "transformer.h".
+  std::string decoder_blocks;
   std::vector<std::string> warnings;
 
   // Sum of the sites' params (biases included, tied heads counted once).

@@ -95,12 +95,27 @@ std::string_view SourceLayoutName(SourceLayout layout) {
   return "?";
 }
 
+// vLLM compiles config regexes with the third-party `regex` module, SGLang with `re`.
+constexpr std::array<Dialect, 5> kDialects = {{
+    {Engine::kNative, "native", RegexFlavor::kPythonRe, EngineRelease::kRecorded},
+    {Engine::kVllm, "vllm", RegexFlavor::kPythonRegexModule, EngineRelease::kRecorded},
+    {Engine::kSglang, "sglang", RegexFlavor::kPythonRe, EngineRelease::kRecorded},
+    {Engine::kVllm, "vllm@0.33", RegexFlavor::kPythonRegexModule, EngineRelease::kCurrent},
+    {Engine::kSglang, "sglang@0.5.23", RegexFlavor::kPythonRe, EngineRelease::kCurrent},
+}};
+
 std::optional<Dialect> ParseDialect(std::string_view name) {
-  if (name == "native") return Dialect{Engine::kNative, "native", RegexFlavor::kPythonRe};
-  // vLLM compiles config regexes with the third-party `regex` module, SGLang with `re`.
-  if (name == "vllm") return Dialect{Engine::kVllm, "vllm", RegexFlavor::kPythonRegexModule};
-  if (name == "sglang") return Dialect{Engine::kSglang, "sglang", RegexFlavor::kPythonRe};
+  for (const Dialect& d : kDialects) {
+    if (d.name == name) return d;
+  }
+  if (name == "vllm@0.33.0") return kDialects[3];
   return std::nullopt;
+}
+
+std::vector<std::string_view> DialectNames() {
+  std::vector<std::string_view> names;
+  for (const Dialect& d : kDialects) names.push_back(d.name);
+  return names;
 }
 
 }  // namespace quantpath

@@ -201,6 +201,7 @@ LayerSite& SiteList::Add(std::string path, SiteKind kind, std::string_view modul
   site.kind = kind;
   site.module_class = std::string(module_class);
   site.mtp = mtp_;
+  site.quant_config_applies = !without_quant_config_;
   return site;
 }
 
@@ -331,8 +332,11 @@ void AddMtpLayer(SiteList& list, const std::string& layer, int64_t vocab, int64_
   list.set_mtp(true);
   list.Embedding(layer + ".embed_tokens", vocab, hidden);
   list.Other({2, hidden});  // enorm, hnorm
-  // A plain nn.Linear in both engines.
+  // A plain nn.Linear in both engines, built without the quantization config (DeepSeek's fp8
+  // checkpoints store it in bf16, without weight_scale_inv).
+  list.set_without_quant_config(true);
   list.Linear(layer + ".eh_proj", "Linear", hidden, 2 * hidden, false);
+  list.set_without_quant_config(false);
   add_decoder_layer();
   list.Other({hidden});  // shared_head.norm
   list.LmHead(layer + ".shared_head.head", vocab, hidden, /*tied=*/false);

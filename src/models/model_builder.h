@@ -111,6 +111,8 @@ class SiteList {
 
   // Sites added from now on belong to a multi-token-prediction layer.
   void set_mtp(bool mtp) { mtp_ = mtp; }
+  // Sites added from now on are built by the engines without a quantization config.
+  void set_without_quant_config(bool without) { without_quant_config_ = without; }
 
   // `module_class` is VocabParallelEmbedding except for position tables the engines build as a
   // plain nn.Embedding.
@@ -141,6 +143,7 @@ class SiteList {
   ModelSites* out_;
   std::string architecture_;
   bool mtp_ = false;
+  bool without_quant_config_ = false;
   bool overflow_ = false;
 };
 

@@ -5,6 +5,7 @@
 // architecture outside the table falls back to sites inferred from the checkpoint's tensor names
 // (inferred_sites.cc) when the model folder has an index, with a warning. Non-goals: guessing an
 // architecture from config fields.
+#include <cctype>
 #include <array>
 #include <filesystem>
 #include <string_view>
@@ -21,24 +22,25 @@ using models::kConfigFile;
 struct ArchEntry {
   std::string_view name;
   ArchBuilder build;
+  std::string_view decoder_blocks;  // the language model's block list, as checkpoints name it
 };
 
 // Kimi-K2 (`model_type kimi_k2`) names DeepseekV3ForCausalLM and is served by that row. Qwen3.5's
 // dense and MoE wrappers share one builder, which picks the MLP from the text config's
 // model_type as vLLM does.
 constexpr std::array<ArchEntry, 12> kArchitectures = {{
-    {"LlamaForCausalLM", &models::BuildLlama},
-    {"Qwen2ForCausalLM", &models::BuildQwen2},
-    {"Qwen3ForCausalLM", &models::BuildQwen3},
-    {"DeepseekV3ForCausalLM", &models::BuildDeepseekV3},
-    {"GptOssForCausalLM", &models::BuildGptOss},
-    {"QWenLMHeadModel", &models::BuildQwenV1},
-    {"GPTBigCodeForCausalLM", &models::BuildGptBigCode},
-    {"PhiForCausalLM", &models::BuildPhi},
-    {"Glm4MoeForCausalLM", &models::BuildGlm4Moe},
-    {"Qwen3_5ForConditionalGeneration", &models::BuildQwen3_5},
-    {"Qwen3_5MoeForConditionalGeneration", &models::BuildQwen3_5},
-    {"MolmoForCausalLM", &models::BuildMolmo},
+    {"LlamaForCausalLM", &models::BuildLlama, "model.layers"},
+    {"Qwen2ForCausalLM", &models::BuildQwen2, "model.layers"},
+    {"Qwen3ForCausalLM", &models::BuildQwen3, "model.layers"},
+    {"DeepseekV3ForCausalLM", &models::BuildDeepseekV3, "model.layers"},
+    {"GptOssForCausalLM", &models::BuildGptOss, "model.layers"},
+    {"QWenLMHeadModel", &models::BuildQwenV1, "transformer.h"},
+    {"GPTBigCodeForCausalLM", &models::BuildGptBigCode, "transformer.h"},
+    {"PhiForCausalLM", &models::BuildPhi, "model.layers"},
+    {"Glm4MoeForCausalLM", &models::BuildGlm4Moe, "model.layers"},
+    {"Qwen3_5ForConditionalGeneration", &models::BuildQwen3_5, "model.language_model.layers"},
+    {"Qwen3_5MoeForConditionalGeneration", &models::BuildQwen3_5, "model.language_model.layers"},
+    {"MolmoForCausalLM", &models::BuildMolmo, "model.transformer.blocks"},
 }};
 
 const ArchEntry* FindArchitecture(std::string_view name) {
@@ -117,6 +119,19 @@ Result<std::string> ReadArchitecture(const Json& root, ModelSites* out) {
   return list->items()[0].string_value();
 }
 
+// A site is in a decoder block when its path is "<blocks>.<index>.…" and it is not an MTP layer
+// (which checkpoints number after the last block).
+void MarkDecoderBlocks(std::string_view blocks, ModelSites* out) {
+  out->decoder_blocks = std::string(blocks);
+  const std::string prefix = std::string(blocks) + ".";
+  for (LayerSite& site : out->sites) {
+    std::string_view path = site.path;
+    bool indexed = path.starts_with(prefix) && path.size() > prefix.size() &&
+                   std::isdigit(static_cast<unsigned char>(path[prefix.size()]));
+    site.in_decoder_block = indexed && !site.mtp;
+  }
+}
+
 // `dir` is the model folder when the config came from one: an unknown architecture then falls
 // back to sites inferred from its checkpoint index.
 Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dialect,
@@ -144,6 +159,7 @@ Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dial
   const models::ConfigReader reader(text, entry->name);
   const models::ConfigReader root_reader(root, entry->name);
   QP_RETURN_IF_ERROR(entry->build({reader, root_reader, models::NamesFor(dialect.engine)}, &out));
+  MarkDecoderBlocks(entry->decoder_blocks, &out);
   return out;
 }
 

@@ -192,6 +192,11 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
   return d;
 }
 
+bool InBlocks(const std::string& block_name, const LayerSite& site) {
+  if (block_name.empty()) return site.in_decoder_block;
+  return site.path.starts_with(block_name + ".") && !site.mtp;
+}
+
 std::string PlanSource(const QuantPlan& plan) {
   return plan.sources.empty() ? plan.quant_method : plan.sources.front().ToString();
 }
@@ -221,6 +226,18 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
     } else {
       d.rule = "no KV-cache scheme";
     }
+    return d;
+  }
+  if (!site.quant_config_applies) {
+    Decision d;
+    d.rule = "built without a quantization config by the model (no format quantizes it)";
+    return d;
+  }
+  if (plan.blocks_only && site.kind == SiteKind::kLinear && !InBlocks(*plan.blocks_only, site)) {
+    Decision d;
+    d.rule = fmt::format("{}: {} quantizes only the linear layers of the decoder blocks{}",
+                         PlanSource(plan), plan.quant_method,
+                         plan.blocks_only->empty() ? "" : " under " + *plan.blocks_only);
     return d;
   }
   KindPolicy policy = PolicyFor(plan, site.kind);

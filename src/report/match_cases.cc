@@ -13,33 +13,68 @@ Result<std::string> RequiredString(const Json& object, std::string_view key, std
   return *v;
 }
 
-// The file the engine reads the case's config from: ModelSlim's description file, a ModelOpt
-// shell file, or config.json's quantization_config.
-Result<ConfigSources> SourcesForCase(const Json& config, const std::string& format,
-                                    const Json* packed_modules_mapping) {
-  std::string name = "config.json";
-  Json root;
-  if (format == "modelslim") {
-    name = "quant_model_description.json";
-    root = config;
+// The model folder the engine saw: the case's config in the file it came from (ModelSlim's
+// description file, a ModelOpt shell file, `extra_inputs.config_source`, or config.json's
+// quantization_config), plus any further files the case lists.
+Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const std::string& format,
+                                    std::string_view file) {
+  const Json* extra = c.FindNonNull("extra_inputs");
+  std::optional<std::string> config_source;
+  if (extra != nullptr) {
+    QP_ASSIGN_OR_RETURN(config_source, OptionalString(*extra, "config_source", file));
+  }
+  std::vector<std::pair<std::string, Json>> roots;
+  Json llama = Json::Object({{"architectures", Json::Array({Json::String("LlamaForCausalLM")})}});
+  if (config_source && *config_source != "config.json") {
+    roots.emplace_back("config.json", llama);
+    roots.emplace_back(*config_source, config);
+  } else if (format == "modelslim") {
+    roots.emplace_back("quant_model_description.json", config);
   } else if (format.starts_with("modelopt") && config.Find("quantization") != nullptr) {
-    name = "hf_quant_config.json";
-    root = config;
+    roots.emplace_back("hf_quant_config.json", config);
   } else {
-    root = Json::Object({{"quantization_config", config}});
+    Json root = llama;
+    root.mutable_members().emplace_back("quantization_config", config);
+    roots.emplace_back("config.json", std::move(root));
   }
   // SGLang's ModelOpt config reads packed_modules_mapping from the config object; the recorded
   // cases assume the model's mapping was present there (tests/data/oracle/README.md).
-  Json* object = root.Find("quantization_config") ? &root.mutable_members()[0].second : &root;
-  if (format.starts_with("modelopt") && packed_modules_mapping != nullptr &&
+  const Json* packed = c.FindNonNull("packed_modules_mapping");
+  Json& described = roots.back().second;
+  Json* object = described.Find("quantization_config") != nullptr
+                     ? &described.mutable_members().back().second
+                     : &described;
+  if (format.starts_with("modelopt") && packed != nullptr &&
       object->Find("packed_modules_mapping") == nullptr) {
-    object->mutable_members().emplace_back("packed_modules_mapping", *packed_modules_mapping);
+    object->mutable_members().emplace_back("packed_modules_mapping", *packed);
   }
-  // Re-parse so that every value carries its pointer inside the file the engine would read.
-  QP_ASSIGN_OR_RETURN(Json parsed, ParseJson(ToJson(root), name));
-  std::vector<SourceFile> files;
-  files.push_back({name, {}, std::move(parsed)});
-  return ConfigSources::FromMemory(std::move(files));
+  if (const Json* files = extra ? extra->FindNonNull("files") : nullptr) {
+    if (!files->is_object()) {
+      return InvalidInput(fmt::format("{}: expected an object of files", Where(file, *files)));
+    }
+    for (const auto& [name, content] : files->members()) {
+      if (name == "config.json") {
+        roots.front().second = content;
+      } else {
+        roots.emplace_back(name, content);
+      }
+    }
+  }
+  std::vector<SourceFile> sources;
+  for (auto& [name, root] : roots) {
+    // Re-parse so that every value carries its pointer inside the file the engine would read.
+    QP_ASSIGN_OR_RETURN(Json parsed, ParseJson(ToJson(root), name));
+    sources.push_back({name, {}, std::move(parsed)});
+  }
+  return ConfigSources::FromMemory(std::move(sources));
+}
+
+// The dialect a case was recorded from: "vllm 0.33.0 (…)" / "sglang 0.5.23 (…)" are the current
+// releases; other engine_commit values are the older recorded code.
+std::optional<Dialect> DialectForCase(const std::string& engine, const std::string& commit) {
+  if (engine == "vllm" && commit.starts_with("vllm 0.33")) return ParseDialect("vllm@0.33");
+  if (engine == "sglang" && commit.starts_with("sglang 0.5.23")) return ParseDialect("sglang@0.5.23");
+  return ParseDialect(engine);
 }
 
 Result<PackedModulesMapping> ReadPackedMapping(const Json& c, std::string_view file) {
@@ -82,7 +117,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   QP_ASSIGN_OR_RETURN(result.id, RequiredString(c, "id", file));
   QP_ASSIGN_OR_RETURN(std::string engine_name, RequiredString(c, "engine", file));
   QP_ASSIGN_OR_RETURN(std::string format, RequiredString(c, "format", file));
-  std::optional<Dialect> dialect = engine ? engine : ParseDialect(engine_name);
+  QP_ASSIGN_OR_RETURN(std::optional<std::string> commit, OptionalString(c, "engine_commit", file));
+  std::optional<Dialect> dialect = engine ? engine : DialectForCase(engine_name, commit.value_or(""));
   if (!dialect) {
     return InvalidInput(fmt::format("{}: unknown engine \"{}\"", Where(file, c), engine_name));
   }
@@ -111,16 +147,22 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
     }
   }
 
-  QP_ASSIGN_OR_RETURN(ConfigSources sources,
-                      SourcesForCase(*config, format, c.FindNonNull("packed_modules_mapping")));
+  QP_ASSIGN_OR_RETURN(ConfigSources sources, SourcesForCase(c, *config, format, file));
+  // The format the engine was told to use: a user --quantization, else the case's format; the
+  // loader cases let the engine find the description itself.
+  std::optional<std::string> forced;
+  if (format != "loader") forced = format;
   if (const Json* extra = c.FindNonNull("extra_inputs")) {
+    QP_ASSIGN_OR_RETURN(std::optional<std::string> user,
+                        OptionalString(*extra, "user_quantization", file));
+    if (user) forced = user;
     if (extra->FindNonNull("checkpoint_quantized_params") != nullptr) {
       QP_ASSIGN_OR_RETURN(std::vector<std::string> names,
                           OptionalStringList(*extra, "checkpoint_quantized_params", file));
       sources.set_checkpoint_quantized_params(std::move(names));
     }
   }
-  Result<QuantPlan> plan = ImportPlan(sources, *dialect, format);
+  Result<QuantPlan> plan = ImportPlan(sources, *dialect, forced);
   for (const LayerSite& site : sites) {
     if (!plan.ok()) {
       // The engine raised while reading the config: every layer reports that error.

@@ -19,7 +19,7 @@ int RunMatch(const MatchArgs& args) {
   if (!args.engine.empty()) {
     if (args.verify) return ReportBadInput("--engine cannot be combined with --verify");
     engine = ParseDialect(args.engine);
-    if (!engine) return ReportBadInput("--engine: expected native, vllm or sglang");
+    if (!engine) return ReportBadInput("--engine: unknown dialect " + args.engine);
   }
   Json out = Json::Array();
   int passed = 0;

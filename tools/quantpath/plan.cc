@@ -35,7 +35,10 @@ Result<PlanOptions> MakePlanOptions(const std::string& engine, const std::string
                                     const std::string& device) {
   PlanOptions options;
   std::optional<Dialect> dialect = ParseDialect(engine);
-  if (!dialect) return InvalidInput("--engine: expected native, vllm or sglang, got " + engine);
+  if (!dialect) {
+    return InvalidInput("--engine: expected one of " + Join({DialectNames().begin(), DialectNames().end()}, ", ") +
+                        ", got " + engine);
+  }
   options.dialect = *dialect;
   if (!quantization.empty()) options.quantization = quantization;
   Result<DeviceCaps> caps = ParseDevice(device);

@@ -1,0 +1,489 @@
+"""Inputs of the recorded cases (configs, model mappings, layers).
+
+Only inputs live here; `record_cases.py` executes the engines to produce the
+expected decisions.  `code` names the engine files whose logic a case
+exercises (recorded in `engine_commit`).
+"""
+
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True, "lm_head": False}
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+BNB = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+       "bnb_4bit_compute_dtype": "bfloat16", "bnb_4bit_use_double_quant": True}
+CT_FP8_ARGS = {
+    "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False},
+    "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": True, "dynamic": True},
+}
+CT_W4A16_ARGS = {
+    "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True,
+                "dynamic": False},
+    "input_activations": None,
+}
+QWEN3MOE_PMM = {"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"],
+                "experts": ["experts.0.gate_proj", "experts.0.up_proj", "experts.0.down_proj"]}
+
+
+def ct_config(groups, ignore=None, fmt="float-quantized", kv=None):
+    cfg = {"quant_method": "compressed-tensors", "format": fmt, "quantization_status": "compressed",
+           "config_groups": groups, "ignore": ignore or []}
+    if kv is not None:
+        cfg["kv_cache_scheme"] = kv
+    return cfg
+
+
+def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
+    cases = []
+
+    def add(**c):
+        cases.append(c)
+
+    # ------------------------------------------------------------------
+    # SGLang fp8
+    # ------------------------------------------------------------------
+    sg_fp8 = ["layers/quantization/fp8.py", "layers/quantization/utils.py"]
+    add(id="sglang-fp8-ignored-module-path", engine="sglang", format="fp8", code=sg_fp8,
+        config={**FP8, "ignored_layers": ["model.layers.0.self_attn", "mlp.gate", "layers.1.mlp.down_proj",
+                                          "lm_head"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lin("model.layers.1.mlp.gate"), attn("model.layers.0.self_attn.attn", "sglang"), lm_head()],
+        note="ignored_layers are matched on dotted module-path boundaries (entry == prefix, prefix starts with "
+             "entry + '.', or '.entry.' inside '.prefix.'); from_config adds a 'model.'-prefixed and a "
+             "'model.'-stripped copy of every entry")
+    add(id="sglang-fp8-fused-legs", engine="sglang", format="fp8", code=sg_fp8,
+        config={**FP8, "ignored_layers": [
+            "model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
+            "model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.k_proj", "model.layers.1.self_attn.v_proj",
+            "model.layers.0.mlp.gate_proj", "model.layers.1.mlp.gate_up_proj"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1),
+        note="fused qkv_proj / gate_up_proj: every leg is looked up; some-but-not-all legs raise; the fused name "
+             "itself listed is not consulted when the mapping has the fused name")
+    add(id="sglang-fp8-no-packed-mapping", engine="sglang", format="fp8", code=sg_fp8,
+        config={**FP8, "ignored_layers": [
+            "model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj", "model.layers.0.self_attn.v_proj",
+            "model.layers.0.mlp.gate_proj", "model.layers.0.mlp.up_proj",
+            "model.layers.1.self_attn.qkv_proj", "model.layers.1.mlp.gate_proj"]},
+        packed_modules_mapping={},
+        layers=dense_block(0) + dense_block(1),
+        note="SGLang's Llama defines no packed_modules_mapping; is_layer_skipped then falls back to the built-in "
+             "qkv_proj/gate_up_proj shard table")
+    add(id="sglang-fp8-moe-experts", engine="sglang", format="fp8", code=sg_fp8,
+        config={**FP8, "ignored_layers": ["model.layers.0.mlp.experts", "model.layers.1.mlp.experts.0.gate_proj",
+                                          "layers.3", "shared_experts", "model.layers.4.mlp.gate"]},
+        packed_modules_mapping={"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]},
+        layers=[moe(f"model.layers.{i}.mlp.experts", "sglang") for i in range(5)] + [
+            lin("model.layers.2.mlp.shared_experts.gate_up_proj"), lin("model.layers.2.mlp.shared_experts.down_proj"),
+            lin("model.layers.4.mlp.gate"), lin("model.layers.3.self_attn.o_proj"), lin("model.layers.2.self_attn.o_proj")],
+        note="FusedMoE layers use the same skip test; an entry naming one expert projection skips the whole "
+             "experts layer (reverse substring among entries containing 'experts')")
+    add(id="sglang-fp8-modules-to-not-convert-kv", engine="sglang", format="fp8", code=sg_fp8,
+        config={"quant_method": "fp8", "activation_scheme": "static",
+                "modules_to_not_convert": ["layers.0.self_attn.o_proj", "model.layers.1.mlp"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [attn("model.layers.0.self_attn.attn", "sglang"), lm_head()],
+        note="modules_to_not_convert is read when ignored_layers is absent; RadixAttention always gets the fp8 "
+             "KV-cache method")
+    add(id="sglang-fp8-qwen2_5_vl-mapper", engine="sglang", format="fp8", code=sg_fp8 + ["models/qwen2_5_vl.py"],
+        config={**FP8, "ignored_layers": ["model.visual.blocks.0.attn.qkv", "model.language_model.layers.0.mlp.down_proj",
+                                          "lm_head", "model.visual.merger.mlp.0"]},
+        model_class="qwen2_5_vl.Qwen2_5_VLForConditionalGeneration",
+        packed_modules_mapping={"gate_up_proj": ["gate_proj", "up_proj"]},
+        layers=[lin("visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"), lin("visual.blocks.1.attn.qkv_proj", "QKVParallelLinear"),
+                lin("visual.merger.mlp.0", "ColumnParallelLinear"),
+                lin("model.layers.0.mlp.down_proj"), lin("model.layers.0.self_attn.qkv_proj"),
+                lin("model.layers.1.mlp.down_proj"), lm_head()],
+        note="Qwen2.5-VL hf_to_sglang_mapper applied to ignored_layers (after the fp8 'model.' normalisation); "
+             "SGLang's text stack keeps the 'model.' prefix while the mapper rewrites 'model.' to "
+             "'language_model.model.'")
+
+    # ------------------------------------------------------------------
+    # SGLang gptq
+    # ------------------------------------------------------------------
+    sg_gptq = ["layers/quantization/gptq/gptq.py", "layers/quantization/utils.py"]
+    add(id="sglang-gptq-dynamic-first-hit", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "dynamic": {
+            "-:.*\\.layers\\.1\\..*": {},
+            "+:.*\\.layers\\.1\\.mlp\\..*": {"bits": 8},
+            "+:.*\\.layers\\.2\\..*": {"bits": 8, "group_size": 32},
+            "+:.*\\.layers\\.2\\.mlp\\..*": {"bits": 8, "group_size": 64},
+            ".*\\.layers\\.3\\..*": {"desc_act": True, "group_size": 64}}},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + dense_block(2) + dense_block(3),
+        note="dynamic is walked in order and the first matching key wins; '-:' skips, '+:' or no sign overrides")
+    add(id="sglang-gptq-dynamic-anchoring", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "dynamic": {"-:model.layers.1": {}, "+:layers\\.0\\..*": {"bits": 8},
+                                    "+:.*down_proj$": {"group_size": 32}}},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lin("model.layers.10.self_attn.o_proj"), lin("model.layers.2.mlp.down_proj")],
+        note="re.match anchors at the start only: '-:model.layers.1' also hits model.layers.10; a pattern "
+             "without a leading '.*' never matches a 'model.'-prefixed name")
+    add(id="sglang-gptq-dynamic-bad-override", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "dynamic": {"+:.*\\.down_proj": {"bits": 3}, "+:.*\\.o_proj": {"sym": False},
+                                    "+:.*\\.gate_up_proj": {"bits": "8", "group_size": 64}}},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0),
+        note="per-layer overrides are validated against gptq_marlin's (bits, sym) table; values of the wrong "
+             "type are ignored")
+    add(id="sglang-gptq-lm-head-moe", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "lm_head": True, "dynamic": {"-:.*experts.*": {}, "-:model\\.layers\\.1\\..*": {}}},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lm_head(), moe("model.layers.0.mlp.experts", "sglang"), moe("model.layers.1.mlp.experts", "sglang"),
+                lin("model.layers.0.mlp.gate"), lin("model.layers.1.self_attn.o_proj")],
+        note="lm_head: true quantizes ParallelLMHead; FusedMoE under gptq_marlin ignores dynamic")
+    add(id="sglang-gptq-lm-head-dynamic-skip", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "lm_head": True, "dynamic": {"-:lm_head": {}}},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lm_head(), lin("model.layers.0.self_attn.o_proj")])
+    add(id="sglang-gptq-not-marlin-compatible", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "bits": 3, "dynamic": {"-:.*\\.o_proj": {}}},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + [moe("model.layers.0.mlp.experts", "sglang"), lm_head()],
+        note="bits=3 is not gptq_marlin compatible: the checkpoint stays on plain gptq, which refuses FusedMoE")
+    add(id="sglang-gptq-user-gptq", engine="sglang", format="gptq", code=sg_gptq,
+        config={**GPTQ, "dynamic": {"+:.*\\.down_proj": {"bits": 8}}},
+        extra_inputs={"user_quantization": "gptq"},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0),
+        note="--quantization gptq keeps the plain GPTQ method although the checkpoint is marlin-compatible")
+
+    # ------------------------------------------------------------------
+    # SGLang awq
+    # ------------------------------------------------------------------
+    sg_awq = ["layers/quantization/awq/awq.py"]
+    add(id="sglang-awq-modules-to-not-convert", engine="sglang", format="awq", code=sg_awq,
+        config={**AWQ, "modules_to_not_convert": ["visual", "mlp.gate", "layers.1.self_attn.q_proj", "experts"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lin("model.layers.1.mlp.gate"), lin("visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"),
+                                                  moe("model.layers.1.mlp.experts", "sglang"), lm_head()],
+        note="modules_to_not_convert is a plain substring test with no fused-leg expansion ('mlp.gate' also "
+             "skips gate_up_proj); awq resolves to awq_marlin on the CUDA stand-in")
+    add(id="sglang-awq-moe-and-lm-head", engine="sglang", format="awq", code=sg_awq,
+        config={**AWQ, "lm_head": True, "modules_to_not_convert": ["model.layers.0.mlp.experts"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[moe("model.layers.0.mlp.experts", "sglang"), moe("model.layers.1.mlp.experts", "sglang"), lm_head(),
+                lin("model.layers.1.self_attn.qkv_proj")])
+    add(id="sglang-awq-user-awq", engine="sglang", format="awq", code=sg_awq,
+        config={**AWQ, "lm_head": True, "modules_to_not_convert": ["down_proj"]},
+        extra_inputs={"user_quantization": "awq"},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + [moe("model.layers.0.mlp.experts", "sglang"), lm_head()],
+        note="--quantization awq keeps AWQConfig: no MoE method and no lm_head quantization off NPU")
+    add(id="sglang-awq-group-size-not-marlin", engine="sglang", format="awq", code=sg_awq,
+        config={**AWQ, "group_size": 256, "modules_to_not_convert": None},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + [moe("model.layers.0.mlp.experts", "sglang")])
+
+    # ------------------------------------------------------------------
+    # SGLang bitsandbytes
+    # ------------------------------------------------------------------
+    sg_bnb = ["layers/quantization/bitsandbytes.py"]
+    add(id="sglang-bnb-skip-modules", engine="sglang", format="bitsandbytes", code=sg_bnb,
+        config={**BNB, "llm_int8_skip_modules": ["lm_head", "mlp", "model.layers.0.self_attn", "self_attn.o_proj",
+                                                 "q_proj", "re:.*down_proj"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lin("model.layers.1.mlp.gate"), lm_head()],
+        note="entries match a whole dot-separated component or a leading dotted prefix; no fused expansion")
+    add(id="sglang-bnb-moe-not-skipped", engine="sglang", format="bitsandbytes", code=sg_bnb,
+        config={**BNB, "llm_int8_skip_modules": ["experts", "gate"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[moe("model.layers.0.mlp.experts", "sglang"), lin("model.layers.0.mlp.gate"),
+                lin("model.layers.0.mlp.shared_experts.down_proj"), lin("model.layers.0.self_attn.o_proj")],
+        note="FusedMoE always gets the bitsandbytes MoE method; llm_int8_skip_modules is not consulted for it")
+    add(id="sglang-bnb-skip-null", engine="sglang", format="bitsandbytes", code=sg_bnb,
+        config={**BNB, "load_in_4bit": False, "load_in_8bit": True, "llm_int8_skip_modules": None},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + [lm_head()])
+
+    # ------------------------------------------------------------------
+    # SGLang w8a8_int8 / w8a8_fp8
+    # ------------------------------------------------------------------
+    sg_w8i8 = ["layers/quantization/w8a8_int8.py", "layers/quantization/compressed_tensors/utils.py"]
+    add(id="sglang-w8a8-int8-ignore", engine="sglang", format="w8a8_int8", code=sg_w8i8,
+        config={"quant_method": "w8a8_int8", "is_dynamic": True,
+                "ignore": ["lm_head", "re:.*mlp\\.gate$", "model.layers.0.self_attn", "Down_Proj"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lin("model.layers.1.mlp.gate"), attn("model.layers.0.self_attn.attn", "sglang"),
+                                                  attn("model.layers.1.self_attn.attn", "sglang"),
+                                                  moe("model.layers.1.mlp.experts", "sglang"), lm_head()],
+        note="ignore uses the compressed-tensors should_ignore_layer (case-insensitive substring for plain "
+             "entries, re.match for 're:'); the test runs before the layer type is looked at, so an ignored "
+             "attention or lm_head gets UnquantizedLinearMethod")
+    add(id="sglang-w8a8-int8-partial-fused", engine="sglang", format="w8a8_int8", code=sg_w8i8,
+        config={"quant_method": "w8a8_int8", "ignore": ["model.layers.0.self_attn.q_proj", "model.layers.0.mlp.gate_up_proj",
+                                                        "re:.*layers\\.1\\.self_attn\\.[qkv]_proj"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1))
+    add(id="sglang-w8a8-int8-user-over-ct", engine="sglang", format="w8a8_int8", code=sg_w8i8,
+        config=ct_config({"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int", "strategy": "channel",
+                                                                          "symmetric": True, "dynamic": False},
+                                      "input_activations": {"num_bits": 8, "type": "int", "strategy": "token",
+                                                            "symmetric": True, "dynamic": True}}},
+                         ignore=["lm_head", "model.layers.1.mlp.down_proj"], fmt="int-quantized"),
+        extra_inputs={"user_quantization": "w8a8_int8"},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lm_head()],
+        note="--quantization w8a8_int8 on a compressed-tensors checkpoint: W8A8Int8Config reads the CT 'ignore' list")
+    sg_w8f8 = ["layers/quantization/w8a8_fp8.py"]
+    add(id="sglang-w8a8-fp8-no-skip", engine="sglang", format="w8a8_fp8", code=sg_w8f8,
+        config={"quant_method": "w8a8_fp8", "ignore": ["lm_head", "model.layers.0.mlp.down_proj"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + [moe("model.layers.0.mlp.experts", "sglang"), attn("model.layers.0.self_attn.attn", "sglang"), lm_head()],
+        note="W8A8Fp8Config has no skip list: every LinearBase and FusedMoE is quantized")
+    add(id="sglang-w8a8-fp8-user-over-ct", engine="sglang", format="w8a8_fp8", code=sg_w8f8,
+        config=ct_config({"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}}, ignore=["lm_head", "re:.*down_proj"]),
+        extra_inputs={"user_quantization": "w8a8_fp8"},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + [lm_head()],
+        note="--quantization w8a8_fp8 on a compressed-tensors FP8 checkpoint: the CT ignore list is not used")
+
+    # ------------------------------------------------------------------
+    # ModelOpt NVFP4 / MIXED_PRECISION
+    # ------------------------------------------------------------------
+    v_mo = ["model_executor/layers/quantization/modelopt.py", "model_executor/layers/quantization/utils/quant_utils.py"]
+    s_mo = ["layers/quantization/modelopt_quant.py", "layers/quantization/utils.py", "configs/model_config.py"]
+    nvfp4_nested = {"producer": {"name": "modelopt", "version": "0.37.0"},
+                    "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
+                                     "exclude_modules": ["lm_head", "model.layers.0.self_attn*", "model.layers.1.mlp.gate"]}}
+    nvfp4_layers = lambda e: dense_block(0) + dense_block(1) + [
+        lin("model.layers.1.mlp.gate"), moe("model.layers.1.mlp.experts", e), attn("model.layers.1.self_attn.attn", e),
+        lin("vision_tower.blocks.0.attn.qkv_proj", "QKVParallelLinear"), lm_head()]
+    nvfp4_flat = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                  "kv_cache_scheme": {"type": "float", "num_bits": 8, "dynamic": False},
+                  "ignore": ["model.layers.0.self_attn*", "model.layers.1.mlp.gate"]}
+    for e, code, pfx in (("vllm", v_mo, "vllm"), ("sglang", s_mo, "sglang")):
+        add(id=f"{pfx}-modelopt-nvfp4-nested", engine=e, format="modelopt", code=code, config=nvfp4_nested,
+            config_source="hf_quant_config.json", packed_modules_mapping=LLAMA_PMM, layers=nvfp4_layers(e),
+            note="NVFP4 from a standalone hf_quant_config.json (nested form, no kv-cache algo)")
+        add(id=f"{pfx}-modelopt-nvfp4-flat", engine=e, format="modelopt", code=code, config=nvfp4_flat,
+            packed_modules_mapping=LLAMA_PMM, layers=nvfp4_layers(e),
+            note="NVFP4 embedded in config.json (flat form); lm_head not excluded")
+        add(id=f"{pfx}-modelopt-nvfp4-nested-missing-fields", engine=e, format="modelopt", code=code,
+            config={"producer": {"name": "modelopt", "version": "0.29.0"},
+                    "quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}},
+            config_source="hf_quant_config.json", packed_modules_mapping=LLAMA_PMM,
+            layers=dense_block(0)[:2] + [lm_head()])
+        add(id=f"{pfx}-modelopt-nvfp4-weight-only-groups", engine=e, format="modelopt", code=code,
+            config={"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": ["lm_head"],
+                    "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                                                  "weights": {"num_bits": 4, "type": "float", "group_size": 16}}}},
+            packed_modules_mapping=LLAMA_PMM,
+            layers=dense_block(0)[:2] + [moe("model.layers.0.mlp.experts", e), lm_head()],
+            note="quant_algo NVFP4 whose config groups quantize weights only")
+        mixed_layers = {
+            "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+            "model.layers.0.self_attn.k_proj": {"quant_algo": "FP8"},
+            "model.layers.0.self_attn.v_proj": {"quant_algo": "FP8"},
+            "model.layers.0.mlp.gate_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.0.mlp.up_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.1.self_attn.q_proj": {"quant_algo": "FP8"},
+            "model.layers.1.self_attn.k_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.1.self_attn.v_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.1.mlp.gate_up_proj": {"quant_algo": "fp8"},
+            "model.layers.1.mlp.experts.0.gate_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.1.mlp.experts.0.up_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.1.mlp.experts.0.down_proj": {"quant_algo": "NVFP4", "group_size": 16},
+            "model.layers.2.mlp.gate_proj": {"quant_algo": "NVFP4", "group_size": 16},
+        }
+        add(id=f"{pfx}-modelopt-mixed-precision", engine=e, format="modelopt", code=code,
+            config={"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8",
+                    "ignore": ["lm_head", "model.layers.2.self_attn*"], "quantized_layers": mixed_layers},
+            packed_modules_mapping=LLAMA_PMM,
+            layers=dense_block(0) + dense_block(1) + dense_block(2) + [
+                moe("model.layers.1.mlp.experts", e), moe("model.layers.2.mlp.experts", e),
+                attn("model.layers.0.self_attn.attn", e), lm_head()],
+            note="per-layer quant_algo from quantized_layers: fused layers look up their legs (same algo, "
+                 "conflicting algos, a fused key listed directly, a leg missing), experts by key prefix")
+        add(id=f"{pfx}-modelopt-mixed-nested-file", engine=e, format="modelopt", code=code,
+            config={"producer": {"name": "modelopt", "version": "0.33.0"},
+                    "quantization": {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": None,
+                                     "exclude_modules": ["lm_head"], "quantized_layers": {
+                                         "model.language_model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+                                         "model.language_model.layers.0.self_attn.k_proj": {"quant_algo": "FP8"},
+                                         "model.language_model.layers.0.self_attn.v_proj": {"quant_algo": "FP8"},
+                                         "model.language_model.layers.0.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 16},
+                                         "language_model.model.layers.1.mlp.down_proj": {"quant_algo": "W4A16_NVFP4", "group_size": 16}}}},
+            config_source="hf_quant_config.json", packed_modules_mapping=LLAMA_PMM,
+            layers=[lin("language_model.model.layers.0.self_attn.qkv_proj"), lin("language_model.model.layers.0.mlp.down_proj"),
+                    lin("model.layers.0.mlp.down_proj"), lin("language_model.model.layers.1.mlp.down_proj"),
+                    lin("model.language_model.layers.1.mlp.down_proj"), lin("language_model.model.layers.0.self_attn.o_proj"),
+                    attn("language_model.model.layers.0.self_attn.attn", e)],
+            note="MIXED_PRECISION from hf_quant_config.json; quantized_layers keys are tried with the "
+                 "language_model.model. / model.language_model. prefix swap")
+        add(id=f"{pfx}-modelopt-mixed-fp8-only", engine=e, format="modelopt", code=code,
+            config={"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "ignore": [],
+                    "quantized_layers": {"model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+                                         "model.layers.0.self_attn.k_proj": {"quant_algo": "FP8"},
+                                         "model.layers.0.self_attn.v_proj": {"quant_algo": "FP8"},
+                                         "model.layers.0.mlp.down_proj": {"quant_algo": "W4A8_AWQ"}}},
+            packed_modules_mapping=LLAMA_PMM,
+            layers=dense_block(0) + [lm_head()],
+            note="MIXED_PRECISION without any NVFP4 layer")
+    add(id="sglang-modelopt-qwen2_5_vl-mapper", engine="sglang", format="modelopt", code=s_mo + ["models/qwen2_5_vl.py"],
+        config={"quant_method": "modelopt", "quant_algo": "FP8",
+                "ignore": ["model.visual*", "model.language_model.layers.0.self_attn*", "lm_head"]},
+        model_class="qwen2_5_vl.Qwen2_5_VLForConditionalGeneration",
+        packed_modules_mapping={"gate_up_proj": ["gate_proj", "up_proj"]},
+        layers=[lin("visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"), lin("visual.merger.mlp.0", "ColumnParallelLinear"),
+                lin("model.layers.0.self_attn.qkv_proj"), lin("model.layers.0.self_attn.o_proj"),
+                lin("model.layers.1.self_attn.qkv_proj"), lm_head()],
+        note="apply_weight_name_mapper maps exclude_modules with the Qwen2.5-VL mapper and adds a copy of each "
+             "'language_model.'-prefixed result with that prefix removed")
+    add(id="vllm-modelopt-qwen2_5_vl-mapper", engine="vllm", format="modelopt", code=v_mo + ["model_executor/models/qwen2_5_vl.py"],
+        config={"quant_method": "modelopt", "quant_algo": "FP8",
+                "ignore": ["model.visual*", "model.language_model.layers.0.self_attn*", "lm_head"]},
+        model_class="qwen2_5_vl.Qwen2_5_VLForConditionalGeneration",
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("visual.blocks.0.attn.qkv", "QKVParallelLinear"), lin("visual.merger.mlp.0", "ColumnParallelLinear"),
+                lin("language_model.model.layers.0.self_attn.qkv_proj"), lin("language_model.model.layers.0.self_attn.o_proj"),
+                lin("language_model.model.layers.1.self_attn.qkv_proj"), lm_head("language_model.lm_head")],
+        note="apply_vllm_mapper splits 'path*' into 'path' and 'path.*' and maps the list with the Qwen2.5-VL "
+             "hf_to_vllm_mapper (renames only)")
+
+    # ------------------------------------------------------------------
+    # compressed-tensors MoE
+    # ------------------------------------------------------------------
+    v_ct = ["model_executor/layers/quantization/compressed_tensors/compressed_tensors.py",
+            "compressed_tensors/compressed_tensors_moe/compressed_tensors_moe.py", "compressed_tensors/utils.py"]
+    s_ct = ["layers/quantization/compressed_tensors/compressed_tensors.py", "compressed_tensors/utils.py"]
+    for e, code in (("vllm", v_ct), ("sglang", s_ct)):
+        add(id=f"{e}-ct-moe-linear-target", engine=e, format="compressed-tensors", code=code,
+            config=ct_config({"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}}, ignore=["lm_head", "re:.*mlp.gate$"]),
+            packed_modules_mapping=LLAMA_PMM,
+            layers=[moe("model.layers.0.mlp.experts", e), moe("model.layers.1.mlp.experts", e),
+                    lin("model.layers.0.mlp.gate"), lin("model.layers.0.self_attn.qkv_proj"), lm_head()],
+            note="a 'Linear' target also covers FusedMoE (the Linear scheme is copied to the FusedMoE class name); "
+                 "experts are matched through their expert-0 projection names")
+        add(id=f"{e}-ct-moe-ignore-experts", engine=e, format="compressed-tensors", code=code,
+            config=ct_config({"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}},
+                             ignore=["lm_head", "re:.*layers\\.1\\.mlp\\.experts.*", "re:.*layers\\.2\\.mlp\\.experts\\.0\\.down_proj$",
+                                     "model.layers.3.mlp.experts"]),
+            packed_modules_mapping=LLAMA_PMM,
+            layers=[moe(f"model.layers.{i}.mlp.experts", e) for i in range(4)],
+            note="ignoring all expert projections leaves the layer unquantized; ignoring only one projection "
+                 "gives projections with different schemes; the experts module name itself is not looked up")
+        add(id=f"{e}-ct-moe-regex-groups", engine=e, format="compressed-tensors", code=code,
+            config=ct_config({"group_0": {"targets": ["re:.*self_attn.*"], **CT_FP8_ARGS, "format": "float-quantized"},
+                              "group_1": {"targets": ["re:.*mlp\\.experts.*"], **CT_W4A16_ARGS, "format": "pack-quantized"}},
+                             ignore=["lm_head"], fmt="mixed-precision"),
+            packed_modules_mapping=LLAMA_PMM,
+            layers=[moe("model.layers.0.mlp.experts", e), lin("model.layers.0.self_attn.qkv_proj"),
+                    lin("model.layers.0.self_attn.o_proj"), lin("model.layers.0.mlp.gate"),
+                    lin("model.layers.0.mlp.shared_experts.down_proj")],
+            note="regex targets per group: experts get the W4A16 group, attention the FP8 group; a layer no "
+                 "target matches")
+    add(id="vllm-ct-qwen2_5_vl-mapper", engine="vllm", format="compressed-tensors",
+        code=v_ct + ["model_executor/models/qwen2_5_vl.py"],
+        config=ct_config({"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}},
+                         ignore=["lm_head", "re:model.visual.*", "model.language_model.layers.0.mlp.down_proj", "re:.*merger.*"]),
+        model_class="qwen2_5_vl.Qwen2_5_VLForConditionalGeneration",
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("visual.blocks.0.attn.qkv", "QKVParallelLinear"), lin("visual.merger.mlp.0", "ColumnParallelLinear"),
+                lin("language_model.model.layers.0.mlp.down_proj"), lin("language_model.model.layers.1.mlp.down_proj"),
+                lm_head("language_model.lm_head")],
+        note="apply_vllm_mapper maps dotted non-regex ignore entries and targets; regex entries and entries "
+             "without a '.' stay as written")
+    add(id="sglang-ct-qwen2_5_vl-mapper", engine="sglang", format="compressed-tensors",
+        code=s_ct + ["models/qwen2_5_vl.py"],
+        config=ct_config({"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}},
+                         ignore=["lm_head", "re:model.visual.*", "model.language_model.layers.0.mlp.down_proj", "re:.*merger.*"]),
+        model_class="qwen2_5_vl.Qwen2_5_VLForConditionalGeneration",
+        packed_modules_mapping={"gate_up_proj": ["gate_proj", "up_proj"]},
+        layers=[lin("visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"), lin("visual.merger.mlp.0", "ColumnParallelLinear"),
+                lin("model.layers.0.mlp.down_proj"), lin("model.layers.1.mlp.down_proj"), lm_head()],
+        note="apply_weight_name_mapper maps the ignore list and target map with the Qwen2.5-VL mapper")
+
+    # ------------------------------------------------------------------
+    # vLLM awq
+    # ------------------------------------------------------------------
+    v_awq = ["model_executor/layers/quantization/auto_awq.py", "model_executor/layers/quantization/utils/quant_utils.py",
+             "config/model.py"]
+    add(id="vllm-awq-modules-to-not-convert", engine="vllm", format="awq", code=v_awq,
+        config={**AWQ, "modules_to_not_convert": ["visual", "mlp.gate", "layers.1.self_attn.q_proj", "experts"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0) + dense_block(1) + [lin("model.layers.1.mlp.gate"), lin("visual.blocks.0.attn.qkv", "QKVParallelLinear"),
+                                                  moe("model.layers.1.mlp.experts", "vllm"), lm_head()],
+        note="modules_to_not_convert is tested with is_layer_skipped in substring mode (fused legs expanded)")
+    add(id="vllm-awq-fused-legs", engine="vllm", format="awq", code=v_awq,
+        config={**AWQ, "modules_to_not_convert": ["layers.0.self_attn.q_proj", "layers.0.self_attn.k_proj", "layers.0.self_attn.v_proj",
+                                                  "layers.1.self_attn.q_proj", "layers.1.self_attn.k_proj", "layers.2.self_attn.qkv_proj"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("model.layers.0.self_attn.qkv_proj"), lin("model.layers.1.self_attn.qkv_proj"),
+                lin("model.layers.2.self_attn.qkv_proj"), lin("model.layers.2.self_attn.o_proj")])
+    add(id="vllm-awq-lm-head-moe", engine="vllm", format="awq", code=v_awq,
+        config={**AWQ, "lm_head": True, "modules_to_not_convert": ["model.layers.0.mlp.experts"]},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lm_head(), moe("model.layers.0.mlp.experts", "vllm"), moe("model.layers.1.mlp.experts", "vllm"),
+                lin("model.layers.1.mlp.down_proj")])
+    add(id="vllm-awq-user-quantization", engine="vllm", format="awq", code=v_awq,
+        config={**AWQ, "modules_to_not_convert": None},
+        extra_inputs={"user_quantization": "awq_marlin"},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0),
+        note="awq, awq_marlin and auto_awq all name AutoAWQConfig; the method name resolves to auto_awq")
+    add(id="vllm-awq-8bit", engine="vllm", format="awq", code=v_awq,
+        config={**AWQ, "bits": 8},
+        packed_modules_mapping=LLAMA_PMM,
+        layers=dense_block(0)[:1])
+
+    # ------------------------------------------------------------------
+    # vLLM fp8 with a multimodal mapper
+    # ------------------------------------------------------------------
+    add(id="vllm-fp8-qwen2_5_vl-mapper", engine="vllm", format="fp8",
+        code=["model_executor/layers/quantization/fp8.py", "model_executor/models/qwen2_5_vl.py"],
+        config={**FP8, "ignored_layers": ["model.visual.blocks.0.attn.qkv", "model.language_model.layers.0.mlp.down_proj",
+                                          "lm_head", "model.layers.1.self_attn.o_proj"]},
+        model_class="qwen2_5_vl.Qwen2_5_VLForConditionalGeneration",
+        packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("visual.blocks.0.attn.qkv", "QKVParallelLinear"), lin("visual.blocks.1.attn.qkv", "QKVParallelLinear"),
+                lin("language_model.model.layers.0.mlp.down_proj"), lin("language_model.model.layers.1.self_attn.o_proj"),
+                lin("language_model.model.layers.0.self_attn.o_proj"), lm_head("language_model.lm_head")],
+        note="Fp8Config.apply_vllm_mapper maps ignored_layers with the Qwen2.5-VL hf_to_vllm_mapper (prefix "
+             "renames); both HF layouts (model.language_model.* and model.*) map to language_model.model.*")
+
+    # ------------------------------------------------------------------
+    # Config-file search order
+    # ------------------------------------------------------------------
+    v_ld = ["model_executor/model_loader/weight_utils.py", "config/model.py"]
+    s_ld = ["model_loader/weight_utils.py", "configs/model_config.py"]
+    gptq8 = {**GPTQ, "bits": 8}
+    for e, code in (("vllm", v_ld), ("sglang", s_ld)):
+        fmtc = "quantize_config.json"
+        gq = "gptq" if e == "vllm" else "gptq_marlin"  # SGLang on CUDA registers no plain "gptq"
+        add(id=f"{e}-loader-embedded-wins", engine=e, format="loader", code=code,
+            config=GPTQ, extra_inputs={"files": {"quantize_config.json": gptq8}},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+            note="config.json quantization_config is used; quantize_config.json (8-bit here) is not read")
+        add(id=f"{e}-loader-standalone-gptq", engine=e, format="loader", code=code,
+            config=gptq8, config_source=fmtc, extra_inputs={"user_quantization": gq},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+            note="no quantization_config in config.json: with --quantization set the loader reads quantize_config.json")
+        add(id=f"{e}-loader-awq-two-files", engine=e, format="loader", code=code,
+            config=AWQ, config_source="quant_config.json",
+            extra_inputs={"user_quantization": "awq", "files": {"quantize_config.json": AWQ}},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+            note="two candidate files for one method")
+        add(id=f"{e}-loader-suffix-match", engine=e, format="loader", code=code,
+            config=gptq8, config_source="my_quantize_config.json", extra_inputs={"user_quantization": gq},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+            note="candidate files are matched with str.endswith on the path")
+        add(id=f"{e}-loader-no-file", engine=e, format="loader", code=code,
+            config={"note": "unrelated"}, config_source="generation_config.json",
+            extra_inputs={"user_quantization": gq},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1])
+        add(id=f"{e}-loader-modelopt-producer", engine=e, format="loader", code=code,
+            config={"producer": {"name": "other"}, "quantization": {"quant_algo": "FP8", "exclude_modules": []}},
+            config_source="hf_quant_config.json", extra_inputs={"user_quantization": "modelopt"},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+            note="hf_quant_config.json whose producer is not modelopt")
+        add(id=f"{e}-loader-mixed-falls-through", engine=e, format="loader", code=code,
+            config={"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8",
+                    "ignore": ["lm_head"]},
+            extra_inputs={"files": {"hf_quant_config.json": {
+                "producer": {"name": "modelopt", "version": "0.33.0"},
+                "quantization": {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8", "exclude_modules": [],
+                                 "quantized_layers": {"model.layers.0.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 16}}}}}},
+            packed_modules_mapping=LLAMA_PMM,
+            layers=[lin("model.layers.0.mlp.down_proj"), lin("model.layers.0.self_attn.o_proj"), lm_head()],
+            note="MIXED_PRECISION in config.json without quantized_layers: the loader falls through to "
+                 "hf_quant_config.json")
+    return cases
