@@ -23,6 +23,9 @@ class Importer {
   virtual std::string_view name() const = 0;
   // Other names the files or users use for the same format (e.g. "modelopt_fp4").
   virtual std::vector<std::string_view> aliases() const { return {}; }
+  // Formats whose files this importer may be forced over with `--quantization` (SGLang accepts
+  // w8a8_int8 over a compressed-tensors checkpoint); any other disagreement is an error.
+  virtual std::vector<std::string_view> forced_over() const { return {}; }
   // Whether the folder's files describe this format.
   virtual bool Detect(const ConfigSources& sources) const = 0;
   virtual Result<QuantPlan> BuildPlan(const ConfigSources& sources,
@@ -35,8 +38,11 @@ const Importer* FindImporter(std::string_view name);  // by name or alias
 
 // Detects (or, with `forced`, checks) the format and builds the plan. A folder without any
 // quantization description yields an unquantized plan (quant_method "none"). When `forced` names
-// a format other than the files', the error names both.
+// a format other than the files', the error names both. The files are searched as the dialect's
+// engine searches them. `mapper` is the model's HF→engine name mapper for the dialect (models.h
+// FindNameMapper): the config lists the engine rewrites with it are read rewritten.
 Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialect,
-                             const std::optional<std::string>& forced = std::nullopt);
+                             const std::optional<std::string>& forced = std::nullopt,
+                             const std::optional<NameMapper>& mapper = std::nullopt);
 
 }  // namespace quantpath

@@ -157,6 +157,34 @@ std::optional<Dialect> ParseDialect(std::string_view name);
 std::vector<std::string_view> DialectNames();
 
 // ---------------------------------------------------------------------------------------------
+// HF→engine module-name mappers: how an engine renames the Hugging Face module names a
+// quantization config lists into its own execution names (vLLM's and SGLang's WeightsMapper, as
+// the model class declares it). Only renames: the engines apply no stacking and no deletion to
+// config lists (vLLM passes `get_rename_mapper()`).
+enum class NameRewriteKind : uint8_t {
+  kSubstring,  // the first occurrence of `from` anywhere in the name
+  kPrefix,     // a name starting with `from`
+  kSuffix,     // a name ending with `from`
+};
+struct NameRewrite {
+  NameRewriteKind kind = NameRewriteKind::kPrefix;
+  std::string from;
+  std::string to;
+  bool operator==(const NameRewrite&) const = default;
+};
+// How an engine walks the rules of one kind (substring rules first, then prefix, then suffix).
+enum class NameRewriteOrder : uint8_t {
+  kEveryInOrder,       // vLLM: every matching rule, in declaration order, each on the last result
+  kLongestMatchOnly,   // SGLang: only the matching rule with the longest `from`
+};
+struct NameMapper {
+  std::string name;  // e.g. "Qwen2_5_VLForConditionalGeneration.hf_to_vllm_mapper"
+  std::vector<NameRewrite> rules;  // declaration order
+  NameRewriteOrder order = NameRewriteOrder::kEveryInOrder;
+  bool operator==(const NameMapper&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Matchers: pure functions on module paths.
 enum class MatchKind : uint8_t {
   kExact,                // path == pattern
@@ -238,6 +266,10 @@ struct RuleGroup {
   // Error text when legs disagree (format-specific). With a placeholder it is the whole message
   // (an engine's own text); without, the planner appends the path and each leg's outcome.
   std::string disagree_message;
+  // MoE sites are matched through expert 0's projections ("<path>.0.gate_proj", …) under
+  // `fused`, as engines that look experts up by their checkpoint names do; otherwise by the
+  // site's own path.
+  bool moe_through_expert_legs = false;
 };
 
 // What happens to site kinds the rules do not reach.

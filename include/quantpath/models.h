@@ -85,4 +85,12 @@ Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& diale
 // Names of the supported architectures.
 std::vector<std::string> SupportedArchitectures();
 
+// The HF→engine name mapper `dialect` applies to the quantization config of `model`: an
+// architecture ("Qwen2_5_VLForConditionalGeneration") or the engine's model class as
+// module.Class ("qwen2_5_vl.Qwen2_5_VLForConditionalGeneration"). nullopt when the engine applies
+// none (native never does: it follows each format's reference over Hugging Face names).
+std::optional<NameMapper> FindNameMapper(std::string_view model, const Dialect& dialect);
+// The same for the architecture config.json names (`architectures[0]`); nullopt without one.
+std::optional<NameMapper> FindNameMapper(const ConfigSources& sources, const Dialect& dialect);
+
 }  // namespace quantpath

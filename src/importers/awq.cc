@@ -14,6 +14,20 @@
 //     the same substring test on FusedMoE prefixes, `lm_head` read; bits must be 4.
 //   sglang — sglang/srt/layers/quantization/awq.py is_layer_skipped_awq: `entry in prefix` on the
 //     execution name, no shard expansion (seed 000 §3.3); LinearBase only.
+//   vllm@0.33 — auto_awq.py AutoAWQConfig (awq, awq_marlin, auto_awq and marlin all resolve to
+//     it): from_config rejects any width but 4; is_layer_skipped(match_mode="substring") with the
+//     packed mapping, which honours a listed fused name first and otherwise needs every shard to
+//     agree; the same substring test on RoutedExperts (UnquantizedFusedMoEMethod); lm_head read.
+//     Not reproduced: maybe_update_config, which fills an empty modules_to_not_convert from the
+//     checkpoint's unquantized tensors (the cases have no checkpoint).
+//   sglang@0.5.23 — awq/awq.py: a Marlin-compatible checkpoint (quant_method "awq", bits,
+//     group_size and zero_point present and Marlin-supported) runs AWQMarlinConfig, which returns
+//     AWQLinearMethod for LinearBase and for the LM head when lm_head is true, and AWQMoEMethod
+//     for FusedMoE; any other checkpoint runs AWQConfig, which quantizes LinearBase only (None for
+//     FusedMoE and the LM head). Both skip with is_layer_skipped_awq, a plain substring test on
+//     the execution name without shard expansion ("mlp.gate" also skips gate_up_proj). Not
+//     reproduced: `--quantization awq` on a Marlin-compatible checkpoint (the importer is not told
+//     the user's method name), which keeps AWQConfig.
 // Non-goals: tensor layouts beyond naming them; kernels.
 #include "src/importers/awq.h"
 
@@ -44,43 +58,108 @@ enum class SkipStyle {
   kSubstring,     // `entry in prefix`
 };
 
+// Everything that differs between dialects, as data.
 struct AwqDialect {
   SkipStyle skip;
   FusedPolicy fused;
-  SiteKindSet skip_kinds;
-  bool reads_lm_head;           // vLLM's AWQMarlinConfig reads `lm_head`
+  SiteKindSet skip_kinds;  // decided by the skip list with `unquantized_detail`
+  // When set, MoE sites are decided by the skip list too, with this detail.
+  std::string_view moe_skip_detail;
+  bool reads_lm_head;           // the engine's Marlin config reads `lm_head`
   bool engine_required_fields;  // get_from_keys: bits, group_size and zero_point must be present
-  std::string_view unquantized_detail;
+  // Marlin compatibility is judged on the config's own "bits" / "group_size" keys (SGLang's
+  // is_awq_marlin_compatible reads no legacy w_bit / q_group_size).
+  bool marlin_needs_current_keys;
+  // The plain AWQ kernel quantizes LinearBase only: MoE and the LM head get no method.
+  bool plain_linear_only;
+  std::string_view bits_error;  // {} = the width found; empty = the generic text
+  std::string_view unquantized_detail, marlin_linear, plain_linear;
+  std::string_view moe_method;  // empty: MoE sites get the linear method's detail
 };
 
 const AwqDialect& DialectFor(const Dialect& dialect) {
   constexpr SiteKindSet kLinearMoe = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kMoe);
+  constexpr SiteKindSet kLinearHead = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kLmHead);
+  constexpr std::string_view kOnlyFourBits =
+      "ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got {} "
+      "bits.";
   static const AwqDialect kNative{.skip = SkipStyle::kTransformers,
                                   .fused = FusedPolicy::kLegsMustAgree,
                                   .skip_kinds = kLinearMoe,
+                                  .moe_skip_detail = "",
                                   .reads_lm_head = false,
                                   .engine_required_fields = false,
-                                  .unquantized_detail = ""};
+                                  .marlin_needs_current_keys = false,
+                                  .plain_linear_only = false,
+                                  .bits_error = "",
+                                  .unquantized_detail = "",
+                                  .marlin_linear = "",
+                                  .plain_linear = "",
+                                  .moe_method = ""};
   static const AwqDialect kVllm{.skip = SkipStyle::kSubstring,
                                 .fused = FusedPolicy::kLegsMustAgree,
                                 .skip_kinds = kLinearMoe | KindBit(SiteKind::kLmHead),
+                                .moe_skip_detail = "",
                                 .reads_lm_head = true,
                                 .engine_required_fields = true,
-                                .unquantized_detail = "UnquantizedLinearMethod"};
+                                .marlin_needs_current_keys = false,
+                                .plain_linear_only = false,
+                                .bits_error = kOnlyFourBits,
+                                .unquantized_detail = "UnquantizedLinearMethod",
+                                .marlin_linear = "AWQMarlinLinearMethod",
+                                .plain_linear = "AWQLinearMethod",
+                                .moe_method = ""};
   // SGLang tests the execution name itself, and only for linear layers.
   static const AwqDialect kSglang{.skip = SkipStyle::kSubstring,
                                   .fused = FusedPolicy::kFusedNameOnly,
                                   .skip_kinds = KindBit(SiteKind::kLinear),
+                                  .moe_skip_detail = "",
                                   .reads_lm_head = false,
                                   .engine_required_fields = true,
-                                  .unquantized_detail = "UnquantizedLinearMethod"};
+                                  .marlin_needs_current_keys = false,
+                                  .plain_linear_only = false,
+                                  .bits_error = kOnlyFourBits,
+                                  .unquantized_detail = "UnquantizedLinearMethod",
+                                  .marlin_linear = "AWQMarlinLinearMethod",
+                                  .plain_linear = "AWQLinearMethod",
+                                  .moe_method = ""};
+  static const AwqDialect kVllmCurrent{
+      .skip = SkipStyle::kSubstring,
+      .fused = FusedPolicy::kFusedNameThenLegs,
+      .skip_kinds = kLinearHead,
+      .moe_skip_detail = "UnquantizedFusedMoEMethod",
+      .reads_lm_head = true,
+      .engine_required_fields = true,
+      .marlin_needs_current_keys = false,
+      .plain_linear_only = false,
+      .bits_error =
+          "ValueError: Unsupported num_bits = {}. Supported: 4. For 8-bit AWQ, use Marlin backend "
+          "by setting backend='awq:marlin' or backend='marlin'.",
+      .unquantized_detail = "UnquantizedLinearMethod",
+      .marlin_linear = "AutoAWQMarlinLinearMethod",
+      .plain_linear = "AutoAWQLinearMethod",
+      .moe_method = "AutoAWQMoEMethod"};
+  // AWQMarlinConfig hands linear layers AWQLinearMethod (with a Marlin scheme attached).
+  static const AwqDialect kSglangCurrent{.skip = SkipStyle::kSubstring,
+                                         .fused = FusedPolicy::kFusedNameOnly,
+                                         .skip_kinds = kLinearHead,
+                                         .moe_skip_detail = "get_quant_method returned None",
+                                         .reads_lm_head = true,
+                                         .engine_required_fields = true,
+                                         .marlin_needs_current_keys = true,
+                                         .plain_linear_only = true,
+                                         .bits_error = kOnlyFourBits,
+                                         .unquantized_detail = "UnquantizedLinearMethod",
+                                         .marlin_linear = "AWQLinearMethod",
+                                         .plain_linear = "AWQLinearMethod",
+                                         .moe_method = "AWQMoEMethod"};
   switch (dialect.engine) {
     case Engine::kNative:
       return kNative;
     case Engine::kVllm:
-      return kVllm;
+      return dialect.current() ? kVllmCurrent : kVllm;
     case Engine::kSglang:
-      return kSglang;
+      return dialect.current() ? kSglangCurrent : kSglang;
   }
   return kNative;
 }
@@ -127,7 +206,7 @@ Result<SourceLayout> ReadVersion(const ConfigCopy& copy, std::vector<std::string
 class AwqFormat final : public Importer {
  public:
   std::string_view name() const override { return "awq"; }
-  std::vector<std::string_view> aliases() const override { return {"awq_marlin"}; }
+  std::vector<std::string_view> aliases() const override { return {"awq_marlin", "auto_awq"}; }
   bool Detect(const ConfigSources& sources) const override {
     Result<std::optional<FamilyConfig>> found =
         FindFamilyConfig(sources, kStandaloneFiles, AcceptsAwq);
@@ -177,15 +256,12 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
   IntWeight weight{bits.value_or(4), group.value_or(128), !zero_point.value_or(true), {}};
   if (weight.bits != 4) {
     std::string text =
-        d.engine_required_fields
+        d.bits_error.empty()
             ? fmt::format(
-                  "ValueError: Currently, only 4-bit weight quantization is supported for "
-                  "AWQ, but got {} bits.",
-                  weight.bits)
-            : fmt::format(
                   "AWQ packs 4 bits per weight (AutoAWQ: \"Only 4-bit are supported for "
                   "now.\"), found {}",
-                  weight.bits);
+                  weight.bits)
+            : fmt::format(fmt::runtime(d.bits_error), weight.bits);
     const Json* at = copy.json->Find("w_bit") ? copy.json->Find("w_bit") : copy.json->Find("bits");
     return InvalidInput(fmt::format("{}: {}", Where(copy.file(), *at), text));
   }
@@ -206,11 +282,22 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
   // group size), the plain AWQ kernel otherwise.
   bool marlin = zero_point.value_or(true) && (weight.group_size == -1 || weight.group_size == 32 ||
                                               weight.group_size == 64 || weight.group_size == 128);
-  std::string detail;
-  if (d.engine_required_fields) detail = marlin ? "AWQMarlinLinearMethod" : "AWQLinearMethod";
+  if (d.marlin_needs_current_keys &&
+      (QuantMethod(*copy.json) != "awq" || copy.json->FindNonNull("bits") == nullptr ||
+       copy.json->FindNonNull("group_size") == nullptr)) {
+    marlin = false;
+  }
+  if (d.engine_required_fields && !marlin) {
+    plan.notes.push_back(
+        fmt::format("{} runs this config on its plain AWQ kernel (not Marlin)", dialect.name));
+  }
+  std::string_view detail = marlin ? d.marlin_linear : d.plain_linear;
   plan.default_action = {
       ActionKind::kQuantize, scheme,
-      fmt::format("awq {} applies to every layer no rule names", scheme->CanonicalName()), detail};
+      fmt::format("awq {} applies to every layer no rule names", scheme->CanonicalName()),
+      std::string(detail)};
+  // Whether the chosen kernel also takes MoE experts and (when lm_head says so) the LM head.
+  bool beyond_linear = marlin || !d.plain_linear_only;
 
   QP_ASSIGN_OR_RETURN(std::optional<std::vector<ListEntry>> skip_entries,
                       ReadEntryList(*copy.json, "modules_to_not_convert", copy.file()));
@@ -223,29 +310,43 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
                                  : "the shards of a fused layer disagree on modules_to_not_convert";
     SkipList list{"modules_to_not_convert", std::move(*skip_entries)};
     std::vector<SkipOutcome> outcomes = {{d.skip_kinds, std::string(d.unquantized_detail)}};
+    if (!d.moe_skip_detail.empty()) {
+      outcomes.push_back({KindBit(SiteKind::kMoe), std::string(d.moe_skip_detail)});
+    }
     if (d.skip == SkipStyle::kTransformers) {
       QP_RETURN_IF_ERROR(
           AppendTransformersSkipRules(list, outcomes, RegexFlavor::kPythonRe, &group.rules));
     } else {
       for (const ListEntry& entry : list.entries) {
-        Action skip{ActionKind::kSkip, std::nullopt,
-                    fmt::format("modules_to_not_convert \"{}\" is part of the name", entry.value),
-                    std::string(d.unquantized_detail)};
-        QP_ASSIGN_OR_RETURN(Rule rule,
-                            MakeRule(MatchKind::kSubstring, entry.value, RegexFlavor::kPythonRe,
-                                     d.skip_kinds, std::move(skip), entry.where));
-        group.rules.push_back(std::move(rule));
+        for (const SkipOutcome& outcome : outcomes) {
+          Action skip{ActionKind::kSkip, std::nullopt,
+                      fmt::format("modules_to_not_convert \"{}\" is part of the name", entry.value),
+                      outcome.detail};
+          QP_ASSIGN_OR_RETURN(Rule rule,
+                              MakeRule(MatchKind::kSubstring, entry.value, RegexFlavor::kPythonRe,
+                                       outcome.kinds, std::move(skip), entry.where));
+          group.rules.push_back(std::move(rule));
+        }
       }
     }
+    plan.groups.push_back(std::move(group));
+  }
+  if (!d.moe_method.empty() && beyond_linear) {
+    // The engine's MoE method for every experts site the skip list leaves quantized.
+    Action experts = plan.default_action;
+    experts.detail = std::string(d.moe_method);
+    QP_ASSIGN_OR_RETURN(RuleGroup group,
+                        KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
     plan.groups.push_back(std::move(group));
   }
 
   QP_ASSIGN_OR_RETURN(std::optional<bool> lm_head,
                       OptionalBool(*copy.json, "lm_head", copy.file()));
   plan.linear = KindPolicy::kRules;
-  plan.lm_head =
-      d.reads_lm_head && lm_head.value_or(false) ? KindPolicy::kRules : KindPolicy::kUnquantized;
-  plan.moe = KindPolicy::kRules;
+  plan.lm_head = d.reads_lm_head && lm_head.value_or(false) && beyond_linear
+                     ? KindPolicy::kRules
+                     : KindPolicy::kUnquantized;
+  plan.moe = beyond_linear ? KindPolicy::kRules : KindPolicy::kUnquantized;
   NoteOtherFields(copy, kReadKeys, &plan.notes);
   return plan;
 }

@@ -13,8 +13,12 @@
 //     in oracle/ at 5a6541db; ENGINES.md 3.5): LinearBase only, is_layer_skipped_bnb = an entry
 //     equal to one dotted component of the execution name or to a leading dotted path
 //     (MatchKind::kLeadingPath), no shard expansion; lm_head, experts and attention get no method.
-//   sglang — sglang/srt/layers/quantization/bitsandbytes.py (read at 50e143a6): the same helper
-//     for LinearBase, and BitsAndBytesMoEMethod for every FusedMoE.
+//   sglang, sglang@0.5.23 — sglang/srt/layers/quantization/bitsandbytes.py (read at 50e143a6,
+//     unchanged in 0.5.23): the same helper for LinearBase, and BitsAndBytesMoEMethod for every
+//     FusedMoE.
+//   vllm@0.33 — vLLM 0.33.0 no longer registers a bitsandbytes method (QUANTIZATION_METHODS in
+//     vllm/model_executor/layers/quantization/__init__.py): ModelConfig._verify_quantization
+//     raises "Unknown quantization method: bitsandbytes".
 // bnb_4bit_compute_dtype (the matmul dtype) and bnb_4bit_quant_storage (the container the packed
 // bytes are stored in) are kept apart in the notes; neither changes a decision, except that vLLM
 // rejects a storage other than uint8.
@@ -46,8 +50,17 @@ struct BnbDialect {
   bool moe_quantized;
   bool both_widths_error;      // transformers' BitsAndBytesConfig refuses 4-bit and 8-bit at once
   bool storage_must_be_uint8;  // vLLM's from_config check
-  std::string_view quantized_detail, unquantized_detail;
+  bool unknown_method;         // the engine has no bitsandbytes method at all
+  std::string_view quantized_detail, unquantized_detail, moe_detail;
 };
+
+// vLLM 0.33.0's QUANTIZATION_METHODS, as its "Unknown quantization method" text lists them.
+constexpr std::string_view kVllmCurrentMethods =
+    "['awq', 'auto_awq', 'fp8', 'fbgemm_fp8', 'fp_quant', 'modelopt', 'modelopt_fp4', "
+    "'modelopt_mxfp8', 'modelopt_mixed', 'auto_gptq', 'gptq', 'gptq_marlin', 'awq_marlin', "
+    "'humming', 'compressed-tensors', 'experts_int8', 'quark', 'moe_wna16', 'torchao', 'inc', "
+    "'mxfp4', 'gpt_oss_mxfp4', 'deepseek_v4_fp8', 'online', 'fp8_per_tensor', 'fp8_per_block', "
+    "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8']";
 
 const BnbDialect& DialectFor(const Dialect& dialect) {
   static const BnbDialect kNative{.transformers_skip = true,
@@ -59,8 +72,10 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                   .moe_quantized = true,
                                   .both_widths_error = true,
                                   .storage_must_be_uint8 = false,
+                                  .unknown_method = false,
                                   .quantized_detail = "",
-                                  .unquantized_detail = ""};
+                                  .unquantized_detail = "",
+                                  .moe_detail = ""};
   static const BnbDialect kVllm{.transformers_skip = false,
                                 .fused = FusedPolicy::kFusedNameOnly,
                                 .skip_kinds = KindBit(SiteKind::kLinear),
@@ -68,8 +83,21 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                 .moe_quantized = false,
                                 .both_widths_error = false,
                                 .storage_must_be_uint8 = true,
+                                .unknown_method = false,
                                 .quantized_detail = "BitsAndBytesLinearMethod",
-                                .unquantized_detail = "UnquantizedLinearMethod"};
+                                .unquantized_detail = "UnquantizedLinearMethod",
+                                .moe_detail = ""};
+  static const BnbDialect kVllmCurrent{.transformers_skip = false,
+                                       .fused = FusedPolicy::kFusedNameOnly,
+                                       .skip_kinds = 0,
+                                       .lm_head_by_skip_list = false,
+                                       .moe_quantized = false,
+                                       .both_widths_error = false,
+                                       .storage_must_be_uint8 = false,
+                                       .unknown_method = true,
+                                       .quantized_detail = "",
+                                       .unquantized_detail = "",
+                                       .moe_detail = ""};
   // SGLang gives every FusedMoE BitsAndBytesMoEMethod, without consulting the skip list.
   static const BnbDialect kSglang{.transformers_skip = false,
                                   .fused = FusedPolicy::kFusedNameOnly,
@@ -78,13 +106,15 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                   .moe_quantized = true,
                                   .both_widths_error = false,
                                   .storage_must_be_uint8 = true,
+                                  .unknown_method = false,
                                   .quantized_detail = "BitsAndBytesLinearMethod",
-                                  .unquantized_detail = "UnquantizedLinearMethod"};
+                                  .unquantized_detail = "UnquantizedLinearMethod",
+                                  .moe_detail = "BitsAndBytesMoEMethod"};
   switch (dialect.engine) {
     case Engine::kNative:
       return kNative;
     case Engine::kVllm:
-      return kVllm;
+      return dialect.current() ? kVllmCurrent : kVllm;
     case Engine::kSglang:
       return kSglang;
   }
@@ -171,6 +201,12 @@ Result<QuantPlan> BitsAndBytesFormat::BuildPlan(const ConfigSources& sources,
   if (!found) return InvalidInput("config.json has no bitsandbytes quantization_config");
   const BnbDialect& d = DialectFor(dialect);
   const ConfigCopy& copy = found->primary;
+  if (d.unknown_method) {
+    return InvalidInput(fmt::format(
+        "{}: ValueError: Unknown quantization method: bitsandbytes. Must be one of {}. ({} has "
+        "no bitsandbytes support)",
+        copy.where.ToString(), kVllmCurrentMethods, dialect.name));
+  }
   QuantPlan plan;
   plan.quant_method = "bitsandbytes";
   plan.sources.push_back(copy.where);
@@ -226,6 +262,13 @@ Result<QuantPlan> BitsAndBytesFormat::BuildPlan(const ConfigSources& sources,
         group.rules.push_back(std::move(rule));
       }
     }
+    plan.groups.push_back(std::move(group));
+  }
+  if (d.moe_quantized && !d.moe_detail.empty()) {
+    Action experts = plan.default_action;
+    experts.detail = std::string(d.moe_detail);
+    QP_ASSIGN_OR_RETURN(RuleGroup group,
+                        KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
     plan.groups.push_back(std::move(group));
   }
   plan.linear = KindPolicy::kRules;

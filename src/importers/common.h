@@ -7,6 +7,7 @@
 // policies and kind policies (each importer chooses those for its dialect).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,12 +80,12 @@ Status AppendTransformersSkipRules(const SkipList& list, const std::vector<SkipO
                                    RegexFlavor flavor, std::vector<Rule>* rules);
 
 // vLLM `is_layer_skipped(prefix, ignored_layers, fused_mapping)` in full (non-substring) mode, as
-// recorded in oracle/ (vllm@1436674bcb) and in a later quant_utils.py read (seed 000 describes a
-// newer vLLM, e1a5fc4, that honours a directly listed fused name first; the recorded cases are
-// the authority for this dialect until a versioned one exists):
+// recorded in oracle/ (vllm@1436674bcb) and as in vLLM 0.33.0's quant_utils.py:
 //   - fused prefix (last segment in the packed mapping): only the shards are looked up, each by
-//     exact list membership; they must agree, else ValueError(kShardsDisagreeText). The fused name
-//     itself being listed has no effect → FusedPolicy::kLegsMustAgree.
+//     exact list membership; they must agree, else ValueError(kShardsDisagreeText). In the
+//     recorded code the fused name itself being listed has no effect → FusedPolicy::kLegsMustAgree;
+//     0.33.0 honours a directly listed fused name first → FusedPolicy::kFusedNameThenLegs (the
+//     exact rule below is that test).
 //   - a prefix containing "experts": only entries containing "experts" count, in reverse:
 //     `prefix in entry` (so "model.layers.1.mlp.experts.0.gate_proj" skips
 //     "model.layers.1.mlp.experts", "mlp.experts" skips nothing).
@@ -98,6 +99,13 @@ Status AppendTransformersSkipRules(const SkipList& list, const std::vector<SkipO
 Status AppendVllmSkipRules(const SkipList& list, const std::vector<SkipOutcome>& outcomes,
                            std::vector<Rule>* rules);
 
+// Which fused-layer shards SGLang's is_layer_skipped uses when the model's packed mapping does not
+// name a fused prefix's last segment.
+enum class SglangShardTable : uint8_t {
+  kNone,             // the prefix is treated as unfused (the code the old recording came from)
+  kBuiltInFallback,  // 0.5.23 `_FALLBACK_FUSED_SHARDS`: qkv_proj → q/k/v, gate_up_proj → gate/up
+};
+
 // SGLang 0.5.23 `is_layer_skipped(prefix, ignored_layers, fused_mapping)` with
 // `_module_path_match(ignored, prefix)`: after stripping trailing dots, the entry must equal a run
 // of whole dotted segments of the prefix ("." + entry + "." in "." + prefix + "."), so
@@ -110,8 +118,34 @@ Status AppendVllmSkipRules(const SkipList& list, const std::vector<SkipOutcome>&
 // when the entry contains "experts" (same caveat on fused legs as vLLM's). Not reproduced: the
 // non-fused branch's extra test for paths containing "gate_up_proj" without ending in it (both
 // "gate_proj" and "up_proj" spellings listed exactly), which no execution name reaches.
+//
+// With SglangShardTable::kBuiltInFallback, a site without legs whose last segment is qkv_proj or
+// gate_up_proj (the model's mapping does not name it) is decided from its shards as SGLang does:
+// the per-entry rule above does not apply to it; an entry that is a run of segments before the
+// fused name skips it (it reaches every shard); otherwise the entries ending in a shard name whose
+// parent run is a suffix of the site's parent decide, as one rule per parent: every shard listed
+// → skipped, some → kShardsDisagreeText. Not reproduced: `prefix.replace(fused, shard)` also
+// rewrites an earlier occurrence of the fused name inside the path, and the experts rule still
+// applies to such a site (neither is reached by any execution name).
 Status AppendSglangSkipRules(const SkipList& list, const std::vector<SkipOutcome>& outcomes,
-                             std::vector<Rule>* rules);
+                             SglangShardTable shard_table, std::vector<Rule>* rules);
+
+// SGLang's compressed_tensors/utils.py `should_ignore_layer(layer_name, ignore, fused_mapping)`,
+// which W8A8Int8Config also calls. A fused prefix whose own name is listed exactly is ignored
+// (the `layer_name not in ignore` guard); otherwise its shards are looked up and must agree, else
+// ValueError(`disagree`). An entry "re:<pattern>" is Python re.match from the start; a plain
+// entry uses `plain`: 0.5.23 `check_equal_or_regex_match` is kDottedSuffix (equal, or the path
+// ends with "." + entry, so a parent module never swallows its children), the recorded code
+// kSubstringIgnoreCase. Two groups: "ignore (fused name listed)" (kFusedNameOnly, exact) and
+// "ignore" (kLegsMustAgree).
+struct ShouldIgnoreSemantics {
+  MatchKind plain = MatchKind::kDottedSuffix;
+  std::string_view plain_words;  // how a plain entry matches, for messages
+  std::string_view disagree;     // the engine's ValueError text ({legs}, {prefix} placeholders)
+};
+Result<std::vector<RuleGroup>> SglangShouldIgnoreGroups(const SkipList& list,
+                                                        const ShouldIgnoreSemantics& semantics,
+                                                        const std::vector<SkipOutcome>& outcomes);
 
 // The ValueError text vLLM and SGLang raise when the shards of a fused layer disagree; "{prefix}"
 // stands for the fused layer's execution path.

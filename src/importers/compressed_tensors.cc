@@ -348,6 +348,17 @@ class CompressedTensorsImporterImpl : public Importer {
     plan.dialect = dialect;
     plan.sources.push_back(embedded->where);
 
+    if (q.FindNonNull("quant_method") == nullptr) {
+      // Detect accepts a bare library dict: the library's QuantizationConfig defaults
+      // quant_method to "compressed-tensors", but transformers (and so the engines, which pick
+      // their method from quant_method) refuse a quantization_config without one.
+      plan.notes.push_back(fmt::format(
+          "{}: config_groups without quant_method, read as compressed-tensors (the library's "
+          "default quant_method); Hugging Face transformers rejects such a config (\"The model's "
+          "quantization config from the arguments has no `quant_method` attribute\"), so the "
+          "checkpoint loads only where quant_method is added",
+          Where(file, q)));
+    }
     QP_ASSIGN_OR_RETURN(std::optional<std::string> format, OptionalString(q, "format", file));
     QP_RETURN_IF_ERROR(ReadUnsupportedSections(q, file, d, &plan.notes));
     QP_ASSIGN_OR_RETURN(std::vector<Group> groups, ReadGroups(q, file, d, &plan.notes));

@@ -6,7 +6,8 @@
 // exclusion list is read, how its entries match, the LM-head policy and what attention layers get
 // (the engines attach Fp8KVCacheMethod; transformers nothing). References read: transformers 5.23
 // (FineGrainedFP8Config, FineGrainedFP8HfQuantizer, should_convert_module), vLLM Fp8Config as
-// recorded in oracle/ (vllm@1436674bcb) and its later releases, SGLang 0.5.23 Fp8Config.
+// recorded in oracle/ (vllm@1436674bcb) and 0.33.0, SGLang 0.5.23 Fp8Config (the recorded SGLang
+// code has no fp8 cases; both SGLang dialects follow 0.5.23 but for the fused-shard fallback).
 //
 // Schemes (weights always e4m3, see `fmt` below):
 //   - weight_block_size [n, k] → weights fp8 per n×k block (DeepSeek `weight_scale_inv`, which
@@ -41,6 +42,45 @@ constexpr std::string_view kMethod = "fp8";
 constexpr std::string_view kKnownKeys[] = {"quant_method",      "fmt",
                                            "activation_scheme", "weight_block_size",
                                            "ignored_layers",    "modules_to_not_convert"};
+
+// What differs between the releases of one engine: how a fused site meets the exclusion list.
+// Everything else (which list is read, its matcher semantics, texts) is the engine's and is the
+// same in its recorded and current code (vLLM 0.33.0 and SGLang 0.5.23 Fp8Config.from_config /
+// get_quant_method were read against the recorded ones).
+struct Fp8Dialect {
+  Engine engine;
+  EngineRelease release;
+  FusedPolicy fused;
+  SglangShardTable shard_table;  // SGLang only
+};
+
+constexpr Fp8Dialect kDialects[] = {
+    // transformers decides every nn.Linear (HF leg names) on its own.
+    {Engine::kNative, EngineRelease::kRecorded, FusedPolicy::kLegsMustAgree,
+     SglangShardTable::kNone},
+    // is_layer_skipped looks up the shards only.
+    {Engine::kVllm, EngineRelease::kRecorded, FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    // 0.33.0: a fused name listed directly is honoured first (Step-3.5-Flash lists
+    // self_attn.qkv_proj), then the shards.
+    {Engine::kVllm, EngineRelease::kCurrent, FusedPolicy::kFusedNameThenLegs,
+     SglangShardTable::kNone},
+    {Engine::kSglang, EngineRelease::kRecorded, FusedPolicy::kLegsMustAgree,
+     SglangShardTable::kNone},
+    // 0.5.23: qkv_proj / gate_up_proj are split into shards from a built-in table when the model
+    // has no packed mapping for them (SGLang's Llama defines none).
+    {Engine::kSglang, EngineRelease::kCurrent, FusedPolicy::kLegsMustAgree,
+     SglangShardTable::kBuiltInFallback},
+};
+
+const Fp8Dialect& RowFor(const Dialect& dialect) {
+  for (const Fp8Dialect& row : kDialects) {
+    if (row.engine == dialect.engine &&
+        (row.engine == Engine::kNative || row.release == dialect.release)) {
+      return row;
+    }
+  }
+  return kDialects[0];
+}
 
 // " (vLLM raises ValueError: …)" for the engine dialects, so `match` shows the engine's own text.
 std::string EngineSays(const Dialect& dialect, std::string_view text) {
@@ -270,9 +310,10 @@ Result<ChosenList> ChooseSkipList(const Json& q, const std::string& file, const 
 
 // The "exclude" group: the chosen list with the dialect's matcher semantics.
 Result<RuleGroup> ExcludeGroup(const ChosenList& chosen, const Dialect& dialect) {
+  const Fp8Dialect& row = RowFor(dialect);
   RuleGroup group;
   group.name = "exclude";
-  group.fused = FusedPolicy::kLegsMustAgree;
+  group.fused = row.fused;
   const SiteKindSet linear = KindBit(SiteKind::kLinear);
   const SiteKindSet moe = KindBit(SiteKind::kMoe);
   switch (dialect.engine) {
@@ -296,7 +337,7 @@ Result<RuleGroup> ExcludeGroup(const ChosenList& chosen, const Dialect& dialect)
       group.disagree_message = std::string(kShardsDisagreeText);
       QP_RETURN_IF_ERROR(AppendSglangSkipRules(
           chosen.list, {{linear, "UnquantizedLinearMethod"}, {moe, "UnquantizedFusedMoEMethod"}},
-          &group.rules));
+          row.shard_table, &group.rules));
       break;
   }
   return group;

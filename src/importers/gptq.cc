@@ -6,12 +6,26 @@
 // (gptq_dynamic.cc), each read as the dialect's reference reads it:
 //   native — GPTQModel (gptqmodel/quantization/config.py: dynamic_get, QuantizeConfig fields) for
 //     `dynamic` and lm_head, matched on Hugging Face module names (fused sites through their
-//     legs); optimum's GPTQQuantizer.convert_model for modules_in_block_to_quantize (a layer is
-//     kept when its name ends with an entry); transformers' GPTQConfig defaults for absent fields.
+//     legs); optimum's GPTQQuantizer.convert_model for the layers it converts at all — only those
+//     under block_name_to_quantize, else under the model's own decoder block list
+//     (`get_layers(model, prefix=block_name)`, as AutoGPTQ's layers_block_name and GPTQModel's
+//     layers_node) — and for modules_in_block_to_quantize (a layer is kept when its name ends with
+//     an entry); transformers' GPTQConfig defaults for absent fields.
 //   vllm — GPTQMarlinConfig and vllm/model_executor/layers/quantization/utils/gptq_utils.py as
 //     recorded in oracle/ (gptq_marlin@0ede9ef3, gptq_utils@93e5a576; ENGINES.md 3.4).
 //   sglang — sglang/srt/layers/quantization/gptq.py and get_linear_quant_method (read at
 //     006d0961): no modules_in_block_to_quantize, Marlin MoE without `dynamic`.
+//   vllm@0.33 — auto_gptq.py AutoGPTQConfig (gptq, gptq_marlin, auto_gptq and marlin resolve to
+//     it) with utils/gptq_utils.py: Marlin types only, desc_act=True rejected while reading the
+//     config (normalize_and_validate_gptq_desc_act, also for `dynamic` overrides), an empty
+//     modules_in_block_to_quantize (after the checkpoint fallback) quantizes every layer, a
+//     skipped LM head gets UnquantizedEmbeddingMethod, `dynamic` also decides RoutedExperts.
+//   sglang@0.5.23 — gptq/gptq.py: SGLang on CUDA registers no plain "gptq" method, so only a
+//     Marlin-compatible checkpoint (is_gptq_marlin_compatible: quant_method "gptq", bits,
+//     group_size, sym and desc_act present, a Marlin type and group size, not marlin-format) loads,
+//     as gptq_marlin; anything else fails with "Unknown quantization method: gptq". Not
+//     reproduced: `--quantization gptq` on a compatible checkpoint fails the same way in SGLang,
+//     but the importer is not told the user's method name.
 // Quantization-time fields (damp_percent, true_sequential, dataset, static_groups, …) are noted.
 // Non-goals: tensor layouts (LoadFacts names them for the loader) and kernels.
 #include "src/importers/gptq.h"
@@ -23,6 +37,7 @@
 #include "fmt/format.h"
 #include "quantpath/importers.h"
 #include "src/importers/common.h"
+#include "src/importers/gptq_engines.h"
 
 namespace quantpath {
 namespace {
@@ -49,102 +64,8 @@ constexpr std::string_view kReadKeys[] = {"quant_method",
                                           "dynamic",
                                           "checkpoint_format",
                                           "is_marlin_format",
-                                          "modules_in_block_to_quantize"};
-
-// The kernel family whose limits a dialect applies to a GPTQ scheme.
-enum class Kernel {
-  kGptqModel,  // any GPTQ width; the reference implementation
-  kGptq,       // the engines' exllama-style GPTQ kernels: 2/3/4/8 bits
-  kMarlin,     // (bits, sym) in {(4, True), (8, True)}, group_size in {-1, 32, 64, 128}
-};
-
-struct KernelFacts {
-  std::string_view linear_method;  // engine class named in details; empty for native
-  bool quantizes_moe;
-};
-
-KernelFacts Facts(Kernel kernel) {
-  switch (kernel) {
-    case Kernel::kGptqModel:
-      return {"", true};
-    // SGLang's GPTQConfig.get_quant_method goes through get_linear_quant_method, which returns
-    // None for FusedMoE: the experts stay unquantized.
-    case Kernel::kGptq:
-      return {"GPTQLinearMethod", false};
-    case Kernel::kMarlin:
-      return {"GPTQMarlinLinearMethod", true};
-  }
-  return {"", true};
-}
-
-// How modules_in_block_to_quantize selects layers.
-enum class BlockList {
-  kSuffix,     // optimum: name.endswith(entry)
-  kSubstring,  // vLLM is_layer_gptq_quantized: entry in prefix, per shard of a fused layer
-  kIgnored,    // SGLang does not read it
-};
-
-// Everything that differs between dialects, as data.
-struct GptqDialect {
-  Kernel kernel;
-  // SGLang's override_quantization_method picks Marlin only for Marlin-compatible configs and the
-  // GPTQ kernel otherwise; the vLLM cases record GPTQMarlinConfig for every config.
-  bool marlin_only_when_compatible;
-  bool engine_required_fields;  // get_from_keys: bits, group_size, desc_act (+ sym for Marlin)
-  DynamicStyle dynamic;
-  BlockList block_list;
-  SiteKindSet block_list_kinds;
-  bool block_list_from_checkpoint;  // vLLM maybe_update_config
-  std::string_view unquantized_detail;
-};
-
-constexpr SiteKindSet kLinearAndHead = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kLmHead);
-
-const GptqDialect& DialectFor(const Dialect& dialect) {
-  static const GptqDialect kNative{.kernel = Kernel::kGptqModel,
-                                   .marlin_only_when_compatible = false,
-                                   .engine_required_fields = false,
-                                   .dynamic = {.regex = RegexFlavor::kPythonRe,
-                                               .strict_values = true,
-                                               .kinds = kAllKinds,
-                                               .fused = FusedPolicy::kLegsMustAgree},
-                                   .block_list = BlockList::kSuffix,
-                                   .block_list_kinds = KindBit(SiteKind::kLinear),
-                                   .block_list_from_checkpoint = false,
-                                   .unquantized_detail = ""};
-  static const GptqDialect kVllm{.kernel = Kernel::kMarlin,
-                                 .marlin_only_when_compatible = false,
-                                 .engine_required_fields = true,
-                                 .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
-                                             .strict_values = false,
-                                             .kinds = kAllKinds,
-                                             .fused = FusedPolicy::kFusedNameOnly},
-                                 .block_list = BlockList::kSubstring,
-                                 .block_list_kinds = kLinearAndHead,
-                                 .block_list_from_checkpoint = true,
-                                 .unquantized_detail = "UnquantizedLinearMethod"};
-  // SGLang returns GPTQMarlinMoEMethod before consulting `dynamic`, so its rules skip MoE sites.
-  static const GptqDialect kSglang{.kernel = Kernel::kMarlin,
-                                   .marlin_only_when_compatible = true,
-                                   .engine_required_fields = true,
-                                   .dynamic = {.regex = RegexFlavor::kPythonRe,
-                                               .strict_values = false,
-                                               .kinds = kLinearAndHead,
-                                               .fused = FusedPolicy::kFusedNameOnly},
-                                   .block_list = BlockList::kIgnored,
-                                   .block_list_kinds = 0,
-                                   .block_list_from_checkpoint = false,
-                                   .unquantized_detail = "UnquantizedLinearMethod"};
-  switch (dialect.engine) {
-    case Engine::kNative:
-      return kNative;
-    case Engine::kVllm:
-      return kVllm;
-    case Engine::kSglang:
-      return kSglang;
-  }
-  return kNative;
-}
+                                          "modules_in_block_to_quantize",
+                                          "block_name_to_quantize"};
 
 // quant_method "gptq", or a standalone quantize_config.json without quant_method that is not an
 // AutoAWQ file written under the same name (those carry zero_point / w_bit).
@@ -153,45 +74,6 @@ bool AcceptsGptq(const Json& config, bool standalone) {
   if (method) return *method == "gptq";
   return standalone && config.FindNonNull("quant_method") == nullptr &&
          config.Find("zero_point") == nullptr && config.Find("w_bit") == nullptr;
-}
-
-bool IsMarlinType(const GptqSettings& s) { return (s.bits == 4 || s.bits == 8) && s.sym; }
-bool IsMarlinGroup(int64_t g) { return g == -1 || g == 32 || g == 64 || g == 128; }
-
-// The text the dialect raises while reading settings it cannot run, or nullopt.
-std::optional<std::string> SchemeError(Kernel kernel, const GptqSettings& s) {
-  bool width = s.bits == 2 || s.bits == 3 || s.bits == 4 || s.bits == 8;
-  switch (kernel) {
-    case Kernel::kGptqModel:
-      if (!width) return fmt::format("GPTQ packs 2, 3, 4 or 8 bits per weight, found {}", s.bits);
-      if (s.group_size != -1 && s.group_size <= 0) {
-        return fmt::format(
-            "group_size must be -1 (one group per output channel) or positive, "
-            "found {}",
-            s.group_size);
-      }
-      return std::nullopt;
-    case Kernel::kGptq:
-      if (width) return std::nullopt;
-      return fmt::format(
-          "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported "
-          "for GPTQ, but got {} bits.",
-          s.bits);
-    case Kernel::kMarlin:
-      if (IsMarlinType(s)) return std::nullopt;
-      return fmt::format("ValueError: Unsupported quantization config: bits={}, sym={}", s.bits,
-                         PyBool(s.sym));
-  }
-  return std::nullopt;
-}
-
-// The text the dialect raises when a layer is built with settings its kernel rejects.
-std::optional<std::string> LayerError(Kernel kernel, const GptqSettings& s) {
-  if (kernel != Kernel::kMarlin || IsMarlinGroup(s.group_size)) return std::nullopt;
-  return fmt::format(
-      "ValueError: Marlin does not support group_size = {}. Only group_sizes = "
-      "[-1, 32, 64, 128] are supported.",
-      s.group_size);
 }
 
 // An optional field with the dialect's requirement: the engines raise get_from_keys' text.
@@ -278,7 +160,7 @@ Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& source
                                                      const Dialect& dialect, const Action& skip,
                                                      std::vector<std::string>* notes) {
   const Json* value = copy.json->FindNonNull("modules_in_block_to_quantize");
-  if (d.block_list == BlockList::kIgnored) {
+  if (d.block_list == GptqBlockList::kIgnored) {
     if (value != nullptr) {
       notes->push_back(fmt::format("{}: {} does not read modules_in_block_to_quantize",
                                    Where(copy.file(), *value), dialect.name));
@@ -301,18 +183,23 @@ Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& source
     }
     entries.assign(parents.begin(), parents.end());
     where = {"checkpoint", ""};
+    std::string_view empty_means = d.empty_block_list_quantizes_all
+                                       ? "with an empty list it quantizes every layer"
+                                       : "with an empty list it quantizes no linear layer";
     notes->push_back(
-        params ? "modules_in_block_to_quantize: derived from the checkpoint's quantized tensors"
-               : "modules_in_block_to_quantize: absent and the checkpoint's tensor dtypes are "
-                 "unknown; vLLM derives the list from them, and with an empty list it quantizes "
-                 "no linear layer");
-  } else if (value == nullptr) {
+        params ? std::string("modules_in_block_to_quantize: derived from the checkpoint's "
+                             "quantized tensors")
+               : fmt::format("modules_in_block_to_quantize: absent and the checkpoint's tensor "
+                             "dtypes are unknown; vLLM derives the list from them, and {}",
+                             empty_means));
+    if (d.empty_block_list_quantizes_all && entries.empty()) return std::optional<RuleGroup>();
+  } else if (value == nullptr || (d.empty_block_list_quantizes_all && entries.empty())) {
     return std::optional<RuleGroup>();
   }
   RuleGroup group;
   group.name = "modules_in_block_to_quantize";
   group.fused = FusedPolicy::kLegsMustAgree;
-  bool suffix = d.block_list == BlockList::kSuffix;
+  bool suffix = d.block_list == GptqBlockList::kSuffix;
   group.disagree_message =
       suffix ? "the shards of a fused layer are not all listed in modules_in_block_to_quantize"
              : "ValueError: " + std::string(kShardsDisagreeText);
@@ -327,10 +214,10 @@ Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& source
 
 // The action for layers that end up quantized with `s`: its message is the scheme name, or the
 // engine's error text (kept verbatim: a kFail message is the decision's detail).
-Result<Action> QuantizeAction(Kernel kernel, const GptqSettings& s, const LoadFacts& base_load,
-                              const Provenance& where) {
+Result<Action> QuantizeAction(GptqKernel kernel, std::string_view method, const GptqSettings& s,
+                              const LoadFacts& base_load, const Provenance& where) {
   if (std::optional<std::string> error = SchemeError(kernel, s)) {
-    if (kernel == Kernel::kGptqModel) {
+    if (kernel == GptqKernel::kGptqModel) {
       return InvalidInput(fmt::format("{}: {}", where.ToString(), *error));
     }
     return Action{ActionKind::kFail, std::nullopt, *error, ""};
@@ -342,7 +229,6 @@ Result<Action> QuantizeAction(Kernel kernel, const GptqSettings& s, const LoadFa
   load.act_order = s.desc_act;
   std::optional<QuantScheme> scheme = IntScheme({s.bits, s.group_size, s.sym, load});
   if (!scheme) return InternalError(fmt::format("no integer type of {} bits", s.bits));
-  std::string_view method = Facts(kernel).linear_method;
   std::string detail = method.empty()
                            ? std::string()
                            : fmt::format("{}[bits={} group_size={} desc_act={} sym={}]", method,
@@ -353,7 +239,7 @@ Result<Action> QuantizeAction(Kernel kernel, const GptqSettings& s, const LoadFa
 class GptqFormat final : public Importer {
  public:
   std::string_view name() const override { return "gptq"; }
-  std::vector<std::string_view> aliases() const override { return {"gptq_marlin"}; }
+  std::vector<std::string_view> aliases() const override { return {"gptq_marlin", "auto_gptq"}; }
   bool Detect(const ConfigSources& sources) const override {
     Result<std::optional<FamilyConfig>> found =
         FindFamilyConfig(sources, kStandaloneFiles, AcceptsGptq);
@@ -374,12 +260,15 @@ class GptqFormat final : public Importer {
 
 Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dialect,
                                 const FamilyConfig& config) {
-  const GptqDialect& d = DialectFor(dialect);
+  const GptqDialect& d = GptqDialectFor(dialect);
   const ConfigCopy& copy = config.primary;
   QuantPlan plan;
   plan.quant_method = "gptq";
   plan.sources.push_back(copy.where);
   QP_RETURN_IF_ERROR(CompareCopies(config, kDecisionFields, &plan.notes));
+
+  // Method resolution (override_quantization_method) runs before the config is read.
+  QP_ASSIGN_OR_RETURN(GptqKernel kernel, ResolveKernel(copy, d, dialect, &plan.notes));
 
   GptqSettings base;
   bool required = d.engine_required_fields;
@@ -392,18 +281,11 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
   QP_ASSIGN_OR_RETURN(std::optional<bool> lm_head,
                       OptionalBool(*copy.json, "lm_head", copy.file()));
   QP_ASSIGN_OR_RETURN(LoadFacts load, ReadCheckpointFormat(copy, dialect, &plan.notes));
+  if (d.rejects_desc_act) QP_RETURN_IF_ERROR(CheckDescAct(copy, base));
 
-  Kernel kernel = d.kernel;
-  if (d.marlin_only_when_compatible &&
-      !(sym && IsMarlinType({base.bits, base.group_size, base.desc_act, *sym}) &&
-        IsMarlinGroup(base.group_size))) {
-    kernel = Kernel::kGptq;
-    plan.notes.push_back(
-        fmt::format("{} runs this config on its GPTQ kernel (not Marlin)", dialect.name));
-  }
   if (sym) {
     base.sym = *sym;
-  } else if (kernel == Kernel::kMarlin) {
+  } else if (kernel == GptqKernel::kMarlin) {
     QP_RETURN_IF_ERROR(ReadField<bool>(copy, "sym", true, true, &plan.notes).status());
   } else if (!required) {
     QP_ASSIGN_OR_RETURN(base.sym, ReadField<bool>(copy, "sym", false, true, &plan.notes));
@@ -412,7 +294,7 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
     const Json* bits = copy.json->Find("bits");
     return InvalidInput(fmt::format("{}: {}", Where(copy.file(), *bits), *error));
   }
-  if (kernel == Kernel::kMarlin && base.desc_act && base.group_size == -1) {
+  if (kernel == GptqKernel::kMarlin && base.desc_act && base.group_size == -1) {
     // GPTQMarlinConfig: act-order with one group per channel is the same as no act-order.
     base.desc_act = false;
     plan.notes.push_back("desc_act with group_size -1 is read as desc_act false (one group)");
@@ -422,22 +304,39 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
   QP_ASSIGN_OR_RETURN(std::optional<RuleGroup> blocks,
                       BuildBlockListGroup(sources, copy, d, dialect, skip, &plan.notes));
   if (blocks) plan.groups.push_back(std::move(*blocks));
+  std::string_view method =
+      kernel == GptqKernel::kGptq ? d.names.gptq_linear : d.names.marlin_linear;
+  if (d.moe_method_first && QuantizesMoe(kernel)) {
+    QP_ASSIGN_OR_RETURN(Action experts,
+                        QuantizeAction(kernel, d.names.marlin_moe, base, load, copy.where));
+    QP_ASSIGN_OR_RETURN(RuleGroup group,
+                        KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
+    plan.groups.push_back(std::move(group));
+  }
   if (const Json* dynamic = copy.json->FindNonNull("dynamic")) {
     auto quantize = [&](const GptqSettings& s, const Provenance& where) {
-      return QuantizeAction(kernel, s, load, where);
+      return QuantizeAction(kernel, method, s, load, where);
     };
     QP_ASSIGN_OR_RETURN(RuleGroup group, BuildDynamicGroup(copy, *dynamic, base, d.dynamic,
                                                            quantize, skip, &plan.notes));
     if (!group.rules.empty()) plan.groups.push_back(std::move(group));
   }
-  QP_ASSIGN_OR_RETURN(plan.default_action, QuantizeAction(kernel, base, load, copy.where));
+  QP_ASSIGN_OR_RETURN(plan.default_action, QuantizeAction(kernel, method, base, load, copy.where));
   if (plan.default_action.kind == ActionKind::kQuantize) {
     plan.default_action.message =
         fmt::format("gptq {} applies to every layer no rule names", plan.default_action.message);
   }
+  if (d.decoder_blocks_only) {
+    QP_ASSIGN_OR_RETURN(std::optional<std::string> block,
+                        OptionalString(*copy.json, "block_name_to_quantize", copy.file()));
+    plan.blocks_only = block.value_or("");
+  } else if (const Json* block = copy.json->FindNonNull("block_name_to_quantize")) {
+    plan.notes.push_back(fmt::format("{}: {} does not read block_name_to_quantize",
+                                     Where(copy.file(), *block), dialect.name));
+  }
   plan.linear = KindPolicy::kRules;
   plan.lm_head = lm_head.value_or(false) ? KindPolicy::kRules : KindPolicy::kUnquantized;
-  plan.moe = Facts(kernel).quantizes_moe ? KindPolicy::kRules : KindPolicy::kUnquantized;
+  plan.moe = QuantizesMoe(kernel) ? KindPolicy::kRules : KindPolicy::kUnquantized;
   NoteOtherFields(copy, kReadKeys, &plan.notes);
   return plan;
 }

@@ -32,6 +32,10 @@ struct DynamicStyle {
   bool strict_values = true;
   SiteKindSet kinds = kAllKinds;
   FusedPolicy fused = FusedPolicy::kLegsMustAgree;
+  // The engine method a "-:" key leaves on an LM head / MoE site, when it is not the skip action's
+  // (vLLM: UnquantizedEmbeddingMethod, UnquantizedFusedMoEMethod). Empty: the skip action's.
+  std::string_view lm_head_skip_detail;
+  std::string_view moe_skip_detail;
 };
 
 // The action of a `+:` rule whose effective settings are `settings`; an error for settings the

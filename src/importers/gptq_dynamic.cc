@@ -98,26 +98,41 @@ Result<RuleGroup> BuildDynamicGroup(const ConfigCopy& copy, const Json& dynamic,
     }
     bool negative = key.starts_with("-:");
     std::string pattern = key.substr(key.starts_with("-:") || key.starts_with("+:") ? 2 : 0);
-    Action action;
-    if (negative) {
-      action = skip;
-      action.message = fmt::format("dynamic \"{}\": left unquantized", key);
-      if (!m.second.members().empty()) {
-        notes->push_back(
-            fmt::format("{}: the overrides of a \"-:\" key are never read", where.ToString()));
-      }
-    } else {
+    // One rule per group of site kinds that share an outcome; a key the dialect's regex module
+    // rejects is an error naming the key's pointer.
+    auto append = [&](SiteKindSet kinds, Action action) -> Status {
+      if ((kinds & style.kinds) == 0) return {};
+      QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kRegexMatch, pattern, style.regex,
+                                              kinds & style.kinds, std::move(action), where));
+      group.rules.push_back(std::move(rule));
+      return {};
+    };
+    if (!negative) {
       QP_ASSIGN_OR_RETURN(GptqSettings s, ApplyOverrides(copy, m.second, base, style, notes));
-      QP_ASSIGN_OR_RETURN(action, quantize(s, where));
+      QP_ASSIGN_OR_RETURN(Action action, quantize(s, where));
       // A kFail message is the engine's text and the decision's detail: kept verbatim.
       if (action.kind == ActionKind::kQuantize) {
         action.message = fmt::format("dynamic \"{}\": quantized as {}", key, action.message);
       }
+      QP_RETURN_IF_ERROR(append(kAllKinds, std::move(action)));
+      continue;
     }
-    // A key the dialect's regex module rejects is an error naming the key's pointer.
-    QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kRegexMatch, pattern, style.regex,
-                                            style.kinds, std::move(action), where));
-    group.rules.push_back(std::move(rule));
+    if (!m.second.members().empty()) {
+      notes->push_back(
+          fmt::format("{}: the overrides of a \"-:\" key are never read", where.ToString()));
+    }
+    Action action = skip;
+    action.message = fmt::format("dynamic \"{}\": left unquantized", key);
+    SiteKindSet rest = kAllKinds;
+    for (auto [kind, detail] : {std::pair{SiteKind::kLmHead, style.lm_head_skip_detail},
+                                std::pair{SiteKind::kMoe, style.moe_skip_detail}}) {
+      if (detail.empty()) continue;
+      Action own = action;
+      own.detail = std::string(detail);
+      QP_RETURN_IF_ERROR(append(KindBit(kind), std::move(own)));
+      rest &= ~KindBit(kind);
+    }
+    QP_RETURN_IF_ERROR(append(rest, std::move(action)));
   }
   return group;
 }

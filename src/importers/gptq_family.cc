@@ -32,11 +32,14 @@ std::string FieldWhere(const ConfigCopy& copy, std::string_view key) {
 Result<std::optional<FamilyConfig>> FindFamilyConfig(const ConfigSources& sources,
                                                      std::span<const std::string_view> standalone,
                                                      AcceptsConfig accepts) {
+  // As the engines' get_quant_config: every file whose name ends with one of the format's names
+  // (they glob *.json and test str.endswith), in the folder's order.
   std::vector<ConfigCopy> files;
-  for (std::string_view name : standalone) {
-    const SourceFile* file = sources.File(name);
-    if (file != nullptr && file->root.is_object() && accepts(file->root, true)) {
-      files.push_back({&file->root, {file->name, ""}});
+  for (const SourceFile& file : sources.files()) {
+    bool named = std::any_of(standalone.begin(), standalone.end(),
+                             [&](std::string_view name) { return file.name.ends_with(name); });
+    if (named && file.root.is_object() && accepts(file.root, true)) {
+      files.push_back({&file.root, {file.name, ""}});
     }
   }
   std::optional<Located> embedded = sources.Embedded();
@@ -131,6 +134,13 @@ std::optional<QuantScheme> IntScheme(const IntWeight& weight) {
   scheme.weight.symmetric = weight.symmetric;
   scheme.weight.load = weight.load;
   return scheme;
+}
+
+Result<RuleGroup> KindMethodGroup(SiteKindSet kinds, Action action, Provenance source) {
+  // "" is a substring of every path.
+  QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kSubstring, "", RegexFlavor::kPythonRe, kinds,
+                                          std::move(action), std::move(source)));
+  return RuleGroup{"experts", {std::move(rule)}, FusedPolicy::kFusedNameOnly, ""};
 }
 
 Result<Rule> MakeNoneOfRule(const std::vector<std::string>& entries, std::string_view lead,

@@ -40,8 +40,9 @@ struct FamilyConfig {
 // already names the format.
 using AcceptsConfig = bool (*)(const Json& config, bool standalone);
 
-// The embedded description when `accepts` it; otherwise the standalone file among `standalone`
-// that `accepts` its root. No description → nullopt. Two accepted standalone files and no
+// The embedded description when `accepts` it; otherwise the standalone file whose name ends with
+// one of `standalone` (so "my_quantize_config.json" counts, as in the engines) that `accepts` its
+// root. No description → nullopt. Two accepted standalone files and no
 // embedded block → an error naming both (the engines refuse to guess).
 Result<std::optional<FamilyConfig>> FindFamilyConfig(const ConfigSources& sources,
                                                      std::span<const std::string_view> standalone,
@@ -90,6 +91,11 @@ struct IntWeight {
 };
 // Null when `bits` names no integer QDType (the caller has validated the width already).
 std::optional<QuantScheme> IntScheme(const IntWeight& weight);
+
+// The group "experts": one rule deciding every site of `kinds` with `action` — an engine's own
+// method for a kind (MoE experts) whose detail differs from the default action's. It goes after
+// the groups that may skip those sites.
+Result<RuleGroup> KindMethodGroup(SiteKindSet kinds, Action action, Provenance source);
 
 // A rule that hits every path none of `entries` matches, as Python would test one entry with
 // re.match(lead + escaped(entry) + tail, path): lead ".*" and tail "" is "entry in path", lead ".*"

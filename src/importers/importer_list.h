@@ -16,6 +16,8 @@ const Importer* GptqImporter();
 const Importer* AwqImporter();
 const Importer* BitsAndBytesImporter();
 const Importer* Mxfp4Importer();
+const Importer* W8a8Int8Importer();
+const Importer* W8a8Fp8Importer();
 const Importer* QuarkImporter();
 const Importer* FbgemmFp8Importer();
 const Importer* HqqImporter();
@@ -35,6 +37,9 @@ inline std::vector<const Importer*> MakeImporterList() {
       AwqImporter(),
       BitsAndBytesImporter(),
       Mxfp4Importer(),
+      // SGLang's own methods, each keyed on its quant_method.
+      W8a8Int8Importer(),
+      W8a8Fp8Importer(),
       // Recognised and rejected until supported, each keyed on its quant_method.
       QuarkImporter(),
       FbgemmFp8Importer(),

@@ -4,11 +4,12 @@
 //
 // Goals: FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, NVFP4, W4A8_AWQ and MIXED_PRECISION
 // (quantized_layers), exclude_modules / ignore, kv_cache_quant_algo, each read and matched as the
-// dialect does (modelopt_config.cc, modelopt_rules.cc). Non-goals: the engines' later registries
-// (modelopt_mixed, W4A16_NVFP4, MXFP8 in current releases), tensor layouts.
-// Documentation followed: vLLM ModelOptQuantConfigBase.get_quant_method @c9a59901; SGLang
-// ModelOptQuantConfig._get_quant_method (newest read); the recorded cases in
-// tests/data/oracle/cases/{vllm,sglang}-modelopt.json.
+// dialect does (modelopt_config.cc, modelopt_rules.cc). Non-goals: tensor layouts.
+// The current releases (vllm@0.33, sglang@0.5.23) add W4A16_NVFP4, MXFP8 and the engines'
+// MIXED_PRECISION lookup (modelopt_current.cc, modelopt_mixed.cc).
+// Documentation followed: vLLM ModelOptQuantConfigBase.get_quant_method @c9a59901 and 0.33.0;
+// SGLang ModelOptQuantConfig._get_quant_method (newest read) and 0.5.23; the recorded cases in
+// tests/data/oracle/cases/{vllm,sglang}-modelopt.json and cases-new/.
 #include <utility>
 
 #include "fmt/format.h"
@@ -18,50 +19,154 @@
 namespace quantpath {
 namespace {
 
+using modelopt::AlgoMethods;
 using modelopt::Description;
+using modelopt::EngineConfig;
 
-constexpr std::string_view kKvMethod = "ModelOptFp8KVCacheMethod";
+// How a dialect attaches its KV-cache method to attention layers.
+enum class KvAttach : uint8_t {
+  kScheme,        // native: kv_cache_quant_algo alone decides
+  kAlways,        // every attention layer, whatever the KV algorithm says
+  kWhenKvMethod,  // only when the description names a KV algorithm (Description::kv_method)
+};
 
-// How the dialect decides attention sites.
-void DecideAttention(const Description& d, const Dialect& dialect, QuantPlan* plan) {
-  plan->kv_cache = d.kv;
-  std::string scheme = d.kv ? d.kv->CanonicalName() : "no KV scheme";
+// One dialect's choices: method classes per algorithm, KV-cache method, LM head.
+struct DialectRow {
+  std::vector<AlgoMethods> methods;        // empty: native (the detail names the algorithm)
+  std::vector<AlgoMethods> mixed_methods;  // MIXED_PRECISION (current releases)
+  std::string_view kv_method;
+  KvAttach attach;
+  KvAttach mixed_attach;
+  bool lm_head_as_linear;  // the LM head goes through the linear path (and the exclusion list)
+};
+
+const DialectRow& RowFor(const Dialect& dialect) {
+  static const DialectRow kNative{{}, {}, "", KvAttach::kScheme, KvAttach::kScheme, false};
+  // Recorded code: ModelOptFp8Config / ModelOptNvFp4Config with one method class per algorithm.
+  static const DialectRow kVllm{
+      {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
+       {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptFp8PcPtLinearMethod", "ModelOptFp8MoEMethod"},
+       {"FP8_PB_WO", "ModelOptFp8PbWoLinearMethod", "ModelOptFp8MoEMethod"},
+       {"NVFP4", "ModelOptNvFp4LinearMethod", "ModelOptNvFp4FusedMoE"}},
+      {},
+      "ModelOptFp8KVCacheMethod",
+      KvAttach::kAlways,
+      KvAttach::kAlways,
+      false};
+  static const DialectRow kSglang{
+      {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
+       {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
+       {"FP8_PB_WO", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
+       {"NVFP4", "ModelOptFp4LinearMethod", "ModelOptNvFp4FusedMoEMethod"}},
+      {},
+      "ModelOptFp8KVCacheMethod",
+      KvAttach::kWhenKvMethod,
+      KvAttach::kWhenKvMethod,
+      false};
+  // vLLM 0.33: one generic ModelOptLinearMethod; each config's FusedMoEMethodCls for experts; the
+  // mixed config picks the expert method per algorithm (none for FP8_PER_CHANNEL_PER_TOKEN).
+  static const DialectRow kVllmCurrent{
+      {{"FP8", "ModelOptLinearMethod[algo=FP8]", "ModelOptFp8MoEMethod"},
+       {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptLinearMethod[algo=FP8_PER_CHANNEL_PER_TOKEN]",
+        "ModelOptFp8MoEMethod"},
+       {"FP8_PB_WO", "ModelOptLinearMethod[algo=FP8_PB_WO]", "ModelOptFp8MoEMethod"},
+       {"NVFP4", "ModelOptLinearMethod[algo=NVFP4]", "ModelOptNvFp4FusedMoE"},
+       {"W4A16_NVFP4", "ModelOptLinearMethod[algo=W4A16_NVFP4]", "ModelOptNvFp4FusedMoE"},
+       {"MXFP8", "ModelOptLinearMethod[algo=MXFP8]", "ModelOptMxFp8FusedMoE"}},
+      {{"FP8", "ModelOptLinearMethod[algo=FP8]", "ModelOptFp8MoEMethod"},
+       {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptLinearMethod[algo=FP8_PER_CHANNEL_PER_TOKEN]", ""},
+       {"FP8_PB_WO", "ModelOptLinearMethod[algo=FP8_PB_WO]", "Fp8MoEMethod"},
+       {"NVFP4", "ModelOptLinearMethod[algo=NVFP4]", "ModelOptNvFp4FusedMoE"},
+       {"W4A16_NVFP4", "ModelOptLinearMethod[algo=W4A16_NVFP4]", "ModelOptNvFp4FusedMoE"},
+       {"MXFP8", "ModelOptLinearMethod[algo=MXFP8]", "ModelOptMxFp8FusedMoE"}},
+      "ModelOptKVCacheMethod",
+      KvAttach::kAlways,
+      KvAttach::kWhenKvMethod,
+      true};
+  // SGLang 0.5.23: ModelOptFp8Config / ModelOptFp4Config, and the mixed config's per-algorithm
+  // classes (block and MX FP8 through the plain Fp8 methods).
+  static const DialectRow kSglangCurrent{
+      {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
+       {"NVFP4", "ModelOptFp4LinearMethod", "ModelOptNvFp4FusedMoEMethod"},
+       {"W4A16_NVFP4", "ModelOptNvFp4A16LinearMethod", "ModelOptNvFp4FusedMoEMethod"}},
+      {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
+       {"FP8_PB_WO", "Fp8LinearMethod", "Fp8MoEMethod"},
+       {"MXFP8", "Fp8LinearMethod", "Fp8MoEMethod"},
+       {"NVFP4", "ModelOptFp4LinearMethod", "ModelOptNvFp4FusedMoEMethod"},
+       {"W4A16_NVFP4", "ModelOptNvFp4A16LinearMethod", "ModelOptNvFp4FusedMoEMethod"}},
+      "ModelOptFp8KVCacheMethod",
+      KvAttach::kWhenKvMethod,
+      KvAttach::kWhenKvMethod,
+      true};
   switch (dialect.engine) {
     case Engine::kNative:
-      break;  // kv_cache_quant_algo alone decides
+      return kNative;
     case Engine::kVllm:
+      return dialect.current() ? kVllmCurrent : kVllm;
+    case Engine::kSglang:
+      return dialect.current() ? kSglangCurrent : kSglang;
+  }
+  return kNative;
+}
+
+// How the dialect decides attention sites.
+void DecideAttention(const Description& d, const DialectRow& row, QuantPlan* plan) {
+  plan->kv_cache = d.kv;
+  std::string scheme = d.kv ? d.kv->CanonicalName() : "no KV scheme";
+  switch (d.mixed ? row.mixed_attach : row.attach) {
+    case KvAttach::kScheme:
+      break;
+    case KvAttach::kAlways:
       plan->attention = Action{
           ActionKind::kQuantize, d.kv,
-          fmt::format("vLLM attaches {} to every attention layer, whatever kv_cache_quant_algo "
+          fmt::format("the engine attaches {} to every attention layer, whatever the KV algorithm "
                       "says ({}; the cache is fp8 only with --kv-cache-dtype fp8 or a kv algo)",
-                      kKvMethod, scheme),
-          std::string(kKvMethod)};
+                      row.kv_method, scheme),
+          std::string(row.kv_method)};
       break;
-    case Engine::kSglang:
-      plan->attention = d.kv_method
-                            ? Action{ActionKind::kQuantize, d.kv,
-                                     fmt::format("kv cache algorithm set: SGLang attaches {} ({})",
-                                                 kKvMethod, scheme),
-                                     std::string(kKvMethod)}
-                            : Action{ActionKind::kSkip, std::nullopt,
-                                     "no kv cache algorithm: SGLang attaches no KV-cache method",
-                                     "get_quant_method returned None"};
+    case KvAttach::kWhenKvMethod:
+      plan->attention =
+          d.kv_method ? Action{ActionKind::kQuantize, d.kv,
+                               fmt::format("kv cache algorithm set: the engine attaches {} ({})",
+                                           row.kv_method, scheme),
+                               std::string(row.kv_method)}
+                      : Action{ActionKind::kSkip, std::nullopt,
+                               "no kv cache algorithm: the engine attaches no KV-cache method",
+                               "get_quant_method returned None"};
       break;
   }
 }
 
-// The engine's method classes for linear layers and experts; native names the algorithm.
-std::pair<std::string_view, std::string_view> Methods(const modelopt::AlgoInfo& info,
-                                                      const Dialect& dialect) {
-  switch (dialect.engine) {
-    case Engine::kVllm:
-      return {info.vllm_linear, info.vllm_moe};
-    case Engine::kSglang:
-      return {info.sglang_linear, info.sglang_moe};
-    case Engine::kNative:
-      break;
-  }
-  return {info.name, info.name};
+// A catch-all rule for one site kind.
+Result<RuleGroup> CatchAll(std::string name, SiteKindSet kinds, Action action,
+                           const Provenance& where) {
+  RuleGroup group{std::move(name), {}, FusedPolicy::kFusedNameOnly, ""};
+  QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kGlob, "*", RegexFlavor::kPythonRe, kinds,
+                                          std::move(action), where));
+  group.rules.push_back(std::move(rule));
+  return group;
+}
+
+// SGLang's w4afp8: fp8 block-scaled linear layers, int4 experts with fp8 activations, no LM head.
+Status W4AFp8Plan(const Description& d, QuantPlan* plan) {
+  QP_ASSIGN_OR_RETURN(QuantScheme linear, modelopt::AlgoScheme(*modelopt::FindAlgo("FP8_PB_WO"),
+                                                               std::nullopt, d.where.ToString()));
+  QP_ASSIGN_OR_RETURN(QuantScheme experts, modelopt::AlgoScheme(*modelopt::FindAlgo("W4A8_AWQ"),
+                                                                std::nullopt, d.where.ToString()));
+  const std::string message = "w4afp8 quantizes every linear layer and the experts";
+  plan->default_action = {ActionKind::kQuantize, linear, message, "Fp8LinearMethod"};
+  QP_ASSIGN_OR_RETURN(
+      RuleGroup moe,
+      CatchAll("experts method", KindBit(SiteKind::kMoe),
+               {ActionKind::kQuantize, experts, message, "W4AFp8MoEMethod"}, d.where));
+  QP_ASSIGN_OR_RETURN(RuleGroup head, CatchAll("lm head", KindBit(SiteKind::kLmHead),
+                                               {ActionKind::kSkip, std::nullopt,
+                                                "w4afp8 has no method for the LM head",
+                                                "get_quant_method returned None"},
+                                               d.where));
+  plan->groups = {std::move(moe), std::move(head)};
+  plan->lm_head = KindPolicy::kRules;
+  return {};
 }
 
 class ModelOptImporterImpl : public Importer {
@@ -89,15 +194,28 @@ class ModelOptImporterImpl : public Importer {
     plan.dialect = dialect;
     plan.sources.push_back(d.where);
     plan.notes = d.notes;
-    QP_ASSIGN_OR_RETURN(plan.groups, modelopt::ExclusionGroups(d, dialect));
+    const DialectRow& row = RowFor(dialect);
     plan.linear = KindPolicy::kRules;
     plan.moe = KindPolicy::kRules;
-    // Router gates are built without a quantization config; the engines return no method for
-    // ParallelLMHead, and ModelOpt's default configuration leaves lm_head unquantized.
+    // Router gates are built without a quantization config. The recorded engine code returns no
+    // method for ParallelLMHead, and ModelOpt's default configuration leaves lm_head unquantized;
+    // the current releases send the LM head through the linear path.
     plan.router = KindPolicy::kUnquantized;
     plan.embedding = KindPolicy::kUnquantized;
-    plan.lm_head = KindPolicy::kUnquantized;
-    if (d.mixed) {
+    plan.lm_head = row.lm_head_as_linear ? KindPolicy::kRules : KindPolicy::kUnquantized;
+    if (d.engine_config == EngineConfig::kW4AFp8) {
+      QP_RETURN_IF_ERROR(W4AFp8Plan(d, &plan));
+      DecideAttention(d, row, &plan);
+      return plan;
+    }
+    QP_ASSIGN_OR_RETURN(std::vector<RuleGroup> exclusion, modelopt::ExclusionGroups(d, dialect));
+    if (d.engine_config == EngineConfig::kMixed) {
+      QP_ASSIGN_OR_RETURN(plan.groups, modelopt::EngineMixedGroups(d, dialect, std::move(exclusion),
+                                                                   row.mixed_methods));
+      plan.default_action = {ActionKind::kSkip, std::nullopt, "not in quantized_layers",
+                             "UnquantizedLinearMethod"};
+    } else if (d.mixed) {
+      plan.groups = std::move(exclusion);
       QP_ASSIGN_OR_RETURN(RuleGroup table, modelopt::QuantizedLayersGroup(d));
       plan.groups.push_back(std::move(table));
       plan.default_action = {ActionKind::kSkip, std::nullopt,
@@ -105,23 +223,32 @@ class ModelOptImporterImpl : public Importer {
                              "not listed"};
       plan.lm_head = KindPolicy::kRules;  // quantized only when the table names it
     } else {
+      plan.groups = std::move(exclusion);
       QP_ASSIGN_OR_RETURN(QuantScheme scheme,
                           modelopt::AlgoScheme(*d.info, d.group_size, d.where.ToString()));
-      auto [linear, moe] = Methods(*d.info, dialect);
+      std::string_view linear = d.info->name;
+      std::string_view moe = d.info->name;
+      if (!row.methods.empty()) {
+        const AlgoMethods* methods = modelopt::FindMethods(row.methods, d.info->name);
+        if (methods == nullptr) {
+          return InternalError(
+              fmt::format("no {} method for quant_algo {}", dialect.name, d.info->name));
+        }
+        linear = methods->linear;
+        moe = methods->moe;
+      }
       std::string message = fmt::format("quant_algo {} applies to every layer", d.algo);
       plan.default_action = {ActionKind::kQuantize, scheme, message, std::string(linear)};
       if (moe != linear) {
         // Experts get their own method class; a catch-all rule for MoE sites carries it.
-        RuleGroup experts{"experts method", {}, FusedPolicy::kFusedNameOnly, ""};
         QP_ASSIGN_OR_RETURN(
-            Rule rule,
-            MakeRule(MatchKind::kGlob, "*", RegexFlavor::kPythonRe, KindBit(SiteKind::kMoe),
+            RuleGroup experts,
+            CatchAll("experts method", KindBit(SiteKind::kMoe),
                      {ActionKind::kQuantize, scheme, message, std::string(moe)}, d.where));
-        experts.rules.push_back(std::move(rule));
         plan.groups.push_back(std::move(experts));
       }
     }
-    DecideAttention(d, dialect, &plan);
+    DecideAttention(d, row, &plan);
     return plan;
   }
 };

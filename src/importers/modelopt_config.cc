@@ -78,105 +78,43 @@ QuantScheme W4A8Awq(int64_t group) {
   return s;
 }
 
+// W4A16_NVFP4: NVFP4 weights with 16-bit activations.
+QuantScheme Nvfp4WeightOnly(int64_t group) {
+  QuantScheme s = Nvfp4(group);
+  s.input.reset();
+  return s;
+}
+
+// MXFP8: E4M3 weights with an E8M0 scale per 32 values; activations quantized the same way at run
+// time.
+QuantScheme Mxfp8(int64_t group) {
+  QuantScheme s;
+  s.weight = Tensor(QDType::kMXFP8, Granularity::kGroup, group);
+  s.weight.micro_scaled = true;
+  s.weight.load.layout = SourceLayout::kModelOptFp8;
+  s.weight.load.scale_dtype = QDType::kMXFP8;
+  s.input = Tensor(QDType::kMXFP8, Granularity::kGroup, group, Dynamic::kDynamic);
+  s.input->micro_scaled = true;
+  return s;
+}
+
 struct AlgoRow {
   AlgoInfo info;
   QuantScheme (*scheme)(int64_t group);
 };
 const AlgoRow kAlgos[] = {
-    {{"FP8", 0, "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod", "ModelOptFp8LinearMethod",
-      "ModelOptFp8MoEMethod"},
-     Fp8PerTensor},
-    {{"FP8_PER_CHANNEL_PER_TOKEN", 0, "ModelOptFp8PcPtLinearMethod", "ModelOptFp8MoEMethod",
-      "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
-     Fp8ChannelToken},
-    {{"FP8_PB_WO", 0, "ModelOptFp8PbWoLinearMethod", "ModelOptFp8MoEMethod",
-      "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
-     Fp8BlockWeightOnly},
-    {{"NVFP4", 16, "ModelOptNvFp4LinearMethod", "ModelOptNvFp4FusedMoE", "ModelOptFp4LinearMethod",
-      "ModelOptNvFp4FusedMoEMethod"},
-     Nvfp4},
-    {{"W4A8_AWQ", 128, "", "", "", ""}, W4A8Awq},
+    {{"FP8", 0}, Fp8PerTensor},
+    {{"FP8_PER_CHANNEL_PER_TOKEN", 0}, Fp8ChannelToken},
+    {{"FP8_PB_WO", 0}, Fp8BlockWeightOnly},
+    {{"NVFP4", 16}, Nvfp4},
+    {{"W4A8_AWQ", 128}, W4A8Awq},
+    {{"W4A16_NVFP4", 16, false}, Nvfp4WeightOnly},
+    {{"MXFP8", 32, false}, Mxfp8},
 };
 
 // vLLM QUANT_ALGOS @c9a59901, in its order (the error text prints the list).
 constexpr std::string_view kVllmAlgos[] = {"FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO",
                                            "NVFP4"};
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return out;
-}
-
-// Python's type(x) for a JSON value, as the engines' messages print it.
-std::string_view PyType(const Json& v) {
-  switch (v.type()) {
-    case Json::Type::kNull:
-      return "<class 'NoneType'>";
-    case Json::Type::kBool:
-      return "<class 'bool'>";
-    case Json::Type::kInt:
-      return "<class 'int'>";
-    case Json::Type::kDouble:
-      return "<class 'float'>";
-    case Json::Type::kString:
-      return "<class 'str'>";
-    case Json::Type::kArray:
-      return "<class 'list'>";
-    case Json::Type::kObject:
-      return "<class 'dict'>";
-  }
-  return "<class 'object'>";
-}
-
-// Python truthiness of a JSON value.
-bool Truthy(const Json* v) {
-  if (v == nullptr) return false;
-  switch (v->type()) {
-    case Json::Type::kNull:
-      return false;
-    case Json::Type::kBool:
-      return v->bool_value();
-    case Json::Type::kInt:
-      return v->int_value() != 0;
-    case Json::Type::kDouble:
-      return v->number_value() != 0;
-    case Json::Type::kString:
-      return !v->string_value().empty();
-    case Json::Type::kArray:
-      return !v->items().empty();
-    case Json::Type::kObject:
-      return !v->members().empty();
-  }
-  return false;
-}
-
-// str(value) for the algorithm as vLLM formats it before upper-casing.
-std::string PyStr(const Json& v) { return v.is_string() ? v.string_value() : ToJson(v); }
-
-Status EngineError(std::string_view text) { return InvalidInput(std::string(text)); }
-
-Result<std::vector<ListEntry>> ExcludeList(const Json& q, std::string_view key,
-                                           std::string_view file) {
-  QP_ASSIGN_OR_RETURN(std::optional<std::vector<ListEntry>> list, ReadEntryList(q, key, file));
-  return list.value_or(std::vector<ListEntry>{});
-}
-
-QuantScheme Fp8KvScheme() {
-  QuantScheme s;
-  s.weight = Tensor(QDType::kFP8E4M3, Granularity::kPerTensor);
-  return s;
-}
-
-// kv_cache_scheme {"type": "float", "num_bits": 8} (the flat form) names fp8.
-bool KvSchemeIsFp8(const Json* kv) {
-  if (kv == nullptr || !kv->is_object()) return false;
-  const Json* type = kv->FindNonNull("type");
-  const Json* bits = kv->FindNonNull("num_bits");
-  return type && type->is_string() && type->string_value() == "float" && bits && bits->is_int() &&
-         bits->int_value() == 8;
-}
 
 // vLLM ModelOptQuantConfigBase.from_config.
 Status ReadVllm(const Json& root, const Json* shell, Description* d) {
@@ -204,22 +142,7 @@ Status ReadVllm(const Json& root, const Json* shell, Description* d) {
         fmt::format("ValueError: exclude_modules must be a list, got {}", PyType(*excl)));
   }
   QP_ASSIGN_OR_RETURN(d->exclude, ExcludeList(*q, d->exclude_key, d->file));
-  if (const Json* gs = q->FindNonNull("group_size")) {
-    if (gs->is_int() || gs->is_bool()) {
-      d->group_size = gs->is_bool() ? int64_t{gs->bool_value()} : gs->int_value();
-    } else if (gs->is_number()) {
-      d->group_size = static_cast<int64_t>(gs->number_value());  // int(float) truncates
-    } else {
-      char* end = nullptr;
-      std::string text = gs->is_string() ? gs->string_value() : "";
-      long long n = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0') {
-        return EngineError(
-            fmt::format("ValueError: group_size must be an integer, got {}", PyType(*gs)));
-      }
-      d->group_size = n;
-    }
-  }
+  QP_ASSIGN_OR_RETURN(d->group_size, VllmGroupSize(q->FindNonNull("group_size")));
   if (std::find(std::begin(kVllmAlgos), std::end(kVllmAlgos), d->algo) == std::end(kVllmAlgos)) {
     std::vector<std::string> quoted;
     for (std::string_view a : kVllmAlgos) quoted.push_back(fmt::format("'{}'", a));
@@ -322,6 +245,7 @@ Status ReadNative(const ConfigSources& sources, const Json& root, const Json* sh
   }
   d->mixed = d->algo == kMixed;
   d->info = FindAlgo(d->algo);
+  if (d->info != nullptr && !d->info->native) d->info = nullptr;
   if (!d->mixed && d->info == nullptr) {
     return Unsupported(fmt::format("{}: quant_algo \"{}\" is not supported (supported: {}, {})",
                                    Where(d->file, *q->Find("quant_algo")), *algo, NativeAlgoList(),
@@ -359,6 +283,96 @@ Status ReadNative(const ConfigSources& sources, const Json& root, const Json* sh
 
 }  // namespace
 
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
+std::string_view PyType(const Json& v) {
+  switch (v.type()) {
+    case Json::Type::kNull:
+      return "<class 'NoneType'>";
+    case Json::Type::kBool:
+      return "<class 'bool'>";
+    case Json::Type::kInt:
+      return "<class 'int'>";
+    case Json::Type::kDouble:
+      return "<class 'float'>";
+    case Json::Type::kString:
+      return "<class 'str'>";
+    case Json::Type::kArray:
+      return "<class 'list'>";
+    case Json::Type::kObject:
+      return "<class 'dict'>";
+  }
+  return "<class 'object'>";
+}
+
+bool Truthy(const Json* v) {
+  if (v == nullptr) return false;
+  switch (v->type()) {
+    case Json::Type::kNull:
+      return false;
+    case Json::Type::kBool:
+      return v->bool_value();
+    case Json::Type::kInt:
+      return v->int_value() != 0;
+    case Json::Type::kDouble:
+      return v->number_value() != 0;
+    case Json::Type::kString:
+      return !v->string_value().empty();
+    case Json::Type::kArray:
+      return !v->items().empty();
+    case Json::Type::kObject:
+      return !v->members().empty();
+  }
+  return false;
+}
+
+Result<std::optional<int64_t>> VllmGroupSize(const Json* gs) {
+  if (gs == nullptr) return std::optional<int64_t>();
+  if (gs->is_int() || gs->is_bool()) {
+    return std::optional<int64_t>(gs->is_bool() ? int64_t{gs->bool_value()} : gs->int_value());
+  }
+  if (gs->is_number()) {
+    return std::optional<int64_t>(static_cast<int64_t>(gs->number_value()));  // int() truncates
+  }
+  char* end = nullptr;
+  std::string text = gs->is_string() ? gs->string_value() : "";
+  long long n = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') {
+    return EngineError(
+        fmt::format("ValueError: group_size must be an integer, got {}", PyType(*gs)));
+  }
+  return std::optional<int64_t>(n);
+}
+
+std::string PyStr(const Json& v) { return v.is_string() ? v.string_value() : ToJson(v); }
+
+Status EngineError(std::string_view text) { return InvalidInput(std::string(text)); }
+
+Result<std::vector<ListEntry>> ExcludeList(const Json& q, std::string_view key,
+                                           std::string_view file) {
+  QP_ASSIGN_OR_RETURN(std::optional<std::vector<ListEntry>> list, ReadEntryList(q, key, file));
+  return list.value_or(std::vector<ListEntry>{});
+}
+
+QuantScheme Fp8KvScheme() {
+  QuantScheme s;
+  s.weight = Tensor(QDType::kFP8E4M3, Granularity::kPerTensor);
+  return s;
+}
+
+bool KvSchemeIsFp8(const Json* kv) {
+  if (kv == nullptr || !kv->is_object()) return false;
+  const Json* type = kv->FindNonNull("type");
+  const Json* bits = kv->FindNonNull("num_bits");
+  return type && type->is_string() && type->string_value() == "float" && bits && bits->is_int() &&
+         bits->int_value() == 8;
+}
+
 const AlgoInfo* FindAlgo(std::string_view name) {
   for (const AlgoRow& row : kAlgos) {
     if (row.info.name == name) return &row.info;
@@ -369,7 +383,7 @@ const AlgoInfo* FindAlgo(std::string_view name) {
 Result<QuantScheme> AlgoScheme(const AlgoInfo& algo, std::optional<int64_t> group_size,
                                std::string_view where) {
   int64_t group = group_size.value_or(algo.default_group);
-  if (algo.name == "NVFP4" && group != 16) {
+  if ((algo.name == "NVFP4" || algo.name == "W4A16_NVFP4") && group != 16) {
     return InvalidInput(
         fmt::format("{}: NVFP4 has one scale per 16 values, found group_size {}", where, group));
   }
@@ -384,8 +398,17 @@ Result<QuantScheme> AlgoScheme(const AlgoInfo& algo, std::optional<int64_t> grou
 
 std::string NativeAlgoList() {
   std::vector<std::string> names;
-  for (const AlgoRow& row : kAlgos) names.emplace_back(row.info.name);
+  for (const AlgoRow& row : kAlgos) {
+    if (row.info.native) names.emplace_back(row.info.name);
+  }
   return Join(names, ", ");
+}
+
+const AlgoMethods* FindMethods(const std::vector<AlgoMethods>& table, std::string_view algo) {
+  for (const AlgoMethods& row : table) {
+    if (row.algo == algo) return &row;
+  }
+  return nullptr;
 }
 
 std::optional<Located> FindDescription(const ConfigSources& sources) {
@@ -420,10 +443,12 @@ Result<Description> ReadDescription(const ConfigSources& sources, const Located&
       QP_RETURN_IF_ERROR(ReadNative(sources, root, shell, &d));
       break;
     case Engine::kVllm:
-      QP_RETURN_IF_ERROR(ReadVllm(root, shell, &d));
+      QP_RETURN_IF_ERROR(dialect.current() ? ReadVllmCurrent(root, shell, &d)
+                                           : ReadVllm(root, shell, &d));
       break;
     case Engine::kSglang:
-      QP_RETURN_IF_ERROR(ReadSglang(root, shell, &d));
+      QP_RETURN_IF_ERROR(dialect.current() ? ReadSglangCurrent(root, shell, &d)
+                                           : ReadSglang(root, shell, &d));
       break;
   }
   return d;

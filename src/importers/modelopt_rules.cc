@@ -18,6 +18,7 @@
 // (is_layer_excluded, _get_quant_method); ENGINES.md 3.1, 3.2, 3.8.
 #include <algorithm>
 #include <map>
+#include <span>
 #include <utility>
 
 #include "fmt/format.h"
@@ -26,8 +27,7 @@
 namespace quantpath::modelopt {
 namespace {
 
-constexpr SiteKindSet kLinear = KindBit(SiteKind::kLinear);
-constexpr SiteKindSet kNotLinear = kAllKinds & ~kLinear;
+constexpr SiteKindSet kLinearHead = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kLmHead);
 
 constexpr std::string_view kShardsText =
     "ValueError: Detected some but not all shards of {prefix} are quantized. All shards of fused "
@@ -67,33 +67,53 @@ Result<std::vector<RuleGroup>> NativeGroups(const Description& d) {
   return std::vector<RuleGroup>{std::move(group)};
 }
 
-Result<std::vector<RuleGroup>> VllmGroups(const Description& d) {
-  const std::vector<SkipOutcome> outcomes = {{kLinear, "UnquantizedLinearMethod"},
-                                             {kNotLinear, "get_quant_method returned None"}};
+// Exclusion outcomes: linear layers and the LM head get UnquantizedLinearMethod, other layers no
+// method.
+const std::vector<SkipOutcome> kOutcomes = {
+    {kLinearHead, "UnquantizedLinearMethod"},
+    {kAllKinds & ~kLinearHead, "get_quant_method returned None"}};
+
+// vLLM keeps these towers unquantized after the exclusion list (not for MIXED_PRECISION).
+constexpr std::string_view kVllmTowers[] = {"vision_tower", "vision_model"};
+constexpr std::string_view kVllmCurrentTowers[] = {"vision_tower", "vision_model",
+                                                   "vit_large_projector"};
+
+Result<std::vector<RuleGroup>> VllmGroups(const Description& d, const Dialect& dialect) {
+  // 0.33's is_layer_skipped honours a fused name listed directly before looking at the shards.
   RuleGroup skipped{
-      "exclude (is_layer_skipped)", {}, FusedPolicy::kLegsMustAgree, std::string(kShardsText)};
-  QP_RETURN_IF_ERROR(AppendVllmSkipRules({d.exclude_key, d.exclude}, outcomes, &skipped.rules));
+      "exclude (is_layer_skipped)",
+      {},
+      dialect.current() ? FusedPolicy::kFusedNameThenLegs : FusedPolicy::kLegsMustAgree,
+      std::string(kShardsText)};
+  QP_RETURN_IF_ERROR(AppendVllmSkipRules({d.exclude_key, d.exclude}, kOutcomes, &skipped.rules));
   RuleGroup wildcard{"exclude (substring, fnmatch)", {}, FusedPolicy::kFusedNameOnly, ""};
   for (const ListEntry& e : d.exclude) {
     // `exclude_module != prefix and exclude_module in prefix`: the equal case is fnmatch's.
     QP_RETURN_IF_ERROR(
         AddRules(&wildcard.rules, MatchKind::kSubstring, e.value, RegexFlavor::kPythonRegexModule,
                  fmt::format("{} \"{}\" is a substring of the prefix", d.exclude_key, e.value),
-                 e.where, {outcomes[0], outcomes[1]}));
+                 e.where, {kOutcomes[0], kOutcomes[1]}));
     QP_RETURN_IF_ERROR(
         AddRules(&wildcard.rules, MatchKind::kGlob, e.value, RegexFlavor::kPythonRegexModule,
                  fmt::format("{} \"{}\" (fnmatch of the whole prefix)", d.exclude_key, e.value),
-                 e.where, {outcomes[0], outcomes[1]}));
+                 e.where, {kOutcomes[0], kOutcomes[1]}));
   }
+  std::vector<RuleGroup> groups;
+  groups.push_back(std::move(skipped));
+  groups.push_back(std::move(wildcard));
+  if (d.mixed) return groups;
   RuleGroup vision{"vision tower", {}, FusedPolicy::kFusedNameOnly, ""};
-  for (std::string_view tower : {"vision_tower", "vision_model"}) {
+  std::span<const std::string_view> towers(kVllmTowers);
+  if (dialect.current()) towers = kVllmCurrentTowers;
+  for (std::string_view tower : towers) {
     QP_RETURN_IF_ERROR(AddRules(
         &vision.rules, MatchKind::kSubstring, std::string(tower), RegexFlavor::kPythonRegexModule,
         fmt::format("vLLM keeps every layer whose prefix contains \"{}\" unquantized", tower),
         {"vLLM ModelOptQuantConfigBase.get_quant_method", ""},
         {{kAllKinds, "UnquantizedLinearMethod"}}));
   }
-  return std::vector<RuleGroup>{std::move(skipped), std::move(wildcard), std::move(vision)};
+  groups.push_back(std::move(vision));
+  return groups;
 }
 
 // SGLang's glob-to-regex: only "." and "*" are rewritten; other characters keep their regex
@@ -112,19 +132,27 @@ std::string SglangRegex(std::string_view pattern, std::string_view star) {
   return out;
 }
 
-Result<std::vector<RuleGroup>> SglangGroups(const Description& d) {
+Result<std::vector<RuleGroup>> SglangGroups(const Description& d, const Dialect& dialect) {
   const SiteKindSet moe = KindBit(SiteKind::kMoe);
-  RuleGroup skipped{"exclude (is_layer_skipped)", {},
-                    d.packed_mapping_in_config ? FusedPolicy::kLegsMustAgree
-                                               : FusedPolicy::kFusedNameOnly,
+  RuleGroup skipped{"exclude (is_layer_skipped)",
+                    {},
+                    d.packed_mapping_in_config || dialect.current() ? FusedPolicy::kLegsMustAgree
+                                                                    : FusedPolicy::kFusedNameOnly,
                     std::string(kShardsText)};
   RuleGroup excluded{"exclude (is_layer_excluded)", {}, FusedPolicy::kFusedNameOnly, ""};
-  const std::vector<SkipOutcome> outcomes = {{kLinear, "UnquantizedLinearMethod"},
+  const std::vector<SkipOutcome> outcomes = {{kLinearHead, "UnquantizedLinearMethod"},
                                              {moe, "get_quant_method returned None"}};
+  if (dialect.current()) {
+    // 0.5.23's is_layer_skipped matches whole dotted segments (common.h).
+    QP_RETURN_IF_ERROR(AppendSglangSkipRules({d.exclude_key, d.exclude}, {outcomes[0]},
+                                             SglangShardTable::kBuiltInFallback, &skipped.rules));
+  }
   for (const ListEntry& e : d.exclude) {
-    QP_RETURN_IF_ERROR(AddRules(
-        &skipped.rules, MatchKind::kExact, e.value, RegexFlavor::kPythonRegexModule,
-        fmt::format("{} \"{}\" (exact name)", d.exclude_key, e.value), e.where, {outcomes[0]}));
+    if (!dialect.current()) {
+      QP_RETURN_IF_ERROR(AddRules(
+          &skipped.rules, MatchKind::kExact, e.value, RegexFlavor::kPythonRegexModule,
+          fmt::format("{} \"{}\" (exact name)", d.exclude_key, e.value), e.where, {outcomes[0]}));
+    }
     const std::string regex = SglangRegex(e.value, ".*");
     QP_RETURN_IF_ERROR(AddRules(&excluded.rules, MatchKind::kRegexFullMatch,
                                 "(?:language_model\\.)?(?:" + regex + ")",
@@ -170,9 +198,9 @@ Result<std::vector<RuleGroup>> ExclusionGroups(const Description& d, const Diale
     case Engine::kNative:
       return NativeGroups(d);
     case Engine::kVllm:
-      return VllmGroups(d);
+      return VllmGroups(d, dialect);
     case Engine::kSglang:
-      return SglangGroups(d);
+      return SglangGroups(d, dialect);
   }
   return std::vector<RuleGroup>{};
 }

@@ -1,10 +1,137 @@
-// The importer registry: an explicit detection order, and the --quantization override.
+// The importer registry: an explicit detection order, the --quantization override, and where
+// each dialect's engine looks for the description (vLLM 0.33.0 and SGLang 0.5.23
+// model_loader/weight_utils.py get_quant_config, vLLM transformers_utils/config.py get_config).
+#include <algorithm>
+#include <utility>
+
 #include "fmt/format.h"
 #include "quantpath/importers.h"
 #include "src/importers/importer_list.h"
+#include "src/importers/name_mapping.h"
 
 namespace quantpath {
 namespace {
+
+// How a dialect finds the description among the folder's files.
+struct SourceSearch {
+  std::string_view dialect;
+  std::string_view engine;  // the engine's name in messages; empty for native
+  // The engines use an embedded description as it is and never open a standalone file beside it;
+  // native reads both copies and compares them (DESIGN.md, "Source precedence").
+  bool standalone_only_without_embedded;
+  // hf_quant_config.json is ModelOpt's only when its producer.name is this (empty: any file).
+  std::string_view modelopt_producer;
+  // A ModelOpt MIXED_PRECISION description embedded without quantized_layers is replaced by
+  // hf_quant_config.json (vLLM 0.33: "older checkpoints keep it only in hf_quant_config.json").
+  bool mixed_falls_through_to_file;
+};
+
+constexpr SourceSearch kSearches[] = {
+    {"native", "", false, "", false},
+    {"vllm", "vLLM", true, "", false},
+    {"sglang", "SGLang", true, "", false},
+    {"vllm@0.33", "vLLM", true, "modelopt", true},
+    {"sglang@0.5.23", "SGLang", true, "", false},
+};
+
+// The standalone files of the integer weight-only family (get_config_filenames of GPTQ, AWQ and
+// AutoRound), the ones an engine would otherwise read beside an embedded description.
+// hf_quant_config.json and quant_model_description.json are left to their importers, which
+// decide when they are read.
+constexpr std::string_view kIntegerFamilyFiles[] = {"quantize_config.json", "quant_config.json",
+                                                    "quantization_config.json"};
+constexpr std::string_view kModelOptFile = "hf_quant_config.json";
+
+const SourceSearch& SearchFor(const Dialect& dialect) {
+  for (const SourceSearch& s : kSearches) {
+    if (s.dialect == dialect.name) return s;
+  }
+  return kSearches[0];
+}
+
+std::string EngineRaises(const SourceSearch& search, std::string_view text) {
+  if (search.engine.empty()) return "";
+  return fmt::format(" ({} raises ValueError: {})", search.engine, text);
+}
+
+bool ProducerIs(const Json& root, std::string_view producer) {
+  const Json* p = root.FindNonNull("producer");
+  const Json* name = p != nullptr ? p->FindNonNull("name") : nullptr;
+  return name != nullptr && name->is_string() && name->string_value() == producer;
+}
+
+bool IsMixedWithoutTable(const Json& description) {
+  const Json* method = description.FindNonNull("quant_method");
+  const Json* algo = description.FindNonNull("quant_algo");
+  return method != nullptr && method->is_string() &&
+         ToLower(method->string_value()) == "modelopt" && algo != nullptr && algo->is_string() &&
+         algo->string_value() == "MIXED_PRECISION" &&
+         description.Find("quantized_layers") == nullptr;
+}
+
+// Removes the member of `root` (at any depth) whose value sits at `pointer`.
+bool EraseAt(Json* root, std::string_view pointer) {
+  if (!root->is_object()) return false;
+  std::vector<Json::Member>& members = root->mutable_members();
+  for (auto it = members.begin(); it != members.end(); ++it) {
+    if (it->second.pointer() == pointer) {
+      members.erase(it);
+      return true;
+    }
+    if (pointer.starts_with(it->second.pointer()) && EraseAt(&it->second, pointer)) return true;
+  }
+  return false;
+}
+
+// The folder as the dialect's engine reads it: files it never opens are left out.
+Result<ConfigSources> SearchedSources(const ConfigSources& sources, const SourceSearch& search) {
+  std::optional<Located> embedded = sources.Embedded();
+  bool fall_through =
+      search.mixed_falls_through_to_file && embedded && IsMixedWithoutTable(*embedded->value);
+  if (fall_through) {
+    const SourceFile* file = sources.File(kModelOptFile);
+    if (file == nullptr) {
+      return InvalidInput(fmt::format(
+          "{}: MIXED_PRECISION without quantized_layers, and there is no {} to take them from{}",
+          embedded->where.ToString(), kModelOptFile,
+          EngineRaises(search, "Cannot find the config file for modelopt_mixed")));
+    }
+    if (!ProducerIs(file->root, "modelopt")) {
+      return InvalidInput(fmt::format(
+          "{}: MIXED_PRECISION without quantized_layers, and {} is not ModelOpt's (producer.name "
+          "is not \"modelopt\"){}",
+          embedded->where.ToString(), kModelOptFile,
+          EngineRaises(search, fmt::format("Unsupported quantization config found for "
+                                           "modelopt_mixed in <model_dir>/{}.",
+                                           kModelOptFile))));
+    }
+  }
+  bool changed = fall_through;
+  std::vector<SourceFile> files;
+  for (const SourceFile& file : sources.files()) {
+    // Matched by suffix as the engines match them, which hf_quant_config.json also ends with.
+    bool integer_family = false;
+    for (std::string_view name : kIntegerFamilyFiles) {
+      integer_family = integer_family || (file.name.ends_with(name) && file.name != kModelOptFile);
+    }
+    bool unread = (integer_family && embedded && search.standalone_only_without_embedded) ||
+                  (file.name == kModelOptFile && !search.modelopt_producer.empty() &&
+                   !ProducerIs(file.root, search.modelopt_producer));
+    changed = changed || unread;
+    if (!unread) files.push_back(file);
+  }
+  if (!changed) return sources;
+  if (fall_through) {
+    for (SourceFile& file : files) {
+      if (file.name == embedded->where.file) EraseAt(&file.root, embedded->where.pointer);
+    }
+  }
+  ConfigSources searched = ConfigSources::FromMemory(std::move(files));
+  if (sources.checkpoint_quantized_params()) {
+    searched.set_checkpoint_quantized_params(*sources.checkpoint_quantized_params());
+  }
+  return searched;
+}
 
 // A folder with no quantization description: every site keeps the checkpoint dtype.
 QuantPlan UnquantizedPlan(const Dialect& dialect) {
@@ -38,8 +165,11 @@ const Importer* FindImporter(std::string_view name) {
   return nullptr;
 }
 
-Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialect,
-                             const std::optional<std::string>& forced) {
+Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& dialect,
+                             const std::optional<std::string>& forced,
+                             const std::optional<NameMapper>& mapper) {
+  const SourceSearch& search = SearchFor(dialect);
+  QP_ASSIGN_OR_RETURN(ConfigSources sources, SearchedSources(all_sources, search));
   const Importer* detected = nullptr;
   for (const Importer* importer : Importers()) {
     if (importer->Detect(sources)) {
@@ -52,18 +182,22 @@ Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialec
     if (chosen == nullptr) {
       std::vector<std::string> names;
       for (const Importer* importer : Importers()) names.emplace_back(importer->name());
-      return InvalidInput(fmt::format("--quantization {}: unknown format (known: {})", *forced,
-                                      Join(names, ", ")));
+      return InvalidInput(
+          fmt::format("--quantization {}: unknown format (known: {})", *forced, Join(names, ", ")));
     }
-    if (detected != nullptr && detected != chosen) {
-      return InvalidInput(fmt::format(
-          "--quantization {} disagrees with the model's files, which describe {} ({})", *forced,
-          detected->name(), Join(sources.FileNames(), ", ")));
+    const std::vector<std::string_view> over = chosen->forced_over();
+    const bool compatible =
+        detected != nullptr && std::find(over.begin(), over.end(), detected->name()) != over.end();
+    if (detected != nullptr && detected != chosen && !compatible) {
+      return InvalidInput(
+          fmt::format("--quantization {} disagrees with the model's files, which describe {} ({})",
+                      *forced, detected->name(), Join(sources.FileNames(), ", ")));
     }
     if (detected == nullptr && !chosen->Detect(sources)) {
-      return InvalidInput(fmt::format(
-          "--quantization {}: the model's files ({}) hold no {} description", *forced,
-          Join(sources.FileNames(), ", "), chosen->name()));
+      return InvalidInput(
+          fmt::format("--quantization {}: the model's files ({}) hold no {} description{}", *forced,
+                      Join(sources.FileNames(), ", "), chosen->name(),
+                      EngineRaises(search, "Cannot find the config file for " + *forced)));
     }
     detected = chosen;
   }
@@ -73,12 +207,12 @@ Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialec
       const Json* method = embedded->value->Find("quant_method");
       std::vector<std::string> names;
       for (const Importer* importer : Importers()) names.emplace_back(importer->name());
-      return Unsupported(fmt::format(
-          "{}: quantization method {} is not known to quantpath (known: {})",
-          embedded->where.ToString(),
-          method && method->is_string() ? "\"" + method->string_value() + "\""
-                                        : std::string("(no quant_method)"),
-          Join(names, ", ")));
+      return Unsupported(
+          fmt::format("{}: quantization method {} is not known to quantpath (known: {})",
+                      embedded->where.ToString(),
+                      method && method->is_string() ? "\"" + method->string_value() + "\""
+                                                    : std::string("(no quant_method)"),
+                      Join(names, ", ")));
     }
     for (std::string_view name : kStandaloneConfigFiles) {
       if (sources.File(name) != nullptr) {
@@ -87,9 +221,14 @@ Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialec
     }
     return UnquantizedPlan(dialect);
   }
+  std::vector<std::string> mapped_notes;
+  if (mapper) {
+    sources = ApplyNameMapper(sources, detected->name(), dialect, *mapper, &mapped_notes);
+  }
   QP_ASSIGN_OR_RETURN(QuantPlan plan, detected->BuildPlan(sources, dialect));
   plan.importer = std::string(detected->name());
   plan.dialect = dialect;
+  plan.notes.insert(plan.notes.end(), mapped_notes.begin(), mapped_notes.end());
   return plan;
 }
 

@@ -86,11 +86,16 @@ struct Evaluator {
     return a->action.kind == b->action.kind && a->action.scheme == b->action.scheme;
   }
 
+  // The path a leg is matched under: expert 0's projection for MoE sites.
+  std::string LegSubject(size_t leg) const {
+    return site.kind == SiteKind::kMoe ? site.ExpertLegPath(0, leg) : site.LegPath(leg);
+  }
+
   // Every leg resolved on its own; they must agree.
   GroupOutcome LegsMustAgree(const RuleGroup& group) {
     std::vector<const Rule*> hits;
     for (size_t i = 0; i < site.legs.size(); ++i) {
-      GroupOutcome leg = FirstHit(group, site.LegPath(i));
+      GroupOutcome leg = FirstHit(group, LegSubject(i));
       if (leg.error) return leg;
       hits.push_back(leg.rule);
     }
@@ -116,7 +121,7 @@ struct Evaluator {
   GroupOutcome AllLegsFirstRule(const RuleGroup& group) {
     const Rule* first = nullptr;
     for (size_t i = 0; i < site.legs.size(); ++i) {
-      GroupOutcome leg = FirstHit(group, site.LegPath(i));
+      GroupOutcome leg = FirstHit(group, LegSubject(i));
       if (leg.error) return leg;
       if (leg.rule == nullptr) return {};
       if (i == 0) first = leg.rule;
@@ -125,9 +130,10 @@ struct Evaluator {
   }
 
   GroupOutcome Evaluate(const RuleGroup& group) {
-    // MoE sites are matched by their own path (engines build one module for all experts).
-    if (site.legs.empty() || site.kind == SiteKind::kMoe ||
-        group.fused == FusedPolicy::kFusedNameOnly) {
+    // MoE sites are matched by their own path (engines build one module for all experts),
+    // unless the group looks experts up through their projections.
+    const bool moe_by_path = site.kind == SiteKind::kMoe && !group.moe_through_expert_legs;
+    if (site.legs.empty() || moe_by_path || group.fused == FusedPolicy::kFusedNameOnly) {
       return FirstHit(group, site.path);
     }
     switch (group.fused) {

@@ -42,7 +42,8 @@ Result<ModelDiff> DiffDialects(const std::string& dir,
     Dialect dialect = *ParseDialect(name);
     diff.dialects.emplace_back(name);
     QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, dialect));
-    planned.push_back({std::move(sites), ImportPlan(sources, dialect, quantization)});
+    planned.push_back({std::move(sites), ImportPlan(sources, dialect, quantization,
+                                                    FindNameMapper(sources, dialect))});
   }
   // Keys in native construction order, then any the engines add.
   std::vector<std::string> order;

@@ -101,6 +101,10 @@ Result<LayerSite> ReadLayer(const Json& layer, const PackedModulesMapping& mappi
   site.kind = *parsed;
   QP_ASSIGN_OR_RETURN(std::optional<std::string> cls, OptionalString(layer, "module_class", file));
   site.module_class = cls.value_or("");
+  if (site.kind == SiteKind::kMoe) {
+    // Engines look experts up by their checkpoint projections (expert_params_mapping).
+    for (const char* leg : {"gate_proj", "up_proj", "down_proj"}) site.legs.push_back({leg, 0});
+  }
   if (site.kind == SiteKind::kLinear || site.kind == SiteKind::kLmHead) {
     std::string_view last = LastSegment(site.path);
     for (const auto& [fused, legs] : mapping) {
@@ -152,17 +156,22 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   // loader cases let the engine find the description itself.
   std::optional<std::string> forced;
   if (format != "loader") forced = format;
+  // The model class whose HF→engine name mapper the engine applied to the config.
+  std::optional<NameMapper> mapper;
   if (const Json* extra = c.FindNonNull("extra_inputs")) {
     QP_ASSIGN_OR_RETURN(std::optional<std::string> user,
                         OptionalString(*extra, "user_quantization", file));
     if (user) forced = user;
+    QP_ASSIGN_OR_RETURN(std::optional<std::string> model_class,
+                        OptionalString(*extra, "model_class", file));
+    if (model_class) mapper = FindNameMapper(*model_class, *dialect);
     if (extra->FindNonNull("checkpoint_quantized_params") != nullptr) {
       QP_ASSIGN_OR_RETURN(std::vector<std::string> names,
                           OptionalStringList(*extra, "checkpoint_quantized_params", file));
       sources.set_checkpoint_quantized_params(std::move(names));
     }
   }
-  Result<QuantPlan> plan = ImportPlan(sources, *dialect, forced);
+  Result<QuantPlan> plan = ImportPlan(sources, *dialect, forced, mapper);
   for (const LayerSite& site : sites) {
     if (!plan.ok()) {
       // The engine raised while reading the config: every layer reports that error.

@@ -16,7 +16,8 @@ Result<ModelPlan> PlanModel(const std::string& dir, const PlanOptions& options) 
   ModelPlan out;
   out.model = dir;
   out.device = options.device;
-  QP_ASSIGN_OR_RETURN(out.plan, ImportPlan(sources, options.dialect, options.quantization));
+  QP_ASSIGN_OR_RETURN(out.plan, ImportPlan(sources, options.dialect, options.quantization,
+                                           FindNameMapper(sources, options.dialect)));
   QP_ASSIGN_OR_RETURN(out.sites, BuildModelSites(sources, options.dialect));
   std::vector<Decision> decisions = DecideSites(out.plan, out.sites.sites);
   for (size_t i = 0; i < decisions.size(); ++i) {

@@ -131,5 +131,63 @@ TEST(AwqFields, LmHeadOnlyInVllmWhenAsked) {
   EXPECT_EQ(Scheme(MustImport(Embedded(kQwenAwq), "vllm"), kDown), "w4a16-int4-g128-asym");
 }
 
+TEST(AwqVllmCurrent, ListedFusedNameFirstThenShardsMustAgree) {
+  EXPECT_EQ(FindImporter("auto_awq"), FindImporter("awq"));
+  QuantPlan plan = MustImport(
+      Embedded(WithSkips(R"(["mlp.gate", "layers.1.self_attn.q_proj", "layers.2.self_attn.qkv_proj",
+          "model.layers.3.mlp.experts"])")),
+      "vllm@0.33");
+  // "mlp.gate" is part of the fused name itself: skipped before the shards are looked at.
+  Decision gate_up = DecideSite(plan, GateUp("model.layers.0"));
+  EXPECT_EQ(gate_up.kind, DecisionKind::kUnquantized);
+  EXPECT_EQ(gate_up.detail, "UnquantizedLinearMethod");
+  EXPECT_EQ(Kind(plan, Qkv("model.layers.2")), "unquantized");
+  Decision partial = DecideSite(plan, Qkv("model.layers.1"));
+  EXPECT_EQ(partial.kind, DecisionKind::kError);
+  EXPECT_EQ(partial.detail,
+            "ValueError: Detected some but not all shards of model.layers.1.self_attn.qkv_proj are "
+            "quantized. All shards of fused layers to have the same precision.");
+  EXPECT_EQ(DecideSite(plan, kDown).detail, "AutoAWQMarlinLinearMethod");
+  EXPECT_EQ(DecideSite(plan, Experts("model.layers.3.mlp.experts")).detail,
+            "UnquantizedFusedMoEMethod");
+  EXPECT_EQ(DecideSite(plan, Experts("model.layers.4.mlp.experts")).detail, "AutoAWQMoEMethod");
+  // A group size Marlin cannot run stays on the plain AutoAWQ kernel.
+  QuantPlan g256 = MustImport(Embedded(R"({"quant_method": "awq", "bits": 4, "group_size": 256,
+      "zero_point": true})"),
+                              "vllm@0.33");
+  EXPECT_EQ(DecideSite(g256, kDown).detail, "AutoAWQLinearMethod");
+}
+
+TEST(AwqVllmCurrent, EightBitsRejectedWithTheAutoAwqText) {
+  Result<QuantPlan> plan = Import(Embedded(R"({"quant_method": "awq", "bits": 8,
+      "group_size": 128, "zero_point": true})"),
+                                  "vllm@0.33");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(Contains(plan.status().message(),
+                       "ValueError: Unsupported num_bits = 8. Supported: 4. For 8-bit AWQ, use "
+                       "Marlin backend by setting backend='awq:marlin' or backend='marlin'."));
+}
+
+TEST(AwqSglangCurrent, MarlinTakesExpertsAndTheHeadThePlainKernelDoesNot) {
+  std::string marlin = R"({"quant_method": "awq", "bits": 4, "group_size": 128,
+      "zero_point": true, "lm_head": true, "modules_to_not_convert": ["layers.0.mlp.experts"]})";
+  QuantPlan plan = MustImport(Embedded(marlin), "sglang@0.5.23");
+  EXPECT_EQ(DecideSite(plan, kDown).detail, "AWQLinearMethod");
+  EXPECT_EQ(Kind(plan, Site("lm_head", SiteKind::kLmHead)), "quantized");
+  EXPECT_EQ(DecideSite(plan, Experts("model.layers.1.mlp.experts")).detail, "AWQMoEMethod");
+  Decision skipped = DecideSite(plan, Experts("model.layers.0.mlp.experts"));
+  EXPECT_EQ(skipped.kind, DecisionKind::kUnquantized);
+  EXPECT_EQ(skipped.detail, "get_quant_method returned None");
+  // Legacy keys (w_bit, q_group_size) are not Marlin-compatible for SGLang: plain AWQConfig,
+  // which leaves experts and the head without a method.
+  QuantPlan legacy = MustImport(Embedded(R"({"quant_method": "awq", "w_bit": 4,
+      "q_group_size": 128, "zero_point": true, "lm_head": true})"),
+                                "sglang@0.5.23");
+  EXPECT_EQ(Kind(legacy, kDown), "quantized");
+  EXPECT_EQ(Kind(legacy, Experts("model.layers.1.mlp.experts")), "unquantized");
+  EXPECT_EQ(Kind(legacy, Site("lm_head", SiteKind::kLmHead)), "unquantized");
+  EXPECT_TRUE(HasNote(legacy, "plain AWQ kernel"));
+}
+
 }  // namespace
 }  // namespace quantpath

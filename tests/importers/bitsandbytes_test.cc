@@ -120,5 +120,39 @@ TEST(BitsAndBytesFields, WidthsAndStorage) {
   EXPECT_TRUE(Import(Embedded(storage), "native").ok());
 }
 
+TEST(BitsAndBytesCurrent, VllmDroppedTheMethodSglangKeepsIt) {
+  std::string config = Nf4(R"(["experts"])");
+  Result<QuantPlan> vllm = Import(Embedded(config), "vllm@0.33");
+  ASSERT_FALSE(vllm.ok());
+  EXPECT_TRUE(Contains(vllm.status().message(),
+                       "ValueError: Unknown quantization method: bitsandbytes. Must be one of "
+                       "['awq', 'auto_awq', "));
+  QuantPlan sglang = MustImport(Embedded(config), "sglang@0.5.23");
+  Decision experts = DecideSite(sglang, Experts("model.layers.0.mlp.experts"));
+  EXPECT_EQ(experts.kind, DecisionKind::kQuantized);
+  EXPECT_EQ(experts.detail, "BitsAndBytesMoEMethod");
+  EXPECT_EQ(DecideSite(sglang, Qkv("model.layers.0")).detail, "BitsAndBytesLinearMethod");
+}
+
+TEST(BitsAndBytesSkips, NativeRegexEndsAtAModuleBoundary) {
+  // transformers 5.24 should_convert_module: re.match(rf"(?:{key})(?:(?<=\.)|(?=\.|$))", name)
+  // or name.endswith(key).
+  QuantPlan plan = MustImport(Embedded(Nf4(R"(["model.layers.1", "model.layers.2.", "mlp.gate",
+      "layers.3.*"])")),
+                              "native");
+  EXPECT_EQ(Kind(plan, Qkv("model.layers.1")), "unquantized");
+  EXPECT_EQ(Kind(plan, Qkv("model.layers.10")), "quantized");
+  EXPECT_EQ(Kind(plan, Site("model.layers.10.mlp.down_proj")), "quantized");
+  // The key's dots are regex wildcards: "model.layers.2." matches "model.layers.2." and also
+  // "model.layers.20" (the last "." takes the "0", and a boundary follows).
+  EXPECT_EQ(Kind(plan, Site("model.layers.2.mlp.down_proj")), "unquantized");
+  EXPECT_EQ(Kind(plan, Site("model.layers.20.mlp.down_proj")), "unquantized");
+  EXPECT_EQ(Kind(plan, Site("model.layers.200.mlp.down_proj")), "quantized");
+  // "mlp.gate" neither starts the name nor ends it, and stops short of a boundary in gate_proj.
+  EXPECT_EQ(Kind(plan, GateUp("model.layers.4")), "quantized");
+  // Regex keys are anchored at the start only: "layers.3.*" does not start "model.layers.3…".
+  EXPECT_EQ(Kind(plan, Site("model.layers.3.mlp.down_proj")), "quantized");
+}
+
 }  // namespace
 }  // namespace quantpath

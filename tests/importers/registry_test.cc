@@ -1,10 +1,11 @@
-// The importer registry: detection order, the --quantization override, and folders without a
-// quantization description.
+// The importer registry: detection order, the --quantization override, folders without a
+// quantization description, where each dialect looks for the description, and name mappers.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "quantpath/importers.h"
@@ -19,6 +20,17 @@ ConfigSources FromConfigJson(std::string_view text) {
   EXPECT_TRUE(root.ok()) << root.status().message();
   std::vector<SourceFile> files;
   files.push_back({"config.json", {}, root.ok() ? *root : Json::Object()});
+  return ConfigSources::FromMemory(std::move(files));
+}
+
+// A folder of in-memory files, in the order given (the folder's listing order).
+ConfigSources FromFiles(const std::vector<std::pair<std::string, std::string>>& named_texts) {
+  std::vector<SourceFile> files;
+  for (const auto& [name, text] : named_texts) {
+    Result<Json> root = ParseJson(text, name);
+    EXPECT_TRUE(root.ok()) << root.status().message();
+    files.push_back({name, {}, root.ok() ? *root : Json::Object()});
+  }
   return ConfigSources::FromMemory(std::move(files));
 }
 
@@ -135,6 +147,109 @@ TEST(Registry, ErrorsFromTheImporterComeBackUnchanged) {
   EXPECT_TRUE(
       Contains(plan.status().message(), "config.json#/quantization_config/activation_scheme"))
       << plan.status().message();
+}
+
+constexpr std::string_view kLlama = R"({"architectures": ["LlamaForCausalLM"]})";
+constexpr std::string_view kGptq8 =
+    R"({"quant_method": "gptq", "bits": 8, "group_size": 128, "desc_act": false, "sym": true})";
+
+TEST(RegistrySearch, EnginesReadTheEmbeddedDescriptionAndNotTheStandaloneCopy) {
+  ConfigSources sources =
+      FromFiles({{"config.json", R"({"architectures": ["LlamaForCausalLM"], "quantization_config":
+          {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": false,
+           "sym": true}})"},
+                 {"quantize_config.json", std::string(kGptq8)}});
+  // Native compares both copies: a disagreement on bits is an error naming both files.
+  Result<QuantPlan> native = ImportPlan(sources, Native());
+  ASSERT_FALSE(native.ok());
+  EXPECT_TRUE(Contains(native.status().message(), "quantize_config.json"));
+  for (std::string_view engine : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
+    Result<QuantPlan> plan = ImportPlan(sources, *ParseDialect(engine));
+    ASSERT_TRUE(plan.ok()) << engine << ": " << plan.status().message();
+    ASSERT_FALSE(plan->sources.empty());
+    EXPECT_EQ(plan->sources.front().file, "config.json") << engine;
+  }
+}
+
+TEST(RegistrySearch, StandaloneFilesAreFoundByTheEndOfTheirName) {
+  ConfigSources sources = FromFiles(
+      {{"config.json", std::string(kLlama)}, {"my_quantize_config.json", std::string(kGptq8)}});
+  Result<QuantPlan> plan = ImportPlan(sources, *ParseDialect("vllm@0.33"), std::string("gptq"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->sources.front().file, "my_quantize_config.json");
+}
+
+TEST(RegistrySearch, SeveralCandidateFilesAreAnErrorNamingThem) {
+  constexpr std::string_view kAwq =
+      R"({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true,
+          "version": "gemm"})";
+  ConfigSources sources = FromFiles({{"config.json", std::string(kLlama)},
+                                     {"quantize_config.json", std::string(kAwq)},
+                                     {"quant_config.json", std::string(kAwq)}});
+  Result<QuantPlan> plan = ImportPlan(sources, *ParseDialect("sglang@0.5.23"), std::string("awq"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(Contains(plan.status().message(), "quantize_config.json, quant_config.json"))
+      << plan.status().message();
+}
+
+TEST(RegistrySearch, NoFileForAForcedFormatSaysWhatTheEngineRaises) {
+  Result<QuantPlan> plan = ImportPlan(FromFiles({{"config.json", std::string(kLlama)}}),
+                                      *ParseDialect("vllm@0.33"), std::string("gptq"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(Contains(plan.status().message(), "Cannot find the config file for gptq"))
+      << plan.status().message();
+}
+
+TEST(RegistrySearch, VllmTakesHfQuantConfigOnlyFromModelOpt) {
+  ConfigSources sources = FromFiles({{"config.json", std::string(kLlama)},
+                                     {"hf_quant_config.json", R"({"producer": {"name": "other"},
+                                    "quantization": {"quant_algo": "FP8"}})"}});
+  EXPECT_FALSE(ImportPlan(sources, *ParseDialect("vllm@0.33"), std::string("modelopt")).ok());
+  Result<QuantPlan> sglang =
+      ImportPlan(sources, *ParseDialect("sglang@0.5.23"), std::string("modelopt"));
+  ASSERT_TRUE(sglang.ok()) << sglang.status().message();
+  EXPECT_EQ(sglang->importer, "modelopt");
+}
+
+TEST(RegistrySearch, VllmMixedPrecisionWithoutTableFallsThroughToTheFile) {
+  constexpr std::string_view kEmbedded =
+      R"({"architectures": ["LlamaForCausalLM"], "quantization_config":
+          {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}})";
+  Result<QuantPlan> missing =
+      ImportPlan(FromFiles({{"config.json", std::string(kEmbedded)}}), *ParseDialect("vllm@0.33"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status().message(), "modelopt_mixed")) << missing.status().message();
+  ConfigSources sources = FromFiles(
+      {{"config.json", std::string(kEmbedded)},
+       {"hf_quant_config.json",
+        R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "MIXED_PRECISION",
+            "quantized_layers": {"model.layers.0.mlp.down_proj": {"quant_algo": "FP8"}}}})"}});
+  Result<QuantPlan> plan = ImportPlan(sources, *ParseDialect("vllm@0.33"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->sources.front().file, "hf_quant_config.json");
+}
+
+TEST(RegistryNameMapper, TheEngineReadsItsListsRewritten) {
+  NameMapper mapper{"Qwen2_5_VLForConditionalGeneration.hf_to_vllm_mapper",
+                    {{NameRewriteKind::kPrefix, "model.", "language_model.model."}},
+                    NameRewriteOrder::kEveryInOrder};
+  ConfigSources sources = FromConfigJson(
+      R"({"quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
+                                  "ignored_layers": ["model.layers.0.mlp.down_proj"]}})");
+  Result<QuantPlan> plan = ImportPlan(sources, *ParseDialect("vllm@0.33"), std::nullopt, mapper);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  bool mapped_rule = false;
+  for (const RuleGroup& group : plan->groups) {
+    for (const Rule& rule : group.rules) {
+      mapped_rule = mapped_rule ||
+                    (rule.matcher.pattern() == "language_model.model.layers.0.mlp.down_proj" &&
+                     rule.source.ToString() == "config.json#/quantization_config/ignored_layers/0");
+    }
+  }
+  EXPECT_TRUE(mapped_rule);
+  bool noted = false;
+  for (const std::string& note : plan->notes) noted = noted || Contains(note, "hf_to_vllm_mapper");
+  EXPECT_TRUE(noted);
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ int RunExplain(const ExplainArgs& args) {
   if (!options.ok()) return ReportBadInput(options.status().message());
   Result<ConfigSources> sources = ConfigSources::Load(args.dir);
   if (!sources.ok()) return ReportBadInput(sources.status().message());
-  Result<QuantPlan> plan = ImportPlan(*sources, options->dialect, options->quantization);
+  Result<QuantPlan> plan = ImportPlan(*sources, options->dialect, options->quantization,
+                                      FindNameMapper(*sources, options->dialect));
   if (!plan.ok()) return ReportBadInput(plan.status().message());
   Result<ModelSites> sites = BuildModelSites(*sources, options->dialect);
   if (!sites.ok()) return ReportBadInput(sites.status().message());

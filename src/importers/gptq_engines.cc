@@ -1,0 +1,226 @@
+// The GPTQ dialect rows and the engine checks between them; see gptq_engines.h.
+#include "src/importers/gptq_engines.h"
+
+#include "fmt/format.h"
+#include "src/importers/common.h"
+
+namespace quantpath {
+namespace {
+
+// SGLang 0.5.23's QUANTIZATION_METHODS on CUDA, as its "Unknown quantization method" text lists
+// them.
+constexpr std::string_view kSglangCurrentMethods =
+    "['fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', "
+    "'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', "
+    "'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', "
+    "'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', "
+    "'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4']";
+
+bool IsMarlinType(const GptqSettings& s) { return (s.bits == 4 || s.bits == 8) && s.sym; }
+bool IsMarlinGroup(int64_t g) { return g == -1 || g == 32 || g == 64 || g == 128; }
+
+// SGLang's is_gptq_marlin_compatible, on the config as written (absent fields are not compatible)
+// together with check_marlin_format (a marlin-format checkpoint is never converted).
+bool MarlinCompatible(const Json& config) {
+  const Json* bits = config.FindNonNull("bits");
+  const Json* group = config.FindNonNull("group_size");
+  const Json* sym = config.FindNonNull("sym");
+  const Json* desc_act = config.FindNonNull("desc_act");
+  if (QuantMethod(config) != "gptq" || bits == nullptr || group == nullptr || sym == nullptr ||
+      desc_act == nullptr || !bits->is_int() || !group->is_int() || !sym->is_bool()) {
+    return false;
+  }
+  const Json* format = config.FindNonNull("checkpoint_format");
+  const Json* marlin = config.FindNonNull("is_marlin_format");
+  if ((format != nullptr && format->is_string() && format->string_value() == "marlin") ||
+      (marlin != nullptr && marlin->is_bool() && marlin->bool_value())) {
+    return false;
+  }
+  return IsMarlinType({bits->int_value(), group->int_value(), false, sym->bool_value()}) &&
+         IsMarlinGroup(group->int_value());
+}
+
+constexpr SiteKindSet kLinearAndHead = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kLmHead);
+
+}  // namespace
+
+const GptqDialect& GptqDialectFor(const Dialect& dialect) {
+  static const GptqDialect kNative{.kernel = GptqKernel::kGptqModel,
+                                   .not_marlin = GptqNotMarlin::kNotChecked,
+                                   .engine_required_fields = false,
+                                   .rejects_desc_act = false,
+                                   .dynamic = {.regex = RegexFlavor::kPythonRe,
+                                               .strict_values = true,
+                                               .kinds = kAllKinds,
+                                               .fused = FusedPolicy::kLegsMustAgree,
+                                               .lm_head_skip_detail = "",
+                                               .moe_skip_detail = ""},
+                                   .block_list = GptqBlockList::kSuffix,
+                                   .block_list_kinds = KindBit(SiteKind::kLinear),
+                                   .block_list_from_checkpoint = false,
+                                   .decoder_blocks_only = true,
+                                   .empty_block_list_quantizes_all = false,
+                                   .moe_method_first = false,
+                                   .unquantized_detail = "",
+                                   .names = {"", "", ""}};
+  static const GptqDialect kVllm{.kernel = GptqKernel::kMarlin,
+                                 .not_marlin = GptqNotMarlin::kNotChecked,
+                                 .engine_required_fields = true,
+                                 .rejects_desc_act = false,
+                                 .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
+                                             .strict_values = false,
+                                             .kinds = kAllKinds,
+                                             .fused = FusedPolicy::kFusedNameOnly,
+                                             .lm_head_skip_detail = "UnquantizedEmbeddingMethod",
+                                             .moe_skip_detail = ""},
+                                 .block_list = GptqBlockList::kSubstring,
+                                 .block_list_kinds = kLinearAndHead,
+                                 .block_list_from_checkpoint = true,
+                                 .decoder_blocks_only = false,
+                                 .empty_block_list_quantizes_all = false,
+                                 .moe_method_first = false,
+                                 .unquantized_detail = "UnquantizedLinearMethod",
+                                 .names = {"GPTQMarlinLinearMethod", "", ""}};
+  // SGLang returns GPTQMarlinMoEMethod before consulting `dynamic`, so its rules skip MoE sites.
+  static const GptqDialect kSglang{.kernel = GptqKernel::kMarlin,
+                                   .not_marlin = GptqNotMarlin::kGptqKernel,
+                                   .engine_required_fields = true,
+                                   .rejects_desc_act = false,
+                                   .dynamic = {.regex = RegexFlavor::kPythonRe,
+                                               .strict_values = false,
+                                               .kinds = kLinearAndHead,
+                                               .fused = FusedPolicy::kFusedNameOnly,
+                                               .lm_head_skip_detail = "",
+                                               .moe_skip_detail = ""},
+                                   .block_list = GptqBlockList::kIgnored,
+                                   .block_list_kinds = 0,
+                                   .block_list_from_checkpoint = false,
+                                   .decoder_blocks_only = false,
+                                   .empty_block_list_quantizes_all = false,
+                                   .moe_method_first = false,
+                                   .unquantized_detail = "UnquantizedLinearMethod",
+                                   .names = {"GPTQMarlinLinearMethod", "GPTQLinearMethod", ""}};
+  static const GptqDialect kVllmCurrent{
+      .kernel = GptqKernel::kMarlin,
+      .not_marlin = GptqNotMarlin::kNotChecked,
+      .engine_required_fields = true,
+      .rejects_desc_act = true,
+      .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
+                  .strict_values = false,
+                  .kinds = kAllKinds,
+                  .fused = FusedPolicy::kFusedNameOnly,
+                  .lm_head_skip_detail = "UnquantizedEmbeddingMethod",
+                  .moe_skip_detail = "UnquantizedFusedMoEMethod"},
+      .block_list = GptqBlockList::kSubstring,
+      .block_list_kinds = kLinearAndHead,
+      .block_list_from_checkpoint = true,
+      .decoder_blocks_only = false,
+      .empty_block_list_quantizes_all = true,
+      .moe_method_first = false,
+      .unquantized_detail = "UnquantizedLinearMethod",
+      .names = {"AutoGPTQLinearMethod", "", "AutoGPTQMoEMethod"}};
+  static const GptqDialect kSglangCurrent{
+      .kernel = GptqKernel::kMarlin,
+      .not_marlin = GptqNotMarlin::kUnknownMethod,
+      .engine_required_fields = true,
+      .rejects_desc_act = false,
+      .dynamic = {.regex = RegexFlavor::kPythonRe,
+                  .strict_values = false,
+                  .kinds = kLinearAndHead,
+                  .fused = FusedPolicy::kFusedNameOnly,
+                  .lm_head_skip_detail = "UnquantizedEmbeddingMethod",
+                  .moe_skip_detail = ""},
+      .block_list = GptqBlockList::kIgnored,
+      .block_list_kinds = 0,
+      .block_list_from_checkpoint = false,
+      .decoder_blocks_only = false,
+      .empty_block_list_quantizes_all = false,
+      .moe_method_first = true,
+      .unquantized_detail = "UnquantizedLinearMethod",
+      .names = {"GPTQMarlinLinearMethod", "", "GPTQMarlinMoEMethod"}};
+  switch (dialect.engine) {
+    case Engine::kNative:
+      return kNative;
+    case Engine::kVllm:
+      return dialect.current() ? kVllmCurrent : kVllm;
+    case Engine::kSglang:
+      return dialect.current() ? kSglangCurrent : kSglang;
+  }
+  return kNative;
+}
+
+Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
+                                 const Dialect& dialect, std::vector<std::string>* notes) {
+  if (d.not_marlin == GptqNotMarlin::kNotChecked || MarlinCompatible(*copy.json)) return d.kernel;
+  if (d.not_marlin == GptqNotMarlin::kUnknownMethod) {
+    return InvalidInput(fmt::format(
+        "{}: ValueError: Unknown quantization method: gptq. Must be one of {}. ({} loads only "
+        "Marlin-compatible GPTQ checkpoints, as gptq_marlin)",
+        copy.where.ToString(), kSglangCurrentMethods, dialect.name));
+  }
+  notes->push_back(
+      fmt::format("{} runs this config on its GPTQ kernel (not Marlin)", dialect.name));
+  return GptqKernel::kGptq;
+}
+
+std::optional<std::string> SchemeError(GptqKernel kernel, const GptqSettings& s) {
+  bool width = s.bits == 2 || s.bits == 3 || s.bits == 4 || s.bits == 8;
+  switch (kernel) {
+    case GptqKernel::kGptqModel:
+      if (!width) return fmt::format("GPTQ packs 2, 3, 4 or 8 bits per weight, found {}", s.bits);
+      if (s.group_size != -1 && s.group_size <= 0) {
+        return fmt::format(
+            "group_size must be -1 (one group per output channel) or positive, "
+            "found {}",
+            s.group_size);
+      }
+      return std::nullopt;
+    case GptqKernel::kGptq:
+      if (width) return std::nullopt;
+      return fmt::format(
+          "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported "
+          "for GPTQ, but got {} bits.",
+          s.bits);
+    case GptqKernel::kMarlin:
+      if (IsMarlinType(s)) return std::nullopt;
+      return fmt::format("ValueError: Unsupported quantization config: bits={}, sym={}", s.bits,
+                         PyBool(s.sym));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> LayerError(GptqKernel kernel, const GptqSettings& s) {
+  if (kernel != GptqKernel::kMarlin || IsMarlinGroup(s.group_size)) return std::nullopt;
+  return fmt::format(
+      "ValueError: Marlin does not support group_size = {}. Only group_sizes = "
+      "[-1, 32, 64, 128] are supported.",
+      s.group_size);
+}
+
+Status CheckDescAct(const ConfigCopy& copy, const GptqSettings& base) {
+  constexpr std::string_view kText =
+      "ValueError: GPTQ group activation ordering (desc_act=True) is no longer supported";
+  if (base.desc_act && base.group_size != -1) {
+    return InvalidInput(
+        fmt::format("{}: {}. Use a checkpoint with static activation ordering or desc_act=False.",
+                    Where(copy.file(), *copy.json->Find("desc_act")), kText));
+  }
+  const Json* dynamic = copy.json->FindNonNull("dynamic");
+  if (dynamic == nullptr || !dynamic->is_object()) return {};
+  for (const Json::Member& m : dynamic->members()) {
+    if (m.first.starts_with("-:") || !m.second.is_object()) continue;
+    const Json* desc = m.second.Find("desc_act");
+    const Json* group = m.second.Find("group_size");
+    bool act_order = desc == nullptr ? base.desc_act : desc->is_bool() && desc->bool_value();
+    int64_t group_size = group != nullptr && group->is_int() ? group->int_value() : base.group_size;
+    if (act_order && group_size != -1) {
+      return InvalidInput(fmt::format(
+          "{}: {}, but is enabled by dynamic rule '{}'. Use a checkpoint with static activation "
+          "ordering or desc_act=False.",
+          Where(copy.file(), m.second), kText, m.first));
+    }
+  }
+  return {};
+}
+
+}  // namespace quantpath

@@ -1,0 +1,49 @@
+// HF→engine name mappers per model class and dialect.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "quantpath/models.h"
+
+namespace quantpath {
+namespace {
+
+Dialect D(std::string_view name) { return *ParseDialect(name); }
+
+TEST(NameMappers, Qwen25VlHasOneMapperPerCurrentEngine) {
+  std::optional<NameMapper> vllm =
+      FindNameMapper("qwen2_5_vl.Qwen2_5_VLForConditionalGeneration", D("vllm@0.33"));
+  ASSERT_TRUE(vllm.has_value());
+  EXPECT_EQ(vllm->order, NameRewriteOrder::kEveryInOrder);
+  ASSERT_EQ(vllm->rules.size(), 4u);
+  EXPECT_EQ(vllm->rules.front().from, "model.language_model.");
+  EXPECT_EQ(vllm->rules.back().from, "model.");  // the original layout, last
+
+  std::optional<NameMapper> sglang =
+      FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("sglang@0.5.23"));
+  ASSERT_TRUE(sglang.has_value());
+  EXPECT_EQ(sglang->order, NameRewriteOrder::kLongestMatchOnly);
+  EXPECT_EQ(sglang->rules.front().kind, NameRewriteKind::kSubstring);  // attn.qkv → attn.qkv_proj
+}
+
+TEST(NameMappers, NoneForNativeRecordedDialectsAndOtherModels) {
+  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("native")));
+  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("vllm")));
+  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("sglang")));
+  EXPECT_FALSE(FindNameMapper("llama.LlamaForCausalLM", D("vllm@0.33")));
+}
+
+TEST(NameMappers, FromConfigJsonArchitecture) {
+  Result<Json> root =
+      ParseJson(R"({"architectures": ["Qwen2_5_VLForConditionalGeneration"]})", "config.json");
+  ASSERT_TRUE(root.ok());
+  std::vector<SourceFile> files;
+  files.push_back({"config.json", {}, *root});
+  ConfigSources sources = ConfigSources::FromMemory(std::move(files));
+  EXPECT_TRUE(FindNameMapper(sources, D("vllm@0.33")).has_value());
+  EXPECT_FALSE(FindNameMapper(ConfigSources::FromMemory({}), D("vllm@0.33")).has_value());
+}
+
+}  // namespace
+}  // namespace quantpath
