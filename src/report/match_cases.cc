@@ -152,10 +152,10 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   }
 
   QP_ASSIGN_OR_RETURN(ConfigSources sources, SourcesForCase(c, *config, format, file));
-  // The format the engine was told to use: a user --quantization, else the case's format; the
-  // loader cases let the engine find the description itself.
+  // The engine was told a method only when the user gave --quantization; otherwise it detected
+  // the description from the files, and so does quantpath (the case's `format` only says which
+  // family the case belongs to).
   std::optional<std::string> forced;
-  if (format != "loader") forced = format;
   // The model class whose HF→engine name mapper the engine applied to the config.
   std::optional<NameMapper> mapper;
   if (const Json* extra = c.FindNonNull("extra_inputs")) {
