@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quantpath/base.h"
@@ -64,10 +65,16 @@ class ConfigSources {
     checkpoint_quantized_params_ = std::move(names);
   }
 
+  // The method name the user asked for with --quantization, when they did; engines resolve some
+  // names differently from the files' own quant_method.
+  const std::optional<std::string>& requested_method() const { return requested_method_; }
+  void set_requested_method(std::string name) { requested_method_ = std::move(name); }
+
  private:
   std::filesystem::path dir_;
   std::vector<SourceFile> files_;  // config.json first, then standalone files in the order above
   std::optional<std::vector<std::string>> checkpoint_quantized_params_;
+  std::optional<std::string> requested_method_;
 };
 
 }  // namespace quantpath

@@ -70,6 +70,9 @@ struct AwqDialect {
   // Marlin compatibility is judged on the config's own "bits" / "group_size" keys (SGLang's
   // is_awq_marlin_compatible reads no legacy w_bit / q_group_size).
   bool marlin_needs_current_keys;
+  // The --quantization name with which override_quantization_method keeps the plain AWQ method
+  // for a Marlin-compatible config (the user asked for it explicitly); empty when none does.
+  std::string_view bypasses_marlin;
   // The plain AWQ kernel quantizes LinearBase only: MoE and the LM head get no method.
   bool plain_linear_only;
   std::string_view bits_error;  // {} = the width found; empty = the generic text
@@ -90,6 +93,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                   .reads_lm_head = false,
                                   .engine_required_fields = false,
                                   .marlin_needs_current_keys = false,
+                                  .bypasses_marlin = "",
                                   .plain_linear_only = false,
                                   .bits_error = "",
                                   .unquantized_detail = "",
@@ -103,6 +107,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                 .reads_lm_head = true,
                                 .engine_required_fields = true,
                                 .marlin_needs_current_keys = false,
+                                .bypasses_marlin = "",
                                 .plain_linear_only = false,
                                 .bits_error = kOnlyFourBits,
                                 .unquantized_detail = "UnquantizedLinearMethod",
@@ -117,6 +122,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                   .reads_lm_head = false,
                                   .engine_required_fields = true,
                                   .marlin_needs_current_keys = false,
+                                  .bypasses_marlin = "",
                                   .plain_linear_only = false,
                                   .bits_error = kOnlyFourBits,
                                   .unquantized_detail = "UnquantizedLinearMethod",
@@ -131,6 +137,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
       .reads_lm_head = true,
       .engine_required_fields = true,
       .marlin_needs_current_keys = false,
+      .bypasses_marlin = "",
       .plain_linear_only = false,
       .bits_error =
           "ValueError: Unsupported num_bits = {}. Supported: 4. For 8-bit AWQ, use Marlin backend "
@@ -147,6 +154,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                          .reads_lm_head = true,
                                          .engine_required_fields = true,
                                          .marlin_needs_current_keys = true,
+                                         .bypasses_marlin = "awq",
                                          .plain_linear_only = true,
                                          .bits_error = kOnlyFourBits,
                                          .unquantized_detail = "UnquantizedLinearMethod",
@@ -218,13 +226,14 @@ class AwqFormat final : public Importer {
     if (!found) {
       return InvalidInput(fmt::format("no AWQ description in {}", Join(sources.FileNames(), ", ")));
     }
-    return BuildAwqPlan(dialect, *found);
+    return BuildAwqPlan(dialect, *found, sources.requested_method());
   }
 };
 
 }  // namespace
 
-Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& config) {
+Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& config,
+                               const std::optional<std::string>& requested) {
   const AwqDialect& d = DialectFor(dialect);
   const ConfigCopy& copy = config.primary;
   QuantPlan plan;
@@ -286,6 +295,12 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
       (QuantMethod(*copy.json) != "awq" || copy.json->FindNonNull("bits") == nullptr ||
        copy.json->FindNonNull("group_size") == nullptr)) {
     marlin = false;
+  }
+  if (marlin && !d.bypasses_marlin.empty() && requested == d.bypasses_marlin) {
+    marlin = false;
+    plan.notes.push_back(fmt::format(
+        "--quantization {} keeps the plain AWQ method; {} chooses awq_marlin only without it",
+        d.bypasses_marlin, dialect.name));
   }
   if (d.engine_required_fields && !marlin) {
     plan.notes.push_back(

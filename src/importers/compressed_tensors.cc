@@ -10,7 +10,8 @@
 // Documentation followed: compressed-tensors@ac8e2ba8 quantization/quant_config.py,
 // lifecycle/apply.py; vLLM CompressedTensorsConfig (from_config, get_quant_method,
 // get_scheme_dict, CompressedTensorsKVCacheMethod.validate_kv_cache_scheme) @e9476487; the
-// recorded cases in tests/data/oracle/cases/{vllm,sglang}-compressed-tensors.json.
+// recorded cases in tests/data/oracle/cases/{vllm,sglang}-compressed-tensors.json and
+// cases-new/ (vLLM 0.33.0, SGLang 0.5.23).
 #include <algorithm>
 #include <utility>
 
@@ -286,7 +287,7 @@ Result<std::vector<Group>> ReadGroups(const Json& q, std::string_view file, cons
 }
 
 // target_scheme_map: a dict, so a target named again keeps its first position and takes the later
-// group; vLLM adds "FusedMoE" with the "Linear" group for its routed experts.
+// group; the engines add their experts class (d.moe_alias) with the "Linear" group.
 std::vector<ct::TargetRef> TargetMap(const std::vector<Group>& groups, const CtDialect& d) {
   std::vector<ct::TargetRef> map;
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -296,19 +297,21 @@ std::vector<ct::TargetRef> TargetMap(const std::vector<Group>& groups, const CtD
       if (it != map.end()) {
         it->group = i;
       } else {
-        map.push_back({t.value, i, t.where});
+        map.push_back({t.value, i, t.where, ""});
       }
     }
   }
-  if (d.fused_moe_alias) {
+  if (!d.moe_alias.empty()) {
     auto find = [&](std::string_view name) {
       return std::find_if(map.begin(), map.end(),
                           [&](const ct::TargetRef& r) { return r.target == name; });
     };
     auto linear = find("Linear");
-    if (linear != map.end() && find("FusedMoE") == map.end()) {
+    if (linear != map.end() && find(d.moe_alias) == map.end()) {
       ct::TargetRef alias = *linear;
-      alias.target = "FusedMoE";
+      alias.target = std::string(d.moe_alias);
+      // The recorded details name the alias as a target of its own.
+      if (d.experts_through_legs) alias.alias_of = "Linear";
       map.push_back(std::move(alias));
     }
   }
@@ -342,7 +345,7 @@ class CompressedTensorsImporterImpl : public Importer {
       return InvalidInput(
           fmt::format("{}: expected an object, found {}", Where(file, q), q.TypeName()));
     }
-    const CtDialect& d = ct::DialectFor(dialect.engine);
+    const CtDialect& d = ct::DialectFor(dialect);
     QuantPlan plan;
     plan.quant_method = std::string(kMethod);
     plan.dialect = dialect;
@@ -363,19 +366,22 @@ class CompressedTensorsImporterImpl : public Importer {
     QP_RETURN_IF_ERROR(ReadUnsupportedSections(q, file, d, &plan.notes));
     QP_ASSIGN_OR_RETURN(std::vector<Group> groups, ReadGroups(q, file, d, &plan.notes));
     std::vector<Action> actions;
+    std::vector<Action> experts;
     for (const Group& g : groups) {
       QP_ASSIGN_OR_RETURN(SourceLayout layout, GroupLayout(g, format, dialect, &plan.notes));
       QP_ASSIGN_OR_RETURN(Action a, GroupAction(g, layout));
+      experts.push_back(ct::ExpertsAction(g, a, format, d));
       actions.push_back(std::move(a));
       NoteArgs(g, &plan.notes);
     }
-    QP_ASSIGN_OR_RETURN(std::optional<std::vector<ListEntry>> ignore,
+    QP_ASSIGN_OR_RETURN(std::optional<std::vector<ListEntry>> listed,
                         ReadEntryList(q, "ignore", file));
+    const std::vector<ListEntry> ignore = listed.value_or(std::vector<ListEntry>{});
+    QP_ASSIGN_OR_RETURN(plan.groups, ct::IgnoreGroups(ignore, d, &plan.notes));
     QP_ASSIGN_OR_RETURN(
-        plan.groups, ct::IgnoreGroups(ignore.value_or(std::vector<ListEntry>{}), d, &plan.notes));
-    QP_ASSIGN_OR_RETURN(RuleGroup targets,
-                        ct::TargetGroup(TargetMap(groups, d), actions, d, &plan.notes));
-    plan.groups.push_back(std::move(targets));
+        std::vector<RuleGroup> targets,
+        ct::TargetGroups(TargetMap(groups, d), actions, experts, ignore, d, &plan.notes));
+    for (RuleGroup& g : targets) plan.groups.push_back(std::move(g));
     QP_RETURN_IF_ERROR(ReadKvCache(q, file, d, &plan));
 
     // vLLM and SGLang look targets up only when the map is not empty (sparsity-only configs).

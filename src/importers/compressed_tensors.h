@@ -1,6 +1,8 @@
-// compressed-tensors importer internals, shared by its three files: the QuantizationArgs /
-// QuantizationScheme model (compressed_tensors_args.cc), the target and ignore matchers of each
-// dialect (compressed_tensors_targets.cc) and the plan (compressed_tensors.cc).
+// compressed-tensors importer internals, shared by its files: the QuantizationArgs /
+// QuantizationScheme model (compressed_tensors_args.cc), presets and formats
+// (compressed_tensors_presets.cc), the dialect table and the experts methods
+// (compressed_tensors_dialects.cc), the target and ignore matchers (compressed_tensors_targets.cc)
+// and the plan (compressed_tensors.cc).
 //
 // Goals: the library's data model with its validation rules, kept apart from the dialects' string
 // semantics. Non-goals: the engines' scheme classes (CompressedTensorsW8A8Fp8, …), which depend on
@@ -108,8 +110,9 @@ Result<Group> ParseGroup(const std::string& name, const Json& value, std::string
                          const GroupReading& reading);
 
 // ---------------------------------------------------------------------------------------------
-// Dialects: which matchers and policies reproduce the library (native), vLLM or SGLang. One row per
-// dialect (compressed_tensors_targets.cc); the plan builder reads only this table.
+// Dialects: which matchers and policies reproduce the library (native), vLLM or SGLang as recorded,
+// and vLLM 0.33 / SGLang 0.5.23. One row per dialect (compressed_tensors_dialects.cc); the plan
+// builder reads only this table.
 
 // How attention sites are decided.
 enum class KvPolicy : uint8_t {
@@ -117,32 +120,65 @@ enum class KvPolicy : uint8_t {
   kEngineMethod,  // CompressedTensorsKVCacheMethod on every attention layer, scheme validated there
 };
 
+// How `ignore` reaches a fused layer.
+enum class IgnoreShape : uint8_t {
+  kLegs,                // the library: every leg on its own, they must agree
+  kListedFusedName,     // should_ignore_layer's `layer_name not in ignore` guard, then the shards
+  kSglangShouldIgnore,  // the same, built by SglangShouldIgnoreGroups (standard `re` only)
+  kFusedNameThenLegs,   // vLLM 0.33 find_matching_patterns: any entry against the fused name first
+};
+
+// The passes of target matching, in order.
+enum class TargetOrder : uint8_t {
+  kLibrary,         // match_targets: exact names, regexes (sorted), classes (sorted)
+  kNameClassFused,  // find_matched_target as recorded, and SGLang 0.5.23
+  kNameFusedClass,  // vLLM 0.33 find_matched_target
+};
+
+// How an experts layer is decided when it is looked up through expert 0's gate/up/down projections
+// (get_moe_method / get_moe_scheme); unused when CtDialect::experts_through_legs is false.
+struct CtExperts {
+  std::string_view disagree;        // the projections resolve to different scheme dicts
+  std::string_view ignored_detail;  // every projection ignored
+  Action no_target;                 // a projection no target reaches
+  std::string_view method_class;    // the MoE method; empty: chosen by scheme (MoeMethodClass)
+  std::string_view detail;          // fmt pattern: {0} = target, {1} = group, {2} = method
+  bool wna16_global_format;         // the WNA16 check reads the top-level format, not the group's
+  std::string_view wna16_error;     // fmt pattern, {0} = format, {1} = bits
+};
+
 struct CtDialect {
   Engine engine;
+  EngineRelease release;
   RegexFlavor regex;  // vLLM imports `regex`, SGLang and the library the standard `re`
   // should_ignore_layer / is_match(ignore).
-  MatchKind ignore_plain;         // a plain (non "re:") ignore entry
-  bool ignore_classes;            // entries also name module classes (the library's is_match)
-  bool exact_fused_name_ignored;  // `layer_name not in ignore` guard: a listed fused name counts
+  IgnoreShape ignore_shape;
+  MatchKind ignore_plain;  // a plain (non "re:") ignore entry
+  std::string_view ignore_plain_words;
+  bool ignore_classes;  // entries also name module classes (the library's is_match)
   std::string_view ignore_disagree;
   std::string_view ignore_detail;
+  std::string_view lm_head_unquantized_detail;  // empty: ignore_detail (and the default action)
   // find_matched_target / match_targets.
-  bool library_order;  // exact names, regexes (sorted), classes (sorted) vs name pass, class pass
+  TargetOrder target_order;
   FusedPolicy target_fused;
   std::string_view target_disagree;
   std::string_view target_detail;  // fmt pattern with {0} = target, {1} = group
+  bool lm_head_by_name_only;       // class targets never reach the LM head (get_lm_head_scheme)
   Action no_target;                // the default action
   GroupReading reading;
   bool drop_attention_groups;  // vLLM from_config: single-target groups ending in "Attention"
-  bool fused_moe_alias;        // vLLM: "FusedMoE" gets the "Linear" group (RoutedExperts)
-  bool sparsity_fails;         // vLLM: a sparsity_config with targets raises at from_config
+  std::string_view moe_alias;  // the class "Linear" is copied to for experts layers; empty: none
+  bool experts_through_legs;   // experts looked up through expert 0's projections
+  CtExperts experts;
+  bool sparsity_fails;  // vLLM: a sparsity_config with targets raises at from_config
   KvPolicy kv;
   std::string_view attention_detail;
   KindPolicy lm_head;
   KindPolicy router;
   KindPolicy embedding;
 };
-const CtDialect& DialectFor(Engine engine);
+const CtDialect& DialectFor(const Dialect& dialect);
 
 // One target as target_scheme_map holds it: config order, first position kept, the last group
 // naming it wins (a Python dict).
@@ -150,17 +186,31 @@ struct TargetRef {
   std::string target;
   size_t group = 0;  // index into the plan's groups
   Provenance where;
+  std::string alias_of;  // "Linear" for the experts class the engine copies it to
 };
 
-// The ignore rule groups of `dialect`, in evaluation order.
+// The ignore rule groups of `dialect`, in evaluation order (experts layers looked up through their
+// projections are left to TargetGroups, which holds their ignore rules too).
 Result<std::vector<RuleGroup>> IgnoreGroups(const std::vector<ListEntry>& ignore,
                                             const CtDialect& dialect,
                                             std::vector<std::string>* notes);
 
-// The targets rule group. `actions[i]` is what a hit of a target of group i does; its detail holds
-// the group's name, which the dialect's target_detail pattern places.
-Result<RuleGroup> TargetGroup(const std::vector<TargetRef>& targets,
-                              const std::vector<Action>& actions, const CtDialect& dialect,
-                              std::vector<std::string>* notes);
+// The targets rule groups. `actions[i]` is what a hit of a target of group i does on a linear
+// layer, `experts[i]` on an experts layer (used when the dialect looks experts up through their
+// projections); an action's detail holds the group's name, which the dialect's patterns place.
+// `ignore` is read again for experts layers, which consult it per projection.
+Result<std::vector<RuleGroup>> TargetGroups(const std::vector<TargetRef>& targets,
+                                            const std::vector<Action>& actions,
+                                            const std::vector<Action>& experts,
+                                            const std::vector<ListEntry>& ignore,
+                                            const CtDialect& dialect,
+                                            std::vector<std::string>* notes);
+
+// What a hit of group `g` (linear action `linear`) does on an experts layer in `dialect`: the MoE
+// method's checks (get_moe_method / get_moe_scheme) as a kFail, or `linear` with the MoE method's
+// class as its detail (TargetGroups places it with the target and group in experts.detail).
+// `global_format` is the config's top-level format.
+Action ExpertsAction(const Group& g, const Action& linear,
+                     const std::optional<std::string>& global_format, const CtDialect& dialect);
 
 }  // namespace quantpath::ct

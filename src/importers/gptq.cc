@@ -268,7 +268,8 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
   QP_RETURN_IF_ERROR(CompareCopies(config, kDecisionFields, &plan.notes));
 
   // Method resolution (override_quantization_method) runs before the config is read.
-  QP_ASSIGN_OR_RETURN(GptqKernel kernel, ResolveKernel(copy, d, dialect, &plan.notes));
+  QP_ASSIGN_OR_RETURN(GptqKernel kernel,
+                      ResolveKernel(copy, d, dialect, sources.requested_method(), &plan.notes));
 
   GptqSettings base;
   bool required = d.engine_required_fields;

@@ -47,6 +47,7 @@ constexpr SiteKindSet kLinearAndHead = KindBit(SiteKind::kLinear) | KindBit(Site
 const GptqDialect& GptqDialectFor(const Dialect& dialect) {
   static const GptqDialect kNative{.kernel = GptqKernel::kGptqModel,
                                    .not_marlin = GptqNotMarlin::kNotChecked,
+                                   .bypasses_marlin = "",
                                    .engine_required_fields = false,
                                    .rejects_desc_act = false,
                                    .dynamic = {.regex = RegexFlavor::kPythonRe,
@@ -65,6 +66,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
                                    .names = {"", "", ""}};
   static const GptqDialect kVllm{.kernel = GptqKernel::kMarlin,
                                  .not_marlin = GptqNotMarlin::kNotChecked,
+                                 .bypasses_marlin = "",
                                  .engine_required_fields = true,
                                  .rejects_desc_act = false,
                                  .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
@@ -84,6 +86,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
   // SGLang returns GPTQMarlinMoEMethod before consulting `dynamic`, so its rules skip MoE sites.
   static const GptqDialect kSglang{.kernel = GptqKernel::kMarlin,
                                    .not_marlin = GptqNotMarlin::kGptqKernel,
+                                   .bypasses_marlin = "",
                                    .engine_required_fields = true,
                                    .rejects_desc_act = false,
                                    .dynamic = {.regex = RegexFlavor::kPythonRe,
@@ -103,6 +106,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
   static const GptqDialect kVllmCurrent{
       .kernel = GptqKernel::kMarlin,
       .not_marlin = GptqNotMarlin::kNotChecked,
+      .bypasses_marlin = "",
       .engine_required_fields = true,
       .rejects_desc_act = true,
       .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
@@ -122,6 +126,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
   static const GptqDialect kSglangCurrent{
       .kernel = GptqKernel::kMarlin,
       .not_marlin = GptqNotMarlin::kUnknownMethod,
+      .bypasses_marlin = "gptq",
       .engine_required_fields = true,
       .rejects_desc_act = false,
       .dynamic = {.regex = RegexFlavor::kPythonRe,
@@ -150,13 +155,24 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
 }
 
 Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
-                                 const Dialect& dialect, std::vector<std::string>* notes) {
-  if (d.not_marlin == GptqNotMarlin::kNotChecked || MarlinCompatible(*copy.json)) return d.kernel;
+                                 const Dialect& dialect,
+                                 const std::optional<std::string>& requested,
+                                 std::vector<std::string>* notes) {
+  const bool bypassed = !d.bypasses_marlin.empty() && requested == d.bypasses_marlin;
+  if (d.not_marlin == GptqNotMarlin::kNotChecked || (!bypassed && MarlinCompatible(*copy.json))) {
+    return d.kernel;
+  }
   if (d.not_marlin == GptqNotMarlin::kUnknownMethod) {
-    return InvalidInput(fmt::format(
-        "{}: ValueError: Unknown quantization method: gptq. Must be one of {}. ({} loads only "
-        "Marlin-compatible GPTQ checkpoints, as gptq_marlin)",
-        copy.where.ToString(), kSglangCurrentMethods, dialect.name));
+    std::string why =
+        bypassed ? fmt::format(
+                       "--quantization {} keeps the plain GPTQ method, which {} does not "
+                       "register; gptq_marlin is chosen only without it",
+                       d.bypasses_marlin, dialect.name)
+                 : fmt::format("{} loads only Marlin-compatible GPTQ checkpoints, as gptq_marlin",
+                               dialect.name);
+    return InvalidInput(
+        fmt::format("{}: ValueError: Unknown quantization method: gptq. Must be one of {}. ({})",
+                    copy.where.ToString(), kSglangCurrentMethods, why));
   }
   notes->push_back(
       fmt::format("{} runs this config on its GPTQ kernel (not Marlin)", dialect.name));

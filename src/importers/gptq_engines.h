@@ -52,6 +52,9 @@ struct GptqMethodNames {
 struct GptqDialect {
   GptqKernel kernel;
   GptqNotMarlin not_marlin;
+  // The --quantization name with which override_quantization_method keeps the plain GPTQ method
+  // for a Marlin-compatible config (the user asked for it explicitly); empty when none does.
+  std::string_view bypasses_marlin;
   bool engine_required_fields;  // get_from_keys: bits, group_size, desc_act (+ sym for Marlin)
   bool rejects_desc_act;        // vLLM 0.33: group activation ordering is no longer supported
   DynamicStyle dynamic;
@@ -71,9 +74,11 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect);
 
 // The kernel the dialect resolves the config to: `d.kernel`, the plain GPTQ kernel when method
 // resolution keeps it (a note says so), or the engine's "Unknown quantization method" error when
-// the dialect has no plain GPTQ method.
+// the dialect has no plain GPTQ method. `requested` is the user's --quantization name, if any.
 Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
-                                 const Dialect& dialect, std::vector<std::string>* notes);
+                                 const Dialect& dialect,
+                                 const std::optional<std::string>& requested,
+                                 std::vector<std::string>* notes);
 
 // The text the dialect raises while reading settings it cannot run, or nullopt.
 std::optional<std::string> SchemeError(GptqKernel kernel, const GptqSettings& s);

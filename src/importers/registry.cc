@@ -225,6 +225,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
   if (mapper) {
     sources = ApplyNameMapper(sources, detected->name(), dialect, *mapper, &mapped_notes);
   }
+  if (forced) sources.set_requested_method(*forced);
   QP_ASSIGN_OR_RETURN(QuantPlan plan, detected->BuildPlan(sources, dialect));
   plan.importer = std::string(detected->name());
   plan.dialect = dialect;

@@ -102,7 +102,9 @@ Result<LayerSite> ReadLayer(const Json& layer, const PackedModulesMapping& mappi
   QP_ASSIGN_OR_RETURN(std::optional<std::string> cls, OptionalString(layer, "module_class", file));
   site.module_class = cls.value_or("");
   if (site.kind == SiteKind::kMoe) {
-    // Engines look experts up by their checkpoint projections (expert_params_mapping).
+    // Engines look experts up by their checkpoint projections (expert_params_mapping), expert 0
+    // standing for all.
+    site.experts = 1;
     for (const char* leg : {"gate_proj", "up_proj", "down_proj"}) site.legs.push_back({leg, 0});
   }
   if (site.kind == SiteKind::kLinear || site.kind == SiteKind::kLmHead) {

@@ -189,5 +189,25 @@ TEST(AwqSglangCurrent, MarlinTakesExpertsAndTheHeadThePlainKernelDoesNot) {
   EXPECT_TRUE(HasNote(legacy, "plain AWQ kernel"));
 }
 
+TEST(AwqSglangCurrent, UserAwqKeepsThePlainMethod) {
+  std::string config = R"({"quant_method": "awq", "bits": 4, "group_size": 128,
+      "zero_point": true, "lm_head": true})";
+  const LayerSite head = Site("lm_head", SiteKind::kLmHead);
+  const LayerSite experts = Experts("model.layers.0.mlp.experts");
+  // An explicit "awq" stops override_quantization_method from choosing awq_marlin.
+  Result<QuantPlan> plain = ImportPlan(Embedded(config), family_test::D("sglang@0.5.23"), "awq");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(DecideSite(*plain, kDown).detail, "AWQLinearMethod");
+  EXPECT_EQ(Kind(*plain, experts), "unquantized");
+  EXPECT_EQ(Kind(*plain, head), "unquantized");
+  EXPECT_TRUE(HasNote(*plain, "--quantization awq keeps the plain AWQ method"));
+  // "awq_marlin" (an alias of the same importer) lets Marlin take the experts and the head.
+  Result<QuantPlan> marlin =
+      ImportPlan(Embedded(config), family_test::D("sglang@0.5.23"), "awq_marlin");
+  ASSERT_TRUE(marlin.ok()) << marlin.status().message();
+  EXPECT_EQ(DecideSite(*marlin, experts).detail, "AWQMoEMethod");
+  EXPECT_EQ(Kind(*marlin, head), "quantized");
+}
+
 }  // namespace
 }  // namespace quantpath

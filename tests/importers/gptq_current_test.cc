@@ -89,6 +89,20 @@ TEST(GptqSglangCurrent, OnlyMarlinCompatibleCheckpointsLoad) {
                   .ok());
 }
 
+TEST(GptqSglangCurrent, UserGptqBypassesMarlinAndNamesAnUnknownMethod) {
+  // override_quantization_method picks gptq_marlin only without a name or with marlin /
+  // gptq_marlin; an explicit "gptq" keeps a method SGLang 0.5.23 no longer registers.
+  Result<QuantPlan> plan = ImportPlan(Embedded(kPlain), family_test::D("sglang@0.5.23"), "gptq");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_TRUE(Contains(plan.status().message(),
+                       "Unknown quantization method: gptq. Must be one "
+                       "of ['fp8', "))
+      << plan.status().message();
+  EXPECT_TRUE(Contains(plan.status().message(), "--quantization gptq"));
+  // "gptq_marlin" (an alias of the same importer) is the name that keeps Marlin.
+  EXPECT_TRUE(ImportPlan(Embedded(kPlain), family_test::D("sglang@0.5.23"), "gptq_marlin").ok());
+}
+
 TEST(GptqSglangCurrent, MarlinMoeMethodAndEmbeddingMethodForASkippedHead) {
   QuantPlan plan =
       MustImport(Embedded(Config(R"("desc_act": false, "lm_head": true, "dynamic": {"-:lm_head": {},
