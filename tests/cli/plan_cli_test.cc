@@ -123,6 +123,19 @@ TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
   }
 }
 
+// Without a physical spec the bytes are the scheme's own: 4-bit weights plus one fp16 scale per
+// group of 128 (Llama-2-13B GPTQ, symmetric, so no zero points).
+TEST(PlanCli, BytesWithoutASpecCountScales) {
+  auto r = RunCli("plan tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ --json");
+  ASSERT_EQ(r.exit_code, 0);
+  Json plan = ParseOrDie(r.out);
+  const Json* down = FindLayer(plan, "model.layers.0.mlp.down_proj");
+  ASSERT_NE(down, nullptr);
+  EXPECT_TRUE(down->Find("spec_id")->is_null());
+  const int64_t n = 5120, k = 13824;
+  EXPECT_EQ(down->Find("bytes")->int_value(), n * k / 2 + n * k / 128 * 2);
+}
+
 TEST(PlanCli, ExitCodes) {
   EXPECT_EQ(RunCli("plan /nonexistent/folder").exit_code, 2);
   EXPECT_EQ(RunCli("plan --no-such-flag").exit_code, 2);
