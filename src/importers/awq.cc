@@ -31,6 +31,7 @@
 // Non-goals: tensor layouts beyond naming them; kernels.
 #include "src/importers/awq.h"
 
+#include <array>
 #include <utility>
 
 #include "fmt/format.h"
@@ -114,21 +115,14 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                 .marlin_linear = "AWQMarlinLinearMethod",
                                 .plain_linear = "AWQLinearMethod",
                                 .moe_method = ""};
-  // SGLang tests the execution name itself, and only for linear layers.
-  static const AwqDialect kSglang{.skip = SkipStyle::kSubstring,
-                                  .fused = FusedPolicy::kFusedNameOnly,
-                                  .skip_kinds = KindBit(SiteKind::kLinear),
-                                  .moe_skip_detail = "",
-                                  .reads_lm_head = false,
-                                  .engine_required_fields = true,
-                                  .marlin_needs_current_keys = false,
-                                  .bypasses_marlin = "",
-                                  .plain_linear_only = false,
-                                  .bits_error = kOnlyFourBits,
-                                  .unquantized_detail = "UnquantizedLinearMethod",
-                                  .marlin_linear = "AWQMarlinLinearMethod",
-                                  .plain_linear = "AWQLinearMethod",
-                                  .moe_method = ""};
+  // SGLang: vLLM's row, but it tests the execution name itself, and only for linear layers.
+  static const AwqDialect kSglang = [] {
+    AwqDialect d = kVllm;
+    d.fused = FusedPolicy::kFusedNameOnly;
+    d.skip_kinds = KindBit(SiteKind::kLinear);
+    d.reads_lm_head = false;
+    return d;
+  }();
   static const AwqDialect kVllmCurrent{
       .skip = SkipStyle::kSubstring,
       .fused = FusedPolicy::kFusedNameThenLegs,
@@ -161,15 +155,9 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                          .marlin_linear = "AWQLinearMethod",
                                          .plain_linear = "AWQLinearMethod",
                                          .moe_method = "AWQMoEMethod"};
-  switch (dialect.engine) {
-    case Engine::kNative:
-      return kNative;
-    case Engine::kVllm:
-      return dialect.current() ? kVllmCurrent : kVllm;
-    case Engine::kSglang:
-      return dialect.current() ? kSglangCurrent : kSglang;
-  }
-  return kNative;
+  static const std::array<AwqDialect, kDialectCount> kRows = {
+      {kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent}};
+  return RowFor(dialect, kRows);
 }
 
 // quant_method "awq", or a standalone AutoAWQ file without quant_method (it has zero_point or

@@ -23,6 +23,7 @@
 // bytes are stored in) are kept apart in the notes; neither changes a decision, except that vLLM
 // rejects a storage other than uint8.
 // Non-goals: tensor layouts beyond naming them (kBnb4bit / kBnb8bit).
+#include <array>
 #include <utility>
 
 #include "fmt/format.h"
@@ -110,15 +111,10 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                   .quantized_detail = "BitsAndBytesLinearMethod",
                                   .unquantized_detail = "UnquantizedLinearMethod",
                                   .moe_detail = "BitsAndBytesMoEMethod"};
-  switch (dialect.engine) {
-    case Engine::kNative:
-      return kNative;
-    case Engine::kVllm:
-      return dialect.current() ? kVllmCurrent : kVllm;
-    case Engine::kSglang:
-      return kSglang;
-  }
-  return kNative;
+  // sglang@0.5.23 uses the recorded SGLang row: it has no row of its own.
+  static const std::array<BnbDialect, kDialectCount> kRows = {
+      {kNative, kVllm, kSglang, kVllmCurrent, kSglang}};
+  return RowFor(dialect, kRows);
 }
 
 bool AcceptsBnb(const Json& config, bool /*standalone*/) {

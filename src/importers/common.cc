@@ -138,6 +138,22 @@ Result<std::optional<std::vector<ListEntry>>> ReadEntryList(const Json& object,
   return std::optional<std::vector<ListEntry>>(std::move(entries));
 }
 
+Result<Located> EmbeddedObject(const ConfigSources& sources, std::string_view format) {
+  std::optional<Located> embedded = sources.Embedded();
+  if (!embedded) {
+    return InvalidInput(fmt::format(
+        "{} is described only by an embedded quantization_config, and the model's files ({}) "
+        "hold none",
+        format, Join(sources.FileNames(), ", ")));
+  }
+  const Json& q = *embedded->value;
+  if (!q.is_object()) {
+    return InvalidInput(fmt::format("{}: expected an object, found {}",
+                                    Where(embedded->where.file, q), q.TypeName()));
+  }
+  return *embedded;
+}
+
 Provenance ProvenanceOf(std::string_view file, const Json& value) {
   return {std::string(file), value.pointer()};
 }

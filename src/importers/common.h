@@ -7,6 +7,8 @@
 // policies and kind policies (each importer chooses those for its dialect).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,8 +17,33 @@
 
 #include "quantpath/base.h"
 #include "quantpath/ir.h"
+#include "quantpath/sources.h"
 
 namespace quantpath {
+
+// Per-dialect tables: one row per dialect, in DialectNames() order (native, vllm, sglang,
+// vllm@0.33, sglang@0.5.23), so an importer keeps its per-dialect choices as data and looks them up
+// here instead of switching on the engine.
+inline constexpr size_t kDialectCount = 5;
+
+// The row of `dialect` in such a table. Native has one row whatever its release.
+inline size_t DialectIndex(const Dialect& dialect) {
+  const bool current = dialect.release == EngineRelease::kCurrent;
+  switch (dialect.engine) {
+    case Engine::kNative:
+      return 0;
+    case Engine::kVllm:
+      return current ? 3 : 1;
+    case Engine::kSglang:
+      return current ? 4 : 2;
+  }
+  return 0;
+}
+
+template <typename Row>
+const Row& RowFor(const Dialect& dialect, const std::array<Row, kDialectCount>& rows) {
+  return rows[DialectIndex(dialect)];
+}
 
 // One string of a config list and where it sits, e.g. config.json#/quantization_config/ignore/3.
 struct ListEntry {
@@ -43,6 +70,11 @@ struct SkipOutcome {
 Result<std::optional<std::vector<ListEntry>>> ReadEntryList(const Json& object,
                                                             std::string_view key,
                                                             std::string_view file);
+
+// The embedded quantization_config of a format that is read only from there (`format` names it in
+// messages), checked to be an object. No embedded description is an error naming the model's
+// files; a value of another type is an error naming its file and pointer.
+Result<Located> EmbeddedObject(const ConfigSources& sources, std::string_view format);
 
 // The provenance of `value` inside `file`.
 Provenance ProvenanceOf(std::string_view file, const Json& value);

@@ -332,24 +332,14 @@ class CompressedTensorsImporterImpl : public Importer {
   }
 
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
-    std::optional<Located> embedded = sources.Embedded();
-    if (!embedded) {
-      return InvalidInput(fmt::format(
-          "compressed-tensors is described only by an embedded quantization_config, and the "
-          "model's files ({}) hold none",
-          Join(sources.FileNames(), ", ")));
-    }
-    const std::string& file = embedded->where.file;
-    const Json& q = *embedded->value;
-    if (!q.is_object()) {
-      return InvalidInput(
-          fmt::format("{}: expected an object, found {}", Where(file, q), q.TypeName()));
-    }
+    QP_ASSIGN_OR_RETURN(Located embedded, EmbeddedObject(sources, "compressed-tensors"));
+    const std::string& file = embedded.where.file;
+    const Json& q = *embedded.value;
     const CtDialect& d = ct::DialectFor(dialect);
     QuantPlan plan;
     plan.quant_method = std::string(kMethod);
     plan.dialect = dialect;
-    plan.sources.push_back(embedded->where);
+    plan.sources.push_back(embedded.where);
 
     if (q.FindNonNull("quant_method") == nullptr) {
       // Detect accepts a bare library dict: the library's QuantizationConfig defaults

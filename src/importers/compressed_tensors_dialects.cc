@@ -10,6 +10,7 @@
 // quantization/utils/config_utils.py (find_matching_patterns); SGLang 0.5.23
 // compressed_tensors/compressed_tensors.py (get_moe_scheme, get_lm_head_scheme), utils.py,
 // schemes/compressed_tensors_wNa16_moe.py; the recorded rows as in compressed_tensors_targets.cc.
+#include <array>
 #include <utility>
 
 #include "fmt/format.h"
@@ -42,7 +43,134 @@ const Action kSglangNoTarget{ActionKind::kFail, std::nullopt,
                              "compressed-tensors config.",
                              ""};
 
-const CtDialect kDialects[] = {
+// The recorded engine rows; the current releases are derived from them below.
+const CtDialect kVllmRecorded{
+    .engine = Engine::kVllm,
+    .release = EngineRelease::kRecorded,
+    .regex = RegexFlavor::kPythonRegexModule,
+    .ignore_shape = IgnoreShape::kListedFusedName,
+    .ignore_plain = MatchKind::kExact,
+    .ignore_plain_words = "exact name",
+    .ignore_classes = false,
+    .ignore_disagree = kRecordedShardsText,
+    .ignore_detail = "UnquantizedLinearMethod",
+    .lm_head_unquantized_detail = "",
+    .target_order = TargetOrder::kNameClassFused,
+    .target_fused = FusedPolicy::kAllLegsFirstRule,
+    .target_disagree = "",
+    .target_detail = "CompressedTensorsLinearMethod[target={0} group={1}]",
+    .lm_head_by_name_only = false,
+    .no_target = kVllmNoTarget,
+    .reading = kEngineReading,
+    .drop_attention_groups = true,
+    .moe_alias = "FusedMoE",
+    .experts_through_legs = false,
+    .experts = {},
+    .sparsity_fails = true,
+    .kv = KvPolicy::kEngineMethod,
+    .attention_detail = "CompressedTensorsKVCacheMethod",
+    .lm_head = KindPolicy::kRules,
+    .router = KindPolicy::kUnquantized,
+    .embedding = KindPolicy::kUnquantized,
+};
+const CtDialect kSglangRecorded{
+    .engine = Engine::kSglang,
+    .release = EngineRelease::kRecorded,
+    .regex = RegexFlavor::kPythonRe,
+    .ignore_shape = IgnoreShape::kSglangShouldIgnore,
+    .ignore_plain = MatchKind::kSubstringIgnoreCase,
+    .ignore_plain_words = "case-insensitive substring",
+    .ignore_classes = false,
+    .ignore_disagree = kRecordedShardsText,
+    .ignore_detail = "Unquantized: helpers: should_ignore_layer=True",
+    .lm_head_unquantized_detail = "",
+    .target_order = TargetOrder::kNameClassFused,
+    .target_fused = FusedPolicy::kAllLegsFirstRule,
+    .target_disagree = "",
+    .target_detail = "helpers: find_matched_target={0} (group={1})",
+    .lm_head_by_name_only = false,
+    .no_target = kSglangNoTarget,
+    .reading = kEngineReading,
+    .drop_attention_groups = false,
+    .moe_alias = "FusedMoE",
+    .experts_through_legs = false,
+    .experts = {},
+    .sparsity_fails = false,
+    .kv = KvPolicy::kEngineMethod,
+    .attention_detail = "CompressedTensorsKVCacheMethod",
+    .lm_head = KindPolicy::kRules,
+    .router = KindPolicy::kUnquantized,
+    .embedding = KindPolicy::kUnquantized,
+};
+
+// vLLM 0.33.0 differs from the recorded code in: find_matching_patterns tries every entry (exact
+// or regex) on a fused name before its shards; targets are tried by name, then through the fused
+// shards, then by class; experts layers are RoutedExperts and are looked up through expert 0's
+// projections.
+CtDialect VllmCurrent() {
+  CtDialect d = kVllmRecorded;
+  d.release = EngineRelease::kCurrent;
+  d.ignore_shape = IgnoreShape::kFusedNameThenLegs;
+  d.ignore_disagree =
+      "ValueError: Found different quantization schemes for the shards of {prefix}. vLLM requires "
+      "all to use the same scheme.";
+  // An unquantized ParallelLMHead falls through to the embedding branch, which returns None.
+  d.lm_head_unquantized_detail = "get_quant_method returned None";
+  d.target_order = TargetOrder::kNameFusedClass;
+  d.moe_alias = "RoutedExperts";
+  d.experts_through_legs = true;
+  d.experts = {.disagree = kExpertsDisagree,
+               .ignored_detail = "UnquantizedFusedMoEMethod",
+               .no_target = {ActionKind::kSkip, std::nullopt,
+                             "no target matches expert 0's projections: vLLM falls back to "
+                             "UnquantizedFusedMoEMethod",
+                             "UnquantizedFusedMoEMethod"},
+               .method_class = "",
+               .detail = "{2}[target={0} group={1}]",
+               .wna16_global_format = false,
+               .wna16_error =
+                   "ValueError: For Fused MoE layers, only format: pack-quantized "
+                   "and bits: [4, 8] is supported but got format: pack-quantized "
+                   "and bits: {1}"};
+  return d;
+}
+
+// SGLang 0.5.23 differs from the recorded code in: check_equal_or_regex_match takes a plain entry
+// as a dotted suffix; the LM head is matched by name only (get_lm_head_scheme) and is None when
+// nothing names it; experts layers are looked up through expert 0's projections, and the WNA16
+// MoE scheme checks the config's top-level format.
+CtDialect SglangCurrent() {
+  CtDialect d = kSglangRecorded;
+  d.release = EngineRelease::kCurrent;
+  d.ignore_plain = MatchKind::kDottedSuffix;
+  d.ignore_plain_words = "exact name or dotted suffix";
+  d.ignore_disagree =
+      "ValueError: Found different quantization schemes for {legs} in {prefix}. SGLang requires "
+      "all to use the same scheme.";
+  d.ignore_detail = "UnquantizedLinearMethod";
+  d.lm_head_unquantized_detail = "get_quant_method returned None";
+  d.target_detail = "CompressedTensorsLinearMethod[target={0} group={1}]";
+  d.lm_head_by_name_only = true;
+  d.experts_through_legs = true;
+  // get_moe_scheme raises for the first projection no target reaches: gate_proj unless an
+  // earlier one was ignored.
+  d.experts = {.disagree = kExpertsDisagree,
+               .ignored_detail = "UnquantizedFusedMoEMethod",
+               .no_target = {ActionKind::kFail, std::nullopt,
+                             "ValueError: Unable to find matching target for "
+                             "{prefix}.0.gate_proj in the compressed-tensors config.",
+                             ""},
+               .method_class = "CompressedTensorsFusedMoEMethod",
+               .detail = "{2}[target={0} group={1}]",
+               .wna16_global_format = true,
+               .wna16_error =
+                   "ValueError: ('For Fused MoE layers, only ', 'pack-quantized ', "
+                   "'is supported for the following bits: ', '[4, 8]')"};
+  return d;
+}
+
+// One row per dialect, in DialectNames() order.
+const std::array<CtDialect, kDialectCount> kDialects = {{
     {
         .engine = Engine::kNative,
         .release = EngineRelease::kRecorded,
@@ -76,156 +204,11 @@ const CtDialect kDialects[] = {
         .router = KindPolicy::kRules,
         .embedding = KindPolicy::kRules,
     },
-    {
-        .engine = Engine::kVllm,
-        .release = EngineRelease::kRecorded,
-        .regex = RegexFlavor::kPythonRegexModule,
-        .ignore_shape = IgnoreShape::kListedFusedName,
-        .ignore_plain = MatchKind::kExact,
-        .ignore_plain_words = "exact name",
-        .ignore_classes = false,
-        .ignore_disagree = kRecordedShardsText,
-        .ignore_detail = "UnquantizedLinearMethod",
-        .lm_head_unquantized_detail = "",
-        .target_order = TargetOrder::kNameClassFused,
-        .target_fused = FusedPolicy::kAllLegsFirstRule,
-        .target_disagree = "",
-        .target_detail = "CompressedTensorsLinearMethod[target={0} group={1}]",
-        .lm_head_by_name_only = false,
-        .no_target = kVllmNoTarget,
-        .reading = kEngineReading,
-        .drop_attention_groups = true,
-        .moe_alias = "FusedMoE",
-        .experts_through_legs = false,
-        .experts = {},
-        .sparsity_fails = true,
-        .kv = KvPolicy::kEngineMethod,
-        .attention_detail = "CompressedTensorsKVCacheMethod",
-        .lm_head = KindPolicy::kRules,
-        .router = KindPolicy::kUnquantized,
-        .embedding = KindPolicy::kUnquantized,
-    },
-    {
-        .engine = Engine::kSglang,
-        .release = EngineRelease::kRecorded,
-        .regex = RegexFlavor::kPythonRe,
-        .ignore_shape = IgnoreShape::kSglangShouldIgnore,
-        .ignore_plain = MatchKind::kSubstringIgnoreCase,
-        .ignore_plain_words = "case-insensitive substring",
-        .ignore_classes = false,
-        .ignore_disagree = kRecordedShardsText,
-        .ignore_detail = "Unquantized: helpers: should_ignore_layer=True",
-        .lm_head_unquantized_detail = "",
-        .target_order = TargetOrder::kNameClassFused,
-        .target_fused = FusedPolicy::kAllLegsFirstRule,
-        .target_disagree = "",
-        .target_detail = "helpers: find_matched_target={0} (group={1})",
-        .lm_head_by_name_only = false,
-        .no_target = kSglangNoTarget,
-        .reading = kEngineReading,
-        .drop_attention_groups = false,
-        .moe_alias = "FusedMoE",
-        .experts_through_legs = false,
-        .experts = {},
-        .sparsity_fails = false,
-        .kv = KvPolicy::kEngineMethod,
-        .attention_detail = "CompressedTensorsKVCacheMethod",
-        .lm_head = KindPolicy::kRules,
-        .router = KindPolicy::kUnquantized,
-        .embedding = KindPolicy::kUnquantized,
-    },
-    {
-        // vLLM 0.33.0: find_matching_patterns tries every entry (exact or regex) on a fused name
-        // before its shards; targets are tried by name, then through the fused shards, then by
-        // class; experts layers are RoutedExperts and are looked up through expert 0's projections.
-        .engine = Engine::kVllm,
-        .release = EngineRelease::kCurrent,
-        .regex = RegexFlavor::kPythonRegexModule,
-        .ignore_shape = IgnoreShape::kFusedNameThenLegs,
-        .ignore_plain = MatchKind::kExact,
-        .ignore_plain_words = "exact name",
-        .ignore_classes = false,
-        .ignore_disagree = "ValueError: Found different quantization schemes for the shards of "
-                           "{prefix}. vLLM requires all to use the same scheme.",
-        .ignore_detail = "UnquantizedLinearMethod",
-        // An unquantized ParallelLMHead falls through to the embedding branch, which returns None.
-        .lm_head_unquantized_detail = "get_quant_method returned None",
-        .target_order = TargetOrder::kNameFusedClass,
-        .target_fused = FusedPolicy::kAllLegsFirstRule,
-        .target_disagree = "",
-        .target_detail = "CompressedTensorsLinearMethod[target={0} group={1}]",
-        .lm_head_by_name_only = false,
-        .no_target = kVllmNoTarget,
-        .reading = kEngineReading,
-        .drop_attention_groups = true,
-        .moe_alias = "RoutedExperts",
-        .experts_through_legs = true,
-        .experts = {.disagree = kExpertsDisagree,
-                    .ignored_detail = "UnquantizedFusedMoEMethod",
-                    .no_target = {ActionKind::kSkip, std::nullopt,
-                                  "no target matches expert 0's projections: vLLM falls back to "
-                                  "UnquantizedFusedMoEMethod",
-                                  "UnquantizedFusedMoEMethod"},
-                    .method_class = "",
-                    .detail = "{2}[target={0} group={1}]",
-                    .wna16_global_format = false,
-                    .wna16_error = "ValueError: For Fused MoE layers, only format: pack-quantized "
-                                   "and bits: [4, 8] is supported but got format: pack-quantized "
-                                   "and bits: {1}"},
-        .sparsity_fails = true,
-        .kv = KvPolicy::kEngineMethod,
-        .attention_detail = "CompressedTensorsKVCacheMethod",
-        .lm_head = KindPolicy::kRules,
-        .router = KindPolicy::kUnquantized,
-        .embedding = KindPolicy::kUnquantized,
-    },
-    {
-        // SGLang 0.5.23: check_equal_or_regex_match takes a plain entry as a dotted suffix; the LM
-        // head is matched by name only (get_lm_head_scheme) and is None when nothing names it;
-        // experts layers are FusedMoE, looked up through expert 0's projections, and the WNA16
-        // MoE scheme checks the config's top-level format.
-        .engine = Engine::kSglang,
-        .release = EngineRelease::kCurrent,
-        .regex = RegexFlavor::kPythonRe,
-        .ignore_shape = IgnoreShape::kSglangShouldIgnore,
-        .ignore_plain = MatchKind::kDottedSuffix,
-        .ignore_plain_words = "exact name or dotted suffix",
-        .ignore_classes = false,
-        .ignore_disagree = "ValueError: Found different quantization schemes for {legs} in "
-                           "{prefix}. SGLang requires all to use the same scheme.",
-        .ignore_detail = "UnquantizedLinearMethod",
-        .lm_head_unquantized_detail = "get_quant_method returned None",
-        .target_order = TargetOrder::kNameClassFused,
-        .target_fused = FusedPolicy::kAllLegsFirstRule,
-        .target_disagree = "",
-        .target_detail = "CompressedTensorsLinearMethod[target={0} group={1}]",
-        .lm_head_by_name_only = true,
-        .no_target = kSglangNoTarget,
-        .reading = kEngineReading,
-        .drop_attention_groups = false,
-        .moe_alias = "FusedMoE",
-        .experts_through_legs = true,
-        // get_moe_scheme raises for the first projection no target reaches: gate_proj unless an
-        // earlier one was ignored.
-        .experts = {.disagree = kExpertsDisagree,
-                    .ignored_detail = "UnquantizedFusedMoEMethod",
-                    .no_target = {ActionKind::kFail, std::nullopt,
-                                  "ValueError: Unable to find matching target for "
-                                  "{prefix}.0.gate_proj in the compressed-tensors config.",
-                                  ""},
-                    .method_class = "CompressedTensorsFusedMoEMethod",
-                    .detail = "{2}[target={0} group={1}]",
-                    .wna16_global_format = true,
-                    .wna16_error = "ValueError: ('For Fused MoE layers, only ', 'pack-quantized ', "
-                                   "'is supported for the following bits: ', '[4, 8]')"},
-        .sparsity_fails = false,
-        .kv = KvPolicy::kEngineMethod,
-        .attention_detail = "CompressedTensorsKVCacheMethod",
-        .lm_head = KindPolicy::kRules,
-        .router = KindPolicy::kUnquantized,
-        .embedding = KindPolicy::kUnquantized,
-    },
-};
+    kVllmRecorded,
+    kSglangRecorded,
+    VllmCurrent(),
+    SglangCurrent(),
+}};
 
 // WNA16_SUPPORTED_BITS of both engines.
 bool Wna16Bits(int64_t bits) { return bits == 4 || bits == 8; }
@@ -253,12 +236,7 @@ std::string_view VllmMoeMethodClass(const Group& g) {
 
 }  // namespace
 
-const CtDialect& DialectFor(const Dialect& dialect) {
-  for (const CtDialect& d : kDialects) {
-    if (d.engine == dialect.engine && d.release == dialect.release) return d;
-  }
-  return kDialects[0];
-}
+const CtDialect& DialectFor(const Dialect& dialect) { return RowFor(dialect, kDialects); }
 
 Action ExpertsAction(const Group& g, const Action& linear,
                      const std::optional<std::string>& global_format, const CtDialect& dialect) {

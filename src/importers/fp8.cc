@@ -48,39 +48,25 @@ constexpr std::string_view kKnownKeys[] = {"quant_method",      "fmt",
 // same in its recorded and current code (vLLM 0.33.0 and SGLang 0.5.23 Fp8Config.from_config /
 // get_quant_method were read against the recorded ones).
 struct Fp8Dialect {
-  Engine engine;
-  EngineRelease release;
   FusedPolicy fused;
   SglangShardTable shard_table;  // SGLang only
 };
 
-constexpr Fp8Dialect kDialects[] = {
-    // transformers decides every nn.Linear (HF leg names) on its own.
-    {Engine::kNative, EngineRelease::kRecorded, FusedPolicy::kLegsMustAgree,
-     SglangShardTable::kNone},
-    // is_layer_skipped looks up the shards only.
-    {Engine::kVllm, EngineRelease::kRecorded, FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
-    // 0.33.0: a fused name listed directly is honoured first (Step-3.5-Flash lists
+// One row per dialect, in DialectNames() order.
+constexpr std::array<Fp8Dialect, kDialectCount> kDialects = {{
+    // native: transformers decides every nn.Linear (HF leg names) on its own.
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    // vllm: is_layer_skipped looks up the shards only.
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    // sglang
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    // vllm@0.33: a fused name listed directly is honoured first (Step-3.5-Flash lists
     // self_attn.qkv_proj), then the shards.
-    {Engine::kVllm, EngineRelease::kCurrent, FusedPolicy::kFusedNameThenLegs,
-     SglangShardTable::kNone},
-    {Engine::kSglang, EngineRelease::kRecorded, FusedPolicy::kLegsMustAgree,
-     SglangShardTable::kNone},
-    // 0.5.23: qkv_proj / gate_up_proj are split into shards from a built-in table when the model
-    // has no packed mapping for them (SGLang's Llama defines none).
-    {Engine::kSglang, EngineRelease::kCurrent, FusedPolicy::kLegsMustAgree,
-     SglangShardTable::kBuiltInFallback},
-};
-
-const Fp8Dialect& RowFor(const Dialect& dialect) {
-  for (const Fp8Dialect& row : kDialects) {
-    if (row.engine == dialect.engine &&
-        (row.engine == Engine::kNative || row.release == dialect.release)) {
-      return row;
-    }
-  }
-  return kDialects[0];
-}
+    {FusedPolicy::kFusedNameThenLegs, SglangShardTable::kNone},
+    // sglang@0.5.23: qkv_proj / gate_up_proj are split into shards from a built-in table when the
+    // model has no packed mapping for them (SGLang's Llama defines none).
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kBuiltInFallback},
+}};
 
 // " (vLLM raises ValueError: …)" for the engine dialects, so `match` shows the engine's own text.
 std::string EngineSays(const Dialect& dialect, std::string_view text) {
@@ -310,7 +296,7 @@ Result<ChosenList> ChooseSkipList(const Json& q, const std::string& file, const 
 
 // The "exclude" group: the chosen list with the dialect's matcher semantics.
 Result<RuleGroup> ExcludeGroup(const ChosenList& chosen, const Dialect& dialect) {
-  const Fp8Dialect& row = RowFor(dialect);
+  const Fp8Dialect& row = RowFor(dialect, kDialects);
   RuleGroup group;
   group.name = "exclude";
   group.fused = row.fused;
@@ -383,23 +369,13 @@ class Fp8ImporterImpl : public Importer {
   }
 
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
-    std::optional<Located> embedded = sources.Embedded();
-    if (!embedded) {
-      return InvalidInput(fmt::format(
-          "fp8 is described only by an embedded quantization_config, and the model's files ({}) "
-          "hold none",
-          Join(sources.FileNames(), ", ")));
-    }
-    const std::string& file = embedded->where.file;
-    const Json& q = *embedded->value;
-    if (!q.is_object()) {
-      return InvalidInput(
-          fmt::format("{}: expected an object, found {}", Where(file, q), q.TypeName()));
-    }
+    QP_ASSIGN_OR_RETURN(Located embedded, EmbeddedObject(sources, "fp8"));
+    const std::string& file = embedded.where.file;
+    const Json& q = *embedded.value;
     QuantPlan plan;
     plan.quant_method = std::string(kMethod);
     plan.dialect = dialect;
-    plan.sources.push_back(embedded->where);
+    plan.sources.push_back(embedded.where);
 
     Fp8Fields fields;
     QP_RETURN_IF_ERROR(ReadActivationScheme(q, file, dialect, &fields, &plan.notes));

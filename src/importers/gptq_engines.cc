@@ -103,55 +103,31 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
                                    .moe_method_first = false,
                                    .unquantized_detail = "UnquantizedLinearMethod",
                                    .names = {"GPTQMarlinLinearMethod", "GPTQLinearMethod", ""}};
-  static const GptqDialect kVllmCurrent{
-      .kernel = GptqKernel::kMarlin,
-      .not_marlin = GptqNotMarlin::kNotChecked,
-      .bypasses_marlin = "",
-      .engine_required_fields = true,
-      .rejects_desc_act = true,
-      .dynamic = {.regex = RegexFlavor::kPythonRegexModule,
-                  .strict_values = false,
-                  .kinds = kAllKinds,
-                  .fused = FusedPolicy::kFusedNameOnly,
-                  .lm_head_skip_detail = "UnquantizedEmbeddingMethod",
-                  .moe_skip_detail = "UnquantizedFusedMoEMethod"},
-      .block_list = GptqBlockList::kSubstring,
-      .block_list_kinds = kLinearAndHead,
-      .block_list_from_checkpoint = true,
-      .decoder_blocks_only = false,
-      .empty_block_list_quantizes_all = true,
-      .moe_method_first = false,
-      .unquantized_detail = "UnquantizedLinearMethod",
-      .names = {"AutoGPTQLinearMethod", "", "AutoGPTQMoEMethod"}};
-  static const GptqDialect kSglangCurrent{
-      .kernel = GptqKernel::kMarlin,
-      .not_marlin = GptqNotMarlin::kUnknownMethod,
-      .bypasses_marlin = "gptq",
-      .engine_required_fields = true,
-      .rejects_desc_act = false,
-      .dynamic = {.regex = RegexFlavor::kPythonRe,
-                  .strict_values = false,
-                  .kinds = kLinearAndHead,
-                  .fused = FusedPolicy::kFusedNameOnly,
-                  .lm_head_skip_detail = "UnquantizedEmbeddingMethod",
-                  .moe_skip_detail = ""},
-      .block_list = GptqBlockList::kIgnored,
-      .block_list_kinds = 0,
-      .block_list_from_checkpoint = false,
-      .decoder_blocks_only = false,
-      .empty_block_list_quantizes_all = false,
-      .moe_method_first = true,
-      .unquantized_detail = "UnquantizedLinearMethod",
-      .names = {"GPTQMarlinLinearMethod", "", "GPTQMarlinMoEMethod"}};
-  switch (dialect.engine) {
-    case Engine::kNative:
-      return kNative;
-    case Engine::kVllm:
-      return dialect.current() ? kVllmCurrent : kVllm;
-    case Engine::kSglang:
-      return dialect.current() ? kSglangCurrent : kSglang;
-  }
-  return kNative;
+  // vLLM 0.33 differs from the recorded row in: desc_act rejected, the detail of an expert that
+  // `dynamic` skips, an empty block list quantizing everything, and the class names.
+  static const GptqDialect kVllmCurrent = [] {
+    GptqDialect d = kVllm;
+    d.rejects_desc_act = true;
+    d.dynamic.moe_skip_detail = "UnquantizedFusedMoEMethod";
+    d.empty_block_list_quantizes_all = true;
+    d.names = {"AutoGPTQLinearMethod", "", "AutoGPTQMoEMethod"};
+    return d;
+  }();
+  // SGLang 0.5.23 differs from the recorded row in: no plain GPTQ method for a non-Marlin config,
+  // --quantization gptq keeping the plain method, the LM head's skip detail, the MoE method
+  // ahead of `dynamic`, and the class names.
+  static const GptqDialect kSglangCurrent = [] {
+    GptqDialect d = kSglang;
+    d.not_marlin = GptqNotMarlin::kUnknownMethod;
+    d.bypasses_marlin = "gptq";
+    d.dynamic.lm_head_skip_detail = "UnquantizedEmbeddingMethod";
+    d.moe_method_first = true;
+    d.names = {"GPTQMarlinLinearMethod", "", "GPTQMarlinMoEMethod"};
+    return d;
+  }();
+  static const std::array<GptqDialect, kDialectCount> kRows = {
+      {kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent}};
+  return RowFor(dialect, kRows);
 }
 
 Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,

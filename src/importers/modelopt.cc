@@ -10,6 +10,7 @@
 // Documentation followed: vLLM ModelOptQuantConfigBase.get_quant_method @c9a59901 and 0.33.0;
 // SGLang ModelOptQuantConfig._get_quant_method (newest read) and 0.5.23; the recorded cases in
 // tests/data/oracle/cases/{vllm,sglang}-modelopt.json and cases-new/.
+#include <array>
 #include <utility>
 
 #include "fmt/format.h"
@@ -98,15 +99,9 @@ const DialectRow& RowFor(const Dialect& dialect) {
       KvAttach::kWhenKvMethod,
       KvAttach::kWhenKvMethod,
       true};
-  switch (dialect.engine) {
-    case Engine::kNative:
-      return kNative;
-    case Engine::kVllm:
-      return dialect.current() ? kVllmCurrent : kVllm;
-    case Engine::kSglang:
-      return dialect.current() ? kSglangCurrent : kSglang;
-  }
-  return kNative;
+  static const std::array<DialectRow, kDialectCount> kRows = {
+      {kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent}};
+  return RowFor(dialect, kRows);
 }
 
 // How the dialect decides attention sites.

@@ -20,6 +20,7 @@
 // token, dynamic (CUTLASS on the capability-9.0 device the cases assume). A quant_method that
 // contains neither "compressed-tensors" nor "w8a8_fp8" (e.g. "compressed_tensors", which
 // SGLang accepts as compatible) means a bf16 checkpoint quantized per channel at load.
+#include <array>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,6 @@ enum class W8a8Kind : uint8_t { kInt8, kFp8 };
 
 // What a dialect does with the method: SGLang reads it; the others have no such method.
 struct W8a8Dialect {
-  Engine engine;
-  EngineRelease release;
   bool supported;
   ShouldIgnoreSemantics ignore;  // w8a8_int8's `ignore` (SGLang rows only)
 };
@@ -45,35 +44,23 @@ constexpr std::string_view kSuffixWords =
     "the name, or a dotted suffix of it (check_equal_or_regex_match)";
 constexpr std::string_view kSubstringWords = "case-insensitive substring";
 
-constexpr W8a8Dialect kDialects[] = {
-    {Engine::kNative, EngineRelease::kRecorded, false, {}},
-    {Engine::kVllm, EngineRelease::kRecorded, false, {}},
-    {Engine::kVllm, EngineRelease::kCurrent, false, {}},
-    // The SGLang code the recorded compressed-tensors cases came from (@4e75f468): plain entries
-    // are case-insensitive substrings, and the text still says "vLLM".
-    {Engine::kSglang,
-     EngineRelease::kRecorded,
-     true,
+// One row per dialect, in DialectNames() order.
+constexpr std::array<W8a8Dialect, kDialectCount> kDialects = {{
+    {false, {}},  // native
+    {false, {}},  // vllm
+    // sglang: the code the recorded compressed-tensors cases came from (@4e75f468): plain
+    // entries are case-insensitive substrings, and the text still says "vLLM".
+    {true,
      {MatchKind::kSubstringIgnoreCase, kSubstringWords,
       "ValueError: Found a different quantization schemes for {legs} in {prefix}. vLLM requires "
       "all to use the same scheme."}},
-    {Engine::kSglang,
-     EngineRelease::kCurrent,
-     true,
+    {false, {}},  // vllm@0.33
+    // sglang@0.5.23
+    {true,
      {MatchKind::kDottedSuffix, kSuffixWords,
       "ValueError: Found different quantization schemes for {legs} in {prefix}. SGLang requires "
       "all to use the same scheme."}},
-};
-
-const W8a8Dialect& RowFor(const Dialect& dialect) {
-  for (const W8a8Dialect& row : kDialects) {
-    if (row.engine == dialect.engine &&
-        (row.engine == Engine::kNative || row.release == dialect.release)) {
-      return row;
-    }
-  }
-  return kDialects[0];
-}
+}};
 
 // Per-method facts: names, engine classes, and the keys read.
 struct W8a8Method {
@@ -139,20 +126,10 @@ class W8a8ImporterImpl : public Importer {
   }
 
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
-    std::optional<Located> embedded = sources.Embedded();
-    if (!embedded) {
-      return InvalidInput(fmt::format(
-          "{} is described only by an embedded quantization_config, and the model's files ({}) "
-          "hold none",
-          method_.name, Join(sources.FileNames(), ", ")));
-    }
-    const std::string& file = embedded->where.file;
-    const Json& q = *embedded->value;
-    if (!q.is_object()) {
-      return InvalidInput(
-          fmt::format("{}: expected an object, found {}", Where(file, q), q.TypeName()));
-    }
-    const W8a8Dialect& row = RowFor(dialect);
+    QP_ASSIGN_OR_RETURN(Located embedded, EmbeddedObject(sources, method_.name));
+    const std::string& file = embedded.where.file;
+    const Json& q = *embedded.value;
+    const W8a8Dialect& row = RowFor(dialect, kDialects);
     if (!row.supported) {
       return Unsupported(fmt::format(
           "{}: {} is a quantization method of SGLang only ({}); {} has no such method. Plan it "
@@ -163,7 +140,7 @@ class W8a8ImporterImpl : public Importer {
     QuantPlan plan;
     plan.quant_method = std::string(method_.name);
     plan.dialect = dialect;
-    plan.sources.push_back(embedded->where);
+    plan.sources.push_back(embedded.where);
 
     QuantScheme scheme;
     if (method_.kind == W8a8Kind::kInt8) {
