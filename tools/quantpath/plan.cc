@@ -36,7 +36,8 @@ Result<PlanOptions> MakePlanOptions(const std::string& engine, const std::string
   PlanOptions options;
   std::optional<Dialect> dialect = ParseDialect(engine);
   if (!dialect) {
-    return InvalidInput("--engine: expected one of " + Join({DialectNames().begin(), DialectNames().end()}, ", ") +
+    const std::vector<std::string_view> names = DialectNames();
+    return InvalidInput("--engine: expected one of " + Join({names.begin(), names.end()}, ", ") +
                         ", got " + engine);
   }
   options.dialect = *dialect;
