@@ -29,7 +29,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import traceback
 import types
 from pathlib import Path
@@ -59,183 +58,14 @@ STANDIN_DEVICE_NAME = "NVIDIA H100 80GB HBM3"
 ALLOWED_CONSTRUCTOR_FAILURES: dict[str, str] = {}  # filled per engine below
 
 # ---------------------------------------------------------------------------
-# Case inputs
+# Case inputs and the worker-side base live beside this file.
 # ---------------------------------------------------------------------------
-LLAMA_PMM = {"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}
-
-DEFAULT_CLASS = {
-    "qkv_proj": "QKVParallelLinear",
-    "gate_up_proj": "MergedColumnParallelLinear",
-    "fused_qkv_a_proj": "MergedColumnParallelLinear",
-    "fused_qkv_a_proj_with_mqa": "MergedColumnParallelLinear",
-    "o_proj": "RowParallelLinear",
-    "down_proj": "RowParallelLinear",
-    "out_proj": "RowParallelLinear",
-    "q_b_proj": "ColumnParallelLinear",
-    "kv_b_proj": "ColumnParallelLinear",
-}
-
-
-def lin(prefix: str, module_class: str | None = None) -> dict:
-    last = prefix.split(".")[-1]
-    if module_class is None:
-        module_class = DEFAULT_CLASS.get(last)
-        if module_class is None:
-            module_class = "ColumnParallelLinear" if last.endswith("_proj") else "ReplicatedLinear"
-    return {"prefix": prefix, "kind": "linear", "module_class": module_class}
-
-
-def lm_head(prefix: str = "lm_head") -> dict:
-    return {"prefix": prefix, "kind": "lm_head", "module_class": "ParallelLMHead"}
-
-
-def moe(prefix: str, engine: str) -> dict:
-    # vLLM 0.33.0 hands the quant config a RoutedExperts module; SGLang a FusedMoE.
-    return {"prefix": prefix, "kind": "moe", "module_class": "RoutedExperts" if engine == "vllm" else "FusedMoE"}
-
-
-def attn(prefix: str, engine: str) -> dict:
-    return {"prefix": prefix, "kind": "attention", "module_class": "Attention" if engine == "vllm" else "RadixAttention"}
-
-
-def dense_block(i: int, root: str = "model") -> list[dict]:
-    p = f"{root}.layers.{i}"
-    return [lin(f"{p}.self_attn.qkv_proj"), lin(f"{p}.self_attn.o_proj"),
-            lin(f"{p}.mlp.gate_up_proj"), lin(f"{p}.mlp.down_proj")]
-
-
 sys.path.insert(0, str(HERE))
-from oracle_case_table import build_cases  # noqa: E402  (case inputs live beside this file)
+from case_layers import LLAMA_PMM, attn, dense_block, lin, lm_head, moe  # noqa: E402
+from harness import ConstructorNotRun, Harness, _exc_text, _install_stub_finder  # noqa: E402,F401
+from harness import _stub_module, _write_folder  # noqa: E402,F401
+from oracle_case_table import build_cases  # noqa: E402
 
-# ---------------------------------------------------------------------------
-# Worker side
-# ---------------------------------------------------------------------------
-
-
-class ConstructorNotRun(BaseException):
-    """Raised by the constructor wrapper; BaseException so engine code that
-    catches Exception cannot swallow it and change the control flow."""
-
-    def __init__(self, cls_name: str, exc: BaseException):
-        super().__init__(cls_name)
-        self.cls_name = cls_name
-        self.exc = exc
-
-
-def _stub_module(name: str):
-    """A stand-in for a compiled extension that is only needed at import time.
-    Any attribute is a function that raises if it is ever called."""
-    m = types.ModuleType(name)
-
-    def _getattr(attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-
-        def _missing(*a, **k):
-            raise RuntimeError(f"{name}.{attr}: compiled extension not available")
-
-        _missing.__name__ = attr
-        return _missing
-
-    m.__getattr__ = _getattr
-    sys.modules[name] = m
-    return m
-
-
-def _install_stub_finder(roots: set[str], exclude: set[str]):
-    import importlib.abc
-    import importlib.machinery
-
-    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        def find_spec(self, fullname, path, target=None):
-            if fullname in exclude or fullname.split(".")[0] not in roots:
-                return None
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-
-        def create_module(self, spec):
-            m = _stub_module(spec.name)
-            m.__path__ = []
-            return m
-
-        def exec_module(self, module):
-            pass
-
-    sys.meta_path.insert(0, _Finder())
-
-
-class Harness:
-    """Engine-specific setup shared by both engines."""
-
-    engine = ""
-    method_base = None  # QuantizeMethodBase of the engine
-
-    def wrap_constructors(self):
-        base = self.method_base
-
-        def wrap(cls):
-            if cls.__dict__.get("_oracle_wrapped"):
-                return
-            orig = cls.__dict__.get("__init__")
-            cls._oracle_wrapped = True
-            if orig is None:
-                return
-
-            def __init__(self, *a, __orig=orig, **k):
-                try:
-                    __orig(self, *a, **k)
-                except ConstructorNotRun:
-                    raise
-                except Exception as e:  # noqa: BLE001 - re-raised as ConstructorNotRun
-                    raise ConstructorNotRun(type(self).__name__, e) from e
-
-            cls.__init__ = __init__
-
-        def walk(c):
-            for s in c.__subclasses__():
-                wrap(s)
-                walk(s)
-
-        walk(base)
-        orig_init_subclass = base.__dict__.get("__init_subclass__")
-
-        @classmethod
-        def __init_subclass__(cls, **kw):
-            if orig_init_subclass is not None:
-                orig_init_subclass.__func__(cls, **kw)
-            wrap(cls)
-
-        base.__init_subclass__ = __init_subclass__
-
-    # -- classification -------------------------------------------------
-    def classify(self, method, layer, case, cfg) -> tuple[str, str]:
-        if method is None:
-            return "unquantized", "get_quant_method returned None"
-        name = type(method).__name__
-        if name.startswith("Unquantized"):
-            return "unquantized", name
-        return "quantized", self.describe(method, layer, case, cfg)
-
-    def describe(self, method, layer, case, cfg) -> str:
-        name = type(method).__name__
-        extra = getattr(layer, "_oracle_detail", None)
-        if extra:
-            return f"{name}[{extra}]"
-        return name
-
-
-def _exc_text(e: BaseException) -> str:
-    msg = str(e)
-    if isinstance(e, KeyError):
-        msg = repr(e.args[0]) if e.args else ""
-    return f"{type(e).__name__}: {msg}"
-
-
-def _write_folder(files: dict) -> str:
-    folder = tempfile.mkdtemp(prefix="oracle-model-")
-    for fname, content in files.items():
-        with open(os.path.join(folder, fname), "w") as f:
-            json.dump(content, f)
-    return folder
 
 
 # ---------------------------------------------------------------------------
