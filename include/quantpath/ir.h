@@ -218,6 +218,7 @@ class Matcher {
  private:
   MatchKind kind_ = MatchKind::kExact;
   std::string pattern_;
+  std::string folded_pattern_;  // lower-cased once, for the case-insensitive kinds
   std::shared_ptr<const CompiledRegex> regex_;
 };
 

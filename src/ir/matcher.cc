@@ -77,6 +77,9 @@ Result<Matcher> Matcher::Create(MatchKind kind, std::string pattern, RegexFlavor
                                                                        : PyRegexFlavor::kRe;
     QP_ASSIGN_OR_RETURN(matcher.regex_, CompiledRegex::Compile(pattern, py));
   }
+  if (kind == MatchKind::kSubstringIgnoreCase || kind == MatchKind::kClassName) {
+    matcher.folded_pattern_ = ToLower(pattern);
+  }
   matcher.pattern_ = std::move(pattern);
   return matcher;
 }
@@ -96,7 +99,7 @@ Result<bool> Matcher::Matches(std::string_view path, std::string_view module_cla
     case MatchKind::kReverseSubstring:
       return Contains(p, path);
     case MatchKind::kSubstringIgnoreCase:
-      return Contains(ToLower(path), ToLower(p));
+      return Contains(ToLower(path), folded_pattern_);
     case MatchKind::kRegexMatch:
     case MatchKind::kRegexFullMatch:
       if (regex_ == nullptr) return InternalError("matcher for " + JsonQuote(p) + " has no regex");
@@ -106,7 +109,7 @@ Result<bool> Matcher::Matches(std::string_view path, std::string_view module_cla
     case MatchKind::kGlobAnySegment:
       return FnMatchAnySegment(path, p);
     case MatchKind::kClassName:
-      return Contains(ToLower(module_class), ToLower(p));
+      return Contains(ToLower(module_class), folded_pattern_);
   }
   return InternalError("unknown match kind " + std::to_string(static_cast<int>(kind_)));
 }
