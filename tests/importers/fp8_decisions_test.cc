@@ -8,27 +8,17 @@
 
 #include "quantpath/importers.h"
 #include "quantpath/planner.h"
+#include "tests/importers/gptq_family_test_util.h"
 
 namespace quantpath {
 namespace {
 
-Dialect D(std::string_view name) { return *ParseDialect(name); }
-
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
-
-ConfigSources FromQuantizationConfig(std::string_view quantization_config) {
-  std::string text = "{\"quantization_config\": " + std::string(quantization_config) + "}";
-  Result<Json> root = ParseJson(text, "config.json");
-  EXPECT_TRUE(root.ok()) << root.status().message();
-  std::vector<SourceFile> files;
-  files.push_back({"config.json", {}, root.ok() ? *root : Json::Object()});
-  return ConfigSources::FromMemory(std::move(files));
-}
+using family_test::Contains;
+using family_test::D;
+using family_test::Embedded;
 
 QuantPlan Plan(std::string_view quantization_config, std::string_view dialect) {
-  Result<QuantPlan> plan = ImportPlan(FromQuantizationConfig(quantization_config), D(dialect));
+  Result<QuantPlan> plan = ImportPlan(Embedded(quantization_config), D(dialect));
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   return plan.ok() ? *plan : QuantPlan{};
 }
@@ -202,7 +192,7 @@ TEST(Fp8Decisions, RecordedVllmCases) {
   for (const Json& c : cases->items()) {
     const std::string& id = c.Find("id")->string_value();
     SCOPED_TRACE(id);
-    ConfigSources sources = FromQuantizationConfig(ToJson(*c.Find("config")));
+    ConfigSources sources = Embedded(ToJson(*c.Find("config")));
     Result<QuantPlan> plan = ImportPlan(sources, D("vllm"), std::string("fp8"));
     const Json& layers = *c.Find("layers");
     const Json& expected = *c.Find("expected");

@@ -9,13 +9,12 @@
 
 #include "quantpath/importers.h"
 #include "quantpath/planner.h"
+#include "tests/importers/gptq_family_test_util.h"
 
 namespace quantpath {
 namespace {
 
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
+using family_test::Contains;
 
 QuantPlan Plan(std::string_view ignored_layers, std::string_view dialect) {
   std::string text = R"({"quantization_config": {"quant_method": "fp8",

@@ -9,28 +9,18 @@
 
 #include "quantpath/importers.h"
 #include "src/importers/importer_list.h"
+#include "tests/importers/gptq_family_test_util.h"
 
 namespace quantpath {
 namespace {
 
+using family_test::Contains;
+using family_test::Embedded;
+
 Dialect D(std::string_view name) { return *ParseDialect(name); }
 
-// Sources whose config.json is `{"quantization_config": <quantization_config>}`.
-ConfigSources FromQuantizationConfig(std::string_view quantization_config) {
-  std::string text = "{\"quantization_config\": " + std::string(quantization_config) + "}";
-  Result<Json> root = ParseJson(text, "config.json");
-  EXPECT_TRUE(root.ok()) << root.status().message();
-  std::vector<SourceFile> files;
-  files.push_back({"config.json", {}, root.ok() ? *root : Json::Object()});
-  return ConfigSources::FromMemory(std::move(files));
-}
-
 Result<QuantPlan> Build(std::string_view quantization_config, std::string_view dialect) {
-  return Fp8Importer()->BuildPlan(FromQuantizationConfig(quantization_config), D(dialect));
-}
-
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
+  return Fp8Importer()->BuildPlan(Embedded(quantization_config), D(dialect));
 }
 
 bool AnyNoteContains(const QuantPlan& plan, std::string_view needle) {
@@ -125,13 +115,13 @@ INSTANTIATE_TEST_SUITE_P(DeepSeekStyle, Fp8Corpus,
                                          "moonshotai__Kimi-K2-Instruct"));
 
 TEST(Fp8Detect, OnlyAnEmbeddedFp8Description) {
-  EXPECT_TRUE(Fp8Importer()->Detect(FromQuantizationConfig(kDeepSeek)));
+  EXPECT_TRUE(Fp8Importer()->Detect(Embedded(kDeepSeek)));
   // vLLM and SGLang lower-case quant_method before choosing the config class.
-  EXPECT_TRUE(Fp8Importer()->Detect(FromQuantizationConfig(R"({"quant_method": "FP8"})")));
-  EXPECT_FALSE(Fp8Importer()->Detect(FromQuantizationConfig(R"({"quant_method": "fbgemm_fp8"})")));
-  EXPECT_FALSE(Fp8Importer()->Detect(FromQuantizationConfig(R"({"quant_method": "awq"})")));
-  EXPECT_FALSE(Fp8Importer()->Detect(FromQuantizationConfig(R"({"bits": 4})")));
-  EXPECT_FALSE(Fp8Importer()->Detect(FromQuantizationConfig(R"("fp8")")));
+  EXPECT_TRUE(Fp8Importer()->Detect(Embedded(R"({"quant_method": "FP8"})")));
+  EXPECT_FALSE(Fp8Importer()->Detect(Embedded(R"({"quant_method": "fbgemm_fp8"})")));
+  EXPECT_FALSE(Fp8Importer()->Detect(Embedded(R"({"quant_method": "awq"})")));
+  EXPECT_FALSE(Fp8Importer()->Detect(Embedded(R"({"bits": 4})")));
+  EXPECT_FALSE(Fp8Importer()->Detect(Embedded(R"("fp8")")));
   // A standalone file alone is not read for fp8 (Fp8Config.get_config_filenames() is empty).
   Result<Json> standalone = ParseJson(R"({"quant_method": "fp8"})", "quant_config.json");
   ASSERT_TRUE(standalone.ok());

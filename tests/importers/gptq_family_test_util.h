@@ -1,4 +1,4 @@
-// Helpers shared by the tests of the GPTQ-family, bitsandbytes, mxfp4 and unsupported importers:
+// Helpers shared by the importer tests:
 // sources from JSON text or a copied corpus folder, plans, and hand-built layer sites decided by
 // the planner.
 #pragma once

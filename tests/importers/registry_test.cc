@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "quantpath/importers.h"
+#include "tests/importers/gptq_family_test_util.h"
 
 namespace quantpath {
 namespace {
+
+using family_test::Contains;
 
 Dialect Native() { return *ParseDialect("native"); }
 
@@ -32,10 +35,6 @@ ConfigSources FromFiles(const std::vector<std::pair<std::string, std::string>>& 
     files.push_back({name, {}, root.ok() ? *root : Json::Object()});
   }
   return ConfigSources::FromMemory(std::move(files));
-}
-
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
 }
 
 constexpr std::string_view kFp8Config =

@@ -9,28 +9,19 @@
 
 #include "quantpath/importers.h"
 #include "quantpath/planner.h"
+#include "tests/importers/gptq_family_test_util.h"
 
 namespace quantpath {
 namespace {
 
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
-
-ConfigSources FromQuantizationConfig(std::string_view quantization_config) {
-  std::string text = "{\"quantization_config\": " + std::string(quantization_config) + "}";
-  Result<Json> root = ParseJson(text, "config.json");
-  EXPECT_TRUE(root.ok()) << root.status().message();
-  std::vector<SourceFile> files;
-  files.push_back({"config.json", {}, root.ok() ? *root : Json::Object()});
-  return ConfigSources::FromMemory(std::move(files));
-}
+using family_test::Contains;
+using family_test::Embedded;
 
 // The plan of importer `name` for the description, as a forced --quantization would build it.
 Result<QuantPlan> Build(std::string_view name, std::string_view config, std::string_view dialect) {
   const Importer* importer = FindImporter(name);
   EXPECT_NE(importer, nullptr) << name;
-  return importer->BuildPlan(FromQuantizationConfig(config), *ParseDialect(dialect));
+  return importer->BuildPlan(Embedded(config), *ParseDialect(dialect));
 }
 
 QuantPlan Plan(std::string_view name, std::string_view config,
@@ -62,12 +53,12 @@ TEST(W8a8Detect, ByQuantMethodOnly) {
   const Importer* fp8 = FindImporter("w8a8_fp8");
   ASSERT_NE(int8, nullptr);
   ASSERT_NE(fp8, nullptr);
-  EXPECT_TRUE(int8->Detect(FromQuantizationConfig(R"({"quant_method": "W8A8_INT8"})")));
-  EXPECT_FALSE(int8->Detect(FromQuantizationConfig(R"({"quant_method": "w8a8_fp8"})")));
-  EXPECT_TRUE(fp8->Detect(FromQuantizationConfig(R"({"quant_method": "w8a8_fp8"})")));
+  EXPECT_TRUE(int8->Detect(Embedded(R"({"quant_method": "W8A8_INT8"})")));
+  EXPECT_FALSE(int8->Detect(Embedded(R"({"quant_method": "w8a8_fp8"})")));
+  EXPECT_TRUE(fp8->Detect(Embedded(R"({"quant_method": "w8a8_fp8"})")));
   // A compressed-tensors checkpoint is read by these classes only under --quantization.
-  EXPECT_FALSE(int8->Detect(FromQuantizationConfig(kCtInt8)));
-  EXPECT_FALSE(fp8->Detect(FromQuantizationConfig(kCtInt8)));
+  EXPECT_FALSE(int8->Detect(Embedded(kCtInt8)));
+  EXPECT_FALSE(fp8->Detect(Embedded(kCtInt8)));
 }
 
 TEST(W8a8Scheme, Int8PerChannelWeightsAndDynamicPerTokenInput) {
