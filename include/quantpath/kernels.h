@@ -3,7 +3,7 @@
 //
 // Goals: kernels register themselves (adding one means adding a file, never editing a switch);
 // "is (spec, device) supported?" is a registry query answered before any forward; the dispatcher
-// picks a kernel per (spec_id, M bucket, N, K, in dtype, out dtype, device, activation mode) once
+// picks a kernel per (SpecKey, M bucket, N, K, in dtype, out dtype, device, activation mode) once
 // and caches it; a reference kernel per spec (dequantize, accumulate in fp32) is the oracle of the
 // fast ones; the CPU ISA can be forced through QUANTPATH_CPU_ISA for tests.
 // Non-goals: config files and formats, loading weights (specs), CUDA kernels without
@@ -77,8 +77,9 @@ class LinearKernel {
   virtual std::string_view name() const = 0;
   // The ISA the kernel's translation unit is compiled for (kReference for portable code).
   virtual Isa isa() const = 0;
-  // Coarse capability, for registry queries: whether the kernel serves `family` on `device`.
-  virtual bool Serves(SpecFamily family, const DeviceCaps& device) const = 0;
+  // Coarse capability, for registry queries: whether the kernel serves specs of `key` on `device`
+  // (any shape, dtype and activation mode).
+  virtual bool Serves(const SpecKey& key, const DeviceCaps& device) const = 0;
   // Whether the kernel runs this exact problem (shape, dtypes, activation mode).
   virtual bool CanHandle(const KernelProbe& probe) const = 0;
   // y [M, N] = x [M, K] · Wᵀ (+ bias), W and its scales in `params`. Preconditions, checked by
@@ -95,10 +96,10 @@ class KernelRegistry {
   static KernelRegistry& Global();
   void Register(std::unique_ptr<LinearKernel> kernel);
   std::vector<const LinearKernel*> kernels() const;
-  // Names of the kernels that serve `spec_id` on `device`; empty for an unknown spec_id.
-  std::vector<std::string> KernelsFor(std::string_view spec_id, const DeviceCaps& device) const;
-  // Whether any kernel serves `spec_id` on `device`.
-  bool Supports(std::string_view spec_id, const DeviceCaps& device) const;
+  // Names of the kernels that serve `key` on `device`.
+  std::vector<std::string> KernelsFor(const SpecKey& key, const DeviceCaps& device) const;
+  // Whether any kernel serves `key` on `device`: "is (spec, device) supported?" before a forward.
+  bool Supports(const SpecKey& key, const DeviceCaps& device) const;
 
  private:
   mutable std::mutex mu_;
@@ -126,11 +127,6 @@ inline constexpr int64_t kMaxDim = (int64_t{1} << 29) - 1;  // N and K
 // naming them.
 Result<uint64_t> PackShapeKey(int64_t m, int64_t n, int64_t k);
 
-// Per-format tolerances of a kernel against the double-precision reference, in one table:
-// rel = max |y - y_ref| / max |y_ref| must not exceed ToleranceFor(...). Activation-quantizing
-// modes allow for an fp8 rounding of X landing on the other side of a tie in fp32 than in double.
-double ToleranceFor(SpecFamily family, ActMode mode);
-
 // ---------------------------------------------------------------------------------------------
 // Dispatcher
 
@@ -149,7 +145,7 @@ class Dispatcher {
   static Result<std::shared_ptr<Dispatcher>> Default();
 
   // The kernel for `probe`: among the candidates that can handle it, the one with the highest
-  // ISA (then the first registered). Cached by (spec_id, PackShapeKey, dtypes, device, mode).
+  // ISA (then the first registered). Cached by (SpecKey, PackShapeKey, dtypes, device, mode).
   // No kernel is an error naming the spec, device, dtypes and mode.
   Result<const LinearKernel*> Select(const KernelProbe& probe);
   Isa isa() const { return isa_; }
@@ -157,7 +153,7 @@ class Dispatcher {
 
  private:
   struct Key {
-    std::string spec_id;
+    SpecKey spec;
     uint64_t shape = 0;
     QDType in = QDType::kFP32;
     QDType out = QDType::kFP32;

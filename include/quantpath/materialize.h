@@ -1,11 +1,12 @@
 // quantpath materialize: a semantic QuantScheme on a device → the physical WeightSpec that stores
 // it, the only hardware-aware step before kernels.
 //
-// Goals: an ordered list of candidates (predicate, spec factory), the first that matches wins; a
-// scheme with no spec on the device is an error saying why (the plan then shows spec_id null and
-// the reason); spec_ids and storage bytes for `plan` without weights; the allocation request of a
-// layer site. Non-goals: config files (importers), kernels (the registry answers "is (spec,
-// device) supported?"), loading (specs).
+// Goals: the family rows' candidates (scheme predicate, device predicate), tried in priority
+// order, the first that matches wins; a scheme with no spec on the device is an error saying why
+// (the plan then shows spec_id null and the reason); keys and storage bytes for `plan` without
+// weights; the allocation request of a layer site. Whether a kernel exists for the key is the
+// kernel registry's answer, never a reason to choose another layout. Non-goals: config files
+// (importers), kernels (the registry answers "is (spec, device) supported?"), loading (specs).
 #pragma once
 
 #include <cstdint>
@@ -15,34 +16,38 @@
 #include <vector>
 
 #include "quantpath/base.h"
+#include "quantpath/device.h"
 #include "quantpath/ir.h"
 #include "quantpath/models.h"
-#include "quantpath/specs.h"  // DeviceCaps, ParseDevice, WeightSpec, AllocationRequest
+#include "quantpath/specs.h"
 
 namespace quantpath {
 
-// The spec that stores `scheme` on `device`: bf16 for unquantized schemes; fp8_per_tensor,
-// fp8_per_channel or fp8_block_<bn>_<bk> for fp8 e4m3 weights. No spec is an error (kUnsupported
-// for schemes quantpath does not store yet, kInvalidInput for inconsistent ones) naming the
-// scheme, the device and the reason.
+// The spec that stores `scheme` on `device`: the registered family candidates (SpecCandidate in
+// specs.h) are tried by descending priority; the first whose scheme predicate and device
+// predicate both hold builds the key, and its family row builds the spec with the scheme's
+// activation mode and LoadFacts. No candidate is an error (kUnsupported) naming the scheme, the
+// device, and the candidates that store the scheme on other devices; an inconsistent scheme is
+// the candidate's error (kInvalidInput or kUnsupported).
 Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
                                                 const DeviceCaps& device);
-// Materialize(scheme, device)'s spec_id, with the same errors.
-Result<std::string> SpecIdFor(const QuantScheme& scheme, const DeviceCaps& device);
+// The key Materialize(scheme, device) would build, with the same errors, without a spec.
+Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device);
 // How the kernels of `scheme` treat activations: none for weight-only and unquantized schemes;
-// fp8 e4m3 inputs per token / per tensor (dynamic or static) / per 1 × group_size (dynamic).
-// Other inputs are an error naming the scheme.
+// otherwise the input's dtype (fp8, int8, nvfp4, mxfp8 …), symmetry, and mode: per token, per
+// tensor (dynamic or static) or per 1 × group_size (dynamic). Inputs no mode describes are an
+// error naming the scheme.
 Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme);
 
-// Bytes the spec stores for `request` on this rank: weights, weight scales and bias (what
-// LinearParams::WeightBytes() reports after Allocate), from the layout records in specs.h.
+// Bytes the spec of `key` stores for `request` on this rank: weights, weight scales and bias (what
+// LinearParams::WeightBytes() reports after Allocate), through the family's row.
 //   fp8_block_128_128 on [168, 256] = 168 · 256 + ceil(168/128) · ceil(256/128) · 4 = 43024.
 // An MoE request (experts > 0, shape = one expert's [intermediate, hidden]) counts every expert's
 // gate and up [intermediate, hidden] and down [hidden, intermediate] projections, each with its
 // own scale grid as checkpoints store them; intermediate is split by tensor parallelism.
-// Errors: an unknown spec_id; a request that does not add up or that the layout cannot hold
+// Errors: an unregistered family; a request that does not add up or that the layout cannot hold
 // (the same checks Allocate makes).
-Result<int64_t> StorageBytes(std::string_view spec_id, const AllocationRequest& request);
+Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request);
 
 // The allocation request of a site: its shape, legs (rows and names), bias and expert count, with
 // `params_dtype` (the checkpoint's torch_dtype), on `device`, unsplit.

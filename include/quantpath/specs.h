@@ -1,20 +1,22 @@
-// quantpath specs: physical weight layouts, one per spec family, and how each loads from a
-// checkpoint.
+// quantpath specs: physical weight layouts, one self-registering row per spec family, and how each
+// loads from a checkpoint.
 //
-// Goals: a WeightSpec allocates a layer's parameters in one canonical layout from an
-// AllocationRequest, accepts the checkpoint source layouts of its family (tensor names, scale
-// conventions, fused legs, tensor-parallel slices), and converts after loading so that kernels see
-// one layout per spec_id. The facts of every family live in one table (kSpecFamilies). A
-// double-precision dequantization path, written apart from the specs, is the oracle of `run` and
-// of the kernel tests.
-// Non-goals: config files and dialects (importers), choosing a spec for a scheme (materialize),
+// Goals: a spec's identity is the value SpecKey (family + parameters); its spec_id string exists
+// only at the edges (plan JSON, CLI, messages), written and read by the family's own row. A family
+// row says everything the rest of the library needs about a layout — its id grammar, the tensor
+// slots it stores, its bytes, its factory, its tolerance against the fp64 reference, and which
+// schemes on which devices it stores (materialize's candidates) — so adding a family is one file.
+// A WeightSpec allocates a layer's parameters in one canonical layout from an AllocationRequest,
+// loads them from the checkpoint source layout its LoadFacts name, and converts after loading so
+// that kernels see one layout per SpecKey. A double-precision dequantization, keyed by source
+// layout and written apart from the specs, is the oracle of `run` and of the kernel tests.
+// Non-goals: config files and dialects (importers), choosing among candidates (materialize),
 // matrix products (kernels), MoE expert loading (not yet).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <memory>
 #include <new>
 #include <optional>
@@ -25,27 +27,14 @@
 
 #include "quantpath/base.h"
 #include "quantpath/checkpoint.h"
+#include "quantpath/device.h"
 #include "quantpath/ir.h"
 
 namespace quantpath {
 
 // ---------------------------------------------------------------------------------------------
-// Devices
-
-// The device a layer is materialized for. Declared here because allocation requests carry it;
-// materialize.h is where schemes meet devices.
-struct DeviceCaps {
-  std::string name = "cpu";  // "cpu", "sm80", "sm90", "sm100"
-  int sm = 0;                // CUDA compute capability × 10 (90 for sm90); 0 for the CPU
-  bool is_cpu() const { return sm == 0; }
-  bool operator==(const DeviceCaps&) const = default;
-};
-// Parses "cpu", "sm80", "sm90" or "sm100"; anything else is an error listing those names.
-Result<DeviceCaps> ParseDevice(std::string_view name);
-
-// ---------------------------------------------------------------------------------------------
 // Activation quantization: how a spec's kernels quantize X before the product. It is part of the
-// dispatcher key ("mode") because a kernel either fuses it or not.
+// dispatcher key because a kernel either fuses it or not.
 
 enum class ActMode : uint8_t {
   kNone,              // X stays in high precision (weight-only quantization, bf16 layers)
@@ -57,9 +46,12 @@ enum class ActMode : uint8_t {
 
 struct ActivationQuant {
   ActMode mode = ActMode::kNone;
-  int64_t group_size = 0;  // kDynamicGroup only
+  int64_t group_size = 0;           // kDynamicGroup only
+  QDType dtype = QDType::kFP8E4M3;  // what X is rounded to (fp8, int8, nvfp4, mxfp8); unused
+                                    // for kNone
+  bool symmetric = true;            // false: a zero point / input offset as well
   bool operator==(const ActivationQuant&) const = default;
-  // "none", "fp8 dynamic per-token", "fp8 dynamic group 128", "fp8 static per-tensor", …
+  // "none", "fp8 dynamic per-token", "int8 static per-tensor asym", "fp8 dynamic group 128", …
   std::string ToString() const;
 };
 
@@ -72,123 +64,81 @@ inline constexpr double kActAbsMaxFloor = 1e-10;
 inline constexpr double kFp8E4M3Max = 448.0;
 
 // ---------------------------------------------------------------------------------------------
-// Spec families: the one table of per-layout facts.
+// Spec identity
 
-enum class SpecFamily : uint8_t { kBf16, kFp8PerTensor, kFp8PerChannel, kFp8Block };
-inline constexpr size_t kSpecFamilyCount = 4;
+// A spec family, identified by its name's 64-bit FNV-1a hash: a value that any file can spell
+// (`constexpr SpecFamily kFp8Block{"fp8_block"}`) without a central enum. The registry maps it to
+// the family's row and rejects two names with one hash.
+class SpecFamily {
+ public:
+  constexpr SpecFamily() = default;
+  explicit constexpr SpecFamily(std::string_view name) : id_(Fnv1a(name)) {}
+  constexpr uint64_t id() const { return id_; }
+  constexpr bool valid() const { return id_ != 0; }
+  constexpr bool operator==(const SpecFamily&) const = default;
 
-// Where a family keeps its weight scales.
-enum class ScaleLayout : uint8_t {
-  kNone,     // no scales
-  kPerRow,   // S [N, 1] fp32: one scale per output row
-  kBlock2d,  // S [ceil(N / bn), ceil(K / bk)] fp32: one scale per bn × bk block
-};
-
-struct SpecFamilyInfo {
-  SpecFamily family;
-  std::string_view id;  // the spec_id, or its prefix when `parameterized` ("fp8_block")
-  bool parameterized;   // spec_id = id + "_<bn>_<bk>"
-  QDType weight_dtype;  // element dtype of the stored weight
-  // The element dtype is the request's params dtype instead (bf16, fp16 and fp32 checkpoints
-  // share the bf16 spec).
-  bool weight_dtype_from_request;
-  ScaleLayout scales;
-  int scale_bits;  // bits per stored scale (0 without scales)
-};
-
-inline constexpr SpecFamilyInfo kSpecFamilies[] = {
-    {SpecFamily::kBf16, "bf16", false, QDType::kBF16, true, ScaleLayout::kNone, 0},
-    {SpecFamily::kFp8PerTensor, "fp8_per_tensor", false, QDType::kFP8E4M3, false,
-     ScaleLayout::kPerRow, 32},
-    {SpecFamily::kFp8PerChannel, "fp8_per_channel", false, QDType::kFP8E4M3, false,
-     ScaleLayout::kPerRow, 32},
-    {SpecFamily::kFp8Block, "fp8_block", true, QDType::kFP8E4M3, false, ScaleLayout::kBlock2d, 32},
-};
-static_assert(std::size(kSpecFamilies) == kSpecFamilyCount,
-              "kSpecFamilies must have one row per SpecFamily");
-constexpr bool SpecFamiliesInEnumOrder() {
-  for (size_t i = 0; i < kSpecFamilyCount; ++i) {
-    if (static_cast<size_t>(kSpecFamilies[i].family) != i) return false;
+ private:
+  static constexpr uint64_t Fnv1a(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+    return h;
   }
-  return true;
-}
-static_assert(SpecFamiliesInEnumOrder(), "kSpecFamilies must list SpecFamily in enum order");
+  uint64_t id_ = 0;
+};
 
-constexpr const SpecFamilyInfo& FamilyInfo(SpecFamily family) {
-  return kSpecFamilies[static_cast<size_t>(family)];
-}
+// Where a family's scales sit when it has layout variants (NVFP4 on the CPU vs Blackwell).
+enum class ScaleVariant : uint8_t {
+  kNone,
+  kLinear,      // scales [N, K / group], row-major
+  kTiled128x4,  // scales padded to [ceil(N, 128), ceil(K / group, 4)] and swizzled
+};
 
-// A parsed spec_id.
+// The physical identity of a weight layout: the family and its parameters, as a hashable value.
+// Fields a family does not use stay zero / false. The expert count and the activation mode are
+// not part of it (the request and the dispatcher key carry those).
 struct SpecKey {
-  SpecFamily family = SpecFamily::kBf16;
-  std::array<int64_t, 2> block = {0, 0};  // [bn, bk] for kFp8Block, else zeros
+  SpecFamily family;
+  int bits = 0;                    // element bits, for families with several (int2 … int8)
+  int64_t group = 0;               // elements per scale along K (groups, micro-blocks)
+  std::array<int64_t, 2> block{};  // 2-D scale blocks [rows, cols] (fp8 block)
+  bool zero_point = false;         // asymmetric: stored zero points
+  ScaleVariant scales = ScaleVariant::kNone;
+  bool double_quant = false;  // scales themselves quantized (bitsandbytes)
+  bool act_order = false;     // kernels permute X by g_idx at run time
   bool operator==(const SpecKey&) const = default;
-  std::string ToId() const;  // "bf16", "fp8_block_128_128", …
+  // The spec_id, written by the family's row ("fp8_block_128_128"); "?" for an unregistered family.
+  std::string ToId() const;
 };
-// Parses a spec_id; an unknown one is an error listing the known families.
+struct SpecKeyHash {
+  size_t operator()(const SpecKey& key) const;
+};
+
+// Parses a spec_id with every registered family's grammar. An unknown family or malformed
+// parameters are an error listing the registered grammars.
 Result<SpecKey> ParseSpecId(std::string_view spec_id);
-
-// ---------------------------------------------------------------------------------------------
-// Physical layouts. Every layout stores W row-major as [N, K]: element (n, k) of a [rows, cols]
-// weight is at index n * cols + k. Scales are fp32, row-major.
-
-// fp8 e4m3fn element (OCP): bit 7 sign, bits 6..3 exponent (bias 7), bits 2..0 mantissa;
-// S.0000.MMM are subnormals M × 2^-9; S.1111.111 (0x7F / 0xFF) is NaN; there is no infinity and
-// the largest finite value is S.1111.110 = ±448. 8 bits per weight.
-struct Fp8E4M3Element {
-  uint8_t bits;
-};
-static_assert(sizeof(Fp8E4M3Element) == 1);
-
-// bf16 spec: W [N, K] in the params dtype (bf16 / fp16 = 16 bits per weight, fp32 = 32), no
-// scales.
-struct DenseLayout {
-  int element_bits = 16;
-  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
-    return rows * cols * element_bits / 8;
-  }
-};
-static_assert(DenseLayout{16}.BytesFor(512, 256) == 262144);  // DESIGN.md's embed_tokens
-
-// fp8_per_tensor / fp8_per_channel: W [N, K] fp8 + S [N, 1] fp32, one scale per output row
-// (8 + 32 / K bits per weight). Per-tensor checkpoint scales are broadcast to the rows of their
-// leg after loading; the spec_id stays fp8_per_tensor.
-struct Fp8RowScaledLayout {
-  static constexpr int64_t kScaleBytes = FamilyInfo(SpecFamily::kFp8PerChannel).scale_bits / 8;
-  constexpr int64_t ScaleCount(int64_t rows) const { return rows; }
-  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
-    return rows * cols + ScaleCount(rows) * kScaleBytes;
-  }
-};
-static_assert(FamilyInfo(SpecFamily::kFp8PerTensor).scale_bits ==
-              FamilyInfo(SpecFamily::kFp8PerChannel).scale_bits);
-static_assert(Fp8RowScaledLayout{}.BytesFor(4, 8) == 32 + 16);
-
-// fp8_block_<bn>_<bk>: W [N, K] fp8 + S [ceil(N / bn), ceil(K / bk)] fp32; S[i][j] scales rows
-// [i·bn, (i+1)·bn) and columns [j·bk, (j+1)·bk), clipped at the edges (8 + 32 / (bn·bk) bits per
-// weight). Fused legs share the grid, so every leg but the last must start on a block row.
-struct Fp8BlockLayout {
-  static constexpr int64_t kScaleBytes = FamilyInfo(SpecFamily::kFp8Block).scale_bits / 8;
-  int64_t block_n = 128;
-  int64_t block_k = 128;
-  constexpr int64_t ScaleRows(int64_t rows) const { return (rows + block_n - 1) / block_n; }
-  constexpr int64_t ScaleCols(int64_t cols) const { return (cols + block_k - 1) / block_k; }
-  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
-    return rows * cols + ScaleRows(rows) * ScaleCols(cols) * kScaleBytes;
-  }
-};
-// DESIGN.md's fused_qkv_a_proj: [168, 256] = 43008 fp8 bytes + 2 × 2 blocks × 4 bytes.
-static_assert(Fp8BlockLayout{128, 128}.BytesFor(168, 256) == 43024);
-
-// Bytes of one [rows, cols] weight of `key`, scales included. `dense_bits` is the element width
-// of families whose dtype comes from the request.
-int64_t LayoutBytes(const SpecKey& key, int64_t rows, int64_t cols, int dense_bits);
 
 // ---------------------------------------------------------------------------------------------
 // Parameters
 
-// A row-major [rows, cols] parameter in a zero-filled, 64-byte aligned buffer. Element dtypes are
-// the byte-sized ones (bf16, fp16, fp32, fp8).
+// The named tensors a linear layer may hold. Families declare which slots they use; the source
+// layout table (below) names the checkpoint tensor behind each.
+enum class Slot : uint8_t {
+  kWeight,             // W, in the family's element dtype (possibly packed sub-byte)
+  kWeightScale,        // per tensor / row / group / block scales
+  kWeightZero,         // zero points (asymmetric integer families)
+  kGIdx,               // act-order group index per input column
+  kWeightGlobalScale,  // the second-level scale of two-level formats (NVFP4)
+  kInputScale,         // static activation scale
+  kInputOffset,        // static activation zero point
+  kQuantBias,          // int32 bias folded into integer products (ModelSlim W8A8)
+  kBias,               // the layer's own bias, in the params dtype
+};
+inline constexpr size_t kSlotCount = 9;
+std::string_view SlotName(Slot slot);  // "weight", "weight_scale", …
+
+// A row-major [rows, cols] parameter in a zero-filled, 64-byte aligned buffer. Sub-byte element
+// dtypes (int4, int3, int2, e2m1 formats) are packed along each row, low bits first, and each row
+// starts on a byte: row_bytes() = ceil(cols · bits / 8).
 class ParamTensor {
  public:
   ParamTensor() = default;
@@ -198,7 +148,8 @@ class ParamTensor {
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   int64_t elements() const { return rows_ * cols_; }
-  int64_t bytes() const;
+  int64_t row_bytes() const;
+  int64_t bytes() const { return rows_ * row_bytes(); }
   bool empty() const { return rows_ * cols_ == 0; }
 
   std::byte* raw() { return buffer_.get(); }
@@ -248,17 +199,14 @@ struct AllocationRequest {
   Parallel parallel = Parallel::kReplicated;
 };
 
-// A layer's parameters in the layout of `spec_id`, for this rank.
+// A layer's parameters in the layout of `key`, for this rank.
 struct LinearParams {
   AllocationRequest request;
-  std::string spec_id;
-  int64_t rows = 0;               // this rank's N
-  int64_t cols = 0;               // this rank's K
-  std::vector<int64_t> leg_rows;  // this rank's rows per leg (one entry when not fused)
-  ParamTensor weight;             // [rows, cols] in the family's element dtype
-  ParamTensor weight_scale;       // per the family's ScaleLayout; empty without scales
-  ParamTensor input_scale;        // [1, 1] fp32 for kStaticPerTensor activations; else empty
-  ParamTensor bias;               // [rows, 1] in params dtype; empty without bias
+  SpecKey key;
+  int64_t rows = 0;                           // this rank's N
+  int64_t cols = 0;                           // this rank's K
+  std::vector<int64_t> leg_rows;              // this rank's rows per leg (one entry when not fused)
+  std::array<ParamTensor, kSlotCount> slots;  // empty where the family has no such tensor
   // Per-leg checkpoint scalars kept between Load and ProcessAfterLoading (per-tensor weight
   // scales, static input scales); empty afterwards.
   std::vector<float> leg_weight_scales;
@@ -266,8 +214,10 @@ struct LinearParams {
   bool loaded = false;
   bool processed = false;
 
-  // Bytes the weight storage takes: weight, weight scales and bias (the static activation scale
-  // is the activation's and not counted). Equals StorageBytes(spec_id, request) in materialize.h.
+  ParamTensor& tensor(Slot slot) { return slots[static_cast<size_t>(slot)]; }
+  const ParamTensor& tensor(Slot slot) const { return slots[static_cast<size_t>(slot)]; }
+  // Bytes the weight storage takes: every slot but the static activation's (input scale and
+  // offset). Equals StorageBytes(key, request) in materialize.h.
   int64_t WeightBytes() const;
 };
 
@@ -277,10 +227,11 @@ struct LinearParams {
 class WeightSpec {
  public:
   virtual ~WeightSpec() = default;
-  virtual const std::string& spec_id() const = 0;
   virtual const SpecKey& key() const = 0;
   // How this spec's kernels quantize activations.
   virtual const ActivationQuant& activation() const = 0;
+  // The checkpoint source layout this spec loads from (materialize hands over the scheme's).
+  virtual const LoadFacts& facts() const = 0;
 
   // Allocates zeroed parameters for `request`. Errors name the layer: shapes that do not add up,
   // tensor-parallel sizes that do not divide, fused legs the layout cannot hold.
@@ -288,23 +239,100 @@ class WeightSpec {
   // Bytes Allocate(request) would store (LinearParams::WeightBytes()), with the same checks,
   // without allocating.
   virtual Result<int64_t> StorageBytes(const AllocationRequest& request) const = 0;
-  // Loads the layer from `checkpoint`: `leg_prefixes` holds one module prefix per fused leg, in
-  // leg order ("model.layers.0.self_attn.q_proj", …), or one prefix when not fused. Errors name
-  // the tensor and the layer.
+  // Loads the layer from `checkpoint` in the source layout of facts(): `leg_prefixes` holds one
+  // module prefix per fused leg, in leg order ("model.layers.0.self_attn.q_proj", …), or one
+  // prefix when not fused. A source layout the family does not read is an error naming it. Errors
+  // name the tensor and the layer.
   virtual Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
                       LinearParams* params) const = 0;
   // Converts loaded parameters into the canonical layout kernels read.
   virtual Status ProcessAfterLoading(LinearParams* params) const = 0;
 };
 
-// The spec of unquantized layers (spec_id "bf16"); the element dtype is the request's params
-// dtype, so fp16 and fp32 checkpoints need no other spec.
-std::unique_ptr<WeightSpec> MakeBf16Spec();
-// fp8 e4m3 weights: `key` is kFp8PerTensor, kFp8PerChannel or kFp8Block (with its block).
-// Checkpoint tensors per leg: `weight` (F8_E4M3), `weight_scale` or, for blocks, DeepSeek's
-// `weight_scale_inv` (which multiplies despite its name), and `input_scale` for static
-// activations.
-std::unique_ptr<WeightSpec> MakeFp8Spec(const SpecKey& key, const ActivationQuant& activation);
+// ---------------------------------------------------------------------------------------------
+// Spec family rows
+
+// One materialize candidate: a family stores the schemes `scheme` accepts on the devices `device`
+// accepts, as the key `key` builds (an error for schemes the family cannot hold consistently).
+// Candidates are tried by descending priority, then family name.
+struct SpecCandidate {
+  std::string_view accepts;  // the schemes, in words ("fp8 e4m3 weights with 2-D block scales")
+  std::string_view devices;  // the devices, in words ("any", "sm100 and newer")
+  bool (*scheme)(const QuantScheme& scheme);
+  bool (*device)(const DeviceCaps& device);
+  Result<SpecKey> (*key)(const QuantScheme& scheme);
+  int priority = 0;
+};
+
+class SpecFamilyRow {
+ public:
+  virtual ~SpecFamilyRow() = default;
+  virtual SpecFamily family() const = 0;
+  // The family's name, which starts each of its spec_ids ("fp8_block").
+  virtual std::string_view name() const = 0;
+  // The spec_id grammar in words, for messages and docs ("fp8_block_<bn>_<bk>").
+  virtual std::string_view grammar() const = 0;
+  // The key `spec_id` names, or nullopt when it is not one of this family's ids.
+  virtual std::optional<SpecKey> Parse(std::string_view spec_id) const = 0;
+  virtual std::string Format(const SpecKey& key) const = 0;
+  // The slots the family stores for `key`, with the static activation's slots when `act` is static.
+  virtual std::vector<Slot> Slots(const SpecKey& key, const ActivationQuant& act) const = 0;
+  // Bytes of one [rows, cols] weight of `key`, scales included; `dense_bits` is the element width
+  // of families whose dtype comes from the request's params dtype.
+  virtual int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols,
+                           int dense_bits) const = 0;
+  // The spec of `key`; kUnsupported when this build cannot load the family yet.
+  virtual Result<std::unique_ptr<WeightSpec>> Make(const SpecKey& key, const ActivationQuant& act,
+                                                   const LoadFacts& facts) const = 0;
+  // rel = max |y − y_ref| / max |y_ref| a kernel of this family may reach against the fp64
+  // reference, with X in high precision (kNone) or quantized (any other mode).
+  virtual double Tolerance(const SpecKey& key, ActMode mode) const = 0;
+  virtual std::vector<SpecCandidate> Candidates() const = 0;
+};
+
+// Registers a family row from its own file, before main():
+//   const SpecFamilyRegistrar kRegister(std::make_unique<Fp8BlockFamily>());
+// A second row with the same name or hash is kept out and reported by RegisteredFamilies().
+struct SpecFamilyRegistrar {
+  explicit SpecFamilyRegistrar(std::unique_ptr<SpecFamilyRow> row);
+};
+// The registered rows, by name; an error when two rows collided at registration.
+Result<std::vector<const SpecFamilyRow*>> RegisteredFamilies();
+// The row of `family`, or nullptr.
+const SpecFamilyRow* FindFamily(SpecFamily family);
+// The row of `key`'s family; an unregistered family is an error naming it.
+Result<const SpecFamilyRow*> FamilyRowFor(const SpecKey& key);
+
+// The spec of `key` through its family's row. An unregistered family is an error, never a
+// fallback to another family.
+Result<std::unique_ptr<WeightSpec>> MakeSpec(const SpecKey& key, const ActivationQuant& act = {},
+                                             const LoadFacts& facts = {});
+// Bytes of one [rows, cols] weight of `key` (its row's BytesFor); an unregistered family is an
+// error.
+Result<int64_t> LayoutBytes(const SpecKey& key, int64_t rows, int64_t cols, int dense_bits);
+// The tolerance of kernels of `key` against the fp64 reference (its row's Tolerance); 0 for an
+// unregistered family.
+double ToleranceFor(const SpecKey& key, ActMode mode);
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoint source layouts: the tensor names of every layout, in one table (loaders and `check`
+// read it; nothing guesses a layout from which names happen to exist).
+
+struct SourceTensor {
+  // The parameter slot the tensor loads into; nullopt for tensors read only to validate or
+  // decode others (compressed-tensors `weight_shape`, bitsandbytes `quant_map`).
+  std::optional<Slot> slot;
+  // What follows the module prefix, separator included: ".weight_scale_inv", ".qweight",
+  // ".weight.absmax", "_blocks" (gpt-oss experts).
+  std::string_view suffix;
+  bool required;  // false: present only in some checkpoints of the layout, or only for some schemes
+};
+// The tensors of `layout` per module (leg) prefix. Static activation tensors are listed with
+// required = false: whether a layer needs them depends on its scheme. Every layout also has the
+// optional ".bias" of the layer itself.
+std::span<const SourceTensor> SourceTensors(SourceLayout layout);
+// The checkpoint suffix of `slot` in `layout`, or nullopt when the layout has no such tensor.
+std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot);
 
 // ---------------------------------------------------------------------------------------------
 // Double-precision reference: reads a layer's checkpoint tensors directly, without a spec, and
@@ -318,15 +346,32 @@ struct ReferenceLayer {
   std::optional<double> input_scale;  // static activation scale: the max over the legs
 };
 
-// Dequantizes the legs of one layer as `scheme` describes them: bf16/fp16/fp32 weights as they
-// are; fp8 weights times their per-tensor, per-row or per-block scale (`weight_scale_inv` or
-// `weight_scale`, whichever the leg has). `layer` names the layer in errors.
+// One leg's weight, dequantized: what a reference entry returns.
+struct ReferenceLeg {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<double> weight;  // [rows, cols]
+};
+
+// A reference dequantizer for one checkpoint source layout, registered from its own file:
+//   const ReferenceRegistrar kRegister(SourceLayout::kFp8ScaleInv, &DequantizeFp8Leg);
+using ReferenceLegFn = Result<ReferenceLeg> (*)(const Checkpoint& checkpoint,
+                                                const QuantScheme& scheme, std::string_view layer,
+                                                const std::string& prefix);
+struct ReferenceRegistrar {
+  ReferenceRegistrar(SourceLayout layout, ReferenceLegFn dequantize);
+};
+
+// Dequantizes the legs of one layer with the entry of the scheme's source layout
+// (scheme.weight.load.layout), stacking legs in order, and reads the static activation scales
+// and biases. A layout without an entry is an error naming it. `layer` names the layer in errors.
 Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                            std::string_view layer,
                                            const std::vector<std::string>& leg_prefixes, bool bias);
 
 // Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), with
-// the conventions above, in double. `static_scale` is used by kStaticPerTensor.
+// the conventions above, in double. `static_scale` is used by kStaticPerTensor. Activations are
+// rounded to fp8 e4m3, the only activation dtype with a kernel so far.
 std::vector<double> QuantizeActivationsReference(std::span<const double> x, int64_t m, int64_t k,
                                                  const ActivationQuant& act,
                                                  std::optional<double> static_scale);

@@ -41,7 +41,7 @@ Result<uint64_t> PackShapeKey(int64_t m, int64_t n, int64_t k) {
 }
 
 size_t Dispatcher::KeyHash::operator()(const Key& key) const {
-  size_t h = std::hash<std::string>()(key.spec_id);
+  size_t h = SpecKeyHash()(key.spec);
   auto mix = [&h](uint64_t v) {
     h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   };
@@ -49,6 +49,7 @@ size_t Dispatcher::KeyHash::operator()(const Key& key) const {
   mix((static_cast<uint64_t>(key.in) << 8) | static_cast<uint64_t>(key.out));
   mix(static_cast<uint64_t>(key.device_sm));
   mix((static_cast<uint64_t>(key.act.mode) << 32) ^ static_cast<uint64_t>(key.act.group_size));
+  mix((static_cast<uint64_t>(key.act.dtype) << 1) | static_cast<uint64_t>(key.act.symmetric));
   return h;
 }
 
@@ -66,7 +67,7 @@ Result<std::shared_ptr<Dispatcher>> Dispatcher::Default() {
 
 Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
   QP_ASSIGN_OR_RETURN(uint64_t shape, PackShapeKey(probe.m, probe.n, probe.k));
-  Key key{probe.spec.ToId(), shape, probe.in, probe.out, probe.device.sm, probe.act};
+  Key key{probe.spec, shape, probe.in, probe.out, probe.device.sm, probe.act};
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
@@ -81,20 +82,20 @@ Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
   const LinearKernel* best = nullptr;
   for (const LinearKernel* kernel : registry_.kernels()) {
     if (probe.device.is_cpu() && kernel->isa() > isa_) continue;
-    if (!kernel->Serves(probe.spec.family, probe.device) || !kernel->CanHandle(bucket_probe)) {
+    if (!kernel->Serves(probe.spec, probe.device) || !kernel->CanHandle(bucket_probe)) {
       continue;
     }
     if (best == nullptr || kernel->isa() > best->isa()) best = kernel;
   }
   if (best == nullptr) {
+    const std::vector<std::string> serving = registry_.KernelsFor(probe.spec, probe.device);
+    // The one place a spec_id is formatted on the forward path: the error message.
     return Unsupported(
         fmt::format("no kernel for spec {} on {} (ISA {}), M = {}, N = {}, K = {}, in {}, out {}, "
                     "activations {}; kernels serving it there: {}",
-                    key.spec_id, probe.device.name, IsaName(isa_), probe.m, probe.n, probe.k,
+                    probe.spec.ToId(), probe.device.name, IsaName(isa_), probe.m, probe.n, probe.k,
                     DtypeName(probe.in), DtypeName(probe.out), probe.act.ToString(),
-                    registry_.KernelsFor(key.spec_id, probe.device).empty()
-                        ? std::string("none")
-                        : Join(registry_.KernelsFor(key.spec_id, probe.device), ", ")));
+                    serving.empty() ? std::string("none") : Join(serving, ", ")));
   }
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.misses;

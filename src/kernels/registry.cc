@@ -21,19 +21,17 @@ std::vector<const LinearKernel*> KernelRegistry::kernels() const {
   return out;
 }
 
-std::vector<std::string> KernelRegistry::KernelsFor(std::string_view spec_id,
+std::vector<std::string> KernelRegistry::KernelsFor(const SpecKey& key,
                                                     const DeviceCaps& device) const {
   std::vector<std::string> names;
-  Result<SpecKey> key = ParseSpecId(spec_id);
-  if (!key.ok()) return names;
   for (const LinearKernel* kernel : kernels()) {
-    if (kernel->Serves(key->family, device)) names.emplace_back(kernel->name());
+    if (kernel->Serves(key, device)) names.emplace_back(kernel->name());
   }
   return names;
 }
 
-bool KernelRegistry::Supports(std::string_view spec_id, const DeviceCaps& device) const {
-  return !KernelsFor(spec_id, device).empty();
+bool KernelRegistry::Supports(const SpecKey& key, const DeviceCaps& device) const {
+  return !KernelsFor(key, device).empty();
 }
 
 KernelRegistrar::KernelRegistrar(std::unique_ptr<LinearKernel> kernel) {

@@ -11,9 +11,9 @@ Linear::Linear(std::unique_ptr<WeightSpec> spec, LinearParams params,
 
 Result<Linear> Linear::Create(std::unique_ptr<WeightSpec> spec, LinearParams params,
                               std::shared_ptr<Dispatcher> dispatcher) {
-  if (params.spec_id != spec->spec_id()) {
+  if (params.key != spec->key()) {
     return InvalidInput(fmt::format("{}: parameters of spec {} given to spec {}",
-                                    params.request.layer, params.spec_id, spec->spec_id()));
+                                    params.request.layer, params.key.ToId(), spec->key().ToId()));
   }
   if (!params.processed) {
     return InvalidInput(

@@ -1,95 +1,55 @@
-// Materialize: an ordered candidate list of (predicate, spec factory); the first candidate whose
-// predicate holds builds the spec. Adding a spec means adding a row, never a branch elsewhere.
+// Materialize: the registered families' candidates, in priority order; the first whose scheme and
+// device predicates hold builds the key, and the family's row the spec. Adding a spec means adding
+// a family file, never a branch here.
 #include "quantpath/materialize.h"
+
+#include <algorithm>
 
 #include "fmt/format.h"
 
 namespace quantpath {
 namespace {
 
-using SpecResult = Result<std::unique_ptr<WeightSpec>>;
-
-struct Candidate {
-  std::string_view spec;     // the spec_id (pattern) it builds, for messages
-  std::string_view accepts;  // what its predicate accepts, in words
-  bool (*matches)(const QuantScheme& scheme, const DeviceCaps& device);
-  SpecResult (*make)(const QuantScheme& scheme, const DeviceCaps& device);
+struct RankedCandidate {
+  const SpecFamilyRow* row;
+  SpecCandidate candidate;
 };
 
-bool IsUnquantized(const QuantScheme& scheme, const DeviceCaps&) {
-  const QDType dtype = scheme.weight.dtype;
-  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
+Result<std::vector<RankedCandidate>> Candidates() {
+  QP_ASSIGN_OR_RETURN(std::vector<const SpecFamilyRow*> rows, RegisteredFamilies());
+  std::vector<RankedCandidate> out;
+  for (const SpecFamilyRow* row : rows) {
+    for (const SpecCandidate& c : row->Candidates()) out.push_back({row, c});
+  }
+  // Rows come by name, so equal priorities keep a fixed order.
+  std::stable_sort(out.begin(), out.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+    return a.candidate.priority > b.candidate.priority;
+  });
+  return out;
 }
 
-template <Granularity kGranularity>
-bool IsFp8With(const QuantScheme& scheme, const DeviceCaps&) {
-  return scheme.weight.dtype == QDType::kFP8E4M3 && scheme.weight.granularity == kGranularity;
-}
-
-SpecResult MakeBf16(const QuantScheme&, const DeviceCaps&) { return MakeBf16Spec(); }
-
-SpecResult MakeFp8(const QuantScheme& scheme, const DeviceCaps& device) {
-  const TensorQuant& w = scheme.weight;
-  const std::string name = scheme.CanonicalName();
-  if (scheme.online) {
-    return Unsupported(
-        fmt::format("{} on {}: quantizing high-precision weights to fp8 at load "
-                    "time is not implemented",
-                    name, device.name));
-  }
-  if (!w.symmetric) {
-    return Unsupported(
-        fmt::format("{} on {}: asymmetric fp8 weights have no spec", name, device.name));
-  }
-  SpecKey key;
-  switch (w.granularity) {
-    case Granularity::kPerTensor:
-      key.family = SpecFamily::kFp8PerTensor;
-      break;
-    case Granularity::kPerChannel:
-      key.family = SpecFamily::kFp8PerChannel;
-      break;
-    default:
-      key.family = SpecFamily::kFp8Block;
-      if (!w.block_shape || (*w.block_shape)[0] <= 0 || (*w.block_shape)[1] <= 0) {
-        return InvalidInput(
-            fmt::format("{} on {}: block fp8 weights need a positive "
-                        "block_shape [n, k]",
-                        name, device.name));
-      }
-      key.block = *w.block_shape;
-      break;
-  }
-  QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(scheme));
-  return MakeFp8Spec(key, act);
-}
-
-// In order: the first candidate whose predicate holds builds the spec.
-constexpr Candidate kCandidates[] = {
-    {"bf16", "unquantized (bf16, fp16, fp32) weights", IsUnquantized, MakeBf16},
-    {"fp8_per_tensor", "fp8 e4m3 weights with per-tensor scales",
-     IsFp8With<Granularity::kPerTensor>, MakeFp8},
-    {"fp8_per_channel", "fp8 e4m3 weights with per-channel scales",
-     IsFp8With<Granularity::kPerChannel>, MakeFp8},
-    {"fp8_block_<n>_<k>", "fp8 e4m3 weights with 2-D block scales", IsFp8With<Granularity::kBlock>,
-     MakeFp8},
-};
-
-std::unique_ptr<WeightSpec> SpecForKey(const SpecKey& key) {
-  if (key.family == SpecFamily::kBf16) return MakeBf16Spec();
-  return MakeFp8Spec(key, ActivationQuant{});
+std::string ActivationKind(const TensorQuant& in) {
+  return fmt::format("{}{}", in.dynamic == Dynamic::kDynamic ? "dynamic" : "static",
+                     in.symmetric ? "" : " asymmetric");
 }
 
 }  // namespace
 
-Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
-                                                const DeviceCaps& device) {
-  for (const Candidate& candidate : kCandidates) {
-    if (candidate.matches(scheme, device)) return candidate.make(scheme, device);
+Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
+  QP_ASSIGN_OR_RETURN(std::vector<RankedCandidate> candidates, Candidates());
+  std::vector<std::string> elsewhere;
+  for (const RankedCandidate& c : candidates) {
+    if (!c.candidate.scheme(scheme)) continue;
+    if (c.candidate.device(device)) return c.candidate.key(scheme);
+    elsewhere.push_back(fmt::format("{} on {}", c.row->grammar(), c.candidate.devices));
+  }
+  if (!elsewhere.empty()) {
+    return Unsupported(fmt::format("{} on {}: its specs need another device ({})",
+                                   scheme.CanonicalName(), device.name, Join(elsewhere, "; ")));
   }
   std::vector<std::string> known;
-  for (const Candidate& candidate : kCandidates) {
-    known.push_back(fmt::format("{} ({})", candidate.spec, candidate.accepts));
+  for (const RankedCandidate& c : candidates) {
+    known.push_back(fmt::format("{} ({})", c.row->grammar(), c.candidate.accepts));
   }
   return Unsupported(
       fmt::format("{} on {}: no physical spec stores {} weights with {} scales yet; specs: {}",
@@ -97,52 +57,60 @@ Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
                   GranularityName(scheme.weight.granularity), Join(known, "; ")));
 }
 
-Result<std::string> SpecIdFor(const QuantScheme& scheme, const DeviceCaps& device) {
-  QP_ASSIGN_OR_RETURN(std::unique_ptr<WeightSpec> spec, Materialize(scheme, device));
-  return spec->spec_id();
+Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
+                                                const DeviceCaps& device) {
+  QP_ASSIGN_OR_RETURN(SpecKey key, KeyFor(scheme, device));
+  QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(scheme));
+  Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, scheme.weight.load);
+  if (!spec.ok()) return spec.status().WithContext(scheme.CanonicalName());
+  return spec;
 }
 
 Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
   if (!scheme.input) return ActivationQuant{};
   const TensorQuant& in = *scheme.input;
   const std::string name = scheme.CanonicalName();
-  if (in.dtype != QDType::kFP8E4M3) {
-    return Unsupported(fmt::format("{}: {} activations have no kernel mode (fp8 e4m3 only)", name,
+  if (in.dynamic == Dynamic::kLocal) {
+    return Unsupported(fmt::format("{}: locally dynamic {} activations have no kernel mode", name,
                                    QDTypeName(in.dtype)));
   }
-  if (!in.symmetric || in.dynamic == Dynamic::kLocal) {
-    return Unsupported(fmt::format("{}: {} fp8 activations have no kernel mode", name,
-                                   !in.symmetric ? "asymmetric" : "locally dynamic"));
-  }
   const bool dynamic = in.dynamic == Dynamic::kDynamic;
+  ActivationQuant act;
+  act.dtype = in.dtype;
+  act.symmetric = in.symmetric;
   switch (in.granularity) {
     case Granularity::kPerTensor:
-      return ActivationQuant{dynamic ? ActMode::kDynamicPerTensor : ActMode::kStaticPerTensor, 0};
+      act.mode = dynamic ? ActMode::kDynamicPerTensor : ActMode::kStaticPerTensor;
+      return act;
     case Granularity::kPerToken:
     case Granularity::kPerChannel:
-      if (dynamic) return ActivationQuant{ActMode::kDynamicPerToken, 0};
-      break;
+      if (!dynamic) break;
+      act.mode = ActMode::kDynamicPerToken;
+      return act;
     case Granularity::kGroup:
-      if (dynamic && in.group_size && *in.group_size > 0) {
-        return ActivationQuant{ActMode::kDynamicGroup, *in.group_size};
-      }
-      break;
+    case Granularity::kTensorGroup:
+      if (!dynamic || !in.group_size || *in.group_size <= 0) break;
+      act.mode = ActMode::kDynamicGroup;
+      act.group_size = *in.group_size;
+      return act;
     case Granularity::kBlock:
       // A 1 × k block of X is a group of k columns of one row.
-      if (dynamic && in.block_shape && (*in.block_shape)[0] == 1 && (*in.block_shape)[1] > 0) {
-        return ActivationQuant{ActMode::kDynamicGroup, (*in.block_shape)[1]};
+      if (!dynamic || !in.block_shape || (*in.block_shape)[0] != 1 || (*in.block_shape)[1] <= 0) {
+        break;
       }
-      break;
+      act.mode = ActMode::kDynamicGroup;
+      act.group_size = (*in.block_shape)[1];
+      return act;
     default:
       break;
   }
-  return Unsupported(fmt::format("{}: {} fp8 activations with {} scales have no kernel mode", name,
-                                 dynamic ? "dynamic" : "static", GranularityName(in.granularity)));
+  return Unsupported(fmt::format("{}: {} {} activations with {} scales have no kernel mode", name,
+                                 ActivationKind(in), QDTypeName(in.dtype),
+                                 GranularityName(in.granularity)));
 }
 
-Result<int64_t> StorageBytes(std::string_view spec_id, const AllocationRequest& request) {
-  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(spec_id));
-  const std::unique_ptr<WeightSpec> spec = SpecForKey(key);
+Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request) {
+  QP_ASSIGN_OR_RETURN(const std::unique_ptr<WeightSpec> spec, MakeSpec(key));
   if (request.experts <= 0) return spec->StorageBytes(request);
   const auto [intermediate, hidden] = request.shape;
   if (request.tp_size < 1 || intermediate % request.tp_size != 0) {

@@ -1,13 +1,15 @@
-// Bf16Spec: unquantized weights (spec_id "bf16").
+// Bf16Spec: unquantized weights (spec_id "bf16"), and the family's row.
 //
-// Layout (DenseLayout): W [N, K] row-major in the request's params dtype — bf16, fp16 or fp32 —
-// no scales. Source layout: `<prefix>.weight` per leg in any floating dtype of 16 or 32 bits;
-// a dtype other than the params dtype is converted with round-to-nearest-even. A leg stored in
-// fp8 (or any quantized dtype) is an error: the layer was decided unquantized.
+// Layout (DenseLayout, bf16_family.h): W [N, K] row-major in the request's params dtype — bf16,
+// fp16 or fp32 — no scales. Source layout kDense: `<prefix>.weight` per leg in any floating dtype
+// of 16 or 32 bits; a dtype other than the params dtype is converted with round-to-nearest-even.
+// A leg stored in fp8 (or any quantized dtype) is an error: the layer was decided unquantized.
 // Non-goals: quantizing at load time (that is a quantized spec's job).
 #include "fmt/format.h"
 #include "quantpath/specs.h"
+#include "src/specs/bf16_family.h"
 #include "src/specs/spec_common.h"
+#include "src/specs/spec_id_grammar.h"
 
 namespace quantpath {
 namespace {
@@ -15,7 +17,7 @@ namespace {
 using specs_internal::ComputeGeometry;
 using specs_internal::CopyRows;
 using specs_internal::ExpectShape;
-using specs_internal::FindTensor;
+using specs_internal::FindSlotTensor;
 using specs_internal::ShardGeometry;
 
 bool IsFloatSource(StDtype dtype) {
@@ -24,31 +26,35 @@ bool IsFloatSource(StDtype dtype) {
 
 class Bf16Spec final : public WeightSpec {
  public:
-  const std::string& spec_id() const override { return id_; }
-  const SpecKey& key() const override { return key_; }
+  explicit Bf16Spec(const LoadFacts& facts) : facts_(facts) {}
+
+  const SpecKey& key() const override { return kBf16Key; }
   const ActivationQuant& activation() const override { return activation_; }
+  const LoadFacts& facts() const override { return facts_; }
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry geometry, ComputeGeometry(request));
-    LinearParams params = specs_internal::NewParams(request, geometry, id_);
-    params.weight = ParamTensor(request.params_dtype, geometry.rows, geometry.cols);
+    LinearParams params = specs_internal::NewParams(request, geometry, kBf16Key);
+    params.tensor(Slot::kWeight) = ParamTensor(request.params_dtype, geometry.rows, geometry.cols);
     return params;
   }
 
   Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry geometry, ComputeGeometry(request));
-    return LayoutBytes(key_, geometry.rows, geometry.cols, Info(request.params_dtype).bits) +
+    return DenseLayout{Info(request.params_dtype).bits}.BytesFor(geometry.rows, geometry.cols) +
            specs_internal::BiasBytes(request, geometry);
   }
 
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
               LinearParams* params) const override {
     QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
-    QP_ASSIGN_OR_RETURN(ShardGeometry geometry, ComputeGeometry(params->request));
     const std::string& layer = params->request.layer;
+    QP_RETURN_IF_ERROR(
+        specs_internal::ExpectLayout(layer, kBf16Key, facts_.layout, {SourceLayout::kDense}));
+    QP_ASSIGN_OR_RETURN(ShardGeometry geometry, ComputeGeometry(params->request));
     for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
-      QP_ASSIGN_OR_RETURN(TensorView view,
-                          FindTensor(checkpoint, layer, leg_prefixes[leg], "weight"));
+      QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, layer, leg_prefixes[leg],
+                                                          facts_.layout, Slot::kWeight));
       if (!IsFloatSource(view.info->dtype)) {
         return InvalidInput(fmt::format(
             "{}: tensor {} is stored as {}, but the layer is unquantized (expected BF16, F16 or "
@@ -59,7 +65,7 @@ class Bf16Spec final : public WeightSpec {
           ExpectShape(view, layer, {geometry.full_leg_rows[leg], geometry.full_cols}));
       QP_RETURN_IF_ERROR(CopyRows(view, layer, geometry.leg_src_rows[leg], geometry.src_col,
                                   geometry.leg_rows[leg], geometry.leg_offsets[leg],
-                                  &params->weight));
+                                  &params->tensor(Slot::kWeight)));
     }
     QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, geometry, params));
     params->loaded = true;
@@ -73,13 +79,52 @@ class Bf16Spec final : public WeightSpec {
   }
 
  private:
-  const std::string id_ = "bf16";
-  const SpecKey key_{SpecFamily::kBf16, {0, 0}};
   const ActivationQuant activation_{};
+  const LoadFacts facts_;
 };
 
+bool IsUnquantized(const QuantScheme& scheme) {
+  const QDType dtype = scheme.weight.dtype;
+  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
+}
+bool AnyDevice(const DeviceCaps&) { return true; }
+Result<SpecKey> Bf16KeyFor(const QuantScheme&) { return kBf16Key; }
+
+class Bf16Family final : public SpecFamilyRow {
+ public:
+  SpecFamily family() const override { return kBf16Family; }
+  std::string_view name() const override { return "bf16"; }
+  std::string_view grammar() const override { return "bf16"; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto params = specs_internal::IdParameters(spec_id, name());
+    if (!params || !params->empty()) return std::nullopt;
+    return kBf16Key;
+  }
+  std::string Format(const SpecKey&) const override { return "bf16"; }
+  std::vector<Slot> Slots(const SpecKey&, const ActivationQuant&) const override {
+    return {Slot::kWeight, Slot::kBias};
+  }
+  int64_t BytesFor(const SpecKey&, int64_t rows, int64_t cols, int dense_bits) const override {
+    return DenseLayout{dense_bits}.BytesFor(rows, cols);
+  }
+  Result<std::unique_ptr<WeightSpec>> Make(const SpecKey&, const ActivationQuant& act,
+                                           const LoadFacts& facts) const override {
+    if (act.mode != ActMode::kNone) {
+      return InvalidInput(
+          fmt::format("bf16 layers keep activations in high precision, not {}", act.ToString()));
+    }
+    return std::unique_ptr<WeightSpec>(std::make_unique<Bf16Spec>(facts));
+  }
+  // fp32 accumulation over K terms drifts by about sqrt(K) · 2^-24 relative; 1e-4 leaves room
+  // for K in the hundreds of thousands.
+  double Tolerance(const SpecKey&, ActMode) const override { return 1e-4; }
+  std::vector<SpecCandidate> Candidates() const override {
+    return {
+        {"unquantized (bf16, fp16, fp32) weights", "any", IsUnquantized, AnyDevice, Bf16KeyFor, 0}};
+  }
+};
+
+const SpecFamilyRegistrar kRegisterBf16(std::make_unique<Bf16Family>());
+
 }  // namespace
-
-std::unique_ptr<WeightSpec> MakeBf16Spec() { return std::make_unique<Bf16Spec>(); }
-
 }  // namespace quantpath

@@ -1,16 +1,17 @@
 // Fp8Spec: fp8 e4m3 weights with per-tensor, per-channel or 2-D block scales
-// (spec_ids fp8_per_tensor, fp8_per_channel, fp8_block_<bn>_<bk>).
+// (spec_ids fp8_per_tensor, fp8_per_channel, fp8_block_<bn>_<bk>), and the three families' rows.
 //
-// Layouts: Fp8RowScaledLayout (per-tensor, per-channel) and Fp8BlockLayout (block), in specs.h.
-// Source layouts, per leg `<prefix>`:
-//   <prefix>.weight            F8_E4M3 [rows, K]; W = weight × scale.
-//   per-tensor:  <prefix>.weight_scale  one value ([] or [1]); broadcast after loading to the
-//                rows of its leg, so fused legs keep their own scales (lossless).
-//   per-channel: <prefix>.weight_scale  [rows] or [rows, 1].
-//   block:       <prefix>.weight_scale_inv (DeepSeek: it *multiplies*, despite the name) or
-//                <prefix>.weight_scale (compressed-tensors), [ceil(rows/bn), ceil(K/bk)].
-//   static activations: <prefix>.input_scale, one value per leg; the layer uses their max, since
-//                the legs share one X.
+// Layouts: Fp8RowScaledLayout (per-tensor, per-channel) and Fp8BlockLayout (block), in
+// fp8_family.h. Source layouts (SourceTensors names them; the scheme's LoadFacts choose one):
+// kFp8ScaleInv (DeepSeek: `weight_scale_inv` *multiplies*, despite the name), kFp8Scale,
+// kCtFloatQuantized and kModelOptFp8 (`weight_scale`). Per leg `<prefix>`:
+//   weight              F8_E4M3 [rows, K]; W = weight × scale.
+//   per-tensor scale    one value ([] or [1]); broadcast after loading to the rows of its leg, so
+//                       fused legs keep their own scales (lossless).
+//   per-channel scale   [rows] or [rows, 1].
+//   block scale         [ceil(rows/bn), ceil(K/bk)].
+//   input_scale         static activations: one value per leg; the layer uses their max, since
+//                       the legs share one X.
 // Fused legs on a block grid: every leg but the last must be a multiple of bn rows (DeepSeek's
 // fused_qkv_a_proj = 1536 + 576 is legal); with a tensor-parallel split every leg's slice must be
 // (column parallel) and K's slice must be a multiple of bk (row parallel), as vLLM requires.
@@ -19,7 +20,9 @@
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
+#include "src/specs/fp8_family.h"
 #include "src/specs/spec_common.h"
+#include "src/specs/spec_id_grammar.h"
 
 namespace quantpath {
 namespace {
@@ -27,7 +30,7 @@ namespace {
 using specs_internal::ComputeGeometry;
 using specs_internal::ExpectElements;
 using specs_internal::ExpectShape;
-using specs_internal::FindTensor;
+using specs_internal::FindSlotTensor;
 using specs_internal::ReadScales;
 using specs_internal::ShardGeometry;
 
@@ -74,31 +77,39 @@ Status CheckBlockAlignment(const AllocationRequest& request, const ShardGeometry
   return {};
 }
 
+// Bytes of one [rows, cols] weight of an fp8 key, scales included.
+int64_t BytesOf(const SpecKey& key, int64_t rows, int64_t cols) {
+  if (key.family == kFp8BlockFamily) {
+    return Fp8BlockLayout{key.block[0], key.block[1]}.BytesFor(rows, cols);
+  }
+  return Fp8RowScaledLayout{}.BytesFor(rows, cols);
+}
+
 class Fp8Spec final : public WeightSpec {
  public:
-  Fp8Spec(const SpecKey& key, const ActivationQuant& activation)
-      : key_(key), id_(key.ToId()), activation_(activation) {}
+  Fp8Spec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
+      : key_(key), activation_(activation), facts_(facts) {}
 
-  const std::string& spec_id() const override { return id_; }
   const SpecKey& key() const override { return key_; }
   const ActivationQuant& activation() const override { return activation_; }
+  const LoadFacts& facts() const override { return facts_; }
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
-    LinearParams params = specs_internal::NewParams(request, g, id_);
-    params.weight = ParamTensor(FamilyInfo(key_.family).weight_dtype, g.rows, g.cols);
-    if (key_.family == SpecFamily::kFp8Block) {
+    LinearParams params = specs_internal::NewParams(request, g, key_);
+    params.tensor(Slot::kWeight) = ParamTensor(QDType::kFP8E4M3, g.rows, g.cols);
+    if (key_.family == kFp8BlockFamily) {
       const Fp8BlockLayout block = Layout();
-      params.weight_scale =
+      params.tensor(Slot::kWeightScale) =
           ParamTensor(QDType::kFP32, block.ScaleRows(g.rows), block.ScaleCols(g.cols));
     } else {
-      params.weight_scale = ParamTensor(QDType::kFP32, g.rows, 1);
+      params.tensor(Slot::kWeightScale) = ParamTensor(QDType::kFP32, g.rows, 1);
     }
-    if (key_.family == SpecFamily::kFp8PerTensor) {
+    if (key_.family == kFp8PerTensorFamily) {
       params.leg_weight_scales.assign(g.leg_rows.size(), 0.0f);
     }
     if (activation_.mode == ActMode::kStaticPerTensor) {
-      params.input_scale = ParamTensor(QDType::kFP32, 1, 1);
+      params.tensor(Slot::kInputScale) = ParamTensor(QDType::kFP32, 1, 1);
       params.leg_input_scales.assign(g.leg_rows.size(), 0.0f);
     }
     return params;
@@ -106,12 +117,16 @@ class Fp8Spec final : public WeightSpec {
 
   Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
-    return LayoutBytes(key_, g.rows, g.cols, 0) + specs_internal::BiasBytes(request, g);
+    return BytesOf(key_, g.rows, g.cols) + specs_internal::BiasBytes(request, g);
   }
 
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
               LinearParams* params) const override {
     QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(
+        params->request.layer, key_, facts_.layout,
+        {SourceLayout::kFp8ScaleInv, SourceLayout::kFp8Scale, SourceLayout::kCtFloatQuantized,
+         SourceLayout::kModelOptFp8}));
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
     for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
       QP_RETURN_IF_ERROR(LoadWeight(checkpoint, leg_prefixes[leg], g, leg, params));
@@ -127,9 +142,9 @@ class Fp8Spec final : public WeightSpec {
 
   Status ProcessAfterLoading(LinearParams* params) const override {
     QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
-    if (key_.family == SpecFamily::kFp8PerTensor) {
+    if (key_.family == kFp8PerTensorFamily) {
       // Broadcast each leg's scalar to its rows: exact, and one per-row layout for kernels.
-      float* rows = params->weight_scale.data<float>();
+      float* rows = params->tensor(Slot::kWeightScale).data<float>();
       int64_t offset = 0;
       for (size_t leg = 0; leg < params->leg_rows.size(); ++leg) {
         std::fill(rows + offset, rows + offset + params->leg_rows[leg],
@@ -139,7 +154,7 @@ class Fp8Spec final : public WeightSpec {
       params->leg_weight_scales.clear();
     }
     if (activation_.mode == ActMode::kStaticPerTensor) {
-      params->input_scale.data<float>()[0] =
+      params->tensor(Slot::kInputScale).data<float>()[0] =
           *std::max_element(params->leg_input_scales.begin(), params->leg_input_scales.end());
       params->leg_input_scales.clear();
     }
@@ -153,8 +168,8 @@ class Fp8Spec final : public WeightSpec {
   // The request's geometry, with the block grid's alignment rules.
   Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
-    if (key_.family == SpecFamily::kFp8Block) {
-      QP_RETURN_IF_ERROR(CheckBlockAlignment(request, g, Layout(), id_));
+    if (key_.family == kFp8BlockFamily) {
+      QP_RETURN_IF_ERROR(CheckBlockAlignment(request, g, Layout(), key_.ToId()));
     }
     return g;
   }
@@ -162,17 +177,19 @@ class Fp8Spec final : public WeightSpec {
   Status LoadWeight(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
                     size_t leg, LinearParams* params) const {
     const std::string& layer = params->request.layer;
-    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, prefix, "weight"));
+    QP_ASSIGN_OR_RETURN(TensorView view,
+                        FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
     if (view.info->dtype != StDtype::kF8E4M3) {
       return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects F8_E4M3 weights", layer,
-                                      view.info->name, StDtypeName(view.info->dtype), id_));
+                                      view.info->name, StDtypeName(view.info->dtype), key_.ToId()));
     }
     QP_RETURN_IF_ERROR(ExpectShape(view, layer, {g.full_leg_rows[leg], g.full_cols}));
     QP_RETURN_IF_ERROR(specs_internal::CopyRows(view, layer, g.leg_src_rows[leg], g.src_col,
                                                 g.leg_rows[leg], g.leg_offsets[leg],
-                                                &params->weight));
+                                                &params->tensor(Slot::kWeight)));
     // e4m3fn NaN is S.1111.111; a checkpoint weight is never NaN.
-    const uint8_t* bytes = params->weight.data<uint8_t>() + g.leg_offsets[leg] * g.cols;
+    const uint8_t* bytes =
+        params->tensor(Slot::kWeight).data<uint8_t>() + g.leg_offsets[leg] * g.cols;
     const int64_t count = g.leg_rows[leg] * g.cols;
     for (int64_t i = 0; i < count; ++i) {
       if ((bytes[i] & 0x7F) == 0x7F) {
@@ -185,72 +202,50 @@ class Fp8Spec final : public WeightSpec {
     return {};
   }
 
-  // The name of a leg's weight scale: block scales may be DeepSeek's weight_scale_inv or
-  // compressed-tensors' weight_scale, and both multiply.
-  Result<TensorView> FindScale(const Checkpoint& checkpoint, const std::string& layer,
-                               const std::string& prefix) const {
-    if (key_.family != SpecFamily::kFp8Block) {
-      return FindTensor(checkpoint, layer, prefix, "weight_scale");
-    }
-    const std::string inv = prefix + ".weight_scale_inv";
-    const std::string plain = prefix + ".weight_scale";
-    if (checkpoint.Has(inv) && checkpoint.Has(plain)) {
-      return InvalidInput(fmt::format("{}: both {} and {} exist; a block-fp8 leg has one scale",
-                                      layer, inv, plain));
-    }
-    if (!checkpoint.Has(inv) && !checkpoint.Has(plain)) {
-      return NotFound(fmt::format("{}: neither {} nor {} is in the checkpoint", layer, inv, plain));
-    }
-    return FindTensor(checkpoint, layer, prefix,
-                      checkpoint.Has(inv) ? "weight_scale_inv" : "weight_scale");
-  }
-
   Status LoadScale(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
                    size_t leg, LinearParams* params) const {
     const std::string& layer = params->request.layer;
-    QP_ASSIGN_OR_RETURN(TensorView view, FindScale(checkpoint, layer, prefix));
+    QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
+                                                        Slot::kWeightScale));
     const int64_t full_rows = g.full_leg_rows[leg];
-    switch (key_.family) {
-      case SpecFamily::kFp8PerTensor: {
-        QP_RETURN_IF_ERROR(ExpectElements(view, layer, 1, "one per-tensor scale"));
-        QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
-        params->leg_weight_scales[leg] = scale[0];
-        return {};
-      }
-      case SpecFamily::kFp8PerChannel: {
-        QP_RETURN_IF_ERROR(ExpectElements(view, layer, full_rows, "one scale per output row"));
-        QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
-        float* dst = params->weight_scale.data<float>() + g.leg_offsets[leg];
-        std::copy_n(scale.begin() + g.leg_src_rows[leg], g.leg_rows[leg], dst);
-        return {};
-      }
-      case SpecFamily::kFp8Block: {
-        const Fp8BlockLayout block = Layout();
-        QP_RETURN_IF_ERROR(
-            ExpectShape(view, layer, {block.ScaleRows(full_rows), block.ScaleCols(g.full_cols)}));
-        QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
-        // Slices start on block boundaries (CheckBlockAlignment), so they are whole grid cells.
-        const int64_t src_cols = block.ScaleCols(g.full_cols);
-        const int64_t first_row = g.leg_src_rows[leg] / block.block_n;
-        const int64_t first_col = g.src_col / block.block_k;
-        const int64_t dst_row = g.leg_offsets[leg] / block.block_n;
-        const int64_t cols = params->weight_scale.cols();
-        for (int64_t r = 0; r < block.ScaleRows(g.leg_rows[leg]); ++r) {
-          std::copy_n(scale.begin() + (first_row + r) * src_cols + first_col, cols,
-                      params->weight_scale.data<float>() + (dst_row + r) * cols);
-        }
-        return {};
-      }
-      case SpecFamily::kBf16:
-        break;
+    ParamTensor& scales = params->tensor(Slot::kWeightScale);
+    if (key_.family == kFp8PerTensorFamily) {
+      QP_RETURN_IF_ERROR(ExpectElements(view, layer, 1, "one per-tensor scale"));
+      QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
+      params->leg_weight_scales[leg] = scale[0];
+      return {};
     }
-    return InternalError(fmt::format("{}: {} has no fp8 scale layout", layer, id_));
+    if (key_.family == kFp8PerChannelFamily) {
+      QP_RETURN_IF_ERROR(ExpectElements(view, layer, full_rows, "one scale per output row"));
+      QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
+      float* dst = scales.data<float>() + g.leg_offsets[leg];
+      std::copy_n(scale.begin() + g.leg_src_rows[leg], g.leg_rows[leg], dst);
+      return {};
+    }
+    {
+      const Fp8BlockLayout block = Layout();
+      QP_RETURN_IF_ERROR(
+          ExpectShape(view, layer, {block.ScaleRows(full_rows), block.ScaleCols(g.full_cols)}));
+      QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
+      // Slices start on block boundaries (CheckBlockAlignment), so they are whole grid cells.
+      const int64_t src_cols = block.ScaleCols(g.full_cols);
+      const int64_t first_row = g.leg_src_rows[leg] / block.block_n;
+      const int64_t first_col = g.src_col / block.block_k;
+      const int64_t dst_row = g.leg_offsets[leg] / block.block_n;
+      const int64_t cols = scales.cols();
+      for (int64_t r = 0; r < block.ScaleRows(g.leg_rows[leg]); ++r) {
+        std::copy_n(scale.begin() + (first_row + r) * src_cols + first_col, cols,
+                    scales.data<float>() + (dst_row + r) * cols);
+      }
+      return {};
+    }
   }
 
   Status LoadInputScale(const Checkpoint& checkpoint, const std::string& prefix, size_t leg,
                         LinearParams* params) const {
     const std::string& layer = params->request.layer;
-    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, prefix, "input_scale"));
+    QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
+                                                        Slot::kInputScale));
     QP_RETURN_IF_ERROR(ExpectElements(view, layer, 1, "one static activation scale"));
     QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
     if (!(scale[0] > 0.0f)) {
@@ -264,14 +259,136 @@ class Fp8Spec final : public WeightSpec {
   }
 
   const SpecKey key_;
-  const std::string id_;
   const ActivationQuant activation_;
+  const LoadFacts facts_;
 };
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------
+// The family rows: fp8_per_tensor, fp8_per_channel, fp8_block_<bn>_<bk>.
 
-std::unique_ptr<WeightSpec> MakeFp8Spec(const SpecKey& key, const ActivationQuant& activation) {
-  return std::make_unique<Fp8Spec>(key, activation);
+template <Granularity kGranularity>
+bool IsFp8With(const QuantScheme& scheme) {
+  return scheme.weight.dtype == QDType::kFP8E4M3 && scheme.weight.granularity == kGranularity;
+}
+bool AnyDevice(const DeviceCaps&) { return true; }
+
+// What every fp8 family refuses: online quantization and asymmetric weights.
+Status CheckStorable(const QuantScheme& scheme) {
+  const std::string name = scheme.CanonicalName();
+  if (scheme.online) {
+    return Unsupported(fmt::format(
+        "{}: quantizing high-precision weights to fp8 at load time is not implemented", name));
+  }
+  if (!scheme.weight.symmetric) {
+    return Unsupported(fmt::format("{}: asymmetric fp8 weights have no spec", name));
+  }
+  return {};
 }
 
+template <const SpecKey& kKey>
+Result<SpecKey> RowScaledKeyFor(const QuantScheme& scheme) {
+  QP_RETURN_IF_ERROR(CheckStorable(scheme));
+  return kKey;
+}
+
+Result<SpecKey> BlockKeyFor(const QuantScheme& scheme) {
+  QP_RETURN_IF_ERROR(CheckStorable(scheme));
+  const auto& shape = scheme.weight.block_shape;
+  if (!shape || (*shape)[0] <= 0 || (*shape)[1] <= 0) {
+    return InvalidInput(fmt::format("{}: block fp8 weights need a positive block_shape [n, k]",
+                                    scheme.CanonicalName()));
+  }
+  return Fp8BlockKey((*shape)[0], (*shape)[1]);
+}
+
+// One fp8 row: everything but the id grammar and the candidate is shared.
+class Fp8FamilyRow : public SpecFamilyRow {
+ public:
+  std::vector<Slot> Slots(const SpecKey&, const ActivationQuant& act) const override {
+    std::vector<Slot> slots = {Slot::kWeight, Slot::kWeightScale, Slot::kBias};
+    if (act.mode == ActMode::kStaticPerTensor) slots.push_back(Slot::kInputScale);
+    return slots;
+  }
+  int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
+    return BytesOf(key, rows, cols);
+  }
+  Result<std::unique_ptr<WeightSpec>> Make(const SpecKey& key, const ActivationQuant& act,
+                                           const LoadFacts& facts) const override {
+    if (act.mode != ActMode::kNone && (act.dtype != QDType::kFP8E4M3 || !act.symmetric)) {
+      return Unsupported(
+          fmt::format("{} with {} activations has no kernel mode", Format(key), act.ToString()));
+    }
+    return std::unique_ptr<WeightSpec>(std::make_unique<Fp8Spec>(key, act, facts));
+  }
+  // fp32 accumulation differs from double by about sqrt(K) · 2^-24 (1e-4 leaves room); with X
+  // rounded to fp8, a value near a rounding tie may round the other way in fp32 than in double,
+  // moving one product by an fp8 step (2^-3 · |x_k · w_k|), within 2e-2 of the largest output for
+  // the K of real layers (256 and up).
+  double Tolerance(const SpecKey&, ActMode mode) const override {
+    return mode == ActMode::kNone ? 1e-4 : 2e-2;
+  }
+};
+
+template <const SpecKey& kKey>
+class Fp8RowScaledFamily final : public Fp8FamilyRow {
+ public:
+  Fp8RowScaledFamily(std::string_view name, std::string_view accepts)
+      : name_(name), accepts_(accepts) {}
+  SpecFamily family() const override { return kKey.family; }
+  std::string_view name() const override { return name_; }
+  std::string_view grammar() const override { return name_; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto params = specs_internal::IdParameters(spec_id, name_);
+    if (!params || !params->empty()) return std::nullopt;
+    return kKey;
+  }
+  std::string Format(const SpecKey&) const override { return std::string(name_); }
+  std::vector<SpecCandidate> Candidates() const override;
+
+ private:
+  std::string_view name_;
+  std::string_view accepts_;
+};
+
+template <>
+std::vector<SpecCandidate> Fp8RowScaledFamily<kFp8PerTensorKey>::Candidates() const {
+  return {{accepts_, "any", IsFp8With<Granularity::kPerTensor>, AnyDevice,
+           RowScaledKeyFor<kFp8PerTensorKey>, 10}};
+}
+template <>
+std::vector<SpecCandidate> Fp8RowScaledFamily<kFp8PerChannelKey>::Candidates() const {
+  return {{accepts_, "any", IsFp8With<Granularity::kPerChannel>, AnyDevice,
+           RowScaledKeyFor<kFp8PerChannelKey>, 10}};
+}
+
+class Fp8BlockFamily final : public Fp8FamilyRow {
+ public:
+  SpecFamily family() const override { return kFp8BlockFamily; }
+  std::string_view name() const override { return "fp8_block"; }
+  std::string_view grammar() const override { return "fp8_block_<bn>_<bk>"; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto params = specs_internal::IdParameters(spec_id, name());
+    if (!params || params->size() != 2) return std::nullopt;
+    std::optional<int64_t> n = specs_internal::ParsePositive((*params)[0]);
+    std::optional<int64_t> k = specs_internal::ParsePositive((*params)[1]);
+    if (!n || !k) return std::nullopt;
+    return Fp8BlockKey(*n, *k);
+  }
+  std::string Format(const SpecKey& key) const override {
+    return fmt::format("fp8_block_{}_{}", key.block[0], key.block[1]);
+  }
+  std::vector<SpecCandidate> Candidates() const override {
+    return {{"fp8 e4m3 weights with 2-D block scales", "any", IsFp8With<Granularity::kBlock>,
+             AnyDevice, BlockKeyFor, 10}};
+  }
+};
+
+const SpecFamilyRegistrar kRegisterPerTensor(std::make_unique<Fp8RowScaledFamily<kFp8PerTensorKey>>(
+    "fp8_per_tensor", "fp8 e4m3 weights with per-tensor scales"));
+const SpecFamilyRegistrar kRegisterPerChannel(
+    std::make_unique<Fp8RowScaledFamily<kFp8PerChannelKey>>(
+        "fp8_per_channel", "fp8 e4m3 weights with per-channel scales"));
+const SpecFamilyRegistrar kRegisterBlock(std::make_unique<Fp8BlockFamily>());
+
+}  // namespace
 }  // namespace quantpath

@@ -1,4 +1,4 @@
-// ParamTensor storage and the byte count of loaded parameters.
+// ParamTensor storage (packed rows for sub-byte dtypes) and the byte count of loaded parameters.
 #include <cstring>
 #include <new>
 
@@ -16,7 +16,7 @@ ParamTensor::ParamTensor(QDType dtype, int64_t rows, int64_t cols)
   std::memset(buffer_.get(), 0, size);
 }
 
-int64_t ParamTensor::bytes() const { return elements() * Info(dtype_).bits / 8; }
+int64_t ParamTensor::row_bytes() const { return (cols_ * Info(dtype_).bits + 7) / 8; }
 
 float LoadFloat(const ParamTensor& tensor, int64_t i) {
   switch (tensor.dtype()) {
@@ -30,7 +30,14 @@ float LoadFloat(const ParamTensor& tensor, int64_t i) {
 }
 
 int64_t LinearParams::WeightBytes() const {
-  return weight.bytes() + weight_scale.bytes() + bias.bytes();
+  int64_t bytes = 0;
+  for (size_t i = 0; i < kSlotCount; ++i) {
+    const Slot slot = static_cast<Slot>(i);
+    // The static activation scale and offset belong to the activations, not the weight storage.
+    if (slot == Slot::kInputScale || slot == Slot::kInputOffset) continue;
+    bytes += slots[i].bytes();
+  }
+  return bytes;
 }
 
 }  // namespace quantpath

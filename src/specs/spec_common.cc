@@ -119,20 +119,45 @@ int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometr
 }
 
 LinearParams NewParams(const AllocationRequest& request, const ShardGeometry& geometry,
-                       std::string spec_id) {
+                       const SpecKey& key) {
   LinearParams params;
   params.request = request;
-  params.spec_id = std::move(spec_id);
+  params.key = key;
   params.rows = geometry.rows;
   params.cols = geometry.cols;
   params.leg_rows = geometry.leg_rows;
-  if (geometry.has_bias) params.bias = ParamTensor(request.params_dtype, geometry.rows, 1);
+  if (geometry.has_bias) {
+    params.tensor(Slot::kBias) = ParamTensor(request.params_dtype, geometry.rows, 1);
+  }
   return params;
+}
+
+Result<TensorView> FindSlotTensor(const Checkpoint& checkpoint, std::string_view layer,
+                                  std::string_view prefix, SourceLayout layout, Slot slot) {
+  std::optional<std::string_view> suffix = SourceSuffix(layout, slot);
+  if (!suffix) {
+    return InvalidInput(fmt::format("{}: source layout {} has no {} tensor", layer,
+                                    SourceLayoutName(layout), SlotName(slot)));
+  }
+  return FindTensor(checkpoint, layer, prefix, *suffix);
+}
+
+Status ExpectLayout(std::string_view layer, const SpecKey& key, SourceLayout layout,
+                    std::initializer_list<SourceLayout> accepted) {
+  for (SourceLayout a : accepted) {
+    if (a == layout) return {};
+  }
+  std::vector<std::string> names;
+  for (SourceLayout a : accepted) names.emplace_back(SourceLayoutName(a));
+  return InvalidInput(
+      fmt::format("{}: spec {} does not load checkpoints in source layout {} (it "
+                  "reads {})",
+                  layer, key.ToId(), SourceLayoutName(layout), Join(names, ", ")));
 }
 
 Result<TensorView> FindTensor(const Checkpoint& checkpoint, std::string_view layer,
                               std::string_view prefix, std::string_view suffix) {
-  std::string name = fmt::format("{}.{}", prefix, suffix);
+  std::string name = fmt::format("{}{}", prefix, suffix);
   if (!checkpoint.Has(name)) {
     return NotFound(fmt::format("{}: tensor {} is not in the checkpoint", layer, name));
   }
@@ -211,16 +236,16 @@ Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row,
 
 Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
                 const ShardGeometry& geometry, LinearParams* params) {
-  if (params->bias.empty()) return {};
+  ParamTensor& bias = params->tensor(Slot::kBias);
+  if (bias.empty()) return {};
   const std::string& layer = params->request.layer;
   for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
-    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, leg_prefixes[leg], "bias"));
+    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, leg_prefixes[leg], ".bias"));
     QP_RETURN_IF_ERROR(ExpectShape(view, layer, {geometry.full_leg_rows[leg]}));
     Result<std::vector<float>> values = TensorToFloat(view);
     if (!values.ok()) return values.status().WithContext(layer);
     for (int64_t r = 0; r < geometry.leg_rows[leg]; ++r) {
-      StoreFloat(&params->bias, geometry.leg_offsets[leg] + r,
-                 (*values)[geometry.leg_src_rows[leg] + r]);
+      StoreFloat(&bias, geometry.leg_offsets[leg] + r, (*values)[geometry.leg_src_rows[leg] + r]);
     }
   }
   return {};

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,11 +42,19 @@ int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometr
 
 // Fills the geometry-derived fields of fresh parameters (rows, cols, legs, bias).
 LinearParams NewParams(const AllocationRequest& request, const ShardGeometry& geometry,
-                       std::string spec_id);
+                       const SpecKey& key);
 
-// Looks up `<prefix>.<suffix>`; a missing tensor is NotFound naming it and the layer.
+// Looks up `<prefix><suffix>` (the suffix carries its separator, ".weight"); a missing tensor is
+// NotFound naming it and the layer.
 Result<TensorView> FindTensor(const Checkpoint& checkpoint, std::string_view layer,
                               std::string_view prefix, std::string_view suffix);
+// Looks up the tensor of `slot` in source layout `layout` (SourceSuffix) under `prefix`; a layout
+// without that slot is an error naming the layout and the layer.
+Result<TensorView> FindSlotTensor(const Checkpoint& checkpoint, std::string_view layer,
+                                  std::string_view prefix, SourceLayout layout, Slot slot);
+// Whether `spec` reads `layout`; otherwise an error naming the layer, the spec and the layout.
+Status ExpectLayout(std::string_view layer, const SpecKey& key, SourceLayout layout,
+                    std::initializer_list<SourceLayout> accepted);
 // Whether the tensor has exactly `shape`; otherwise an error naming it, the layer and both shapes.
 Status ExpectShape(const TensorView& view, std::string_view layer,
                    const std::vector<int64_t>& shape);

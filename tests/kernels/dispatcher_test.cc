@@ -75,11 +75,12 @@ TEST(RegistryTest, SupportQueries) {
   const DeviceCaps cpu;
   const DeviceCaps sm90 = *ParseDevice("sm90");
   for (std::string_view spec : {"bf16", "fp8_per_tensor", "fp8_per_channel", "fp8_block_128_128"}) {
-    EXPECT_TRUE(registry.Supports(spec, cpu)) << spec;
+    EXPECT_TRUE(registry.Supports(*ParseSpecId(spec), cpu)) << spec;
   }
-  EXPECT_FALSE(registry.Supports("fp8_block_128_128", sm90));
-  EXPECT_FALSE(registry.Supports("int4_group_128", cpu));
-  EXPECT_EQ(registry.KernelsFor("fp8_block_128_128", cpu),
+  EXPECT_FALSE(registry.Supports(*ParseSpecId("fp8_block_128_128"), sm90));
+  // An unregistered family has no kernel either.
+  EXPECT_FALSE(registry.Supports(SpecKey{SpecFamily("no_such_family")}, cpu));
+  EXPECT_EQ(registry.KernelsFor(*ParseSpecId("fp8_block_128_128"), cpu),
             (std::vector<std::string>{"GemmFp8Block_Ref"}));
 }
 
@@ -124,8 +125,8 @@ class FakeKernel final : public LinearKernel {
   FakeKernel(std::string name, Isa isa) : name_(std::move(name)), isa_(isa) {}
   std::string_view name() const override { return name_; }
   Isa isa() const override { return isa_; }
-  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
-    return family == SpecFamily::kFp8Block && device.is_cpu();
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == SpecFamily("fp8_block") && device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override { return probe.m <= 512; }
   void Apply(const LinearParams&, const ActivationQuant&, const ConstMatrix&,
@@ -151,12 +152,14 @@ TEST(DispatcherTest, PrefersTheHighestIsaAllowed) {
   EXPECT_FALSE(Dispatcher(registry, Isa::kAvx2).Select(Probe("fp8_block_128_128", 513)).ok());
 }
 
-TEST(ToleranceTest, OneRowPerFamily) {
-  for (const SpecFamilyInfo& info : kSpecFamilies) {
-    EXPECT_GT(ToleranceFor(info.family, ActMode::kNone), 0.0);
-    EXPECT_GE(ToleranceFor(info.family, ActMode::kDynamicPerToken),
-              ToleranceFor(info.family, ActMode::kNone));
-  }
+TEST(DispatcherTest, CacheKeyIsTheSpecKey) {
+  // Two keys that differ only in a parameter are two entries; the same key again is a hit.
+  Dispatcher dispatcher(KernelRegistry::Global(), Isa::kReference);
+  ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_128_128", 2)).ok());
+  ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_64_128", 2)).ok());
+  ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_128_128", 2)).ok());
+  EXPECT_EQ(dispatcher.stats().entries, 2);
+  EXPECT_EQ(dispatcher.stats().hits, 1);
 }
 
 }  // namespace

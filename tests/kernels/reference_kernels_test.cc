@@ -15,6 +15,8 @@
 namespace quantpath {
 namespace {
 
+using testing::TestSpec;
+
 struct Case {
   std::string name;
   std::string spec_id;
@@ -25,8 +27,7 @@ struct Case {
 };
 
 std::unique_ptr<WeightSpec> SpecFor(const Case& c) {
-  const SpecKey key = *ParseSpecId(c.spec_id);
-  return key.family == SpecFamily::kBf16 ? MakeBf16Spec() : MakeFp8Spec(key, c.act);
+  return TestSpec(*ParseSpecId(c.spec_id), c.act);
 }
 
 // Parameters with random contents, as ProcessAfterLoading leaves them.
@@ -36,21 +37,24 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
   request.shape = {c.n, c.k};
   request.bias = c.bias;
   LinearParams p = std::move(spec.Allocate(request)).value();
-  if (p.weight.dtype() == QDType::kFP8E4M3) {
-    const std::vector<uint8_t> bits = testing::RandomFp8(rng, p.weight.elements());
-    std::copy(bits.begin(), bits.end(), p.weight.data<uint8_t>());
+  if (p.tensor(Slot::kWeight).dtype() == QDType::kFP8E4M3) {
+    const std::vector<uint8_t> bits = testing::RandomFp8(rng, p.tensor(Slot::kWeight).elements());
+    std::copy(bits.begin(), bits.end(), p.tensor(Slot::kWeight).data<uint8_t>());
   } else {
-    const std::vector<float> values = testing::RandomBf16Values(rng, p.weight.elements());
-    for (int64_t i = 0; i < p.weight.elements(); ++i) {
-      p.weight.data<uint16_t>()[i] = FloatToBf16(values[i]);
+    const std::vector<float> values =
+        testing::RandomBf16Values(rng, p.tensor(Slot::kWeight).elements());
+    for (int64_t i = 0; i < p.tensor(Slot::kWeight).elements(); ++i) {
+      p.tensor(Slot::kWeight).data<uint16_t>()[i] = FloatToBf16(values[i]);
     }
   }
-  const std::vector<float> scales = testing::RandomScales(rng, p.weight_scale.elements());
-  std::copy(scales.begin(), scales.end(), p.weight_scale.data<float>());
-  if (!p.input_scale.empty()) p.input_scale.data<float>()[0] = 1.0f / 448.0f;
-  const std::vector<float> bias = testing::RandomBf16Values(rng, p.bias.elements());
-  for (int64_t i = 0; i < p.bias.elements(); ++i) {
-    p.bias.data<uint16_t>()[i] = FloatToBf16(bias[i]);
+  const std::vector<float> scales =
+      testing::RandomScales(rng, p.tensor(Slot::kWeightScale).elements());
+  std::copy(scales.begin(), scales.end(), p.tensor(Slot::kWeightScale).data<float>());
+  if (!p.tensor(Slot::kInputScale).empty())
+    p.tensor(Slot::kInputScale).data<float>()[0] = 1.0f / 448.0f;
+  const std::vector<float> bias = testing::RandomBf16Values(rng, p.tensor(Slot::kBias).elements());
+  for (int64_t i = 0; i < p.tensor(Slot::kBias).elements(); ++i) {
+    p.tensor(Slot::kBias).data<uint16_t>()[i] = FloatToBf16(bias[i]);
   }
   p.leg_weight_scales.clear();
   p.leg_input_scales.clear();
@@ -60,20 +64,21 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
 
 // W dequantized to double from the parameter bytes.
 std::vector<double> DequantizeParams(const LinearParams& p) {
-  const SpecKey key = *ParseSpecId(p.spec_id);
+  const SpecKey key = *ParseSpecId(p.key.ToId());
   std::vector<double> w(static_cast<size_t>(p.rows * p.cols));
   for (int64_t r = 0; r < p.rows; ++r) {
     for (int64_t c = 0; c < p.cols; ++c) {
       const int64_t i = r * p.cols + c;
-      if (key.family == SpecFamily::kBf16) {
-        w[i] = LoadFloat(p.weight, i);
+      if (key.family == kBf16Family) {
+        w[i] = LoadFloat(p.tensor(Slot::kWeight), i);
         continue;
       }
-      const double q = Fp8E4M3ToFloat(p.weight.data<uint8_t>()[i]);
-      const float* s = p.weight_scale.data<float>();
-      w[i] = key.family == SpecFamily::kFp8Block
-                 ? q * s[(r / key.block[0]) * p.weight_scale.cols() + c / key.block[1]]
-                 : q * s[r];
+      const double q = Fp8E4M3ToFloat(p.tensor(Slot::kWeight).data<uint8_t>()[i]);
+      const float* s = p.tensor(Slot::kWeightScale).data<float>();
+      w[i] =
+          key.family == kFp8BlockFamily
+              ? q * s[(r / key.block[0]) * p.tensor(Slot::kWeightScale).cols() + c / key.block[1]]
+              : q * s[r];
     }
   }
   return w;
@@ -83,13 +88,15 @@ std::vector<double> Oracle(const LinearParams& p, const ActivationQuant& act,
                            const std::vector<float>& x, int64_t m) {
   const std::vector<double> xd(x.begin(), x.end());
   const std::optional<double> static_scale =
-      p.input_scale.empty() ? std::nullopt : std::optional<double>(p.input_scale.data<float>()[0]);
+      p.tensor(Slot::kInputScale).empty()
+          ? std::nullopt
+          : std::optional<double>(p.tensor(Slot::kInputScale).data<float>()[0]);
   const std::vector<double> xq = QuantizeActivationsReference(xd, m, p.cols, act, static_scale);
   const std::vector<double> w = DequantizeParams(p);
   std::vector<double> y(static_cast<size_t>(m * p.rows));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < p.rows; ++j) {
-      double acc = p.bias.empty() ? 0.0 : LoadFloat(p.bias, j);
+      double acc = p.tensor(Slot::kBias).empty() ? 0.0 : LoadFloat(p.tensor(Slot::kBias), j);
       for (int64_t c = 0; c < p.cols; ++c) acc += xq[i * p.cols + c] * w[j * p.cols + c];
       y[i * p.rows + j] = acc;
     }
@@ -116,11 +123,11 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
   const KernelProbe probe{spec->key(), c.m,   c.n,          c.k,
                           c.in,        c.out, DeviceCaps{}, spec->activation()};
   // bf16 outputs add one rounding of at most 2^-9 of each value.
-  const double tolerance = ToleranceFor(spec->key().family, spec->activation().mode) +
+  const double tolerance = ToleranceFor(spec->key(), spec->activation().mode) +
                            (c.out == QDType::kBF16 ? std::ldexp(1.0, -8) : 0.0);
   int tested = 0;
   for (const LinearKernel* kernel : KernelRegistry::Global().kernels()) {
-    if (kernel->isa() > DetectCpuIsa() || !kernel->Serves(probe.spec.family, probe.device) ||
+    if (kernel->isa() > DetectCpuIsa() || !kernel->Serves(probe.spec, probe.device) ||
         !kernel->CanHandle(probe)) {
       continue;
     }

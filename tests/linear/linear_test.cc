@@ -13,6 +13,8 @@
 namespace quantpath {
 namespace {
 
+using testing::TestSpec;
+
 const std::string kExample = std::string(QUANTPATH_SOURCE_DIR) + "/examples/llama-tiny-fp8";
 const std::string kSharded =
     std::string(QUANTPATH_TEST_DATA) + "/checkpoints/llama-tiny-fp8-sharded";
@@ -31,6 +33,7 @@ QuantScheme BlockScheme() {
   QuantScheme s;
   s.weight = Fp8(Granularity::kBlock);
   s.weight.block_shape = std::array<int64_t, 2>{128, 128};
+  s.weight.load.layout = SourceLayout::kFp8ScaleInv;  // as DeepSeek writes it
   s.input = Fp8(Granularity::kGroup, Dynamic::kDynamic);
   s.input->group_size = 128;
   return s;
@@ -40,6 +43,7 @@ QuantScheme BlockScheme() {
 QuantScheme StaticScheme() {
   QuantScheme s;
   s.weight = Fp8(Granularity::kPerTensor);
+  s.weight.load.layout = SourceLayout::kFp8Scale;
   s.input = Fp8(Granularity::kPerTensor);
   return s;
 }
@@ -64,11 +68,12 @@ const Layer kDown{"model.layers.0.mlp.down_proj", {"model.layers.0.mlp.down_proj
 
 // The specs materialize picks for these schemes (the linear stage does not depend on it).
 std::unique_ptr<WeightSpec> SpecFor(const QuantScheme& scheme) {
-  if (!scheme.quantized()) return MakeBf16Spec();
+  if (!scheme.quantized()) return TestSpec(kBf16Key);
   if (scheme.weight.granularity == Granularity::kBlock) {
-    return MakeFp8Spec({SpecFamily::kFp8Block, {128, 128}}, {ActMode::kDynamicGroup, 128});
+    return TestSpec(Fp8BlockKey(128, 128), {ActMode::kDynamicGroup, 128},
+                    scheme.weight.load.layout);
   }
-  return MakeFp8Spec({SpecFamily::kFp8PerTensor, {0, 0}}, {ActMode::kStaticPerTensor, 0});
+  return TestSpec(kFp8PerTensorKey, {ActMode::kStaticPerTensor, 0}, scheme.weight.load.layout);
 }
 
 struct Measured {
@@ -117,7 +122,7 @@ Measured Measure(const std::string& dir, const QuantScheme& scheme, const Layer&
 }
 
 TEST(LinearTest, ExampleBlockLayers) {
-  const double tol = ToleranceFor(SpecFamily::kFp8Block, ActMode::kDynamicGroup);
+  const double tol = ToleranceFor(Fp8BlockKey(128, 128), ActMode::kDynamicGroup);
   for (const Layer& layer : {kQkv, kGateUp, kDown}) {
     for (int64_t m : {1, 7, 40}) {
       const Measured got = Measure(kExample, BlockScheme(), layer, m);
@@ -129,14 +134,13 @@ TEST(LinearTest, ExampleBlockLayers) {
 
 TEST(LinearTest, ShardedQkvSpansBothShards) {
   const Measured got = Measure(kSharded, BlockScheme(), kQkv, 4);
-  EXPECT_LE(got.rel, ToleranceFor(SpecFamily::kFp8Block, ActMode::kDynamicGroup));
+  EXPECT_LE(got.rel, ToleranceFor(Fp8BlockKey(128, 128), ActMode::kDynamicGroup));
 }
 
 TEST(LinearTest, StaticPerTensorFusedLegs) {
   for (const Layer& layer : {kQkv, kGateUp, kDown}) {
     const Measured got = Measure(kStatic, StaticScheme(), layer, 5);
-    EXPECT_LE(got.rel, ToleranceFor(SpecFamily::kFp8PerTensor, ActMode::kStaticPerTensor))
-        << layer.path;
+    EXPECT_LE(got.rel, ToleranceFor(kFp8PerTensorKey, ActMode::kStaticPerTensor)) << layer.path;
     EXPECT_EQ(got.kernel, "GemmFp8Row_Ref");
   }
 }
@@ -144,7 +148,7 @@ TEST(LinearTest, StaticPerTensorFusedLegs) {
 TEST(LinearTest, UnquantizedHead) {
   const Layer head{"lm_head", {"lm_head"}, {512}, 256};
   const Measured got = Measure(kExample, QuantScheme{}, head, 3);
-  EXPECT_LE(got.rel, ToleranceFor(SpecFamily::kBf16, ActMode::kNone));
+  EXPECT_LE(got.rel, ToleranceFor(kBf16Key, ActMode::kNone));
   EXPECT_EQ(got.kernel, "GemmW16A16_Ref");
 }
 
@@ -152,17 +156,17 @@ TEST(LinearTest, CreateAndForwardErrors) {
   AllocationRequest request;
   request.layer = "tiny";
   request.shape = {2, 2};
-  std::unique_ptr<WeightSpec> spec = MakeBf16Spec();
+  std::unique_ptr<WeightSpec> spec = TestSpec(kBf16Key);
   Result<LinearParams> params = spec->Allocate(request);
   auto dispatcher = std::make_shared<Dispatcher>(KernelRegistry::Global(), Isa::kReference);
-  Result<Linear> unprocessed = Linear::Create(MakeBf16Spec(), std::move(*params), dispatcher);
+  Result<Linear> unprocessed = Linear::Create(TestSpec(kBf16Key), std::move(*params), dispatcher);
   ASSERT_FALSE(unprocessed.ok());
   EXPECT_NE(unprocessed.status().message().find("tiny: parameters were not loaded and processed"),
             std::string::npos);
 
   Checkpoint checkpoint =
       testing::OpenTestCheckpoint({testing::Bf16Tensor("tiny.weight", {2, 2}, {1, 2, 3, 4})});
-  Result<Linear> linear = LoadLinear(MakeBf16Spec(), request, checkpoint, {"tiny"}, dispatcher);
+  Result<Linear> linear = LoadLinear(TestSpec(kBf16Key), request, checkpoint, {"tiny"}, dispatcher);
   ASSERT_TRUE(linear.ok()) << linear.status().message();
   EXPECT_EQ(*linear->Forward(std::vector<float>{1, 1}, 1), (std::vector<float>{3, 7}));
   EXPECT_FALSE(linear->Forward(std::vector<float>{1, 1, 1}, 1).ok());

@@ -27,17 +27,17 @@ QuantScheme BlockScheme() {
 const DeviceCaps kCpu;
 
 TEST(MaterializeTest, PicksTheSpecOfEachScheme) {
-  EXPECT_EQ(*SpecIdFor(QuantScheme{}, kCpu), "bf16");
+  EXPECT_EQ(KeyFor(QuantScheme{}, kCpu)->ToId(), "bf16");
   QuantScheme fp16;
   fp16.weight.dtype = QDType::kFP16;
-  EXPECT_EQ(*SpecIdFor(fp16, kCpu), "bf16");
+  EXPECT_EQ(KeyFor(fp16, kCpu)->ToId(), "bf16");
 
   QuantScheme tensor;
   tensor.weight = Fp8(Granularity::kPerTensor);
   tensor.input = Fp8(Granularity::kPerTensor);
   Result<std::unique_ptr<WeightSpec>> spec = Materialize(tensor, kCpu);
   ASSERT_TRUE(spec.ok()) << spec.status().message();
-  EXPECT_EQ((*spec)->spec_id(), "fp8_per_tensor");
+  EXPECT_EQ((*spec)->key().ToId(), "fp8_per_tensor");
   EXPECT_EQ((*spec)->activation().mode, ActMode::kStaticPerTensor);
 
   QuantScheme channel;
@@ -45,18 +45,18 @@ TEST(MaterializeTest, PicksTheSpecOfEachScheme) {
   channel.input = Fp8(Granularity::kPerToken);
   channel.input->dynamic = Dynamic::kDynamic;
   spec = Materialize(channel, *ParseDevice("sm90"));
-  EXPECT_EQ((*spec)->spec_id(), "fp8_per_channel");
+  EXPECT_EQ((*spec)->key().ToId(), "fp8_per_channel");
   EXPECT_EQ((*spec)->activation().mode, ActMode::kDynamicPerToken);
 
   spec = Materialize(BlockScheme(), kCpu);
-  EXPECT_EQ((*spec)->spec_id(), "fp8_block_128_128");
+  EXPECT_EQ((*spec)->key().ToId(), "fp8_block_128_128");
   EXPECT_EQ((*spec)->activation(), (ActivationQuant{ActMode::kDynamicGroup, 128}));
 
   QuantScheme weight_only = BlockScheme();
   weight_only.input.reset();
   weight_only.weight.block_shape = std::array<int64_t, 2>{64, 32};
   spec = Materialize(weight_only, kCpu);
-  EXPECT_EQ((*spec)->spec_id(), "fp8_block_64_32");
+  EXPECT_EQ((*spec)->key().ToId(), "fp8_block_64_32");
   EXPECT_EQ((*spec)->activation().mode, ActMode::kNone);
 }
 
@@ -66,37 +66,42 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   int4.weight.granularity = Granularity::kGroup;
   int4.weight.group_size = 128;
   int4.weight.symmetric = false;
-  Result<std::string> id = SpecIdFor(int4, kCpu);
+  Result<SpecKey> id = KeyFor(int4, kCpu);
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), ErrorCode::kUnsupported);
   EXPECT_NE(id.status().message().find("no physical spec stores int4 weights with group scales"),
             std::string::npos)
       << id.status().message();
-  EXPECT_NE(id.status().message().find("fp8_block_<n>_<k>"), std::string::npos);
+  EXPECT_NE(id.status().message().find("fp8_block_<bn>_<bk>"), std::string::npos);
 
   QuantScheme fp8_group = BlockScheme();
   fp8_group.weight.granularity = Granularity::kGroup;
-  EXPECT_EQ(SpecIdFor(fp8_group, kCpu).status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(KeyFor(fp8_group, kCpu).status().code(), ErrorCode::kUnsupported);
 
   QuantScheme e5m2 = BlockScheme();
   e5m2.weight.dtype = QDType::kFP8E5M2;
-  EXPECT_FALSE(SpecIdFor(e5m2, kCpu).ok());
+  EXPECT_FALSE(KeyFor(e5m2, kCpu).ok());
 
   QuantScheme no_block = BlockScheme();
   no_block.weight.block_shape.reset();
-  Result<std::string> missing = SpecIdFor(no_block, kCpu);
+  Result<SpecKey> missing = KeyFor(no_block, kCpu);
   EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(missing.status().message().find("block_shape"), std::string::npos);
 
   QuantScheme online = BlockScheme();
   online.online = true;
-  Result<std::string> at_load = SpecIdFor(online, kCpu);
+  Result<SpecKey> at_load = KeyFor(online, kCpu);
   EXPECT_NE(at_load.status().message().find("at load time is not implemented"), std::string::npos);
 
   QuantScheme int8_act = BlockScheme();
   int8_act.input->dtype = QDType::kINT8;
-  EXPECT_NE(SpecIdFor(int8_act, kCpu).status().message().find("int8 activations"),
-            std::string::npos);
+  // The key stores the weight only; the spec refuses activations its kernels cannot quantize.
+  EXPECT_TRUE(KeyFor(int8_act, kCpu).ok());
+  Result<std::unique_ptr<WeightSpec>> int8_spec = Materialize(int8_act, kCpu);
+  ASSERT_FALSE(int8_spec.ok());
+  EXPECT_NE(int8_spec.status().message().find("int8 dynamic group 128 activations"),
+            std::string::npos)
+      << int8_spec.status().message();
 }
 
 TEST(ActivationQuantForTest, Modes) {
@@ -113,9 +118,17 @@ TEST(ActivationQuantForTest, Modes) {
   s.input = Fp8(Granularity::kPerTensor);
   s.input->dynamic = Dynamic::kLocal;
   EXPECT_FALSE(ActivationQuantFor(s).ok());
+  // Asymmetric and integer activations are modes too (W8A8 int8 with an input offset); which
+  // specs accept them is each family's answer.
   s.input = Fp8(Granularity::kPerTensor);
   s.input->symmetric = false;
-  EXPECT_FALSE(ActivationQuantFor(s).ok());
+  EXPECT_FALSE(ActivationQuantFor(s)->symmetric);
+  EXPECT_FALSE(Materialize(s, kCpu).ok());
+  s.input = Fp8(Granularity::kPerToken);
+  s.input->dtype = QDType::kINT8;
+  s.input->dynamic = Dynamic::kDynamic;
+  EXPECT_EQ(*ActivationQuantFor(s),
+            (ActivationQuant{ActMode::kDynamicPerToken, 0, QDType::kINT8, true}));
 }
 
 AllocationRequest Request(std::array<int64_t, 2> shape, std::vector<int64_t> legs = {}) {
@@ -128,27 +141,28 @@ AllocationRequest Request(std::array<int64_t, 2> shape, std::vector<int64_t> leg
 
 TEST(StorageBytesTest, DesignExamples) {
   // fused_qkv_a_proj of DESIGN.md's deepseek-tiny plan.
-  EXPECT_EQ(*StorageBytes("fp8_block_128_128", Request({168, 256}, {128, 40})), 43024);
-  EXPECT_EQ(*StorageBytes("bf16", Request({512, 256})), 262144);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_block_128_128"), Request({168, 256}, {128, 40})),
+            43024);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("bf16"), Request({512, 256})), 262144);
 }
 
 TEST(StorageBytesTest, EachSpec) {
   AllocationRequest r = Request({512, 256}, {256, 128, 128});
-  EXPECT_EQ(*StorageBytes("fp8_per_tensor", r), 512 * 256 + 512 * 4);
-  EXPECT_EQ(*StorageBytes("fp8_per_channel", r), 512 * 256 + 512 * 4);
-  EXPECT_EQ(*StorageBytes("fp8_block_128_128", r), 512 * 256 + 4 * 2 * 4);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_per_tensor"), r), 512 * 256 + 512 * 4);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_per_channel"), r), 512 * 256 + 512 * 4);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_block_128_128"), r), 512 * 256 + 4 * 2 * 4);
   r.params_dtype = QDType::kFP32;
-  EXPECT_EQ(*StorageBytes("bf16", r), 512 * 256 * 4);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("bf16"), r), 512 * 256 * 4);
   r.bias = true;
-  EXPECT_EQ(*StorageBytes("bf16", r), 512 * 256 * 4 + 512 * 4);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("bf16"), r), 512 * 256 * 4 + 512 * 4);
   r.params_dtype = QDType::kBF16;
-  EXPECT_EQ(*StorageBytes("fp8_per_channel", r), 512 * 256 + 512 * 4 + 512 * 2);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_per_channel"), r), 512 * 256 + 512 * 4 + 512 * 2);
   r.tp_size = 2;
   r.tp_rank = 1;
   r.parallel = Parallel::kColumn;
-  EXPECT_EQ(*StorageBytes("fp8_per_channel", r), 256 * 256 + 256 * 4 + 256 * 2);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_per_channel"), r), 256 * 256 + 256 * 4 + 256 * 2);
   // Split in two, k_proj and v_proj have 64 rows per rank: not whole 128-row blocks.
-  EXPECT_FALSE(StorageBytes("fp8_block_128_128", r).ok());
+  EXPECT_FALSE(StorageBytes(*ParseSpecId("fp8_block_128_128"), r).ok());
 }
 
 TEST(StorageBytesTest, MoeCountsEveryExpertsProjections) {
@@ -156,14 +170,16 @@ TEST(StorageBytesTest, MoeCountsEveryExpertsProjections) {
   moe.experts = 8;
   // gate and up [64, 256] and down [256, 64], each with its own 128 × 128 grid.
   const int64_t per_expert = 2 * (64 * 256 + 1 * 2 * 4) + (256 * 64 + 2 * 1 * 4);
-  EXPECT_EQ(*StorageBytes("fp8_block_128_128", moe), 8 * per_expert);
-  EXPECT_EQ(*StorageBytes("bf16", moe), 8 * 3 * 64 * 256 * 2);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_block_128_128"), moe), 8 * per_expert);
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("bf16"), moe), 8 * 3 * 64 * 256 * 2);
 }
 
 TEST(StorageBytesTest, Errors) {
-  EXPECT_FALSE(StorageBytes("int4_group_128", Request({8, 8})).ok());
-  EXPECT_FALSE(StorageBytes("fp8_block_128_128", Request({8, 8}, {4, 3})).ok());  // legs ≠ N
-  Result<int64_t> legs = StorageBytes("fp8_block_128_128", Request({512, 256}, {256, 64, 192}));
+  EXPECT_FALSE(StorageBytes(SpecKey{SpecFamily("no_such_family")}, Request({8, 8})).ok());
+  EXPECT_FALSE(
+      StorageBytes(*ParseSpecId("fp8_block_128_128"), Request({8, 8}, {4, 3})).ok());  // legs ≠ N
+  Result<int64_t> legs =
+      StorageBytes(*ParseSpecId("fp8_block_128_128"), Request({512, 256}, {256, 64, 192}));
   ASSERT_FALSE(legs.ok());
   EXPECT_NE(legs.status().message().find("multiple of the block's 128 rows"), std::string::npos);
 }

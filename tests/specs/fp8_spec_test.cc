@@ -16,11 +16,12 @@ using testing::F32Tensor;
 using testing::Fp8Tensor;
 using testing::OpenTestCheckpoint;
 using testing::RandomFp8;
+using testing::TestSpec;
 using testing::TestTensor;
 
-const SpecKey kPerTensor{SpecFamily::kFp8PerTensor, {0, 0}};
-const SpecKey kPerChannel{SpecFamily::kFp8PerChannel, {0, 0}};
-const SpecKey kBlock128{SpecFamily::kFp8Block, {128, 128}};
+const SpecKey kPerTensor = kFp8PerTensorKey;
+const SpecKey kPerChannel = kFp8PerChannelKey;
+const SpecKey kBlock128 = Fp8BlockKey(128, 128);
 const ActivationQuant kStatic{ActMode::kStaticPerTensor, 0};
 
 AllocationRequest Request(std::string layer, int64_t k, std::vector<int64_t> legs,
@@ -37,23 +38,23 @@ AllocationRequest Request(std::string layer, int64_t k, std::vector<int64_t> leg
 
 TEST(Fp8SpecTest, AllocatesCanonicalShapes) {
   const AllocationRequest request = Request("layers.0.qkv_proj", 256, {256, 128, 128});
-  Result<LinearParams> tensor = MakeFp8Spec(kPerTensor, kStatic)->Allocate(request);
+  Result<LinearParams> tensor = TestSpec(kPerTensor, kStatic)->Allocate(request);
   ASSERT_TRUE(tensor.ok()) << tensor.status().message();
-  EXPECT_EQ(tensor->spec_id, "fp8_per_tensor");
-  EXPECT_EQ(tensor->weight.dtype(), QDType::kFP8E4M3);
-  EXPECT_EQ(tensor->weight.rows(), 512);
-  EXPECT_EQ(tensor->weight.cols(), 256);
-  EXPECT_EQ(tensor->weight_scale.rows(), 512);  // broadcast to rows after loading
-  EXPECT_EQ(tensor->weight_scale.cols(), 1);
-  EXPECT_EQ(tensor->input_scale.elements(), 1);
+  EXPECT_EQ(tensor->key.ToId(), "fp8_per_tensor");
+  EXPECT_EQ(tensor->tensor(Slot::kWeight).dtype(), QDType::kFP8E4M3);
+  EXPECT_EQ(tensor->tensor(Slot::kWeight).rows(), 512);
+  EXPECT_EQ(tensor->tensor(Slot::kWeight).cols(), 256);
+  EXPECT_EQ(tensor->tensor(Slot::kWeightScale).rows(), 512);  // broadcast to rows after loading
+  EXPECT_EQ(tensor->tensor(Slot::kWeightScale).cols(), 1);
+  EXPECT_EQ(tensor->tensor(Slot::kInputScale).elements(), 1);
   EXPECT_EQ(tensor->leg_weight_scales.size(), 3u);
 
-  Result<LinearParams> block = MakeFp8Spec(kBlock128, {})->Allocate(Request("x", 200, {168}));
+  Result<LinearParams> block = TestSpec(kBlock128, {})->Allocate(Request("x", 200, {168}));
   ASSERT_TRUE(block.ok());
-  EXPECT_EQ(block->spec_id, "fp8_block_128_128");
-  EXPECT_EQ(block->weight_scale.rows(), 2);
-  EXPECT_EQ(block->weight_scale.cols(), 2);
-  EXPECT_TRUE(block->input_scale.empty());
+  EXPECT_EQ(block->key.ToId(), "fp8_block_128_128");
+  EXPECT_EQ(block->tensor(Slot::kWeightScale).rows(), 2);
+  EXPECT_EQ(block->tensor(Slot::kWeightScale).cols(), 2);
+  EXPECT_TRUE(block->tensor(Slot::kInputScale).empty());
 }
 
 TEST(Fp8SpecTest, StorageBytesMatchAllocation) {
@@ -64,7 +65,7 @@ TEST(Fp8SpecTest, StorageBytesMatchAllocation) {
   requests[2].tp_rank = 1;
   requests[2].parallel = Parallel::kColumn;
   for (const SpecKey& key : {kPerTensor, kPerChannel, kBlock128}) {
-    const auto spec = MakeFp8Spec(key, kStatic);
+    const auto spec = TestSpec(key, kStatic);
     for (const AllocationRequest& request : requests) {
       Result<LinearParams> params = spec->Allocate(request);
       Result<int64_t> bytes = spec->StorageBytes(request);
@@ -73,11 +74,11 @@ TEST(Fp8SpecTest, StorageBytesMatchAllocation) {
       EXPECT_EQ(*bytes, params->WeightBytes()) << key.ToId() << " " << request.layer;
     }
   }
-  EXPECT_EQ(*MakeFp8Spec(kBlock128, {})->StorageBytes(Request("q", 256, {128, 40})), 43024);
+  EXPECT_EQ(*TestSpec(kBlock128, {})->StorageBytes(Request("q", 256, {128, 40})), 43024);
 }
 
 TEST(Fp8SpecTest, BlockLegsMustAlignExceptTheLast) {
-  const auto spec = MakeFp8Spec(kBlock128, {});
+  const auto spec = TestSpec(kBlock128, {});
   // DeepSeek's fused_qkv_a_proj: 1536 + 576 is legal (only the last leg is ragged).
   EXPECT_TRUE(spec->StorageBytes(Request("fused_qkv_a_proj", 7168, {1536, 576})).ok());
   EXPECT_TRUE(spec->Allocate(Request("small", 256, {128, 40})).ok());
@@ -98,11 +99,11 @@ TEST(Fp8SpecTest, BlockLegsMustAlignExceptTheLast) {
   EXPECT_NE(qkv.status().message().find("k_proj is not"), std::string::npos)
       << qkv.status().message();
   // Per-tensor and per-channel grids have no such rule.
-  EXPECT_TRUE(MakeFp8Spec(kPerChannel, {})->Allocate(Request("x", 256, {256, 64, 64})).ok());
+  EXPECT_TRUE(TestSpec(kPerChannel, {})->Allocate(Request("x", 256, {256, 64, 64})).ok());
 }
 
 TEST(Fp8SpecTest, BlockTensorParallelRules) {
-  const auto spec = MakeFp8Spec(kBlock128, {});
+  const auto spec = TestSpec(kBlock128, {});
   AllocationRequest column = Request("gate_up_proj", 256, {256, 256});
   column.tp_size = 2;
   column.parallel = Parallel::kColumn;
@@ -125,7 +126,7 @@ TEST(Fp8SpecTest, BlockTensorParallelRules) {
 }
 
 TEST(Fp8SpecTest, RejectsInconsistentRequests) {
-  const auto spec = MakeFp8Spec(kPerChannel, {});
+  const auto spec = TestSpec(kPerChannel, {});
   AllocationRequest legs = Request("x", 16, {8, 8});
   legs.shape[0] = 15;
   EXPECT_FALSE(spec->Allocate(legs).ok());
@@ -167,7 +168,7 @@ PerTensorFixture MakePerTensor() {
 
 TEST(Fp8SpecTest, PerTensorFusedLegsKeepTheirScales) {
   PerTensorFixture fixture = MakePerTensor();
-  const auto spec = MakeFp8Spec(kPerTensor, kStatic);
+  const auto spec = TestSpec(kPerTensor, kStatic);
   Result<LinearParams> params = spec->Allocate(Request("l.qkv", 32, {8, 4, 4}));
   ASSERT_TRUE(params.ok());
   ASSERT_TRUE(spec->Load(*fixture.checkpoint, {"l.q", "l.k", "l.v"}, &*params).ok());
@@ -175,11 +176,11 @@ TEST(Fp8SpecTest, PerTensorFusedLegsKeepTheirScales) {
   ASSERT_TRUE(spec->ProcessAfterLoading(&*params).ok());
   EXPECT_FALSE(spec->ProcessAfterLoading(&*params).ok());  // once only
   EXPECT_TRUE(params->leg_weight_scales.empty());
-  const float* s = params->weight_scale.data<float>();
+  const float* s = params->tensor(Slot::kWeightScale).data<float>();
   for (int r = 0; r < 16; ++r) EXPECT_EQ(s[r], r < 8 ? 0.5f : r < 12 ? 0.25f : 2.0f) << r;
-  EXPECT_EQ(params->input_scale.data<float>()[0], 0.3f);  // the max over legs
+  EXPECT_EQ(params->tensor(Slot::kInputScale).data<float>()[0], 0.3f);  // the max over legs
   // Weights are stacked in leg order, byte for byte.
-  const uint8_t* w = params->weight.data<uint8_t>();
+  const uint8_t* w = params->tensor(Slot::kWeight).data<uint8_t>();
   EXPECT_EQ(std::vector<uint8_t>(w, w + 8 * 32), fixture.weights[0]);
   EXPECT_EQ(std::vector<uint8_t>(w + 8 * 32, w + 12 * 32), fixture.weights[1]);
   EXPECT_EQ(std::vector<uint8_t>(w + 12 * 32, w + 16 * 32), fixture.weights[2]);
@@ -195,11 +196,11 @@ TEST(Fp8SpecTest, PerChannelAcceptsBothScaleShapes) {
       Fp8Tensor("m.up_proj.weight", {2, 16}, RandomFp8(&rng, 32)),
       F32Tensor("m.up_proj.weight_scale", {2}, s1),
   });
-  const auto spec = MakeFp8Spec(kPerChannel, {ActMode::kDynamicPerToken, 0});
+  const auto spec = TestSpec(kPerChannel, {ActMode::kDynamicPerToken, 0});
   Result<LinearParams> params = spec->Allocate(Request("m.gate_up_proj", 16, {4, 2}));
   ASSERT_TRUE(spec->Load(checkpoint, {"m.gate_proj", "m.up_proj"}, &*params).ok());
   ASSERT_TRUE(spec->ProcessAfterLoading(&*params).ok());
-  const float* s = params->weight_scale.data<float>();
+  const float* s = params->tensor(Slot::kWeightScale).data<float>();
   EXPECT_EQ(std::vector<float>(s, s + 4), s0);
   EXPECT_EQ(std::vector<float>(s + 4, s + 6), s1);
 }
@@ -212,46 +213,63 @@ TEST(Fp8SpecTest, BlockFusedLegsShareTheGrid) {
       Fp8Tensor("attn.q_a_proj.weight", {128, 200}, RandomFp8(&rng, 128 * 200)),
       F32Tensor("attn.q_a_proj.weight_scale_inv", {1, 2}, a),
       Fp8Tensor("attn.kv_a_proj_with_mqa.weight", {40, 200}, RandomFp8(&rng, 40 * 200)),
-      F32Tensor("attn.kv_a_proj_with_mqa.weight_scale", {1, 2}, b),
+      F32Tensor("attn.kv_a_proj_with_mqa.weight_scale_inv", {1, 2}, b),
   });
-  const auto spec = MakeFp8Spec(kBlock128, {ActMode::kDynamicGroup, 128});
+  const auto spec = TestSpec(kBlock128, {ActMode::kDynamicGroup, 128});
   Result<LinearParams> params = spec->Allocate(Request("attn.fused_qkv_a_proj", 200, {128, 40}));
   ASSERT_TRUE(params.ok());
   Status status = spec->Load(checkpoint, {"attn.q_a_proj", "attn.kv_a_proj_with_mqa"}, &*params);
   ASSERT_TRUE(status.ok()) << status.message();
   ASSERT_TRUE(spec->ProcessAfterLoading(&*params).ok());
-  const float* s = params->weight_scale.data<float>();
+  const float* s = params->tensor(Slot::kWeightScale).data<float>();
   EXPECT_EQ(std::vector<float>(s, s + 4), (std::vector<float>{1, 2, 3, 4}));
 }
 
-TEST(Fp8SpecTest, BlockScaleNames) {
+TEST(Fp8SpecTest, BlockScaleNamesComeFromTheSourceLayout) {
   std::mt19937 rng(5);
   std::vector<uint8_t> w = RandomFp8(&rng, 16 * 16);
-  const auto spec = MakeFp8Spec({SpecFamily::kFp8Block, {8, 8}}, {});
-  auto load = [&](std::vector<TestTensor> tensors) {
+  auto load = [&](SourceLayout layout, std::vector<TestTensor> tensors) -> Result<LinearParams> {
+    const auto spec = TestSpec(Fp8BlockKey(8, 8), {}, layout);
     Checkpoint checkpoint = OpenTestCheckpoint(tensors);
     Result<LinearParams> params = spec->Allocate(Request("layer.x", 16, {16}));
-    return spec->Load(checkpoint, {"p"}, &*params);
+    QP_RETURN_IF_ERROR(spec->Load(checkpoint, {"p"}, &*params));
+    return params;
   };
-  EXPECT_TRUE(load({Fp8Tensor("p.weight", {16, 16}, w),
-                    F32Tensor("p.weight_scale_inv", {2, 2}, {1, 1, 1, 1})})
-                  .ok());
-  Status both = load({Fp8Tensor("p.weight", {16, 16}, w),
-                      F32Tensor("p.weight_scale_inv", {2, 2}, {1, 1, 1, 1}),
-                      F32Tensor("p.weight_scale", {2, 2}, {1, 1, 1, 1})});
-  EXPECT_NE(both.message().find("both p.weight_scale_inv and p.weight_scale"), std::string::npos);
-  Status none = load({Fp8Tensor("p.weight", {16, 16}, w)});
-  EXPECT_EQ(none.code(), ErrorCode::kNotFound);
-  EXPECT_NE(none.message().find("layer.x"), std::string::npos);
-  Status shape = load(
-      {Fp8Tensor("p.weight", {16, 16}, w), F32Tensor("p.weight_scale_inv", {1, 4}, {1, 1, 1, 1})});
-  EXPECT_NE(shape.message().find("p.weight_scale_inv has shape [1, 4], expected [2, 2]"),
+  const TestTensor weight = Fp8Tensor("p.weight", {16, 16}, w);
+  // DeepSeek's layout reads weight_scale_inv, compressed-tensors' weight_scale; a checkpoint with
+  // both is read by its layout's name, never by which name happens to exist.
+  const TestTensor inv = F32Tensor("p.weight_scale_inv", {2, 2}, {1, 2, 3, 4});
+  const TestTensor plain = F32Tensor("p.weight_scale", {2, 2}, {5, 6, 7, 8});
+  Result<LinearParams> deepseek = load(SourceLayout::kFp8ScaleInv, {weight, inv, plain});
+  ASSERT_TRUE(deepseek.ok()) << deepseek.status().message();
+  EXPECT_EQ(deepseek->tensor(Slot::kWeightScale).data<float>()[0], 1.0f);
+  Result<LinearParams> ct = load(SourceLayout::kCtFloatQuantized, {weight, inv, plain});
+  ASSERT_TRUE(ct.ok()) << ct.status().message();
+  EXPECT_EQ(ct->tensor(Slot::kWeightScale).data<float>()[0], 5.0f);
+  Result<LinearParams> wrong = load(SourceLayout::kFp8Scale, {weight, inv});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(wrong.status().message().find("p.weight_scale is not in the checkpoint"),
             std::string::npos)
-      << shape.message();
+      << wrong.status().message();
+  Result<LinearParams> none = load(SourceLayout::kFp8ScaleInv, {weight});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("layer.x"), std::string::npos);
+  Result<LinearParams> shape = load(
+      SourceLayout::kFp8ScaleInv, {weight, F32Tensor("p.weight_scale_inv", {1, 4}, {1, 1, 1, 1})});
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.status().message().find("p.weight_scale_inv has shape [1, 4], expected [2, 2]"),
+            std::string::npos)
+      << shape.status().message();
+  // A layout the fp8 families do not read is refused by name.
+  Result<LinearParams> gptq = load(SourceLayout::kGptqV1, {weight, inv});
+  ASSERT_FALSE(gptq.ok());
+  EXPECT_NE(gptq.status().message().find("source layout gptq-v1"), std::string::npos)
+      << gptq.status().message();
 }
 
 TEST(Fp8SpecTest, ErrorsNameTheTensorAndTheLayer) {
-  const auto spec = MakeFp8Spec(kPerTensor, kStatic);
+  const auto spec = TestSpec(kPerTensor, kStatic);
   auto load = [&](std::vector<TestTensor> tensors) {
     Checkpoint checkpoint = OpenTestCheckpoint(tensors);
     Result<LinearParams> params = spec->Allocate(Request("model.o_proj", 4, {2}));
@@ -287,7 +305,7 @@ TEST(Fp8SpecTest, ErrorsNameTheTensorAndTheLayer) {
 }
 
 TEST(Fp8SpecTest, ProcessBeforeLoadIsAnError) {
-  const auto spec = MakeFp8Spec(kPerTensor, {});
+  const auto spec = TestSpec(kPerTensor, {});
   Result<LinearParams> params = spec->Allocate(Request("x", 4, {2}));
   EXPECT_FALSE(spec->ProcessAfterLoading(&*params).ok());
   Checkpoint checkpoint = OpenTestCheckpoint({});

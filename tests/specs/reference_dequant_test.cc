@@ -78,10 +78,11 @@ TEST(DequantizeReferenceTest, BlockLegsUseTheirOwnGrids) {
       Fp8Tensor("a.weight", {3, 4}, ones),
       F32Tensor("a.weight_scale_inv", {2, 2}, {1, 2, 3, 4}),
       Fp8Tensor("b.weight", {1, 4}, std::vector<uint8_t>(4, 0x40)),  // 2.0
-      F32Tensor("b.weight_scale", {1, 2}, {5, 6}),
+      F32Tensor("b.weight_scale_inv", {1, 2}, {5, 6}),
   });
   QuantScheme scheme;
   scheme.weight.dtype = QDType::kFP8E4M3;
+  scheme.weight.load.layout = SourceLayout::kFp8ScaleInv;
   scheme.weight.granularity = Granularity::kBlock;
   scheme.weight.block_shape = std::array<int64_t, 2>{2, 2};
   Result<ReferenceLayer> layer = DequantizeReference(checkpoint, scheme, "l", {"a", "b"}, false);
@@ -105,6 +106,7 @@ TEST(DequantizeReferenceTest, PerTensorWithStaticInputs) {
   });
   QuantScheme scheme;
   scheme.weight.dtype = QDType::kFP8E4M3;
+  scheme.weight.load.layout = SourceLayout::kFp8Scale;
   scheme.input = TensorQuant();
   scheme.input->dtype = QDType::kFP8E4M3;
   scheme.input->dynamic = Dynamic::kStatic;
@@ -122,12 +124,36 @@ TEST(DequantizeReferenceTest, MismatchedScalesAreErrors) {
   });
   QuantScheme scheme;
   scheme.weight.dtype = QDType::kFP8E4M3;
+  scheme.weight.load.layout = SourceLayout::kFp8Scale;
   scheme.weight.granularity = Granularity::kPerChannel;
   Result<ReferenceLayer> layer = DequantizeReference(checkpoint, scheme, "lay", {"a"}, false);
   ASSERT_FALSE(layer.ok());
   EXPECT_NE(layer.status().message().find("lay: tensor a.weight_scale has 3 values"),
             std::string::npos)
       << layer.status().message();
+}
+
+TEST(DequantizeReferenceTest, TheSourceLayoutChoosesTheEntry) {
+  Checkpoint checkpoint = testing::OpenTestCheckpoint({
+      Fp8Tensor("a.weight", {1, 2}, {0x38, 0x38}),
+      F32Tensor("a.weight_scale", {}, {3}),
+      F32Tensor("a.weight_scale_inv", {}, {5}),
+  });
+  QuantScheme scheme;
+  scheme.weight.dtype = QDType::kFP8E4M3;
+  // Both scale names exist: the layout, not the names present, says which one multiplies.
+  scheme.weight.load.layout = SourceLayout::kFp8ScaleInv;
+  EXPECT_EQ(DequantizeReference(checkpoint, scheme, "l", {"a"}, false)->weight,
+            (std::vector<double>{5, 5}));
+  scheme.weight.load.layout = SourceLayout::kModelOptFp8;
+  EXPECT_EQ(DequantizeReference(checkpoint, scheme, "l", {"a"}, false)->weight,
+            (std::vector<double>{3, 3}));
+  // A layout without an entry is an error naming it.
+  scheme.weight.load.layout = SourceLayout::kAwqGemm;
+  Result<ReferenceLayer> awq = DequantizeReference(checkpoint, scheme, "l", {"a"}, false);
+  ASSERT_FALSE(awq.ok());
+  EXPECT_EQ(awq.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(awq.status().message().find("source layout awq-gemm"), std::string::npos);
 }
 
 }  // namespace

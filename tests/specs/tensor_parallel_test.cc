@@ -14,6 +14,7 @@ using testing::Bf16Tensor;
 using testing::F32Tensor;
 using testing::Fp8Tensor;
 using testing::RandomFp8;
+using testing::TestSpec;
 
 // Two legs (gate: 256 rows, up: 256 rows) × K 512, with every tensor a spec may read.
 Checkpoint MakeCheckpoint() {
@@ -54,7 +55,7 @@ float At(const ParamTensor& t, int64_t r, int64_t c) {
 
 TEST(TensorParallelTest, ColumnSplitTakesEachLegsRows) {
   Checkpoint checkpoint = MakeCheckpoint();
-  const auto spec = MakeFp8Spec({SpecFamily::kFp8Block, {128, 128}}, {});
+  const auto spec = TestSpec(Fp8BlockKey(128, 128), {});
   LinearParams full = LoadRank(*spec, checkpoint, Parallel::kReplicated, 0, 1);
   LinearParams rank1 = LoadRank(*spec, checkpoint, Parallel::kColumn, 1, 2);
   ASSERT_EQ(rank1.rows, 256);
@@ -63,31 +64,34 @@ TEST(TensorParallelTest, ColumnSplitTakesEachLegsRows) {
   for (int64_t r = 0; r < 256; ++r) {
     const int64_t src = r < 128 ? 128 + r : 256 + 128 + (r - 128);
     for (int64_t c = 0; c < 512; c += 37) {
-      ASSERT_EQ(At(rank1.weight, r, c), At(full.weight, src, c)) << r << "," << c;
+      ASSERT_EQ(At(rank1.tensor(Slot::kWeight), r, c), At(full.tensor(Slot::kWeight), src, c))
+          << r << "," << c;
     }
-    ASSERT_EQ(At(rank1.bias, r, 0), At(full.bias, src, 0)) << r;
+    ASSERT_EQ(At(rank1.tensor(Slot::kBias), r, 0), At(full.tensor(Slot::kBias), src, 0)) << r;
     for (int64_t j = 0; j < 4; ++j) {
-      ASSERT_EQ(At(rank1.weight_scale, r / 128, j), At(full.weight_scale, src / 128, j));
+      ASSERT_EQ(At(rank1.tensor(Slot::kWeightScale), r / 128, j),
+                At(full.tensor(Slot::kWeightScale), src / 128, j));
     }
   }
 }
 
 TEST(TensorParallelTest, RowSplitTakesColumnsAndKeepsTheBiasOnRankZero) {
   Checkpoint checkpoint = MakeCheckpoint();
-  const auto spec = MakeFp8Spec({SpecFamily::kFp8Block, {128, 128}}, {});
+  const auto spec = TestSpec(Fp8BlockKey(128, 128), {});
   LinearParams full = LoadRank(*spec, checkpoint, Parallel::kReplicated, 0, 1);
   LinearParams rank0 = LoadRank(*spec, checkpoint, Parallel::kRow, 0, 2);
   LinearParams rank1 = LoadRank(*spec, checkpoint, Parallel::kRow, 1, 2);
-  EXPECT_FALSE(rank0.bias.empty());
-  EXPECT_TRUE(rank1.bias.empty());
+  EXPECT_FALSE(rank0.tensor(Slot::kBias).empty());
+  EXPECT_TRUE(rank1.tensor(Slot::kBias).empty());
   ASSERT_EQ(rank1.cols, 256);
-  ASSERT_EQ(rank1.weight_scale.cols(), 2);
+  ASSERT_EQ(rank1.tensor(Slot::kWeightScale).cols(), 2);
   for (int64_t r = 0; r < 512; r += 7) {
     for (int64_t c = 0; c < 256; ++c) {
-      ASSERT_EQ(At(rank1.weight, r, c), At(full.weight, r, 256 + c));
+      ASSERT_EQ(At(rank1.tensor(Slot::kWeight), r, c), At(full.tensor(Slot::kWeight), r, 256 + c));
     }
     for (int64_t j = 0; j < 2; ++j) {
-      ASSERT_EQ(At(rank1.weight_scale, r / 128, j), At(full.weight_scale, r / 128, 2 + j));
+      ASSERT_EQ(At(rank1.tensor(Slot::kWeightScale), r / 128, j),
+                At(full.tensor(Slot::kWeightScale), r / 128, 2 + j));
     }
   }
 }
@@ -98,7 +102,7 @@ TEST(TensorParallelTest, DenseColumnSplit) {
   const std::vector<float> up = testing::RandomBf16Values(&rng, 8 * 4);
   Checkpoint dense = testing::OpenTestCheckpoint(
       {Bf16Tensor("g.weight", {8, 4}, gate), Bf16Tensor("u.weight", {8, 4}, up)});
-  const auto spec = MakeBf16Spec();
+  const auto spec = TestSpec(kBf16Key);
   AllocationRequest request;
   request.layer = "gate_up";
   request.shape = {16, 4};
@@ -110,15 +114,15 @@ TEST(TensorParallelTest, DenseColumnSplit) {
   ASSERT_TRUE(spec->Load(dense, {"g", "u"}, &*params).ok());
   // Rank 3 of 4: gate rows 6..7, up rows 6..7.
   for (int64_t c = 0; c < 4; ++c) {
-    EXPECT_EQ(At(params->weight, 0, c), gate[6 * 4 + c]);
-    EXPECT_EQ(At(params->weight, 1, c), gate[7 * 4 + c]);
-    EXPECT_EQ(At(params->weight, 2, c), up[6 * 4 + c]);
-    EXPECT_EQ(At(params->weight, 3, c), up[7 * 4 + c]);
+    EXPECT_EQ(At(params->tensor(Slot::kWeight), 0, c), gate[6 * 4 + c]);
+    EXPECT_EQ(At(params->tensor(Slot::kWeight), 1, c), gate[7 * 4 + c]);
+    EXPECT_EQ(At(params->tensor(Slot::kWeight), 2, c), up[6 * 4 + c]);
+    EXPECT_EQ(At(params->tensor(Slot::kWeight), 3, c), up[7 * 4 + c]);
   }
 }
 
 TEST(TensorParallelTest, SplitsMustDivide) {
-  const auto spec = MakeBf16Spec();
+  const auto spec = TestSpec(kBf16Key);
   AllocationRequest request;
   request.layer = "o_proj";
   request.shape = {8, 6};

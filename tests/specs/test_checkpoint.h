@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,8 +18,25 @@
 #include "quantpath/base.h"
 #include "quantpath/checkpoint.h"
 #include "quantpath/numeric.h"
+#include "quantpath/specs.h"
+#include "src/specs/bf16_family.h"
+#include "src/specs/fp8_family.h"
 
 namespace quantpath::testing {
+
+// The spec of `key` through its family row, loading `layout` — by default the layout the test
+// checkpoints of that family are written in: dense for bf16, DeepSeek's `weight_scale_inv` for
+// block fp8, `weight_scale` for the other fp8 families.
+inline std::unique_ptr<WeightSpec> TestSpec(const SpecKey& key, const ActivationQuant& act = {},
+                                            std::optional<SourceLayout> layout = std::nullopt) {
+  LoadFacts facts;
+  facts.layout = layout.value_or(key.family == kBf16Family       ? SourceLayout::kDense
+                                 : key.family == kFp8BlockFamily ? SourceLayout::kFp8ScaleInv
+                                                                 : SourceLayout::kFp8Scale);
+  Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  return spec.ok() ? std::move(*spec) : nullptr;
+}
 
 struct TestTensor {
   std::string name;

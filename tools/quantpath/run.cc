@@ -10,7 +10,7 @@
 // says (fp32 scale, e4m3 rounding in double; the static scale is the max of the legs'
 // input_scale), Y_ref = X' · Wᵀ + bias summed in double.
 // Printed: max_abs = max |Y − Y_ref|, mean_abs = mean |Y − Y_ref|, rel = max_abs / max |Y_ref|,
-// tol = ToleranceFor(spec family, activation mode), time_ms = one Forward (after a warm-up call).
+// tol = ToleranceFor(spec key, activation mode), time_ms = one Forward (after a warm-up call).
 // Exit 1 when rel > tol (or is not finite), 2 for unusable input.
 #include <chrono>
 #include <cmath>
@@ -107,8 +107,8 @@ int RunLayer(const RunArgs& args) {
   Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, device);
   if (!spec.ok()) return ReportBadInput(fmt::format("{}: {}", site.path, spec.status().message()));
   const ActivationQuant act = (*spec)->activation();
-  const std::string spec_id = (*spec)->spec_id();
-  const SpecFamily family = (*spec)->key().family;
+  const SpecKey key = (*spec)->key();
+  const std::string spec_id = key.ToId();
   Result<Checkpoint> checkpoint = Checkpoint::Open(args.dir);
   if (!checkpoint.ok()) return ReportBadInput(checkpoint.status().message());
   Result<std::shared_ptr<Dispatcher>> dispatcher = Dispatcher::Default();
@@ -139,7 +139,7 @@ int RunLayer(const RunArgs& args) {
       DequantizeReference(*checkpoint, scheme, site.path, prefixes, site.bias);
   if (!ref.ok()) return ReportBadInput(ref.status().message());
   const Errors e = Compare(y, *ref, act, x, args.m);
-  const double tol = ToleranceFor(family, act.mode);
+  const double tol = ToleranceFor(key, act.mode);
   const bool pass = std::isfinite(e.rel) && e.rel <= tol;
 
   if (args.json) {

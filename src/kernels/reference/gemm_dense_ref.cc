@@ -3,6 +3,7 @@
 // Non-goals: speed.
 #include "quantpath/kernels.h"
 #include "src/kernels/reference/reference_gemm.h"
+#include "src/specs/bf16_family.h"
 
 namespace quantpath {
 namespace {
@@ -11,18 +12,19 @@ class GemmW16A16Ref final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmW16A16_Ref"; }
   Isa isa() const override { return Isa::kReference; }
-  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
-    return family == SpecFamily::kBf16 && device.is_cpu();
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == kBf16Family && device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return probe.spec.family == SpecFamily::kBf16 && probe.act.mode == ActMode::kNone &&
+    return Serves(probe.spec, probe.device) && probe.act.mode == ActMode::kNone &&
            reference::CanHandleIo(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const int64_t k = params.cols;
+    const ParamTensor& w = params.tensor(Slot::kWeight);
     reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
-      for (int64_t c = 0; c < k; ++c) row[c] = LoadFloat(params.weight, n * k + c);
+      for (int64_t c = 0; c < k; ++c) row[c] = LoadFloat(w, n * k + c);
     });
   }
 };

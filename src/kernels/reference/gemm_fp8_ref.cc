@@ -11,32 +11,37 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/reference/reference_gemm.h"
+#include "src/specs/fp8_family.h"
 
 namespace quantpath {
 namespace {
 
+// X in high precision, or rounded to symmetric fp8 e4m3 in a mode with its parameters.
 bool CanHandleAct(const ActivationQuant& act) {
-  return act.mode != ActMode::kDynamicGroup || act.group_size > 0;
+  if (act.mode == ActMode::kNone) return true;
+  return act.dtype == QDType::kFP8E4M3 && act.symmetric &&
+         (act.mode != ActMode::kDynamicGroup || act.group_size > 0);
 }
 
 class GemmFp8RowRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Row_Ref"; }
   Isa isa() const override { return Isa::kReference; }
-  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
-    return (family == SpecFamily::kFp8PerTensor || family == SpecFamily::kFp8PerChannel) &&
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return (key.family == kFp8PerTensorFamily || key.family == kFp8PerChannelFamily) &&
            device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec.family, probe.device) && CanHandleAct(probe.act) &&
+    return Serves(probe.spec, probe.device) && CanHandleAct(probe.act) &&
            reference::CanHandleIo(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    assert(params.weight_scale.rows() == params.rows && params.weight_scale.cols() == 1);
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    assert(scales.rows() == params.rows && scales.cols() == 1);
     const int64_t k = params.cols;
-    const uint8_t* w = params.weight.data<uint8_t>();
-    const float* scale = params.weight_scale.data<float>();
+    const uint8_t* w = params.tensor(Slot::kWeight).data<uint8_t>();
+    const float* scale = scales.data<float>();
     reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
       for (int64_t c = 0; c < k; ++c) row[c] = Fp8E4M3ToFloat(w[n * k + c]) * scale[n];
     });
@@ -47,24 +52,23 @@ class GemmFp8BlockRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Block_Ref"; }
   Isa isa() const override { return Isa::kReference; }
-  bool Serves(SpecFamily family, const DeviceCaps& device) const override {
-    return family == SpecFamily::kFp8Block && device.is_cpu();
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == kFp8BlockFamily && device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec.family, probe.device) && probe.spec.block[0] > 0 &&
-           probe.spec.block[1] > 0 && CanHandleAct(probe.act) && reference::CanHandleIo(probe);
+    return Serves(probe.spec, probe.device) && probe.spec.block[0] > 0 && probe.spec.block[1] > 0 &&
+           CanHandleAct(probe.act) && reference::CanHandleIo(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    Result<SpecKey> key = ParseSpecId(params.spec_id);
-    assert(key.ok() && key->family == SpecFamily::kFp8Block);
-    const Fp8BlockLayout layout{key->block[0], key->block[1]};
+    assert(params.key.family == kFp8BlockFamily);
+    const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
     const int64_t k = params.cols;
-    assert(params.weight_scale.rows() == layout.ScaleRows(params.rows) &&
-           params.weight_scale.cols() == layout.ScaleCols(k));
-    const uint8_t* w = params.weight.data<uint8_t>();
-    const float* scale = params.weight_scale.data<float>();
-    const int64_t scale_cols = params.weight_scale.cols();
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    assert(scales.rows() == layout.ScaleRows(params.rows) && scales.cols() == layout.ScaleCols(k));
+    const uint8_t* w = params.tensor(Slot::kWeight).data<uint8_t>();
+    const float* scale = scales.data<float>();
+    const int64_t scale_cols = scales.cols();
     reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
       const float* s = scale + (n / layout.block_n) * scale_cols;
       for (int64_t c = 0; c < k; ++c) row[c] = Fp8E4M3ToFloat(w[n * k + c]) * s[c / layout.block_k];

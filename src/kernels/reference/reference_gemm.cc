@@ -65,7 +65,7 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
       }
       break;
     case ActMode::kStaticPerTensor:
-      QuantizeBlock(&xs, k, 0, m, 0, k, params.input_scale.data<float>()[0]);
+      QuantizeBlock(&xs, k, 0, m, 0, k, params.tensor(Slot::kInputScale).data<float>()[0]);
       break;
   }
   return xs;

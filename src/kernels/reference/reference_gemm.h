@@ -38,18 +38,19 @@ void GemmRowwise(const LinearParams& params, const ActivationQuant& act, const C
   const int64_t n = params.rows;
   const int64_t k = params.cols;
   const std::vector<float> xq = PrepareActivations(params, act, x);
+  const ParamTensor& bias = params.tensor(Slot::kBias);
 #pragma omp parallel
   {
     std::vector<float> row(static_cast<size_t>(k));
 #pragma omp for schedule(static)
     for (int64_t j = 0; j < n; ++j) {
       dequantize_row(j, row.data());
-      const float bias = params.bias.empty() ? 0.0f : LoadFloat(params.bias, j);
+      const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
       for (int64_t i = 0; i < m; ++i) {
         const float* xi = xq.data() + i * k;
         float acc = 0.0f;
         for (int64_t c = 0; c < k; ++c) acc += xi[c] * row[c];
-        StoreOutput(y, i * n + j, acc + bias);
+        StoreOutput(y, i * n + j, acc + b);
       }
     }
   }

@@ -1,0 +1,55 @@
+// The fp8 e4m3 families (fp8_per_tensor, fp8_per_channel, fp8_block_<bn>_<bk>): identities and
+// layouts, for the spec, its kernels and tests.
+#pragma once
+
+#include <cstdint>
+
+#include "quantpath/specs.h"
+
+namespace quantpath {
+
+inline constexpr SpecFamily kFp8PerTensorFamily{"fp8_per_tensor"};
+inline constexpr SpecFamily kFp8PerChannelFamily{"fp8_per_channel"};
+inline constexpr SpecFamily kFp8BlockFamily{"fp8_block"};
+
+inline constexpr SpecKey Fp8BlockKey(int64_t block_n, int64_t block_k) {
+  SpecKey key{kFp8BlockFamily};
+  key.block = {block_n, block_k};
+  return key;
+}
+inline constexpr SpecKey kFp8PerTensorKey{kFp8PerTensorFamily};
+inline constexpr SpecKey kFp8PerChannelKey{kFp8PerChannelFamily};
+
+// fp8 e4m3fn element (OCP): bit 7 sign, bits 6..3 exponent (bias 7), bits 2..0 mantissa;
+// S.0000.MMM are subnormals M × 2^-9; S.1111.111 (0x7F / 0xFF) is NaN; there is no infinity and
+// the largest finite value is S.1111.110 = ±448. 8 bits per weight.
+
+// fp8_per_tensor / fp8_per_channel: W [N, K] fp8 + S [N, 1] fp32, one scale per output row
+// (8 + 32 / K bits per weight). Per-tensor checkpoint scales are broadcast to the rows of their
+// leg after loading; the spec_id stays fp8_per_tensor.
+struct Fp8RowScaledLayout {
+  static constexpr int64_t kScaleBytes = 4;
+  constexpr int64_t ScaleCount(int64_t rows) const { return rows; }
+  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
+    return rows * cols + ScaleCount(rows) * kScaleBytes;
+  }
+};
+static_assert(Fp8RowScaledLayout{}.BytesFor(4, 8) == 32 + 16);
+
+// fp8_block_<bn>_<bk>: W [N, K] fp8 + S [ceil(N / bn), ceil(K / bk)] fp32; S[i][j] scales rows
+// [i·bn, (i+1)·bn) and columns [j·bk, (j+1)·bk), clipped at the edges (8 + 32 / (bn·bk) bits per
+// weight). Fused legs share the grid, so every leg but the last must start on a block row.
+struct Fp8BlockLayout {
+  static constexpr int64_t kScaleBytes = 4;
+  int64_t block_n = 128;
+  int64_t block_k = 128;
+  constexpr int64_t ScaleRows(int64_t rows) const { return (rows + block_n - 1) / block_n; }
+  constexpr int64_t ScaleCols(int64_t cols) const { return (cols + block_k - 1) / block_k; }
+  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
+    return rows * cols + ScaleRows(rows) * ScaleCols(cols) * kScaleBytes;
+  }
+};
+// DESIGN.md's fused_qkv_a_proj: [168, 256] = 43008 fp8 bytes + 2 × 2 blocks × 4 bytes.
+static_assert(Fp8BlockLayout{128, 128}.BytesFor(168, 256) == 43024);
+
+}  // namespace quantpath

@@ -1,0 +1,154 @@
+// The double-precision reference: checkpoint tensors → dequantized weights, and activation
+// quantization, written from the format conventions without going through any spec, so that it
+// can judge the specs and the kernels. One entry per checkpoint source layout registers itself
+// from its own file (dense_reference.cc, fp8_reference.cc, …); this file stacks the legs.
+//
+//   inputs:   the static activation scale is the max of the legs' `input_scale`.
+//   X:        per ActivationQuant: scale = max(absmax, kActAbsMaxFloor) / 448 over the row, the
+//             whole X, or each group of columns of a row, divided in fp32 because scales are fp32
+//             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double.
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "fmt/format.h"
+#include "quantpath/specs.h"
+#include "src/specs/reference/reference_io.h"
+
+namespace quantpath {
+namespace {
+
+struct Entries {
+  std::mutex mu;
+  std::map<SourceLayout, ReferenceLegFn> by_layout;
+};
+
+Entries& ReferenceEntries() {
+  static Entries* entries = new Entries();  // never destroyed: used at exit
+  return *entries;
+}
+
+ReferenceLegFn FindEntry(SourceLayout layout) {
+  Entries& e = ReferenceEntries();
+  std::lock_guard<std::mutex> lock(e.mu);
+  auto it = e.by_layout.find(layout);
+  return it == e.by_layout.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+ReferenceRegistrar::ReferenceRegistrar(SourceLayout layout, ReferenceLegFn dequantize) {
+  Entries& e = ReferenceEntries();
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.by_layout.emplace(layout, dequantize);
+}
+
+double RoundToE4M3(double value) {
+  if (std::isnan(value)) return value;
+  const double a = std::fabs(value);
+  if (a >= kFp8E4M3Max) return std::copysign(kFp8E4M3Max, value);
+  int e2 = 0;
+  std::frexp(a, &e2);  // a = f × 2^e2, f in [0.5, 1): the leading bit is 2^(e2 - 1)
+  // Normals have 3 mantissa bits below the leading one; below 2^-6 the spacing stays 2^-9.
+  const int quantum_exp = std::max(e2 - 1, -6) - 3;
+  const double q = std::nearbyint(std::ldexp(a, -quantum_exp));  // ties to even
+  return std::copysign(std::min(std::ldexp(q, quantum_exp), kFp8E4M3Max), value);
+}
+
+Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
+                                           std::string_view layer,
+                                           const std::vector<std::string>& leg_prefixes,
+                                           bool bias) {
+  const SourceLayout layout = scheme.weight.load.layout;
+  const ReferenceLegFn dequantize = FindEntry(layout);
+  if (dequantize == nullptr) {
+    return Unsupported(fmt::format("{}: the reference cannot dequantize source layout {}", layer,
+                                   SourceLayoutName(layout)));
+  }
+  ReferenceLayer out;
+  for (const std::string& prefix : leg_prefixes) {
+    QP_ASSIGN_OR_RETURN(ReferenceLeg leg, dequantize(checkpoint, scheme, layer, prefix));
+    if (out.rows > 0 && leg.cols != out.cols) {
+      return InvalidInput(fmt::format("{}: leg {} has {} columns, the legs before it {}", layer,
+                                      prefix, leg.cols, out.cols));
+    }
+    out.cols = leg.cols;
+    out.rows += leg.rows;
+    out.weight.insert(out.weight.end(), leg.weight.begin(), leg.weight.end());
+    if (scheme.input && scheme.input->dynamic == Dynamic::kStatic) {
+      const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
+      if (!suffix) {
+        return InvalidInput(fmt::format("{}: source layout {} stores no static input scale",
+                                        layer, SourceLayoutName(layout)));
+      }
+      TensorInfo info;
+      QP_ASSIGN_OR_RETURN(std::vector<double> s,
+                          reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix),
+                                                 &info));
+      if (s.size() != 1) {
+        return InvalidInput(fmt::format("{}: tensor {} is not one value", layer, info.name));
+      }
+      out.input_scale = std::max(out.input_scale.value_or(s[0]), s[0]);
+    }
+    if (bias) {
+      TensorInfo info;
+      QP_ASSIGN_OR_RETURN(std::vector<double> b,
+                          reference::ReadDoubles(checkpoint, layer, prefix + ".bias", &info));
+      if (static_cast<int64_t>(b.size()) != leg.rows) {
+        return InvalidInput(
+            fmt::format("{}: tensor {} does not have {} values", layer, info.name, leg.rows));
+      }
+      out.bias.insert(out.bias.end(), b.begin(), b.end());
+    }
+  }
+  return out;
+}
+
+std::vector<double> QuantizeActivationsReference(std::span<const double> x, int64_t m, int64_t k,
+                                                 const ActivationQuant& act,
+                                                 std::optional<double> static_scale) {
+  std::vector<double> out(x.begin(), x.end());
+  if (act.mode == ActMode::kNone) return out;
+  // Quantizes out[row * k + c] for c in [begin, end) of each row in [row_begin, row_end) with one
+  // scale.
+  auto quantize = [&](int64_t row_begin, int64_t row_end, int64_t begin, int64_t end,
+                      std::optional<double> fixed) {
+    double absmax = 0;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      for (int64_t c = begin; c < end; ++c) absmax = std::max(absmax, std::fabs(x[r * k + c]));
+    }
+    // Scales are fp32 values, as engines store them: the division is fp32's.
+    const double scale =
+        fixed ? *fixed
+              : std::max(static_cast<float>(absmax), static_cast<float>(kActAbsMaxFloor)) /
+                    static_cast<float>(kFp8E4M3Max);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      for (int64_t c = begin; c < end; ++c) {
+        out[r * k + c] = RoundToE4M3(x[r * k + c] / scale) * scale;
+      }
+    }
+  };
+  switch (act.mode) {
+    case ActMode::kDynamicPerToken:
+      for (int64_t r = 0; r < m; ++r) quantize(r, r + 1, 0, k, std::nullopt);
+      break;
+    case ActMode::kDynamicPerTensor:
+      quantize(0, m, 0, k, std::nullopt);
+      break;
+    case ActMode::kDynamicGroup:
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t c = 0; c < k; c += act.group_size) {
+          quantize(r, r + 1, c, std::min(k, c + act.group_size), std::nullopt);
+        }
+      }
+      break;
+    case ActMode::kStaticPerTensor:
+      quantize(0, m, 0, k, static_scale.value_or(1.0));
+      break;
+    case ActMode::kNone:
+      break;
+  }
+  return out;
+}
+
+}  // namespace quantpath

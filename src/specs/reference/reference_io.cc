@@ -1,0 +1,37 @@
+// Checkpoint reads shared by the reference entries.
+#include "src/specs/reference/reference_io.h"
+
+#include "fmt/format.h"
+
+namespace quantpath::reference {
+
+Result<std::vector<double>> ReadDoubles(const Checkpoint& checkpoint, std::string_view layer,
+                                        const std::string& name, TensorInfo* info) {
+  Result<TensorView> view = checkpoint.Get(name);
+  if (!view.ok()) return view.status().WithContext(layer);
+  *info = *view->info;
+  Result<std::vector<float>> values = TensorToFloat(*view);
+  if (!values.ok()) return values.status().WithContext(layer);
+  return std::vector<double>(values->begin(), values->end());
+}
+
+Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layout,
+                                std::string_view layer, const std::string& prefix) {
+  const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kWeight);
+  if (!suffix) {
+    return InvalidInput(
+        fmt::format("{}: source layout {} has no weight", layer, SourceLayoutName(layout)));
+  }
+  TensorInfo info;
+  ReferenceLeg leg;
+  QP_ASSIGN_OR_RETURN(leg.weight,
+                      ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
+  if (info.shape.size() != 2) {
+    return InvalidInput(fmt::format("{}: tensor {} is not a matrix", layer, info.name));
+  }
+  leg.rows = info.shape[0];
+  leg.cols = info.shape[1];
+  return leg;
+}
+
+}  // namespace quantpath::reference

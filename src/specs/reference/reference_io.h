@@ -1,0 +1,21 @@
+// Checkpoint reads shared by the reference entries: a tensor as doubles, and a leg's 2-D weight.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/specs.h"
+
+namespace quantpath::reference {
+
+// Reads tensor `name` as doubles (every float dtype the checkpoint decodes) and copies its
+// description to `info`. Errors name the layer.
+Result<std::vector<double>> ReadDoubles(const Checkpoint& checkpoint, std::string_view layer,
+                                        const std::string& name, TensorInfo* info);
+
+// Reads `<prefix><suffix of kWeight in layout>` as a [rows, cols] matrix of doubles.
+Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layout,
+                                std::string_view layer, const std::string& prefix);
+
+}  // namespace quantpath::reference

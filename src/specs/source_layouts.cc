@@ -1,0 +1,130 @@
+// The checkpoint tensors of every source layout, per module prefix, in one table. Names follow each
+// producer's own writer: DeepSeek / transformers fp8, AutoAWQ, AutoGPTQ / GPTQModel,
+// compressed-tensors' compressors, ModelOpt's export, bitsandbytes' serialization, gpt-oss and
+// ModelSlim.
+#include <iterator>
+
+#include "quantpath/specs.h"
+
+namespace quantpath {
+namespace {
+
+using S = Slot;
+
+constexpr SourceTensor kDense[] = {{S::kWeight, ".weight", true}};
+// DeepSeek-V3 style: the block scale is called an inverse but multiplies the weight.
+constexpr SourceTensor kFp8ScaleInv[] = {{S::kWeight, ".weight", true},
+                                         {S::kWeightScale, ".weight_scale_inv", true},
+                                         {S::kInputScale, ".input_scale", false}};
+constexpr SourceTensor kFp8Scale[] = {{S::kWeight, ".weight", true},
+                                      {S::kWeightScale, ".weight_scale", true},
+                                      {S::kInputScale, ".input_scale", false}};
+// AutoAWQ: qweight [K, N / 8] int32, qzeros [K / g, N / 8] int32, scales [K / g, N] fp16.
+constexpr SourceTensor kAwq[] = {{S::kWeight, ".qweight", true},
+                                 {S::kWeightZero, ".qzeros", true},
+                                 {S::kWeightScale, ".scales", true}};
+// AutoGPTQ / GPTQModel: qweight [K / pack, N] int32, qzeros [K / g, N / pack] int32 (v1 stores
+// zero − 1), scales [K / g, N] fp16, g_idx [K] int32.
+constexpr SourceTensor kGptq[] = {{S::kWeight, ".qweight", true},
+                                  {S::kWeightZero, ".qzeros", true},
+                                  {S::kWeightScale, ".scales", true},
+                                  {S::kGIdx, ".g_idx", false}};
+// compressed-tensors pack-quantized: weight_packed [N, K / (32 / bits)] int32, weight_shape [2].
+constexpr SourceTensor kCtPack[] = {{S::kWeight, ".weight_packed", true},
+                                    {S::kWeightScale, ".weight_scale", true},
+                                    {S::kWeightZero, ".weight_zero_point", false},
+                                    {S::kGIdx, ".weight_g_idx", false},
+                                    {std::nullopt, ".weight_shape", true}};
+constexpr SourceTensor kCtQuantized[] = {{S::kWeight, ".weight", true},
+                                         {S::kWeightScale, ".weight_scale", true},
+                                         {S::kWeightZero, ".weight_zero_point", false},
+                                         {S::kInputScale, ".input_scale", false},
+                                         {S::kInputOffset, ".input_zero_point", false}};
+// compressed-tensors nvfp4-pack-quantized: the global scales divide.
+constexpr SourceTensor kCtNvfp4[] = {{S::kWeight, ".weight_packed", true},
+                                     {S::kWeightScale, ".weight_scale", true},
+                                     {S::kWeightGlobalScale, ".weight_global_scale", true},
+                                     {S::kInputScale, ".input_global_scale", false}};
+// ModelOpt NVFP4: weight_scale_2 multiplies.
+constexpr SourceTensor kModelOptNvfp4[] = {{S::kWeight, ".weight", true},
+                                           {S::kWeightScale, ".weight_scale", true},
+                                           {S::kWeightGlobalScale, ".weight_scale_2", true},
+                                           {S::kInputScale, ".input_scale", false}};
+constexpr SourceTensor kModelOptW4A8Awq[] = {{S::kWeight, ".weight", true},
+                                             {S::kWeightScale, ".weight_scale", true},
+                                             {S::kWeightGlobalScale, ".weight_scale_2", false},
+                                             {std::nullopt, ".pre_quant_scale", false},
+                                             {S::kInputScale, ".input_scale", false}};
+// bitsandbytes 4-bit: the packed codes and their quant state, serialized next to the weight.
+constexpr SourceTensor kBnb4bit[] = {
+    {S::kWeight, ".weight", true},
+    {S::kWeightScale, ".weight.absmax", true},
+    {std::nullopt, ".weight.quant_map", true},
+    {S::kWeightGlobalScale, ".weight.nested_absmax", false},
+    {std::nullopt, ".weight.nested_quant_map", false},
+    {std::nullopt, ".weight.quant_state.bitsandbytes__nf4", false},
+    {std::nullopt, ".weight.quant_state.bitsandbytes__fp4", false}};
+// bitsandbytes LLM.int8: int8 rows with their absmax in SCB.
+constexpr SourceTensor kBnb8bit[] = {{S::kWeight, ".weight", true},
+                                     {S::kWeightScale, ".SCB", true},
+                                     {std::nullopt, ".weight_format", false}};
+// gpt-oss experts: "<experts>.gate_up_proj_blocks" / "_scales" (E8M0), per projection prefix.
+constexpr SourceTensor kGptOssMxfp4[] = {{S::kWeight, "_blocks", true},
+                                         {S::kWeightScale, "_scales", true}};
+constexpr SourceTensor kModelSlim[] = {{S::kWeight, ".weight", true},
+                                       {S::kWeightScale, ".weight_scale", true},
+                                       {S::kWeightZero, ".weight_offset", false},
+                                       {S::kQuantBias, ".quant_bias", false},
+                                       {std::nullopt, ".deq_scale", false},
+                                       {S::kInputScale, ".input_scale", false},
+                                       {S::kInputOffset, ".input_offset", false}};
+
+}  // namespace
+
+std::span<const SourceTensor> SourceTensors(SourceLayout layout) {
+  switch (layout) {
+    case SourceLayout::kDense:
+      return kDense;
+    case SourceLayout::kFp8ScaleInv:
+      return kFp8ScaleInv;
+    case SourceLayout::kFp8Scale:
+    case SourceLayout::kCtFloatQuantized:
+    case SourceLayout::kModelOptFp8:
+      return kFp8Scale;
+    case SourceLayout::kAwqGemm:
+    case SourceLayout::kAwqGemv:
+      return kAwq;
+    case SourceLayout::kGptqV1:
+    case SourceLayout::kGptqV2:
+      return kGptq;
+    case SourceLayout::kCtPackQuantized:
+      return kCtPack;
+    case SourceLayout::kCtNaiveQuantized:
+      return kCtQuantized;
+    case SourceLayout::kCtNvfp4PackQuantized:
+      return kCtNvfp4;
+    case SourceLayout::kModelOptNvfp4:
+      return kModelOptNvfp4;
+    case SourceLayout::kModelOptW4A8Awq:
+      return kModelOptW4A8Awq;
+    case SourceLayout::kBnb4bit:
+      return kBnb4bit;
+    case SourceLayout::kBnb8bit:
+      return kBnb8bit;
+    case SourceLayout::kGptOssMxfp4:
+      return kGptOssMxfp4;
+    case SourceLayout::kModelSlim:
+      return kModelSlim;
+  }
+  return {};
+}
+
+std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot) {
+  if (slot == Slot::kBias) return ".bias";
+  for (const SourceTensor& tensor : SourceTensors(layout)) {
+    if (tensor.slot == slot) return tensor.suffix;
+  }
+  return std::nullopt;
+}
+
+}  // namespace quantpath
