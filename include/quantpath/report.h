@@ -45,7 +45,8 @@ struct PlannedLayer {
   Decision decision;
   std::optional<std::string> spec_id;  // null when no spec exists on the device (see spec_note)
   std::string spec_note;
-  int64_t bytes = 0;
+  std::optional<int64_t> bytes;   // what the spec stores; null without a spec
+  bool kernel_available = false;  // whether this build has a kernel for the spec on the device
 };
 
 struct ModelPlan {
@@ -91,8 +92,8 @@ Json SchemeToJson(const QuantScheme& scheme);
 // One layer as each dialect decides it (sites are aligned across dialects by their parent path and
 // legs, since dialects name some fused layers and attention modules differently).
 struct LayerDiff {
-  std::string key;                      // the native path where it exists
-  std::vector<std::string> paths;       // per dialect ("" when the dialect has no such site)
+  std::string key;                 // the native path where it exists
+  std::vector<std::string> paths;  // per dialect ("" when the dialect has no such site)
   std::vector<std::optional<Decision>> decisions;  // per dialect, with traces
 };
 
@@ -109,7 +110,8 @@ struct ModelDiff {
 };
 
 // Plans `dir` with every dialect and keeps the layers whose decisions (kind or scheme) differ.
-Result<ModelDiff> DiffDialects(const std::string& dir, const std::optional<std::string>& quantization);
+Result<ModelDiff> DiffDialects(const std::string& dir,
+                               const std::optional<std::string>& quantization);
 std::string DiffToText(const ModelDiff& diff);
 
 }  // namespace quantpath

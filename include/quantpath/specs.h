@@ -310,6 +310,11 @@ Result<std::unique_ptr<WeightSpec>> MakeSpec(const SpecKey& key, const Activatio
 // Bytes of one [rows, cols] weight of `key` (its row's BytesFor); an unregistered family is an
 // error.
 Result<int64_t> LayoutBytes(const SpecKey& key, int64_t rows, int64_t cols, int dense_bits);
+// Bytes `request` takes in the layout of `key` on this rank (its row's BytesFor over the rank's
+// slice, plus the bias), with the request checks every spec makes but without a spec: families
+// whose loader is not in this build still have sizes. Spec-specific checks (fp8 block alignment)
+// are the spec's StorageBytes.
+Result<int64_t> LayoutStorageBytes(const SpecKey& key, const AllocationRequest& request);
 // The tolerance of kernels of `key` against the fp64 reference (its row's Tolerance); 0 for an
 // unregistered family.
 double ToleranceFor(const SpecKey& key, ActMode mode);

@@ -110,8 +110,13 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
 }
 
 Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request) {
-  QP_ASSIGN_OR_RETURN(const std::unique_ptr<WeightSpec> spec, MakeSpec(key));
-  if (request.experts <= 0) return spec->StorageBytes(request);
+  // A family whose loader is not in this build still has a layout, and so a size.
+  const Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key);
+  if (!spec.ok() && spec.status().code() != ErrorCode::kUnsupported) return spec.status();
+  auto bytes_of = [&](const AllocationRequest& r) {
+    return spec.ok() ? (*spec)->StorageBytes(r) : LayoutStorageBytes(key, r);
+  };
+  if (request.experts <= 0) return bytes_of(request);
   const auto [intermediate, hidden] = request.shape;
   if (request.tp_size < 1 || intermediate % request.tp_size != 0) {
     return InvalidInput(
@@ -129,7 +134,7 @@ Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& reques
        {std::array<int64_t, 2>{slice, hidden}, std::array<int64_t, 2>{slice, hidden},
         std::array<int64_t, 2>{hidden, slice}}) {
     projection.shape = shape;
-    QP_ASSIGN_OR_RETURN(int64_t bytes, spec->StorageBytes(projection));
+    QP_ASSIGN_OR_RETURN(int64_t bytes, bytes_of(projection));
     per_expert += bytes;
   }
   return per_expert * request.experts;

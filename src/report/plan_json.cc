@@ -44,7 +44,7 @@ Json LayerToJson(const PlannedLayer& layer) {
   m.emplace_back("spec_id", layer.spec_id ? Json::String(*layer.spec_id) : Json::Null());
   if (!layer.spec_note.empty()) m.emplace_back("spec_note", Json::String(layer.spec_note));
   m.emplace_back("params", Json::Int(site.params));
-  m.emplace_back("bytes", Json::Int(layer.bytes));
+  m.emplace_back("bytes", layer.bytes ? Json::Int(*layer.bytes) : Json::Null());
   m.emplace_back("rule", Json::String(d.rule));
   if (d.kind == DecisionKind::kError) m.emplace_back("error", Json::String(d.detail));
   return Json::Object(std::move(m));
@@ -68,7 +68,7 @@ Json PlanToJson(const ModelPlan& plan) {
     quantized += layer.decision.kind == DecisionKind::kQuantized;
     unquantized += layer.decision.kind == DecisionKind::kUnquantized;
     params += layer.site->params;
-    bytes += layer.bytes;
+    bytes += layer.bytes.value_or(0);
   }
   const int64_t other_bytes = plan.sites.other_params * (Info(plan.sites.torch_dtype).bits / 8);
   std::vector<Json> notes;

@@ -37,9 +37,9 @@ std::string HumanBytes(double v) {
 std::string PlanToTable(const ModelPlan& plan) {
   size_t path_width = 4;
   for (const PlannedLayer& l : plan.layers) path_width = std::max(path_width, l.site->path.size());
-  std::string out = fmt::format("model {}  architecture {}  quant_method {}  engine {}  device {}\n",
-                                plan.model, plan.sites.architecture, plan.plan.quant_method,
-                                plan.plan.dialect.name, plan.device);
+  std::string out = fmt::format(
+      "model {}  architecture {}  quant_method {}  engine {}  device {}\n", plan.model,
+      plan.sites.architecture, plan.plan.quant_method, plan.plan.dialect.name, plan.device);
   for (const Provenance& p : plan.plan.sources) out += fmt::format("source {}\n", p.ToString());
   out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", "path", path_width,
                      "kind", "shape", "decision", "scheme", "spec_id", "bytes");
@@ -49,12 +49,12 @@ std::string PlanToTable(const ModelPlan& plan) {
     out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", l.site->path,
                        path_width, SiteKindName(l.site->kind), ShapeText(*l.site),
                        DecisionKindName(d.kind), d.scheme ? d.scheme->CanonicalName() : "-",
-                       l.spec_id.value_or("-"), l.bytes);
+                       l.spec_id.value_or("-"), l.bytes ? std::to_string(*l.bytes) : "-");
     if (d.kind == DecisionKind::kError) out += fmt::format("    error: {}\n", d.detail);
     quantized += d.kind == DecisionKind::kQuantized;
     unquantized += d.kind == DecisionKind::kUnquantized;
     params += l.site->params;
-    bytes += l.bytes;
+    bytes += l.bytes.value_or(0);
   }
   const int64_t other_bytes = plan.sites.other_params * (Info(plan.sites.torch_dtype).bits / 8);
   out += fmt::format(

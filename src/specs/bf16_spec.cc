@@ -87,7 +87,6 @@ bool IsUnquantized(const QuantScheme& scheme) {
   const QDType dtype = scheme.weight.dtype;
   return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
 }
-bool AnyDevice(const DeviceCaps&) { return true; }
 Result<SpecKey> Bf16KeyFor(const QuantScheme&) { return kBf16Key; }
 
 class Bf16Family final : public SpecFamilyRow {
@@ -119,8 +118,8 @@ class Bf16Family final : public SpecFamilyRow {
   // for K in the hundreds of thousands.
   double Tolerance(const SpecKey&, ActMode) const override { return 1e-4; }
   std::vector<SpecCandidate> Candidates() const override {
-    return {
-        {"unquantized (bf16, fp16, fp32) weights", "any", IsUnquantized, AnyDevice, Bf16KeyFor, 0}};
+    return {{"unquantized (bf16, fp16, fp32) weights", "any", IsUnquantized,
+             specs_internal::AnyDevice, Bf16KeyFor, 0}};
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
+#include "src/specs/spec_common.h"
 
 namespace quantpath {
 namespace {
@@ -107,6 +108,13 @@ Result<std::unique_ptr<WeightSpec>> MakeSpec(const SpecKey& key, const Activatio
 Result<int64_t> LayoutBytes(const SpecKey& key, int64_t rows, int64_t cols, int dense_bits) {
   QP_ASSIGN_OR_RETURN(const SpecFamilyRow* row, FamilyRowFor(key));
   return row->BytesFor(key, rows, cols, dense_bits);
+}
+
+Result<int64_t> LayoutStorageBytes(const SpecKey& key, const AllocationRequest& request) {
+  QP_ASSIGN_OR_RETURN(const SpecFamilyRow* row, FamilyRowFor(key));
+  QP_ASSIGN_OR_RETURN(specs_internal::ShardGeometry g, specs_internal::ComputeGeometry(request));
+  return row->BytesFor(key, g.rows, g.cols, Info(request.params_dtype).bits) +
+         specs_internal::BiasBytes(request, g);
 }
 
 double ToleranceFor(const SpecKey& key, ActMode mode) {

@@ -270,7 +270,6 @@ template <Granularity kGranularity>
 bool IsFp8With(const QuantScheme& scheme) {
   return scheme.weight.dtype == QDType::kFP8E4M3 && scheme.weight.granularity == kGranularity;
 }
-bool AnyDevice(const DeviceCaps&) { return true; }
 
 // What every fp8 family refuses: online quantization and asymmetric weights.
 Status CheckStorable(const QuantScheme& scheme) {
@@ -352,12 +351,12 @@ class Fp8RowScaledFamily final : public Fp8FamilyRow {
 
 template <>
 std::vector<SpecCandidate> Fp8RowScaledFamily<kFp8PerTensorKey>::Candidates() const {
-  return {{accepts_, "any", IsFp8With<Granularity::kPerTensor>, AnyDevice,
+  return {{accepts_, "any", IsFp8With<Granularity::kPerTensor>, specs_internal::AnyDevice,
            RowScaledKeyFor<kFp8PerTensorKey>, 10}};
 }
 template <>
 std::vector<SpecCandidate> Fp8RowScaledFamily<kFp8PerChannelKey>::Candidates() const {
-  return {{accepts_, "any", IsFp8With<Granularity::kPerChannel>, AnyDevice,
+  return {{accepts_, "any", IsFp8With<Granularity::kPerChannel>, specs_internal::AnyDevice,
            RowScaledKeyFor<kFp8PerChannelKey>, 10}};
 }
 
@@ -379,7 +378,7 @@ class Fp8BlockFamily final : public Fp8FamilyRow {
   }
   std::vector<SpecCandidate> Candidates() const override {
     return {{"fp8 e4m3 weights with 2-D block scales", "any", IsFp8With<Granularity::kBlock>,
-             AnyDevice, BlockKeyFor, 10}};
+             specs_internal::AnyDevice, BlockKeyFor, 10}};
   }
 };
 

@@ -83,6 +83,9 @@ Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& le
 // Whether `leg_prefixes` has one prefix per leg; an error naming the layer otherwise.
 Status ExpectLegPrefixes(const LinearParams& params, const std::vector<std::string>& leg_prefixes);
 
+// The device predicate of candidates that store a scheme the same way everywhere.
+bool AnyDevice(const DeviceCaps& device);
+
 // Whether ProcessAfterLoading may run: loaded, and not processed yet.
 Status ExpectLoadedNotProcessed(const LinearParams& params);
 

@@ -3,6 +3,8 @@
 
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstdio>
 #include <string>
@@ -25,10 +27,18 @@ inline CommandResult RunCli(const std::string& args, bool with_stderr = false) {
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.out.append(buffer.data(), n);
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// Parses a command's JSON output; a parse failure fails the test and yields null.
+inline Json ParseOrDie(const std::string& text) {
+  Result<Json> j = ParseJson(text, "stdout");
+  EXPECT_TRUE(j.ok()) << j.status().message() << "\n" << text.substr(0, 2000);
+  return j.ok() ? *j : Json();
 }
 
 }  // namespace quantpath::testing

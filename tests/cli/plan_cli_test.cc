@@ -9,13 +9,8 @@
 namespace quantpath {
 namespace {
 
+using testing::ParseOrDie;
 using testing::RunCli;
-
-Json ParseOrDie(const std::string& text) {
-  Result<Json> j = ParseJson(text, "stdout");
-  EXPECT_TRUE(j.ok()) << j.status().message() << "\n" << text.substr(0, 2000);
-  return j.ok() ? *j : Json();
-}
 
 const Json* FindLayer(const Json& plan, std::string_view path) {
   for (const Json& layer : plan.Find("layers")->items()) {
@@ -37,7 +32,7 @@ TEST(PlanCli, JsonFollowsTheDesignExample) {
   Json plan = ParseOrDie(r.out);
   std::vector<std::string> keys;
   for (const auto& m : plan.members()) keys.push_back(m.first);
-  std::vector<std::string> expected_prefix = {"model",        "architecture", "engine",
+  std::vector<std::string> expected_prefix = {"model",        "architecture",  "engine",
                                               "quant_method", "quant_sources", "device",
                                               "layers",       "summary"};
   ASSERT_GE(keys.size(), expected_prefix.size());
@@ -116,8 +111,8 @@ TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
     ASSERT_EQ(r.exit_code, 0) << c.dir;
     Json plan = ParseOrDie(r.out);
     const Json& summary = *plan.Find("summary");
-    double total = summary.Find("params")->number_value() +
-                   summary.Find("other_params")->number_value();
+    double total =
+        summary.Find("params")->number_value() + summary.Find("other_params")->number_value();
     EXPECT_LT(std::fabs(total / c.published - 1), 0.005) << c.dir << " total " << total;
     EXPECT_GT(summary.Find("quantized")->int_value(), 0);
   }
@@ -125,13 +120,15 @@ TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
 
 // Without a physical spec the bytes are the scheme's own: 4-bit weights plus one fp16 scale per
 // group of 128 (Llama-2-13B GPTQ, symmetric, so no zero points).
-TEST(PlanCli, BytesWithoutASpecCountScales) {
+TEST(PlanCli, BytesOfALayoutWithoutALoaderCountScales) {
   auto r = RunCli("plan tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ --json");
   ASSERT_EQ(r.exit_code, 0);
   Json plan = ParseOrDie(r.out);
   const Json* down = FindLayer(plan, "model.layers.0.mlp.down_proj");
   ASSERT_NE(down, nullptr);
-  EXPECT_TRUE(down->Find("spec_id")->is_null());
+  EXPECT_EQ(down->Find("spec_id")->string_value(), "int4_group_128");
+  EXPECT_NE(down->Find("spec_note")->string_value().find("not implemented in this build"),
+            std::string::npos);
   const int64_t n = 5120, k = 13824;
   EXPECT_EQ(down->Find("bytes")->int_value(), n * k / 2 + n * k / 128 * 2);
 }

@@ -66,10 +66,17 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   int4.weight.granularity = Granularity::kGroup;
   int4.weight.group_size = 128;
   int4.weight.symmetric = false;
-  Result<SpecKey> id = KeyFor(int4, kCpu);
+  // The layout exists (plan reports it and its bytes); its loader is not in this build.
+  EXPECT_EQ(KeyFor(int4, kCpu)->ToId(), "int4_group_128_zp");
+  EXPECT_EQ(Materialize(int4, kCpu).status().code(), ErrorCode::kUnsupported);
+
+  QuantScheme e4m3_group = BlockScheme();
+  e4m3_group.weight.granularity = Granularity::kPerToken;
+  Result<SpecKey> id = KeyFor(e4m3_group, kCpu);
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(id.status().message().find("no physical spec stores int4 weights with group scales"),
+  EXPECT_NE(id.status().message().find("no physical spec stores fp8_e4m3 weights with token "
+                                       "scales"),
             std::string::npos)
       << id.status().message();
   EXPECT_NE(id.status().message().find("fp8_block_<bn>_<bk>"), std::string::npos);
@@ -216,6 +223,33 @@ TEST(SiteTest, RequestAndPrefixes) {
   const AllocationRequest m = RequestForSite(moe, QDType::kBF16, kCpu);
   EXPECT_TRUE(m.leg_rows.empty());
   EXPECT_EQ(m.experts, 8);
+}
+
+}  // namespace
+}  // namespace quantpath
+
+namespace quantpath {
+namespace {
+
+// The same scheme has different layouts on different devices: NVFP4 scales are swizzled into
+// 128 × 4 tiles for Blackwell's block-scaled GEMMs and kept linear elsewhere.
+TEST(MaterializeTest, DeviceChoosesTheLayout) {
+  QuantScheme nvfp4;
+  nvfp4.weight.dtype = QDType::kNVFP4;
+  nvfp4.weight.granularity = Granularity::kTensorGroup;
+  nvfp4.weight.group_size = 16;
+  EXPECT_EQ(KeyFor(nvfp4, kCpu)->ToId(), "nvfp4_block_16_linear");
+  EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm90"))->ToId(), "nvfp4_block_16_linear");
+  EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm100"))->ToId(), "nvfp4_block_16_128x4");
+  // Both layouts exist without a loader yet: materialize says so instead of picking another.
+  Result<std::unique_ptr<WeightSpec>> spec = Materialize(nvfp4, kCpu);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("nvfp4_block_16_linear: loading this layout is not "
+                                         "implemented"),
+            std::string::npos)
+      << spec.status().message();
+  // A device without kernels does not change the key (the registry answers that separately).
+  EXPECT_EQ(KeyFor(BlockScheme(), *ParseDevice("sm90"))->ToId(), "fp8_block_128_128");
 }
 
 }  // namespace

@@ -1,0 +1,206 @@
+// Integer weight families: int<b>_group_<g>[_zp][_actorder], int<b>_channel[_zp], int<b>_tensor
+// (b = 2 … 8). Layout, as `plan` counts it (the loaders arrive with the integer specs):
+//   W        [N, K] b-bit codes packed along each row, low bits first: N · ceil(K·b / 8) bytes.
+//   scales   16-bit (the params dtype, as GPTQ, AWQ, AutoRound and compressed-tensors store them):
+//            group: [N, ceil(K / g)]; channel: [N]; tensor: one fp32 value.
+//   zeros    _zp only, b-bit codes packed like W: group [N, ceil(K / g)], channel [N].
+//   g_idx    _actorder only: [K] int32, the group of each input column (kernels permute X).
+#include "fmt/format.h"
+#include "src/specs/spec_id_grammar.h"
+#include "src/specs/storage_only_family.h"
+
+namespace quantpath {
+namespace {
+
+using specs_internal::ParsePositive;
+
+constexpr int64_t kScaleBytes = 2;
+
+int64_t Packed(int64_t count, int bits) { return (count * bits + 7) / 8; }
+
+bool IsInt(QDType dtype) { return dtype >= QDType::kINT8 && dtype <= QDType::kINT2; }
+
+// "int4_group_128_zp" → bits 4 and the parameters after "group"; nullopt when not `kind`.
+std::optional<std::pair<int, std::vector<std::string_view>>> IntId(std::string_view spec_id,
+                                                                   std::string_view kind) {
+  if (!spec_id.starts_with("int")) return std::nullopt;
+  const size_t cut = spec_id.find('_');
+  if (cut == std::string_view::npos) return std::nullopt;
+  std::optional<int64_t> bits = ParsePositive(spec_id.substr(3, cut - 3));
+  if (!bits || *bits < 2 || *bits > 8) return std::nullopt;
+  auto params = specs_internal::IdParameters(spec_id.substr(cut + 1), kind);
+  if (!params) return std::nullopt;
+  return std::make_pair(static_cast<int>(*bits), *params);
+}
+
+Status CheckStorable(const QuantScheme& scheme) {
+  if (scheme.online) {
+    return Unsupported(
+        fmt::format("{}: quantizing high-precision weights to integers at load time "
+                    "is not implemented",
+                    scheme.CanonicalName()));
+  }
+  return {};
+}
+
+SpecKey IntKey(SpecFamily family, const QuantScheme& scheme) {
+  SpecKey key{family};
+  key.bits = Info(scheme.weight.dtype).bits;
+  key.zero_point = !scheme.weight.symmetric;
+  return key;
+}
+
+constexpr SpecFamily kIntGroup{"int_group"};
+constexpr SpecFamily kIntChannel{"int_channel"};
+constexpr SpecFamily kIntTensor{"int_tensor"};
+
+class IntGroupFamily final : public specs_internal::StorageOnlyFamily {
+ public:
+  SpecFamily family() const override { return kIntGroup; }
+  std::string_view name() const override { return "int_group"; }
+  std::string_view grammar() const override { return "int<b>_group_<g>[_zp][_actorder]"; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto id = IntId(spec_id, "group");
+    if (!id || id->second.empty()) return std::nullopt;
+    const std::vector<std::string_view>& p = id->second;
+    std::optional<int64_t> group = ParsePositive(p[0]);
+    if (!group) return std::nullopt;
+    SpecKey key{kIntGroup};
+    key.bits = id->first;
+    key.group = *group;
+    size_t i = 1;
+    if (i < p.size() && p[i] == "zp") key.zero_point = (++i, true);
+    if (i < p.size() && p[i] == "actorder") key.act_order = (++i, true);
+    if (i != p.size()) return std::nullopt;
+    return key;
+  }
+  std::string Format(const SpecKey& key) const override {
+    return fmt::format("int{}_group_{}{}{}", key.bits, key.group, key.zero_point ? "_zp" : "",
+                       key.act_order ? "_actorder" : "");
+  }
+  std::vector<Slot> Slots(const SpecKey& key, const ActivationQuant&) const override {
+    std::vector<Slot> slots = {Slot::kWeight, Slot::kWeightScale};
+    if (key.zero_point) slots.push_back(Slot::kWeightZero);
+    if (key.act_order) slots.push_back(Slot::kGIdx);
+    slots.push_back(Slot::kBias);
+    return slots;
+  }
+  int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
+    const int64_t groups = (cols + key.group - 1) / key.group;
+    return rows * Packed(cols, key.bits) + rows * groups * kScaleBytes +
+           (key.zero_point ? rows * Packed(groups, key.bits) : 0) + (key.act_order ? cols * 4 : 0);
+  }
+  std::vector<SpecCandidate> Candidates() const override {
+    return {{"integer weights with 1-D group scales", "any",
+             [](const QuantScheme& s) {
+               return IsInt(s.weight.dtype) && s.weight.granularity == Granularity::kGroup;
+             },
+             specs_internal::AnyDevice,
+             [](const QuantScheme& s) -> Result<SpecKey> {
+               QP_RETURN_IF_ERROR(CheckStorable(s));
+               if (!s.weight.group_size || *s.weight.group_size <= 0) {
+                 return InvalidInput(fmt::format("{}: group weights need a positive group_size",
+                                                 s.CanonicalName()));
+               }
+               SpecKey key = IntKey(kIntGroup, s);
+               key.group = *s.weight.group_size;
+               key.act_order = s.weight.load.act_order;
+               return key;
+             },
+             10}};
+  }
+};
+
+class IntChannelFamily final : public specs_internal::StorageOnlyFamily {
+ public:
+  SpecFamily family() const override { return kIntChannel; }
+  std::string_view name() const override { return "int_channel"; }
+  std::string_view grammar() const override { return "int<b>_channel[_zp]"; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto id = IntId(spec_id, "channel");
+    if (!id || id->second.size() > 1) return std::nullopt;
+    if (!id->second.empty() && id->second[0] != "zp") return std::nullopt;
+    SpecKey key{kIntChannel};
+    key.bits = id->first;
+    key.zero_point = !id->second.empty();
+    return key;
+  }
+  std::string Format(const SpecKey& key) const override {
+    return fmt::format("int{}_channel{}", key.bits, key.zero_point ? "_zp" : "");
+  }
+  std::vector<Slot> Slots(const SpecKey& key, const ActivationQuant& act) const override {
+    std::vector<Slot> slots = {Slot::kWeight, Slot::kWeightScale};
+    if (key.zero_point) slots.push_back(Slot::kWeightZero);
+    if (act.mode == ActMode::kStaticPerTensor) slots.push_back(Slot::kInputScale);
+    if (act.mode == ActMode::kStaticPerTensor && !act.symmetric) {
+      slots.push_back(Slot::kInputOffset);
+    }
+    slots.push_back(Slot::kBias);
+    return slots;
+  }
+  int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
+    return rows * Packed(cols, key.bits) + rows * kScaleBytes +
+           (key.zero_point ? Packed(rows, key.bits) : 0);
+  }
+  std::vector<SpecCandidate> Candidates() const override {
+    return {{"integer weights with per-channel scales", "any",
+             [](const QuantScheme& s) {
+               return IsInt(s.weight.dtype) && s.weight.granularity == Granularity::kPerChannel;
+             },
+             specs_internal::AnyDevice,
+             [](const QuantScheme& s) -> Result<SpecKey> {
+               QP_RETURN_IF_ERROR(CheckStorable(s));
+               return IntKey(kIntChannel, s);
+             },
+             10}};
+  }
+};
+
+class IntTensorFamily final : public specs_internal::StorageOnlyFamily {
+ public:
+  SpecFamily family() const override { return kIntTensor; }
+  std::string_view name() const override { return "int_tensor"; }
+  std::string_view grammar() const override { return "int<b>_tensor"; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto id = IntId(spec_id, "tensor");
+    if (!id || !id->second.empty()) return std::nullopt;
+    SpecKey key{kIntTensor};
+    key.bits = id->first;
+    return key;
+  }
+  std::string Format(const SpecKey& key) const override {
+    return fmt::format("int{}_tensor", key.bits);
+  }
+  std::vector<Slot> Slots(const SpecKey&, const ActivationQuant& act) const override {
+    std::vector<Slot> slots = {Slot::kWeight, Slot::kWeightScale};
+    if (act.mode == ActMode::kStaticPerTensor) slots.push_back(Slot::kInputScale);
+    slots.push_back(Slot::kBias);
+    return slots;
+  }
+  int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
+    return rows * Packed(cols, key.bits) + 4;
+  }
+  std::vector<SpecCandidate> Candidates() const override {
+    return {{"symmetric integer weights with one per-tensor scale", "any",
+             [](const QuantScheme& s) {
+               return IsInt(s.weight.dtype) && s.weight.granularity == Granularity::kPerTensor;
+             },
+             specs_internal::AnyDevice,
+             [](const QuantScheme& s) -> Result<SpecKey> {
+               QP_RETURN_IF_ERROR(CheckStorable(s));
+               if (!s.weight.symmetric) {
+                 return Unsupported(fmt::format(
+                     "{}: asymmetric per-tensor integer weights have no spec", s.CanonicalName()));
+               }
+               return IntKey(kIntTensor, s);
+             },
+             10}};
+  }
+};
+
+const SpecFamilyRegistrar kRegisterGroup(std::make_unique<IntGroupFamily>());
+const SpecFamilyRegistrar kRegisterChannel(std::make_unique<IntChannelFamily>());
+const SpecFamilyRegistrar kRegisterTensor(std::make_unique<IntTensorFamily>());
+
+}  // namespace
+}  // namespace quantpath
