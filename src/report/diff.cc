@@ -188,35 +188,28 @@ bool Compare(const std::vector<DialectRun>& runs, const Aligned& aligned, LayerD
   return true;
 }
 
-// The per-dialect summary lines, from every aligned key (not only the differing ones).
-void Summarize(const std::vector<DialectRun>& runs, const LayerDiff& layer,
+// Adds one aligned key to the per-dialect summaries (every key counts, not only differing ones).
+void Summarize(const std::vector<DialectRun>& runs, const Aligned& aligned, const LayerDiff& layer,
                std::vector<EngineSummary>* summaries) {
   const std::optional<Decision>& native = layer.dialects[0].decision;
   for (size_t d = 0; d < runs.size(); ++d) {
-    const DialectDecision& mine = layer.dialects[d];
-    if (!mine.decision) continue;
+    if (runs[d].decisions.empty()) continue;
     EngineSummary& s = (*summaries)[d];
-    // Each site counts once, even where two share a key.
-    for (size_t i = 0; i < mine.paths.size(); ++i) {
-      switch (StoredKind(*mine.decision, layer.kind)) {
-        case DecisionKind::kQuantized:
-          ++s.quantized;
-          break;
-        case DecisionKind::kUnquantized:
-          ++s.unquantized;
-          break;
-        case DecisionKind::kError:
-          ++s.errors;
-          break;
+    // Each site on its own, where two share a key.
+    for (size_t i : aligned.sites[d]) {
+      const Decision& decision = runs[d].decisions[i];
+      const DecisionKind stored = StoredKind(decision, aligned.kind);
+      s.quantized += stored == DecisionKind::kQuantized;
+      s.unquantized += stored == DecisionKind::kUnquantized;
+      s.errors += stored == DecisionKind::kError;
+      if (stored == DecisionKind::kError && s.first_error_layer.empty()) {
+        s.first_error_layer = runs[d].sites.sites[i].path;
+        s.first_error = decision.detail;
       }
-    }
-    if (mine.decision->kind == DecisionKind::kError && s.first_error_layer.empty()) {
-      s.first_error_layer = mine.paths[0];
-      s.first_error = mine.decision->detail;
-    }
-    if (d > 0 && native && native->kind == DecisionKind::kQuantized &&
-        StoredKind(*mine.decision, layer.kind) == DecisionKind::kUnquantized) {
-      s.unquantized_meant += static_cast<int64_t>(mine.paths.size());
+      if (d > 0 && native && native->kind == DecisionKind::kQuantized &&
+          stored == DecisionKind::kUnquantized) {
+        ++s.unquantized_meant;
+      }
     }
   }
 }
@@ -265,10 +258,10 @@ Result<std::vector<Dialect>> ParseDiffEngines(std::string_view list) {
 }
 
 int64_t ModelDiff::Differences() const {
-  bool some_import = false, some_fail = false;
-  for (const EngineSummary& s : summaries)
-    (s.config_error.empty() ? some_import : some_fail) = true;
-  return static_cast<int64_t>(layers.size()) + (some_import && some_fail ? 1 : 0);
+  const auto failed = [](const EngineSummary& s) { return !s.config_error.empty(); };
+  const bool some_fail = std::any_of(summaries.begin(), summaries.end(), failed);
+  const bool all_fail = std::all_of(summaries.begin(), summaries.end(), failed);
+  return static_cast<int64_t>(layers.size()) + (some_fail && !all_fail ? 1 : 0);
 }
 
 Result<ModelDiff> DiffDialects(const std::string& dir, const DiffOptions& options) {
@@ -295,7 +288,7 @@ Result<ModelDiff> DiffDialects(const std::string& dir, const DiffOptions& option
     layer.key = key;
     layer.kind = aligned.kind;
     if (!Compare(runs, aligned, &layer, &notes)) continue;
-    Summarize(runs, layer, &diff.summaries);
+    Summarize(runs, aligned, layer, &diff.summaries);
     bool differs = false;
     for (const DialectDecision& mine : layer.dialects) differs |= mine.differs;
     if (!differs) continue;
