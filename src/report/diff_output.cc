@@ -1,6 +1,7 @@
 // `quantpath diff` as text and as JSON (docs/json/diff.md). JSON field order is part of the
 // contract.
 #include <algorithm>
+#include <iterator>
 
 #include "fmt/format.h"
 #include "quantpath/report.h"
