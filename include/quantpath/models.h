@@ -43,6 +43,11 @@ struct LayerSite {
   // False when the engines build this module without a quantization config (DeepSeek's MTP
   // eh_proj is a plain nn.Linear), so no format quantizes it.
   bool quant_config_applies = true;
+  // The module path the checkpoint (Hugging Face) uses where the execution name renames the
+  // module itself (SGLang builds gpt-oss's `mlp.router` with the prefix `mlp.gate`); empty when it
+  // is `path`. Fused sites and attention modules need none: CheckpointKey reads their legs and
+  // parent instead.
+  std::string checkpoint_path;
 
   // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj: the parent path plus the leg's name.
   // For an moe site the legs belong to each expert, and this returns the path without an expert
@@ -52,6 +57,13 @@ struct LayerSite {
   // "model.layers.3.mlp.experts.5.gate_proj": leg `leg` of expert `expert`, as the checkpoint
   // names it. Empty unless this is an moe site and both indices are in range.
   std::string ExpertLegPath(int64_t expert, size_t leg) const;
+  // What lines this site up with the same module under another dialect, built from checkpoint
+  // names only (dialects name fused MLA projections, attention modules and routers differently):
+  // a fused site by its parent and legs ("model.layers.0.self_attn.{q_a_proj+kv_a_proj_with_mqa}"),
+  // attention by its parent module ("model.layers.0.self_attn.<attention>", which SGLang's two MLA
+  // attention modules share), an moe site by the module holding its experts, any other site by
+  // its checkpoint path.
+  std::string CheckpointKey() const;
 };
 
 using PackedModulesMapping = std::vector<std::pair<std::string, std::vector<std::string>>>;

@@ -10,7 +10,8 @@
 // Names: vLLM renames `.self_attn.` to `.attn.` and `embed_tokens` to `embedding` when it loads the
 // checkpoint; the sites keep the checkpoint's module paths (which SGLang also uses), so that
 // `modules_to_not_convert` entries such as `model.layers.*.self_attn` resolve against them. SGLang
-// builds the router with the prefix `mlp.gate` (dialect table).
+// builds the router with the prefix `mlp.gate` (dialect table); the site keeps the checkpoint's
+// `mlp.router` as its checkpoint_path.
 //
 // Non-goals: rope (yarn) parameters, sliding windows, expert parallelism.
 #include <string>
@@ -41,7 +42,7 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
     list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
     list.Router(fmt::format("{}.mlp.{}", layer, input.names.gpt_oss_router), experts, hidden,
-                /*bias=*/true);
+                /*bias=*/true, layer + ".mlp.router");
     list.Moe(layer + ".mlp.experts", experts, intermediate, hidden,
              {.fused_gate_up = true, .bias = true});
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm

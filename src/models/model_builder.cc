@@ -226,9 +226,11 @@ void SiteList::Attention(std::string path, std::string_view module_class) {
   Add(std::move(path), SiteKind::kAttention, module_class);
 }
 
-void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias) {
+void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias,
+                      std::string checkpoint_path) {
   // The engines build the router without a quantization config (ReplicatedLinear).
   LayerSite& site = Add(std::move(path), SiteKind::kRouter, "ReplicatedLinear");
+  if (checkpoint_path != site.path) site.checkpoint_path = std::move(checkpoint_path);
   site.shape = {experts, hidden};
   site.bias = bias;
   site.params = Sum(Product({experts, hidden}), bias ? experts : 0);

@@ -122,7 +122,9 @@ class SiteList {
   void Linear(std::string path, std::string_view module_class, int64_t out_rows, int64_t in_cols,
               bool bias, std::vector<Leg> legs = {});
   void Attention(std::string path, std::string_view module_class);
-  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false);
+  // `checkpoint_path`: the checkpoint's name for it when the execution name differs.
+  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false,
+              std::string checkpoint_path = {});
   // All routed experts of one layer: shape is one expert's [intermediate, hidden].
   void Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
            const ExpertLayout& layout = {});

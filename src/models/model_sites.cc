@@ -1,4 +1,4 @@
-// Accessors of LayerSite and ModelSites: leg paths and parameter sums.
+// Accessors of LayerSite and ModelSites: leg paths, checkpoint keys and parameter sums.
 #include "fmt/format.h"
 #include "quantpath/models.h"
 
@@ -17,6 +17,16 @@ std::string LayerSite::LegPath(size_t leg) const {
 std::string LayerSite::ExpertLegPath(int64_t expert, size_t leg) const {
   if (kind != SiteKind::kMoe || expert < 0 || expert >= experts || leg >= legs.size()) return {};
   return fmt::format("{}.{}.{}", path, expert, legs[leg].name);
+}
+
+std::string LayerSite::CheckpointKey() const {
+  const std::string_view checkpoint = checkpoint_path.empty() ? path : checkpoint_path;
+  if (kind == SiteKind::kAttention) return fmt::format("{}.<attention>", ParentPath(checkpoint));
+  // An moe site's path is already the experts' common prefix (ExpertLegPath).
+  if (legs.empty() || kind == SiteKind::kMoe) return std::string(checkpoint);
+  std::vector<std::string> names;
+  for (const Leg& leg : legs) names.push_back(leg.name);
+  return fmt::format("{}.{{{}}}", ParentPath(checkpoint), Join(names, "+"));
 }
 
 int64_t ModelSites::SiteParams() const {

@@ -1,4 +1,6 @@
-// Plans one folder under every dialect and lines the decisions up layer by layer.
+// Plans one folder under several dialects, lines the sites up by their checkpoint names and keeps
+// what differs in what is stored or computed; the rest becomes notes.
+#include <algorithm>
 #include <map>
 
 #include "fmt/format.h"
@@ -7,136 +9,295 @@
 namespace quantpath {
 namespace {
 
-// Dialects name some sites differently (DeepSeek's fused MLA projection, SGLang's two attention
-// modules); a site's parent path plus its legs, or its parent plus "attention", is the same in all.
-std::string AlignmentKey(const LayerSite& site) {
-  if (site.kind == SiteKind::kAttention) return std::string(ParentPath(site.path)) + ".<attention>";
-  if (site.legs.empty() || site.kind == SiteKind::kMoe) return site.path;
-  std::vector<std::string> legs;
-  for (const Leg& leg : site.legs) legs.push_back(leg.name);
-  return fmt::format("{}.{{{}}}", ParentPath(site.path), Join(legs, "+"));
+// One dialect's plan of the folder.
+struct DialectRun {
+  Dialect dialect;
+  ModelSites sites;
+  Status plan_status;               // why the quantization config did not import
+  std::optional<QuantPlan> plan;    // when it did
+  std::vector<Decision> decisions;  // per site, without traces; empty without a plan
+};
+
+// Sources → plan → sites → decisions for every dialect. Kept in one place so that a shared
+// pipeline stage can replace it.
+Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffOptions& options) {
+  QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
+  std::vector<DialectRun> runs;
+  for (const Dialect& dialect : options.dialects) {
+    DialectRun& run = runs.emplace_back();
+    run.dialect = dialect;
+    QP_ASSIGN_OR_RETURN(run.sites, BuildModelSites(sources, dialect));
+    Result<QuantPlan> plan =
+        ImportPlan(sources, dialect, options.quantization, FindNameMapper(sources, dialect));
+    if (!plan.ok()) {
+      run.plan_status = plan.status();
+      continue;
+    }
+    run.plan = *std::move(plan);
+    // Traces are recorded later, for the sites that differ only: a plan with hundreds of
+    // exclusions would otherwise keep millions of steps.
+    run.decisions = DecideSites(*run.plan, run.sites.sites);
+  }
+  return runs;
 }
 
-bool SameDecision(const Decision& a, const Decision& b) {
-  return a.kind == b.kind && a.scheme == b.scheme;
+// An engine that attaches a KV-cache method to attention without a KV scheme stores and computes
+// what an unquantized attention layer does (the cache keeps the model's dtype unless the engine
+// is told otherwise).
+bool KvMethodOnly(const Decision& d, SiteKind kind) {
+  return kind == SiteKind::kAttention && d.kind == DecisionKind::kQuantized && !d.scheme;
 }
 
-std::string DecisionText(const Decision& d) {
-  std::string text(DecisionKindName(d.kind));
-  if (d.scheme) text += " " + d.scheme->CanonicalName();
-  return text;
+DecisionKind StoredKind(const Decision& d, SiteKind kind) {
+  return KvMethodOnly(d, kind) ? DecisionKind::kUnquantized : d.kind;
+}
+
+// Whether two decisions store or compute the same thing.
+bool SameOutcome(const Decision& a, const Decision& b, SiteKind kind) {
+  if (StoredKind(a, kind) != StoredKind(b, kind)) return false;
+  return StoredKind(a, kind) != DecisionKind::kQuantized || a.scheme == b.scheme;
+}
+
+// The sites of every dialect under one checkpoint key.
+struct Aligned {
+  SiteKind kind = SiteKind::kLinear;
+  std::vector<std::vector<size_t>> sites;  // per dialect, indices into its ModelSites::sites
+};
+
+// Keys in the reference's construction order, then those only later dialects have.
+std::vector<std::pair<std::string, Aligned>> Align(const std::vector<DialectRun>& runs) {
+  std::vector<std::pair<std::string, Aligned>> order;
+  std::map<std::string, size_t> index;
+  for (size_t d = 0; d < runs.size(); ++d) {
+    const std::vector<LayerSite>& sites = runs[d].sites.sites;
+    for (size_t i = 0; i < sites.size(); ++i) {
+      auto [it, inserted] = index.try_emplace(sites[i].CheckpointKey(), order.size());
+      if (inserted) {
+        order.emplace_back(it->first, Aligned{sites[i].kind, {}});
+        order.back().second.sites.resize(runs.size());
+      }
+      order[it->second].second.sites[d].push_back(i);
+    }
+  }
+  return order;
+}
+
+// The decisions of a differing layer again, with the rules that decided.
+void AddTraces(const std::vector<DialectRun>& runs, const Aligned& aligned, LayerDiff* layer) {
+  for (size_t d = 0; d < runs.size(); ++d) {
+    if (!layer->dialects[d].decision) continue;
+    layer->dialects[d].decision =
+        DecideSite(*runs[d].plan, runs[d].sites.sites[aligned.sites[d][0]], /*record_trace=*/true);
+  }
+}
+
+// Notes of one kind and dialect, counted, with the first example.
+class NoteBook {
+ public:
+  void Add(const std::string& dialect, std::string_view kind, const std::string& example) {
+    auto [it, inserted] = index_.try_emplace({dialect, std::string(kind)}, notes_.size());
+    if (inserted) notes_.push_back({dialect, std::string(kind), 0, example});
+    ++notes_[it->second].count;
+  }
+  // The notes with their text, grouped by dialect in `dialects` order.
+  std::vector<DiffNote> Finish(const std::vector<std::string>& dialects) &&;
+
+ private:
+  std::map<std::pair<std::string, std::string>, size_t> index_;
+  std::vector<DiffNote> notes_;
+};
+
+std::string_view Plural(int64_t n, std::string_view one, std::string_view many) {
+  return n == 1 ? one : many;
+}
+
+std::vector<DiffNote> NoteBook::Finish(const std::vector<std::string>& dialects) && {
+  auto rank = [&](const DiffNote& note) {
+    return std::find(dialects.begin(), dialects.end(), note.dialect) - dialects.begin();
+  };
+  std::stable_sort(notes_.begin(), notes_.end(),
+                   [&](const DiffNote& a, const DiffNote& b) { return rank(a) < rank(b); });
+  for (DiffNote& note : notes_) {
+    const std::string more =
+        note.count > 1 ? fmt::format(" (and {} more)", note.count - 1) : std::string();
+    if (note.kind == "naming") {
+      note.text = fmt::format("names {} {} differently (aligned by checkpoint name), e.g. {}{}",
+                              note.count, Plural(note.count, "site", "sites"), note.text, more);
+    } else if (note.kind == "missing") {
+      note.text = fmt::format("has no site for {} {} that another dialect builds, e.g. {}{}",
+                              note.count, Plural(note.count, "module", "modules"), note.text, more);
+    } else if (note.kind == "kv_method") {
+      note.text = fmt::format(
+          "attaches a KV-cache method without a KV-cache scheme to {} attention {} (the cache "
+          "keeps the model's dtype; not counted as a difference), e.g. {}{}",
+          note.count, Plural(note.count, "layer", "layers"), note.text, more);
+    } else {
+      note.text = fmt::format("errors with another text than the reference at {} {}, e.g. {}{}",
+                              note.count, Plural(note.count, "layer", "layers"), note.text, more);
+    }
+  }
+  return std::move(notes_);
+}
+
+// Fills `layer.dialects[d]` for every dialect and decides which ones differ from the reference.
+// Returns false when no dialect decided the key (every plan failed for it).
+bool Compare(const std::vector<DialectRun>& runs, const Aligned& aligned, LayerDiff* layer,
+             NoteBook* notes) {
+  bool reference_found = false;
+  for (size_t d = 0; d < runs.size(); ++d) {
+    DialectDecision& mine = layer->dialects.emplace_back();
+    for (size_t i : aligned.sites[d]) mine.paths.push_back(runs[d].sites.sites[i].path);
+    if (aligned.sites[d].empty() || runs[d].decisions.empty()) continue;
+    mine.decision = runs[d].decisions[aligned.sites[d][0]];
+    // Sites sharing a key in one dialect (SGLang's two MLA attention modules) must agree too.
+    for (size_t i : aligned.sites[d]) {
+      if (!SameOutcome(*mine.decision, runs[d].decisions[i], aligned.kind)) mine.differs = true;
+    }
+    if (!reference_found) {
+      reference_found = true;
+      layer->reference = d;
+    }
+  }
+  if (!reference_found) return false;
+  const DialectDecision& ref = layer->dialects[layer->reference];
+  for (size_t d = 0; d < runs.size(); ++d) {
+    DialectDecision& mine = layer->dialects[d];
+    const std::string name(runs[d].dialect.name);
+    if (mine.paths.empty()) {
+      notes->Add(name, "missing", fmt::format("{} ({})", ref.paths[0], layer->key));
+      continue;
+    }
+    if (mine.paths != ref.paths) {
+      notes->Add(name, "naming",
+                 fmt::format("{} for {}'s {}", Join(mine.paths, " + "),
+                             runs[layer->reference].dialect.name, Join(ref.paths, " + ")));
+    }
+    if (!mine.decision) continue;
+    mine.kv_method_only = KvMethodOnly(*mine.decision, layer->kind);
+    if (mine.kv_method_only) {
+      notes->Add(name, "kv_method", fmt::format("{} ({})", mine.paths[0], mine.decision->detail));
+    }
+    if (d == layer->reference) continue;
+    if (!SameOutcome(*mine.decision, *ref.decision, layer->kind)) {
+      mine.differs = true;
+    } else if (mine.decision->kind == DecisionKind::kError &&
+               mine.decision->detail != ref.decision->detail) {
+      notes->Add(name, "error_text", mine.paths[0]);
+    }
+  }
+  return true;
+}
+
+// Adds one aligned key to the per-dialect summaries (every key counts, not only differing ones).
+void Summarize(const std::vector<DialectRun>& runs, const Aligned& aligned, const LayerDiff& layer,
+               std::vector<EngineSummary>* summaries) {
+  const std::optional<Decision>& native = layer.dialects[0].decision;
+  for (size_t d = 0; d < runs.size(); ++d) {
+    if (runs[d].decisions.empty()) continue;
+    EngineSummary& s = (*summaries)[d];
+    // Each site on its own, where two share a key.
+    for (size_t i : aligned.sites[d]) {
+      const Decision& decision = runs[d].decisions[i];
+      const DecisionKind stored = StoredKind(decision, aligned.kind);
+      s.quantized += stored == DecisionKind::kQuantized;
+      s.unquantized += stored == DecisionKind::kUnquantized;
+      s.errors += stored == DecisionKind::kError;
+      if (stored == DecisionKind::kError && s.first_error_layer.empty()) {
+        s.first_error_layer = runs[d].sites.sites[i].path;
+        s.first_error = decision.detail;
+      }
+      if (d > 0 && native && native->kind == DecisionKind::kQuantized &&
+          stored == DecisionKind::kUnquantized) {
+        ++s.unquantized_meant;
+      }
+    }
+  }
+}
+
+void FinishSummary(EngineSummary* s) {
+  if (!s->config_error.empty()) {
+    s->loads = false;
+    s->line = "errors at config: " + s->config_error;
+  } else if (!s->first_error_layer.empty()) {
+    s->loads = false;
+    s->line = fmt::format("errors at {}: {}", s->first_error_layer, s->first_error);
+  } else if (s->unquantized_meant > 0) {
+    s->line = fmt::format("loads with {} layers unquantized that the file meant to quantize",
+                          s->unquantized_meant);
+  } else {
+    s->line = "loads";
+  }
 }
 
 }  // namespace
 
-Result<ModelDiff> DiffDialects(const std::string& dir,
-                               const std::optional<std::string>& quantization) {
-  QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
-  ModelDiff diff;
-  struct Planned {
-    ModelSites sites;
-    Result<QuantPlan> plan = InternalError("not planned");
-  };
-  std::vector<Planned> planned;
-  for (std::string_view name : {"native", "vllm", "sglang"}) {
-    Dialect dialect = *ParseDialect(name);
-    diff.dialects.emplace_back(name);
-    QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, dialect));
-    planned.push_back({std::move(sites), ImportPlan(sources, dialect, quantization,
-                                                    FindNameMapper(sources, dialect))});
-  }
-  // Keys in native construction order, then any the engines add.
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const LayerSite*>> by_key;
-  for (size_t d = 0; d < planned.size(); ++d) {
-    for (const LayerSite& site : planned[d].sites.sites) {
-      std::string key = AlignmentKey(site);
-      auto [it, inserted] = by_key.try_emplace(key, planned.size(), nullptr);
-      if (inserted) order.push_back(key);
-      if (it->second[d] == nullptr) it->second[d] = &site;
-    }
-  }
-  std::vector<int> unquantized_meant(planned.size(), 0);
-  std::vector<std::string> first_error(planned.size());
-  for (size_t d = 0; d < planned.size(); ++d) {
-    if (!planned[d].plan.ok()) first_error[d] = "config: " + planned[d].plan.status().message();
-  }
-  for (const std::string& key : order) {
-    LayerDiff layer;
-    layer.key = key;
-    for (size_t d = 0; d < planned.size(); ++d) {
-      const LayerSite* site = by_key[key][d];
-      layer.paths.push_back(site ? site->path : "");
-      if (site == nullptr || !planned[d].plan.ok()) {
-        layer.decisions.emplace_back();
-        continue;
-      }
-      layer.decisions.push_back(DecideSite(*planned[d].plan, *site, true));
-    }
-    bool differs = false;
-    for (size_t d = 1; d < layer.decisions.size(); ++d) {
-      const auto& a = layer.decisions[0];
-      const auto& b = layer.decisions[d];
-      if (a.has_value() != b.has_value() || (a && !SameDecision(*a, *b))) differs = true;
-    }
-    for (size_t d = 0; d < layer.decisions.size(); ++d) {
-      const auto& mine = layer.decisions[d];
-      if (!mine) continue;
-      if (mine->kind == DecisionKind::kError && first_error[d].empty()) {
-        first_error[d] = fmt::format("{}: {}", layer.paths[d], mine->detail);
-      }
-      const auto& native = layer.decisions[0];
-      if (d > 0 && native && native->kind == DecisionKind::kQuantized &&
-          mine->kind == DecisionKind::kUnquantized) {
-        ++unquantized_meant[d];
-      }
-    }
-    if (differs) diff.layers.push_back(std::move(layer));
-  }
-  for (size_t d = 0; d < planned.size(); ++d) {
-    EngineSummary s{diff.dialects[d], "loads", true};
-    if (!first_error[d].empty()) {
-      s.line = "errors at " + first_error[d];
-      s.loads = false;
-    } else if (unquantized_meant[d] > 0) {
-      s.line = fmt::format("loads with {} layers unquantized that the file meant to quantize",
-                           unquantized_meant[d]);
-    }
-    diff.summaries.push_back(std::move(s));
-  }
-  return diff;
+std::vector<Dialect> DefaultDiffDialects() {
+  std::vector<Dialect> dialects;
+  for (std::string_view name : DialectNames()) dialects.push_back(*ParseDialect(name));
+  return dialects;
 }
 
-std::string DiffToText(const ModelDiff& diff) {
-  std::string out;
-  for (const LayerDiff& layer : diff.layers) {
-    out += layer.key + "\n";
-    for (size_t d = 0; d < diff.dialects.size(); ++d) {
-      const auto& decision = layer.decisions[d];
-      if (!decision) {
-        out += fmt::format("  {:<7} {}\n", diff.dialects[d],
-                           layer.paths[d].empty() ? "(no such layer)" : "(not planned)");
-        continue;
-      }
-      out += fmt::format("  {:<7} {:<40} {}\n", diff.dialects[d], DecisionText(*decision),
-                         layer.paths[d]);
-      out += fmt::format("          rule: {}\n", decision->rule);
-      if (decision->kind == DecisionKind::kError) {
-        out += fmt::format("          error: {}\n", decision->detail);
-      }
-      for (const TraceStep& step : decision->trace) {
-        if (!step.hit) continue;  // the rules that decided; `explain` lists every miss
-        out += fmt::format("          hit [{}] {} \"{}\" ({}) on {}\n", step.group,
-                           MatchKindName(step.kind), step.pattern, step.source.ToString(),
-                           step.subject);
+Result<std::vector<Dialect>> ParseDiffEngines(std::string_view list) {
+  std::vector<Dialect> dialects = {*ParseDialect("native")};
+  for (const std::string& name : Split(list, ',')) {
+    std::optional<Dialect> dialect = ParseDialect(name);
+    if (!dialect) {
+      const std::vector<std::string_view> names = DialectNames();
+      return InvalidInput(fmt::format("--engines: expected names from {}, got \"{}\"",
+                                      Join({names.begin(), names.end()}, ", "), name));
+    }
+    if (dialect->engine == Engine::kNative) continue;  // always first already
+    for (const Dialect& seen : dialects) {
+      if (seen.name == dialect->name) {
+        return InvalidInput(fmt::format("--engines: \"{}\" is named twice", name));
       }
     }
+    dialects.push_back(*dialect);
   }
-  out += fmt::format("{} layers decided differently\n", diff.layers.size());
-  for (const EngineSummary& s : diff.summaries) {
-    out += fmt::format("{}: {}\n", s.dialect, s.line);
+  return dialects;
+}
+
+int64_t ModelDiff::Differences() const {
+  const auto failed = [](const EngineSummary& s) { return !s.config_error.empty(); };
+  const bool some_fail = std::any_of(summaries.begin(), summaries.end(), failed);
+  const bool all_fail = std::all_of(summaries.begin(), summaries.end(), failed);
+  return static_cast<int64_t>(layers.size()) + (some_fail && !all_fail ? 1 : 0);
+}
+
+Result<ModelDiff> DiffDialects(const std::string& dir, const DiffOptions& options) {
+  if (options.dialects.empty() || options.dialects[0].engine != Engine::kNative) {
+    return InternalError("DiffDialects: the first dialect must be native");
   }
-  return out;
+  QP_ASSIGN_OR_RETURN(std::vector<DialectRun> runs, PlanDialects(dir, options));
+  ModelDiff diff;
+  diff.model = dir;
+  diff.architecture = runs[0].sites.architecture;
+  bool any_plan = false;
+  for (const DialectRun& run : runs) {
+    diff.dialects.emplace_back(run.dialect.name);
+    EngineSummary& s = diff.summaries.emplace_back();
+    s.dialect = run.dialect.name;
+    if (!run.plan_status.ok()) s.config_error = run.plan_status.message();
+    any_plan |= run.plan_status.ok();
+  }
+  // No dialect could read the quantization config: nothing to compare.
+  if (!any_plan) return runs[0].plan_status;
+  NoteBook notes;
+  for (auto& [key, aligned] : Align(runs)) {
+    LayerDiff layer;
+    layer.key = key;
+    layer.kind = aligned.kind;
+    if (!Compare(runs, aligned, &layer, &notes)) continue;
+    Summarize(runs, aligned, layer, &diff.summaries);
+    bool differs = false;
+    for (const DialectDecision& mine : layer.dialects) differs |= mine.differs;
+    if (!differs) continue;
+    AddTraces(runs, aligned, &layer);
+    diff.layers.push_back(std::move(layer));
+  }
+  for (EngineSummary& s : diff.summaries) FinishSummary(&s);
+  diff.notes = std::move(notes).Finish(diff.dialects);
+  return diff;
 }
 
 }  // namespace quantpath

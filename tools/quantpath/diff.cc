@@ -1,4 +1,4 @@
-// quantpath diff MODEL_DIR [--quantization NAME]
+// quantpath diff MODEL_DIR [--engines E,...] [--quantization NAME] [--json]
 #include <iostream>
 
 #include "quantpath/report.h"
@@ -9,16 +9,29 @@ namespace {
 
 struct DiffArgs {
   std::string dir;
+  std::string engines;
   std::string quantization;
+  bool json = false;
 };
 
 int RunDiff(const DiffArgs& args) {
-  std::optional<std::string> quantization;
-  if (!args.quantization.empty()) quantization = args.quantization;
-  Result<ModelDiff> diff = DiffDialects(args.dir, quantization);
+  DiffOptions options;
+  if (args.engines.empty()) {
+    options.dialects = DefaultDiffDialects();
+  } else {
+    Result<std::vector<Dialect>> dialects = ParseDiffEngines(args.engines);
+    if (!dialects.ok()) return ReportBadInput(dialects.status().message());
+    options.dialects = *std::move(dialects);
+  }
+  if (!args.quantization.empty()) options.quantization = args.quantization;
+  Result<ModelDiff> diff = DiffDialects(args.dir, options);
   if (!diff.ok()) return ReportBadInput(diff.status().message());
-  std::cout << DiffToText(*diff);
-  return diff->layers.empty() ? kExitOk : kExitFindings;
+  if (args.json) {
+    std::cout << ToJson(DiffToJson(*diff), 1) << "\n";
+  } else {
+    std::cout << DiffToText(*diff);
+  }
+  return diff->Differences() > 0 ? kExitFindings : kExitOk;
 }
 
 }  // namespace
@@ -26,9 +39,13 @@ int RunDiff(const DiffArgs& args) {
 void AddDiffCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<DiffArgs>();
   CLI::App* cmd =
-      app.add_subcommand("diff", "Layers that native, vLLM and SGLang decide differently");
+      app.add_subcommand("diff", "Layers that native and the engines store or compute differently");
   cmd->add_option("model_dir", args->dir, "Model folder")->required();
+  cmd->add_option("--engines", args->engines,
+                  "Comma-separated dialects to compare with native (default: all of vllm, "
+                  "sglang, vllm@0.33, sglang@0.5.23)");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/diff.md)");
   cmd->callback([args, exit_code] { *exit_code = RunDiff(*args); });
 }
 
