@@ -22,7 +22,8 @@ bool CanHandleAct(const ActivationQuant& act) {
 class GemmFp8RowRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Row_Ref"; }
-  Isa isa() const override { return Isa::kReference; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
   bool Serves(SpecFamily family, const DeviceCaps& device) const override {
     return (family == SpecFamily::kFp8PerTensor || family == SpecFamily::kFp8PerChannel) &&
            device.is_cpu();
@@ -46,7 +47,8 @@ class GemmFp8RowRef final : public LinearKernel {
 class GemmFp8BlockRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Block_Ref"; }
-  Isa isa() const override { return Isa::kReference; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
   bool Serves(SpecFamily family, const DeviceCaps& device) const override {
     return family == SpecFamily::kFp8Block && device.is_cpu();
   }
