@@ -1,7 +1,8 @@
-// CPU features: names, the level table, QUANTPATH_CPU_ISA / QUANTPATH_CPU_DISABLE on made-up CPUs,
-// and detection against the kernel's own report (/proc/cpuinfo).
+// CPU features: names, the level table, QUANTPATH_CPU_ISA / QUANTPATH_CPU_DISABLE on the feature
+// sets of known CPUs, and detection against the kernel's own report (/proc/cpuinfo).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -51,7 +52,7 @@ TEST(CpuFeaturesTest, SetOperations) {
   EXPECT_EQ(kZen4 - kSkylakeSp, (CpuFeatures{F::kAvx512Vnni, F::kAvx512Bf16}));
   EXPECT_EQ(kAlderLake & kSkylakeSp, kHaswell);
   EXPECT_TRUE((kHaswell - kHaswell).empty());
-  EXPECT_EQ(__builtin_popcount(CpuFeatures::All().bits()), kCpuFeatureCount);
+  EXPECT_EQ(std::popcount(CpuFeatures::All().bits()), kCpuFeatureCount);
 }
 
 TEST(CpuFeaturesTest, DisableList) {

@@ -127,7 +127,9 @@ class LinearAtLevelTest : public ::testing::TestWithParam<CpuLevel> {
         std::make_shared<Dispatcher>(KernelRegistry::Global(), testing::FeaturesAt(GetParam())));
   }
   void ExpectReferenceKernel(const Measured& got, std::string_view name) {
-    if (GetParam() == CpuLevel::kReference) EXPECT_EQ(got.kernel, name);
+    if (GetParam() == CpuLevel::kReference) {
+      EXPECT_EQ(got.kernel, name);
+    }
   }
 };
 
