@@ -5,7 +5,8 @@
 // "is (spec, device) supported?" is a registry query answered before any forward; the dispatcher
 // picks a kernel per (SpecKey, M bucket, N, K, in dtype, out dtype, device, activation mode) once
 // and caches it; a reference kernel per spec (dequantize, accumulate in fp32) is the oracle of the
-// fast ones; the CPU ISA can be forced through QUANTPATH_CPU_ISA for tests.
+// fast ones; a kernel declares the CPU features it needs, and QUANTPATH_CPU_ISA /
+// QUANTPATH_CPU_DISABLE narrow what dispatch may use (cpu_features.h).
 // Non-goals: config files and formats, loading weights (specs), CUDA kernels without
 // QUANTPATH_CUDA.
 #pragma once
@@ -20,28 +21,11 @@
 #include <vector>
 
 #include "quantpath/base.h"
+#include "quantpath/cpu_features.h"
 #include "quantpath/ir.h"
 #include "quantpath/specs.h"
 
 namespace quantpath {
-
-// ---------------------------------------------------------------------------------------------
-// CPU instruction sets, in increasing order: a CPU that has one has the ones before it.
-enum class Isa : uint8_t {
-  kReference,   // portable C++, no ISA flags
-  kAvx2,        // AVX2 + FMA + F16C
-  kAvx512,      // AVX-512 F/BW/VL/DQ
-  kAvx512Vnni,  // AVX-512 with VNNI and BF16
-};
-std::string_view IsaName(Isa isa);  // "reference", "avx2", "avx512", "avx512vnni"
-std::optional<Isa> ParseIsa(std::string_view name);
-// The best ISA the running CPU supports.
-Isa DetectCpuIsa();
-// The environment variable that forces an ISA: reference, avx2, avx512 or avx512vnni.
-inline constexpr char kCpuIsaEnv[] = "QUANTPATH_CPU_ISA";
-// The ISA dispatch uses: `forced` when given, else QUANTPATH_CPU_ISA when set, else
-// DetectCpuIsa(). An unknown name, or an ISA this CPU lacks, is an error naming it.
-Result<Isa> ResolveIsa(std::optional<std::string_view> forced);
 
 // ---------------------------------------------------------------------------------------------
 // Row-major matrices handed to kernels (fp32 or bf16).
@@ -70,13 +54,20 @@ struct KernelProbe {
   ActivationQuant act;
 };
 
+// The priority of portable reference kernels; a fast kernel declares a higher one.
+inline constexpr int kReferencePriority = 0;
+
 class LinearKernel {
  public:
   virtual ~LinearKernel() = default;
   // Names encode both operands: "GemmFp8BlockA8_Ref", "GemmW16A16_Ref", ….
   virtual std::string_view name() const = 0;
-  // The ISA the kernel's translation unit is compiled for (kReference for portable code).
-  virtual Isa isa() const = 0;
+  // The CPU features the kernel's code needs: at least those its translation unit is compiled for
+  // (*_avx2.cc needs CpuLevelRequires(CpuLevel::kAvx2), …); empty for portable code.
+  virtual CpuFeatures features() const = 0;
+  // Among the kernels that can run a problem, the dispatcher takes the highest priority (then the
+  // first registered); reference kernels have kReferencePriority.
+  virtual int priority() const = 0;
   // Coarse capability, for registry queries: whether the kernel serves specs of `key` on `device`
   // (any shape, dtype and activation mode).
   virtual bool Serves(const SpecKey& key, const DeviceCaps& device) const = 0;
@@ -138,17 +129,17 @@ class Dispatcher {
     int64_t entries = 0;
   };
 
-  // Dispatches among `registry`'s kernels (which must outlive the dispatcher) at ISA `isa`: only
-  // CPU kernels whose ISA is at most `isa` are candidates.
-  Dispatcher(const KernelRegistry& registry, Isa isa);
-  // The process-wide dispatcher over the global registry, at ResolveIsa(nullopt).
+  // Dispatches among `registry`'s kernels (which must outlive the dispatcher): on the CPU only
+  // kernels whose features `allowed` covers are candidates.
+  Dispatcher(const KernelRegistry& registry, CpuFeatures allowed);
+  // The process-wide dispatcher over the global registry, with ResolveCpuFeatures().
   static Result<std::shared_ptr<Dispatcher>> Default();
 
   // The kernel for `probe`: among the candidates that can handle it, the one with the highest
-  // ISA (then the first registered). Cached by (SpecKey, PackShapeKey, dtypes, device, mode).
+  // priority (then the first registered). Cached by (SpecKey, PackShapeKey, dtypes, device, mode).
   // No kernel is an error naming the spec, device, dtypes and mode.
   Result<const LinearKernel*> Select(const KernelProbe& probe);
-  Isa isa() const { return isa_; }
+  CpuFeatures allowed() const { return allowed_; }
   Stats stats() const;
 
  private:
@@ -166,7 +157,7 @@ class Dispatcher {
   };
 
   const KernelRegistry& registry_;
-  const Isa isa_;
+  const CpuFeatures allowed_;
   mutable std::mutex mu_;
   std::unordered_map<Key, const LinearKernel*, KeyHash> cache_;
   Stats stats_;

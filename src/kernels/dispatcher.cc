@@ -53,14 +53,15 @@ size_t Dispatcher::KeyHash::operator()(const Key& key) const {
   return h;
 }
 
-Dispatcher::Dispatcher(const KernelRegistry& registry, Isa isa) : registry_(registry), isa_(isa) {}
+Dispatcher::Dispatcher(const KernelRegistry& registry, CpuFeatures allowed)
+    : registry_(registry), allowed_(allowed) {}
 
 Result<std::shared_ptr<Dispatcher>> Dispatcher::Default() {
   static const Result<std::shared_ptr<Dispatcher>>* instance = [] {
-    Result<Isa> isa = ResolveIsa(std::nullopt);
-    if (!isa.ok()) return new Result<std::shared_ptr<Dispatcher>>(isa.status());
+    Result<CpuFeatures> allowed = ResolveCpuFeatures();
+    if (!allowed.ok()) return new Result<std::shared_ptr<Dispatcher>>(allowed.status());
     return new Result<std::shared_ptr<Dispatcher>>(
-        std::make_shared<Dispatcher>(KernelRegistry::Global(), *isa));
+        std::make_shared<Dispatcher>(KernelRegistry::Global(), *allowed));
   }();
   return *instance;
 }
@@ -81,19 +82,21 @@ Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
   bucket_probe.m = BucketM(probe.m);
   const LinearKernel* best = nullptr;
   for (const LinearKernel* kernel : registry_.kernels()) {
-    if (probe.device.is_cpu() && kernel->isa() > isa_) continue;
+    if (probe.device.is_cpu() && !allowed_.Covers(kernel->features())) continue;
     if (!kernel->Serves(probe.spec, probe.device) || !kernel->CanHandle(bucket_probe)) {
       continue;
     }
-    if (best == nullptr || kernel->isa() > best->isa()) best = kernel;
+    if (best == nullptr || kernel->priority() > best->priority()) best = kernel;
   }
   if (best == nullptr) {
     const std::vector<std::string> serving = registry_.KernelsFor(probe.spec, probe.device);
     // The one place a spec_id is formatted on the forward path: the error message.
+    const std::string cpu =
+        probe.device.is_cpu() ? fmt::format(" (CPU features {})", allowed_.ToString()) : "";
     return Unsupported(
-        fmt::format("no kernel for spec {} on {} (ISA {}), M = {}, N = {}, K = {}, in {}, out {}, "
+        fmt::format("no kernel for spec {} on {}{}, M = {}, N = {}, K = {}, in {}, out {}, "
                     "activations {}; kernels serving it there: {}",
-                    probe.spec.ToId(), probe.device.name, IsaName(isa_), probe.m, probe.n, probe.k,
+                    probe.spec.ToId(), probe.device.name, cpu, probe.m, probe.n, probe.k,
                     DtypeName(probe.in), DtypeName(probe.out), probe.act.ToString(),
                     serving.empty() ? std::string("none") : Join(serving, ", ")));
   }

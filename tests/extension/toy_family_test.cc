@@ -104,7 +104,8 @@ class ToyFamily final : public SpecFamilyRow {
 class ToyKernel final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmToyInt8Row_Ref"; }
-  Isa isa() const override { return Isa::kReference; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return key.family == kToy && device.is_cpu();
   }

@@ -1,7 +1,6 @@
-// The M-bucket policy, the packed shape key, ISA selection and the dispatcher's cache.
+// The M-bucket policy, the packed shape key, kernel choice by CPU features and priority, and the
+// dispatcher's cache.
 #include <gtest/gtest.h>
-
-#include <cstdlib>
 
 #include "quantpath/kernels.h"
 
@@ -38,27 +37,6 @@ TEST(PackShapeKeyTest, FieldsAndBuckets) {
   }
 }
 
-TEST(IsaTest, NamesAndOverrides) {
-  for (Isa isa : {Isa::kReference, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
-    EXPECT_EQ(ParseIsa(IsaName(isa)), isa);
-  }
-  EXPECT_EQ(*ResolveIsa("reference"), Isa::kReference);
-  Result<Isa> unknown = ResolveIsa("sse9");
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("'sse9' is not an ISA"), std::string::npos);
-  if (DetectCpuIsa() < Isa::kAvx512Vnni) {
-    EXPECT_FALSE(ResolveIsa("avx512vnni").ok());
-  }
-  ASSERT_EQ(setenv(kCpuIsaEnv, "reference", 1), 0);
-  EXPECT_EQ(*ResolveIsa(std::nullopt), Isa::kReference);
-  ASSERT_EQ(setenv(kCpuIsaEnv, "bogus", 1), 0);
-  Result<Isa> env = ResolveIsa(std::nullopt);
-  ASSERT_FALSE(env.ok());
-  EXPECT_NE(env.status().message().find("QUANTPATH_CPU_ISA = 'bogus'"), std::string::npos);
-  ASSERT_EQ(unsetenv(kCpuIsaEnv), 0);
-  EXPECT_EQ(*ResolveIsa(std::nullopt), DetectCpuIsa());
-}
-
 KernelProbe Probe(std::string_view spec_id, int64_t m, const DeviceCaps& device = DeviceCaps{}) {
   return KernelProbe{*ParseSpecId(spec_id),
                      m,
@@ -85,7 +63,7 @@ TEST(RegistryTest, SupportQueries) {
 }
 
 TEST(DispatcherTest, CachesPerBucket) {
-  Dispatcher dispatcher(KernelRegistry::Global(), Isa::kReference);
+  Dispatcher dispatcher(KernelRegistry::Global(), CpuFeatures{});
   Result<const LinearKernel*> first = dispatcher.Select(Probe("fp8_block_128_128", 20));
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_EQ((*first)->name(), "GemmFp8Block_Ref");
@@ -102,7 +80,7 @@ TEST(DispatcherTest, CachesPerBucket) {
 }
 
 TEST(DispatcherTest, NoKernelIsAnErrorNamingTheProblem) {
-  Dispatcher dispatcher(KernelRegistry::Global(), Isa::kReference);
+  Dispatcher dispatcher(KernelRegistry::Global(), CpuFeatures{});
   Result<const LinearKernel*> gpu =
       dispatcher.Select(Probe("fp8_block_128_128", 1, *ParseDevice("sm90")));
   ASSERT_FALSE(gpu.ok());
@@ -119,12 +97,14 @@ TEST(DispatcherTest, NoKernelIsAnErrorNamingTheProblem) {
   EXPECT_NE(dtype.status().message().find("GemmW16A16_Ref"), std::string::npos);
 }
 
-// A kernel that claims every fp8 block problem at a given ISA.
+// A kernel that claims every fp8 block problem, with given features and priority.
 class FakeKernel final : public LinearKernel {
  public:
-  FakeKernel(std::string name, Isa isa) : name_(std::move(name)), isa_(isa) {}
+  FakeKernel(std::string name, CpuFeatures features, int priority)
+      : name_(std::move(name)), features_(features), priority_(priority) {}
   std::string_view name() const override { return name_; }
-  Isa isa() const override { return isa_; }
+  CpuFeatures features() const override { return features_; }
+  int priority() const override { return priority_; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return key.family == SpecFamily("fp8_block") && device.is_cpu();
   }
@@ -134,27 +114,56 @@ class FakeKernel final : public LinearKernel {
 
  private:
   std::string name_;
-  Isa isa_;
+  CpuFeatures features_;
+  int priority_;
 };
 
-TEST(DispatcherTest, PrefersTheHighestIsaAllowed) {
+std::string Chosen(const KernelRegistry& registry, CpuFeatures allowed) {
+  Result<const LinearKernel*> kernel =
+      Dispatcher(registry, allowed).Select(Probe("fp8_block_128_128", 1));
+  return kernel.ok() ? std::string((*kernel)->name()) : kernel.status().message();
+}
+
+TEST(DispatcherTest, HighestPriorityAmongKernelsTheAllowedFeaturesCover) {
+  const CpuFeatures vnni = CpuLevelRequires(CpuLevel::kAvx2) | CpuFeatures{CpuFeature::kAvxVnni};
   KernelRegistry registry;
-  registry.Register(std::make_unique<FakeKernel>("Ref", Isa::kReference));
-  registry.Register(std::make_unique<FakeKernel>("Avx512", Isa::kAvx512));
-  registry.Register(std::make_unique<FakeKernel>("Avx2", Isa::kAvx2));
-  EXPECT_EQ((*Dispatcher(registry, Isa::kAvx512Vnni).Select(Probe("fp8_block_128_128", 1)))->name(),
-            "Avx512");
-  EXPECT_EQ((*Dispatcher(registry, Isa::kAvx2).Select(Probe("fp8_block_128_128", 1)))->name(),
-            "Avx2");
-  EXPECT_EQ((*Dispatcher(registry, Isa::kReference).Select(Probe("fp8_block_128_128", 1)))->name(),
+  registry.Register(std::make_unique<FakeKernel>("Ref", CpuFeatures{}, kReferencePriority));
+  registry.Register(
+      std::make_unique<FakeKernel>("Avx512", CpuLevelRequires(CpuLevel::kAvx512), 20));
+  registry.Register(std::make_unique<FakeKernel>("Avx2", CpuLevelRequires(CpuLevel::kAvx2), 10));
+  registry.Register(
+      std::make_unique<FakeKernel>("Avx2Again", CpuLevelRequires(CpuLevel::kAvx2), 10));
+  registry.Register(std::make_unique<FakeKernel>("AvxVnni", vnni, 15));
+  registry.Register(std::make_unique<FakeKernel>("Amx", CpuLevelRequires(CpuLevel::kAmx), 30));
+  EXPECT_EQ(Chosen(registry, CpuFeatures::All()), "Amx");
+  EXPECT_EQ(Chosen(registry, CpuFeatures::All() - CpuFeatures{CpuFeature::kAmxTile}), "Avx512");
+  EXPECT_EQ(Chosen(registry, CpuLevelAllows(CpuLevel::kAvx512Vnni)), "Avx512");
+  EXPECT_EQ(Chosen(registry, CpuLevelAllows(CpuLevel::kAvx2)), "AvxVnni");
+  // Equal priorities: the first registered.
+  EXPECT_EQ(Chosen(registry, CpuLevelRequires(CpuLevel::kAvx2)), "Avx2");
+  // A set short of one needed feature does not qualify.
+  EXPECT_EQ(Chosen(registry, CpuLevelRequires(CpuLevel::kAvx2) - CpuFeatures{CpuFeature::kF16c}),
             "Ref");
+  EXPECT_EQ(Chosen(registry, CpuFeatures{}), "Ref");
   // A kernel must handle the whole bucket: M 513 is in the 2048 bucket, beyond CanHandle.
-  EXPECT_FALSE(Dispatcher(registry, Isa::kAvx2).Select(Probe("fp8_block_128_128", 513)).ok());
+  Result<const LinearKernel*> big =
+      Dispatcher(registry, CpuFeatures::All()).Select(Probe("fp8_block_128_128", 513));
+  ASSERT_FALSE(big.ok());
+  EXPECT_TRUE(big.status().message().find("on cpu (CPU features avx2,fma,f16c,") !=
+              std::string::npos)
+      << big.status().message();
+}
+
+TEST(DispatcherTest, DefaultFollowsTheEnvironment) {
+  // Default() is resolved once per process; its features are what the environment allowed then.
+  Result<CpuFeatures> allowed = ResolveCpuFeatures();
+  ASSERT_TRUE(allowed.ok()) << allowed.status().message();
+  EXPECT_EQ((*Dispatcher::Default())->allowed(), *allowed);
 }
 
 TEST(DispatcherTest, CacheKeyIsTheSpecKey) {
   // Two keys that differ only in a parameter are two entries; the same key again is a hit.
-  Dispatcher dispatcher(KernelRegistry::Global(), Isa::kReference);
+  Dispatcher dispatcher(KernelRegistry::Global(), CpuFeatures{});
   ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_128_128", 2)).ok());
   ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_64_128", 2)).ok());
   ASSERT_TRUE(dispatcher.Select(Probe("fp8_block_128_128", 2)).ok());

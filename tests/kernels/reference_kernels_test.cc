@@ -1,15 +1,20 @@
-// Every registered kernel, on every ISA this CPU has, against an fp64 oracle: the parameters
-// dequantized to double straight from their bytes, X quantized by QuantizeActivationsReference,
-// products summed in double. Cases cover each spec family and activation mode, fp32 / bf16 in
-// and out, ragged block edges, biases and M in different buckets.
+// Every registered kernel, at every CPU level this machine has, against an fp64 oracle: the
+// parameters dequantized to double straight from their bytes, X quantized by
+// QuantizeActivationsReference, products summed in double. Cases cover each spec family and
+// activation mode, fp32 / bf16 in and out, ragged block edges, biases and M in different buckets.
+// At each level the kernel the dispatcher picks is one of those checked, the highest priority among
+// them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
+#include "tests/kernels/cpu_levels.h"
 #include "tests/specs/test_checkpoint.h"
 
 namespace quantpath {
@@ -104,10 +109,11 @@ std::vector<double> Oracle(const LinearParams& p, const ActivationQuant& act,
   return y;
 }
 
-class KernelVsOracleTest : public ::testing::TestWithParam<Case> {};
+class KernelVsOracleTest : public ::testing::TestWithParam<std::tuple<Case, CpuLevel>> {};
 
 TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
-  const Case& c = GetParam();
+  const Case& c = std::get<0>(GetParam());
+  const CpuFeatures allowed = testing::FeaturesAt(std::get<1>(GetParam()));
   std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>()(c.name)));
   const std::unique_ptr<WeightSpec> spec = SpecFor(c);
   const LinearParams params = RandomParams(c, *spec, &rng);
@@ -125,9 +131,9 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
   // bf16 outputs add one rounding of at most 2^-9 of each value.
   const double tolerance = ToleranceFor(spec->key(), spec->activation().mode) +
                            (c.out == QDType::kBF16 ? std::ldexp(1.0, -8) : 0.0);
-  int tested = 0;
+  std::vector<const LinearKernel*> tested;
   for (const LinearKernel* kernel : KernelRegistry::Global().kernels()) {
-    if (kernel->isa() > DetectCpuIsa() || !kernel->Serves(probe.spec, probe.device) ||
+    if (!allowed.Covers(kernel->features()) || !kernel->Serves(probe.spec, probe.device) ||
         !kernel->CanHandle(probe)) {
       continue;
     }
@@ -145,10 +151,15 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
       max_ref = std::max(max_ref, std::fabs(expected[i]));
     }
     EXPECT_LE(max_abs / max_ref, tolerance)
-        << kernel->name() << " (" << IsaName(kernel->isa()) << ")";
-    ++tested;
+        << kernel->name() << " (needs " << kernel->features().ToString() << ")";
+    tested.push_back(kernel);
   }
-  EXPECT_GT(tested, 0) << "no kernel handles " << c.name;
+  ASSERT_FALSE(tested.empty()) << "no kernel handles " << c.name;
+  Dispatcher dispatcher(KernelRegistry::Global(), allowed);
+  Result<const LinearKernel*> chosen = dispatcher.Select(probe);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  EXPECT_NE(std::find(tested.begin(), tested.end(), *chosen), tested.end()) << (*chosen)->name();
+  for (const LinearKernel* kernel : tested) EXPECT_GE((*chosen)->priority(), kernel->priority());
 }
 
 std::vector<Case> Cases() {
@@ -185,9 +196,12 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, KernelVsOracleTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return info.param.name;
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelVsOracleTest,
+                         ::testing::Combine(::testing::ValuesIn(Cases()),
+                                            ::testing::ValuesIn(testing::SupportedCpuLevels())),
+                         [](const ::testing::TestParamInfo<std::tuple<Case, CpuLevel>>& info) {
+                           return std::get<0>(info.param).name + "_" +
+                                  std::string(CpuLevelName(std::get<1>(info.param)));
                          });
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Linear end to end on the bundled checkpoints: load dense and fused layers of the example and its
 // sharded / static variants with each spec, run Forward, and compare with the double-precision
-// reference read straight from the checkpoint.
+// reference read straight from the checkpoint, at every CPU level this machine has.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 
 #include "quantpath/linear.h"
 #include "quantpath/numeric.h"
+#include "tests/kernels/cpu_levels.h"
 #include "tests/specs/test_checkpoint.h"
 
 namespace quantpath {
@@ -82,7 +83,8 @@ struct Measured {
 };
 
 // Loads `layer` with the spec of `scheme` and compares Forward on m rows with the reference.
-Measured Measure(const std::string& dir, const QuantScheme& scheme, const Layer& layer, int64_t m) {
+Measured Measure(const std::string& dir, const QuantScheme& scheme, const Layer& layer, int64_t m,
+                 std::shared_ptr<Dispatcher> dispatcher) {
   Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.status().message();
   std::unique_ptr<WeightSpec> spec = SpecFor(scheme);
@@ -93,7 +95,7 @@ Measured Measure(const std::string& dir, const QuantScheme& scheme, const Layer&
   for (int64_t rows : layer.rows) request.shape[0] += rows;
   if (layer.rows.size() > 1) request.leg_rows = layer.rows;
   Result<Linear> linear =
-      LoadLinear(std::move(spec), request, *checkpoint, layer.legs, *Dispatcher::Default());
+      LoadLinear(std::move(spec), request, *checkpoint, layer.legs, std::move(dispatcher));
   EXPECT_TRUE(linear.ok()) << linear.status().message();
   if (!linear.ok()) return {1e9, ""};
 
@@ -121,36 +123,56 @@ Measured Measure(const std::string& dir, const QuantScheme& scheme, const Layer&
   return {max_abs / max_ref, std::string(kernel->name())};
 }
 
-TEST(LinearTest, ExampleBlockLayers) {
+// Each test runs once per CPU level; at the reference level the reference kernels must be chosen.
+class LinearAtLevelTest : public ::testing::TestWithParam<CpuLevel> {
+ protected:
+  Measured At(const std::string& dir, const QuantScheme& scheme, const Layer& layer, int64_t m) {
+    return Measure(
+        dir, scheme, layer, m,
+        std::make_shared<Dispatcher>(KernelRegistry::Global(), testing::FeaturesAt(GetParam())));
+  }
+  void ExpectReferenceKernel(const Measured& got, std::string_view name) {
+    if (GetParam() == CpuLevel::kReference) {
+      EXPECT_EQ(got.kernel, name);
+    }
+  }
+};
+
+TEST_P(LinearAtLevelTest, ExampleBlockLayers) {
   const double tol = ToleranceFor(Fp8BlockKey(128, 128), ActMode::kDynamicGroup);
   for (const Layer& layer : {kQkv, kGateUp, kDown}) {
     for (int64_t m : {1, 7, 40}) {
-      const Measured got = Measure(kExample, BlockScheme(), layer, m);
+      const Measured got = At(kExample, BlockScheme(), layer, m);
       EXPECT_LE(got.rel, tol) << layer.path << " m " << m;
-      EXPECT_EQ(got.kernel, "GemmFp8Block_Ref");
+      ExpectReferenceKernel(got, "GemmFp8Block_Ref");
     }
   }
 }
 
-TEST(LinearTest, ShardedQkvSpansBothShards) {
-  const Measured got = Measure(kSharded, BlockScheme(), kQkv, 4);
+TEST_P(LinearAtLevelTest, ShardedQkvSpansBothShards) {
+  const Measured got = At(kSharded, BlockScheme(), kQkv, 4);
   EXPECT_LE(got.rel, ToleranceFor(Fp8BlockKey(128, 128), ActMode::kDynamicGroup));
 }
 
-TEST(LinearTest, StaticPerTensorFusedLegs) {
+TEST_P(LinearAtLevelTest, StaticPerTensorFusedLegs) {
   for (const Layer& layer : {kQkv, kGateUp, kDown}) {
-    const Measured got = Measure(kStatic, StaticScheme(), layer, 5);
-    EXPECT_LE(got.rel, ToleranceFor(kFp8PerTensorKey, ActMode::kStaticPerTensor)) << layer.path;
-    EXPECT_EQ(got.kernel, "GemmFp8Row_Ref");
+    const Measured got = At(kStatic, StaticScheme(), layer, 5);
+    EXPECT_LE(got.rel, ToleranceFor(kFp8PerTensorKey, ActMode::kStaticPerTensor))
+        << layer.path;
+    ExpectReferenceKernel(got, "GemmFp8Row_Ref");
   }
 }
 
-TEST(LinearTest, UnquantizedHead) {
+TEST_P(LinearAtLevelTest, UnquantizedHead) {
   const Layer head{"lm_head", {"lm_head"}, {512}, 256};
-  const Measured got = Measure(kExample, QuantScheme{}, head, 3);
+  const Measured got = At(kExample, QuantScheme{}, head, 3);
   EXPECT_LE(got.rel, ToleranceFor(kBf16Key, ActMode::kNone));
-  EXPECT_EQ(got.kernel, "GemmW16A16_Ref");
+  ExpectReferenceKernel(got, "GemmW16A16_Ref");
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, LinearAtLevelTest,
+                         ::testing::ValuesIn(testing::SupportedCpuLevels()),
+                         testing::CpuLevelTestName);
 
 TEST(LinearTest, CreateAndForwardErrors) {
   AllocationRequest request;
@@ -158,7 +180,7 @@ TEST(LinearTest, CreateAndForwardErrors) {
   request.shape = {2, 2};
   std::unique_ptr<WeightSpec> spec = TestSpec(kBf16Key);
   Result<LinearParams> params = spec->Allocate(request);
-  auto dispatcher = std::make_shared<Dispatcher>(KernelRegistry::Global(), Isa::kReference);
+  auto dispatcher = std::make_shared<Dispatcher>(KernelRegistry::Global(), CpuFeatures{});
   Result<Linear> unprocessed = Linear::Create(TestSpec(kBf16Key), std::move(*params), dispatcher);
   ASSERT_FALSE(unprocessed.ok());
   EXPECT_NE(unprocessed.status().message().find("tiny: parameters were not loaded and processed"),

@@ -51,6 +51,13 @@ expect_exit 2 run examples/does-not-exist --layer lm_head
 expect_exit 2 run examples/llama-tiny-fp8
 QUANTPATH_CPU_ISA=bogus "$cli" run examples/llama-tiny-fp8 --layer lm_head > /dev/null 2>&1
 [ $? -eq 2 ] || fail "QUANTPATH_CPU_ISA=bogus should exit 2"
+out=$(QUANTPATH_CPU_DISABLE=amx,sse9 "$cli" run examples/llama-tiny-fp8 --layer lm_head 2>&1)
+rc=$?
+[ $rc -eq 2 ] || fail "QUANTPATH_CPU_DISABLE=amx,sse9: exit $rc, expected 2"
+[[ $out == *"QUANTPATH_CPU_DISABLE = 'amx,sse9': 'sse9' is not a CPU feature"* ]] ||
+  fail "QUANTPATH_CPU_DISABLE=amx,sse9 should name the unknown feature: $out"
+QUANTPATH_CPU_ISA=reference QUANTPATH_CPU_DISABLE=amx,avx512bf16 "$cli" run examples/llama-tiny-fp8 \
+  --layer lm_head > /dev/null 2>&1 || fail "QUANTPATH_CPU_ISA=reference with features disabled should run"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

@@ -11,7 +11,8 @@ namespace {
 class GemmW16A16Ref final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmW16A16_Ref"; }
-  Isa isa() const override { return Isa::kReference; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return key.family == kBf16Family && device.is_cpu();
   }

@@ -26,7 +26,8 @@ bool CanHandleAct(const ActivationQuant& act) {
 class GemmFp8RowRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Row_Ref"; }
-  Isa isa() const override { return Isa::kReference; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return (key.family == kFp8PerTensorFamily || key.family == kFp8PerChannelFamily) &&
            device.is_cpu();
@@ -51,7 +52,8 @@ class GemmFp8RowRef final : public LinearKernel {
 class GemmFp8BlockRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Block_Ref"; }
-  Isa isa() const override { return Isa::kReference; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return key.family == kFp8BlockFamily && device.is_cpu();
   }
