@@ -36,8 +36,9 @@ bool HasSitePlaceholder(std::string_view text) {
 
 // The outcome of one rule group for one path or site.
 struct GroupOutcome {
-  const Rule* rule = nullptr;         // the rule that hit, if any
-  std::optional<std::string> error;   // legs disagreed, or a matcher failed
+  const Rule* rule = nullptr;        // the rule that hit, if any
+  std::optional<std::string> error;  // legs disagreed, or a matcher failed
+  std::optional<size_t> leg;         // the leg whose hit decided; none for the site's own path
 };
 
 struct Evaluator {
@@ -50,18 +51,17 @@ struct Evaluator {
     for (const Rule& rule : group.rules) {
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
-      if (!hit.ok()) return {nullptr, hit.status().message()};
+      if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
       if (record_trace) {
-        std::string_view against =
-            rule.matcher.kind() == MatchKind::kClassName ? std::string_view(site.module_class)
-                                                         : std::string_view(subject);
-        trace->push_back({group.name, subject, rule.matcher.kind(), rule.matcher.pattern(),
-                          rule.source, *hit,
-                          fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
-                                      rule.matcher.pattern(), *hit ? "matches" : "does not match",
-                                      against)});
+        std::string_view against = rule.matcher.kind() == MatchKind::kClassName
+                                       ? std::string_view(site.module_class)
+                                       : std::string_view(subject);
+        trace->push_back(
+            {group.name, subject, rule.matcher.kind(), rule.matcher.pattern(), rule.source, *hit,
+             fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
+                         rule.matcher.pattern(), *hit ? "matches" : "does not match", against)});
       }
-      if (*hit) return {&rule, std::nullopt};
+      if (*hit) return {&rule, std::nullopt, std::nullopt};
     }
     return {};
   }
@@ -74,8 +74,10 @@ struct Evaluator {
       case ActionKind::kQuantize:
         return rule->action.scheme ? "quantize " + rule->action.scheme->CanonicalName()
                                    : "quantize";
-      case ActionKind::kSkip: return "skip";
-      case ActionKind::kFail: return "fail";
+      case ActionKind::kSkip:
+        return "skip";
+      case ActionKind::kFail:
+        return "fail";
     }
     return "?";
   }
@@ -112,9 +114,10 @@ struct Evaluator {
           : HasSitePlaceholder(group.disagree_message)
               ? ExpandSitePlaceholders(group.disagree_message, site)
               : fmt::format("{} ({}: {})", group.disagree_message, site.path, Join(parts, ", "));
-      return {nullptr, message};
+      return {nullptr, message, std::nullopt};
     }
-    return {hits.empty() ? nullptr : hits[0], std::nullopt};
+    if (hits.empty() || hits[0] == nullptr) return {};
+    return {hits[0], std::nullopt, 0};  // every leg agrees; the first leg's hit is the one taken
   }
 
   // Every leg must hit some rule; the first leg's rule decides.
@@ -126,7 +129,7 @@ struct Evaluator {
       if (leg.rule == nullptr) return {};
       if (i == 0) first = leg.rule;
     }
-    return {first, std::nullopt};
+    return {first, std::nullopt, 0};
   }
 
   GroupOutcome Evaluate(const RuleGroup& group) {
@@ -137,7 +140,8 @@ struct Evaluator {
       return FirstHit(group, site.path);
     }
     switch (group.fused) {
-      case FusedPolicy::kLegsMustAgree: return LegsMustAgree(group);
+      case FusedPolicy::kLegsMustAgree:
+        return LegsMustAgree(group);
       case FusedPolicy::kFusedNameThenLegs: {
         GroupOutcome direct = FirstHit(group, site.path);
         if (direct.rule != nullptr || direct.error) return direct;
@@ -148,7 +152,8 @@ struct Evaluator {
         if (direct.rule != nullptr || direct.error) return direct;
         return AllLegsFirstRule(group);
       }
-      case FusedPolicy::kFusedNameOnly: break;
+      case FusedPolicy::kFusedNameOnly:
+        break;
     }
     return FirstHit(group, site.path);
   }
@@ -156,12 +161,18 @@ struct Evaluator {
 
 KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
   switch (kind) {
-    case SiteKind::kLinear: return plan.linear;
-    case SiteKind::kLmHead: return plan.lm_head;
-    case SiteKind::kMoe: return plan.moe;
-    case SiteKind::kRouter: return plan.router;
-    case SiteKind::kEmbedding: return plan.embedding;
-    case SiteKind::kAttention: return KindPolicy::kUnquantized;
+    case SiteKind::kLinear:
+      return plan.linear;
+    case SiteKind::kLmHead:
+      return plan.lm_head;
+    case SiteKind::kMoe:
+      return plan.moe;
+    case SiteKind::kRouter:
+      return plan.router;
+    case SiteKind::kEmbedding:
+      return plan.embedding;
+    case SiteKind::kAttention:
+      return KindPolicy::kUnquantized;
   }
   return KindPolicy::kUnquantized;
 }
@@ -169,13 +180,18 @@ KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
 // Why a kind the plan never quantizes stays unquantized.
 std::string UnquantizedKindReason(const QuantPlan& plan, SiteKind kind) {
   switch (kind) {
-    case SiteKind::kEmbedding: return "not a linear layer";
+    case SiteKind::kEmbedding:
+      return "not a linear layer";
     case SiteKind::kRouter:
       return "router gate: built without a quantization config";
-    case SiteKind::kLmHead: return fmt::format("{} does not quantize the LM head", plan.quant_method);
-    case SiteKind::kMoe: return fmt::format("{} does not quantize MoE experts", plan.quant_method);
-    case SiteKind::kLinear: return plan.default_action.message;
-    case SiteKind::kAttention: return "no KV-cache scheme";
+    case SiteKind::kLmHead:
+      return fmt::format("{} does not quantize the LM head", plan.quant_method);
+    case SiteKind::kMoe:
+      return fmt::format("{} does not quantize MoE experts", plan.quant_method);
+    case SiteKind::kLinear:
+      return plan.default_action.message;
+    case SiteKind::kAttention:
+      return "no KV-cache scheme";
   }
   return "";
 }
@@ -189,7 +205,9 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
       d.kind = DecisionKind::kQuantized;
       d.scheme = action.scheme;
       break;
-    case ActionKind::kSkip: d.kind = DecisionKind::kUnquantized; break;
+    case ActionKind::kSkip:
+      d.kind = DecisionKind::kUnquantized;
+      break;
     case ActionKind::kFail:
       d.kind = DecisionKind::kError;
       d.detail = ExpandSitePlaceholders(action.message, site);
@@ -211,9 +229,12 @@ std::string PlanSource(const QuantPlan& plan) {
 
 std::string_view DecisionKindName(DecisionKind kind) {
   switch (kind) {
-    case DecisionKind::kQuantized: return "quantized";
-    case DecisionKind::kUnquantized: return "unquantized";
-    case DecisionKind::kError: return "error";
+    case DecisionKind::kQuantized:
+      return "quantized";
+    case DecisionKind::kUnquantized:
+      return "unquantized";
+    case DecisionKind::kError:
+      return "error";
   }
   return "?";
 }
@@ -268,6 +289,9 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
       Decision d = FromAction(
           outcome.rule->action, site,
           fmt::format("{}: {}", outcome.rule->source.ToString(), outcome.rule->action.message));
+      d.leg = outcome.leg;
+      if (d.leg && site.kind == SiteKind::kMoe) d.expert = 0;  // expert 0 stands for all
+      d.matched = d.leg ? evaluator.LegSubject(*d.leg) : site.path;
       d.trace = std::move(trace);
       return d;
     }
