@@ -140,7 +140,9 @@ TEST(PlanCli, EveryRowHasEveryField) {
       EXPECT_EQ(layer.Find("experts")->is_null(), kind != "moe");
       // A quantized row always names its scheme; an error row its message.
       const std::string decision = layer.Find("decision")->string_value();
-      if (decision == "quantized") EXPECT_TRUE(layer.Find("scheme")->is_object());
+      if (decision == "quantized") {
+        EXPECT_TRUE(layer.Find("scheme")->is_object());
+      }
       EXPECT_EQ(layer.Find("error")->is_string(), decision == "error");
       EXPECT_EQ(layer.Find("kernel_available")->is_null(), layer.Find("spec_id")->is_null());
     }

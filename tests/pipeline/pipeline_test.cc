@@ -191,8 +191,9 @@ TEST(DecideLayer, NamesTheLegOrExpertThatDecided) {
   EXPECT_FALSE(plain->layer.decision.leg.has_value());
   EXPECT_TRUE(plain->resolved.note.empty());
 
-  // vLLM looks experts up through expert 0's checkpoint projections.
-  const Model vllm = OpenOrDie(dir, "vllm");
+  // vLLM 0.33 looks experts up through expert 0's checkpoint projections (the recorded vLLM code
+  // matched the experts module's own path).
+  const Model vllm = OpenOrDie(dir, "vllm@0.33");
   Result<ExplainedLayer> experts = DecideLayer(vllm, "model.layers.1.mlp.experts");
   ASSERT_TRUE(experts.ok()) << experts.status().message();
   const Decision& e = experts->layer.decision;
