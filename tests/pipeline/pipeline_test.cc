@@ -87,6 +87,43 @@ TEST(OpenModel, UnusableFoldersAreErrors) {
   EXPECT_NE(wrong.status().message().find("fp8"), std::string::npos) << wrong.status().message();
 }
 
+ConfigSources InMemory(std::string_view architecture, std::string_view quantization) {
+  Result<Json> root =
+      ParseJson(std::string(R"({"architectures": [")") + std::string(architecture) +
+                    R"("], "quantization_config": )" + std::string(quantization) + "}",
+                "config.json");
+  EXPECT_TRUE(root.ok()) << root.status().message();
+  std::vector<SourceFile> files;
+  files.push_back({"config.json", {}, root.ok() ? *root : Json::Object()});
+  return ConfigSources::FromMemory(std::move(files));
+}
+
+// vLLM 0.33 renames the config's Hugging Face names with the model's hf_to_vllm_mapper
+// ("model.visual." → "visual."), so an exclusion written for the checkpoint reaches the engine's
+// module; the mapper comes from config.json's architecture or from the engine class given.
+TEST(ImportForEngine, AppliesTheModelsNameMapper) {
+  constexpr std::string_view kModelOpt =
+      R"({"quant_method": "modelopt", "quant_algo": "FP8", "ignore": ["model.visual*"]})";
+  LayerSite visual;
+  visual.path = "visual.blocks.0.attn.proj";
+  visual.module_class = "RowParallelLinear";
+  const Dialect vllm = DialectAt(DialectId::kVllmCurrent);
+
+  ConfigSources qwen = InMemory("Qwen2_5_VLForConditionalGeneration", kModelOpt);
+  Result<QuantPlan> mapped = ImportForEngine(qwen, vllm, std::nullopt);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().message();
+  EXPECT_EQ(DecideSite(*mapped, visual).kind, DecisionKind::kUnquantized);
+  Result<QuantPlan> unmapped = ImportPlan(qwen, vllm);
+  ASSERT_TRUE(unmapped.ok()) << unmapped.status().message();
+  EXPECT_EQ(DecideSite(*unmapped, visual).kind, DecisionKind::kQuantized);
+
+  ConfigSources llama = InMemory("LlamaForCausalLM", kModelOpt);
+  Result<QuantPlan> by_class =
+      ImportForEngine(llama, vllm, std::nullopt, "qwen2_5_vl.Qwen2_5_VLForConditionalGeneration");
+  ASSERT_TRUE(by_class.ok()) << by_class.status().message();
+  EXPECT_EQ(DecideSite(*by_class, visual).kind, DecisionKind::kUnquantized);
+}
+
 // Bytes from DESIGN.md's layout formulas, computed here from the shapes alone.
 TEST(DecideAll, EverySiteWithItsSpecAndBytes) {
   const Model model = OpenOrDie(kDeepseekTiny);
