@@ -1,8 +1,8 @@
 // quantpath base: error values, order-preserving JSON and small string helpers.
 //
-// Goals: every stage reports failure through Status / Result<T> values whose messages name the
-// file, the JSON pointer or tensor, and the layer. Non-goals: exceptions across stage boundaries,
-// aborts on untrusted input (a config, a safetensors header, a regex).
+// Goals: every stage reports failure through Status / Result<T> values whose messages name the file,
+// the JSON pointer or tensor, and the layer. Non-goals: exceptions across stage boundaries, aborts on
+// untrusted input (a config, a safetensors header, a regex).
 #pragma once
 
 #include <cstdint>
@@ -56,7 +56,7 @@ std::string_view ErrorCodeName(ErrorCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -80,10 +80,10 @@ class [[nodiscard]] Result {
 #define QP_CONCAT_(a, b) QP_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define QP_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    ::quantpath::Status qp_status_ = (expr); \
-    if (!qp_status_.ok()) return qp_status_; \
+#define QP_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::quantpath::Status qp_status_ = (expr);    \
+    if (!qp_status_.ok()) return qp_status_;    \
   } while (0)
 
 // `lhs` = value of the Result `expr`, or return its Status.

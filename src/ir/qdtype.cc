@@ -36,8 +36,8 @@ static_assert(TableIsInEnumOrder(), "kQDTypes must list QDType values in declara
 
 constexpr std::array<std::string_view, 7> kGranularityNames = {
     "tensor", "channel", "group", "block", "token", "tensor_group", "attn_head"};
-constexpr std::array<std::string_view, 6> kSiteKindNames = {"linear", "lm_head", "embedding",
-                                                            "router", "moe",     "attention"};
+constexpr std::array<std::string_view, 6> kSiteKindNames = {
+    "linear", "lm_head", "embedding", "router", "moe", "attention"};
 
 }  // namespace
 
@@ -73,47 +73,27 @@ std::optional<SiteKind> ParseSiteKind(std::string_view name) {
 
 std::string_view SourceLayoutName(SourceLayout layout) {
   switch (layout) {
-    case SourceLayout::kDense:
-      return "dense";
-    case SourceLayout::kFp8ScaleInv:
-      return "fp8-scale-inv";
-    case SourceLayout::kFp8Scale:
-      return "fp8-scale";
-    case SourceLayout::kAwqGemm:
-      return "awq-gemm";
-    case SourceLayout::kAwqGemv:
-      return "awq-gemv";
-    case SourceLayout::kGptqV1:
-      return "gptq-v1";
-    case SourceLayout::kGptqV2:
-      return "gptq-v2";
-    case SourceLayout::kCtPackQuantized:
-      return "ct-pack-quantized";
-    case SourceLayout::kCtNaiveQuantized:
-      return "ct-naive-quantized";
-    case SourceLayout::kCtFloatQuantized:
-      return "ct-float-quantized";
-    case SourceLayout::kCtNvfp4PackQuantized:
-      return "ct-nvfp4-pack-quantized";
-    case SourceLayout::kModelOptFp8:
-      return "modelopt-fp8";
-    case SourceLayout::kModelOptNvfp4:
-      return "modelopt-nvfp4";
-    case SourceLayout::kModelOptW4A8Awq:
-      return "modelopt-w4a8-awq";
-    case SourceLayout::kBnb4bit:
-      return "bnb-4bit";
-    case SourceLayout::kBnb8bit:
-      return "bnb-8bit";
-    case SourceLayout::kGptOssMxfp4:
-      return "gpt-oss-mxfp4";
-    case SourceLayout::kModelSlim:
-      return "modelslim";
+    case SourceLayout::kDense: return "dense";
+    case SourceLayout::kFp8ScaleInv: return "fp8-scale-inv";
+    case SourceLayout::kFp8Scale: return "fp8-scale";
+    case SourceLayout::kAwqGemm: return "awq-gemm";
+    case SourceLayout::kAwqGemv: return "awq-gemv";
+    case SourceLayout::kGptqV1: return "gptq-v1";
+    case SourceLayout::kGptqV2: return "gptq-v2";
+    case SourceLayout::kCtPackQuantized: return "ct-pack-quantized";
+    case SourceLayout::kCtNaiveQuantized: return "ct-naive-quantized";
+    case SourceLayout::kCtFloatQuantized: return "ct-float-quantized";
+    case SourceLayout::kCtNvfp4PackQuantized: return "ct-nvfp4-pack-quantized";
+    case SourceLayout::kModelOptFp8: return "modelopt-fp8";
+    case SourceLayout::kModelOptNvfp4: return "modelopt-nvfp4";
+    case SourceLayout::kModelOptW4A8Awq: return "modelopt-w4a8-awq";
+    case SourceLayout::kBnb4bit: return "bnb-4bit";
+    case SourceLayout::kBnb8bit: return "bnb-8bit";
+    case SourceLayout::kGptOssMxfp4: return "gpt-oss-mxfp4";
+    case SourceLayout::kModelSlim: return "modelslim";
   }
   return "?";
 }
-
-namespace {
 
 // vLLM compiles config regexes with the third-party `regex` module, SGLang with `re`. Rows are in
 // DialectId order.
@@ -135,8 +115,6 @@ static_assert([] {
   }
   return true;
 }());
-
-}  // namespace
 
 const Dialect& DialectAt(DialectId id) { return kDialects[static_cast<size_t>(id)]; }
 

@@ -36,9 +36,9 @@ bool HasSitePlaceholder(std::string_view text) {
 
 // The outcome of one rule group for one path or site.
 struct GroupOutcome {
-  const Rule* rule = nullptr;        // the rule that hit, if any
-  std::optional<std::string> error;  // legs disagreed, or a matcher failed
-  std::optional<size_t> leg;         // the leg whose hit decided; none for the site's own path
+  const Rule* rule = nullptr;         // the rule that hit, if any
+  std::optional<std::string> error;   // legs disagreed, or a matcher failed
+  std::optional<size_t> leg;          // the leg whose hit decided; none for the site's own path
 };
 
 struct Evaluator {
@@ -53,13 +53,14 @@ struct Evaluator {
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
       if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
       if (record_trace) {
-        std::string_view against = rule.matcher.kind() == MatchKind::kClassName
-                                       ? std::string_view(site.module_class)
-                                       : std::string_view(subject);
-        trace->push_back(
-            {group.name, subject, rule.matcher.kind(), rule.matcher.pattern(), rule.source, *hit,
-             fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
-                         rule.matcher.pattern(), *hit ? "matches" : "does not match", against)});
+        std::string_view against =
+            rule.matcher.kind() == MatchKind::kClassName ? std::string_view(site.module_class)
+                                                         : std::string_view(subject);
+        trace->push_back({group.name, subject, rule.matcher.kind(), rule.matcher.pattern(),
+                          rule.source, *hit,
+                          fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
+                                      rule.matcher.pattern(), *hit ? "matches" : "does not match",
+                                      against)});
       }
       if (*hit) return {&rule, std::nullopt, std::nullopt};
     }
@@ -74,10 +75,8 @@ struct Evaluator {
       case ActionKind::kQuantize:
         return rule->action.scheme ? "quantize " + rule->action.scheme->CanonicalName()
                                    : "quantize";
-      case ActionKind::kSkip:
-        return "skip";
-      case ActionKind::kFail:
-        return "fail";
+      case ActionKind::kSkip: return "skip";
+      case ActionKind::kFail: return "fail";
     }
     return "?";
   }
@@ -140,8 +139,7 @@ struct Evaluator {
       return FirstHit(group, site.path);
     }
     switch (group.fused) {
-      case FusedPolicy::kLegsMustAgree:
-        return LegsMustAgree(group);
+      case FusedPolicy::kLegsMustAgree: return LegsMustAgree(group);
       case FusedPolicy::kFusedNameThenLegs: {
         GroupOutcome direct = FirstHit(group, site.path);
         if (direct.rule != nullptr || direct.error) return direct;
@@ -152,8 +150,7 @@ struct Evaluator {
         if (direct.rule != nullptr || direct.error) return direct;
         return AllLegsFirstRule(group);
       }
-      case FusedPolicy::kFusedNameOnly:
-        break;
+      case FusedPolicy::kFusedNameOnly: break;
     }
     return FirstHit(group, site.path);
   }
@@ -161,18 +158,12 @@ struct Evaluator {
 
 KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
   switch (kind) {
-    case SiteKind::kLinear:
-      return plan.linear;
-    case SiteKind::kLmHead:
-      return plan.lm_head;
-    case SiteKind::kMoe:
-      return plan.moe;
-    case SiteKind::kRouter:
-      return plan.router;
-    case SiteKind::kEmbedding:
-      return plan.embedding;
-    case SiteKind::kAttention:
-      return KindPolicy::kUnquantized;
+    case SiteKind::kLinear: return plan.linear;
+    case SiteKind::kLmHead: return plan.lm_head;
+    case SiteKind::kMoe: return plan.moe;
+    case SiteKind::kRouter: return plan.router;
+    case SiteKind::kEmbedding: return plan.embedding;
+    case SiteKind::kAttention: return KindPolicy::kUnquantized;
   }
   return KindPolicy::kUnquantized;
 }
@@ -180,18 +171,13 @@ KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
 // Why a kind the plan never quantizes stays unquantized.
 std::string UnquantizedKindReason(const QuantPlan& plan, SiteKind kind) {
   switch (kind) {
-    case SiteKind::kEmbedding:
-      return "not a linear layer";
+    case SiteKind::kEmbedding: return "not a linear layer";
     case SiteKind::kRouter:
       return "router gate: built without a quantization config";
-    case SiteKind::kLmHead:
-      return fmt::format("{} does not quantize the LM head", plan.quant_method);
-    case SiteKind::kMoe:
-      return fmt::format("{} does not quantize MoE experts", plan.quant_method);
-    case SiteKind::kLinear:
-      return plan.default_action.message;
-    case SiteKind::kAttention:
-      return "no KV-cache scheme";
+    case SiteKind::kLmHead: return fmt::format("{} does not quantize the LM head", plan.quant_method);
+    case SiteKind::kMoe: return fmt::format("{} does not quantize MoE experts", plan.quant_method);
+    case SiteKind::kLinear: return plan.default_action.message;
+    case SiteKind::kAttention: return "no KV-cache scheme";
   }
   return "";
 }
@@ -205,9 +191,7 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
       d.kind = DecisionKind::kQuantized;
       d.scheme = action.scheme;
       break;
-    case ActionKind::kSkip:
-      d.kind = DecisionKind::kUnquantized;
-      break;
+    case ActionKind::kSkip: d.kind = DecisionKind::kUnquantized; break;
     case ActionKind::kFail:
       d.kind = DecisionKind::kError;
       d.detail = ExpandSitePlaceholders(action.message, site);
@@ -229,12 +213,9 @@ std::string PlanSource(const QuantPlan& plan) {
 
 std::string_view DecisionKindName(DecisionKind kind) {
   switch (kind) {
-    case DecisionKind::kQuantized:
-      return "quantized";
-    case DecisionKind::kUnquantized:
-      return "unquantized";
-    case DecisionKind::kError:
-      return "error";
+    case DecisionKind::kQuantized: return "quantized";
+    case DecisionKind::kUnquantized: return "unquantized";
+    case DecisionKind::kError: return "error";
   }
   return "?";
 }
