@@ -66,6 +66,9 @@ Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& d
 
 // What an attention site's KV cache stores.
 struct KvCache {
+  // What the cache stores: the KV scheme's dtype, or without one the model's torch_dtype (the
+  // engines' `--kv-cache-dtype auto`).
+  QDType dtype = QDType::kBF16;
   std::optional<QuantScheme> scheme;  // the KV-cache scheme, when the config names one
   // The engine attaches its KV-cache method (e.g. vLLM's Fp8KVCacheMethod) to the layer; without
   // a scheme the cache still stores the model's dtype (`--kv-cache-dtype auto`).

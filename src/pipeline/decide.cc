@@ -94,14 +94,16 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& dev
 // An attention site stores its KV cache, not weights: quantized only when a KV scheme quantizes
 // it. An engine that attaches its KV-cache method without a KV scheme (vLLM's Fp8KVCacheMethod
 // under fp8) still keeps the cache in the model's dtype unless --kv-cache-dtype says otherwise.
-void DecideKvCache(const QuantPlan& plan, LayerDecision* layer) {
+void DecideKvCache(const QuantPlan& plan, QDType torch_dtype, LayerDecision* layer) {
   Decision& d = layer->decision;
   KvCache kv;
+  kv.dtype = torch_dtype;
   kv.engine_method = plan.attention && plan.attention->kind == ActionKind::kQuantize;
   if (kv.engine_method) kv.engine_method_name = plan.attention->detail;
   if (d.kind == DecisionKind::kQuantized) {
     if (d.scheme && d.scheme->quantized()) {
       kv.scheme = d.scheme;
+      kv.dtype = d.scheme->weight.dtype;
     } else {
       d.kind = DecisionKind::kUnquantized;
       d.scheme.reset();
@@ -115,7 +117,7 @@ LayerDecision Assign(const Model& model, const LayerSite& site, Decision decisio
   layer.site = &site;
   layer.decision = std::move(decision);
   if (site.kind == SiteKind::kAttention) {
-    DecideKvCache(model.plan, &layer);
+    DecideKvCache(model.plan, model.sites.torch_dtype, &layer);
   } else {
     AssignSpec(site, model.sites.torch_dtype, model.device, &layer);
   }

@@ -48,7 +48,7 @@ Json ExplainToJson(const Model& model, std::string_view requested, const Explain
        {"resolved", NonEmptyOrNull(layer.resolved.note)},
        {"decision", std::move(decision)},
        {"decided_by", DecidedByToJson(site, d)},
-       {"kv_cache", l.kv ? KvCacheToJson(*l.kv, model.sites.torch_dtype) : Json::Null()},
+       {"kv_cache", l.kv ? KvCacheToJson(*l.kv) : Json::Null()},
        {"spec_id", StringOrNull(l.spec_id)},
        {"kernel_available", l.kernel_available ? Json::Bool(*l.kernel_available) : Json::Null()},
        {"trace", TraceToJson(d.trace)}});
@@ -68,6 +68,8 @@ std::string ExplainToText(const ExplainedLayer& layer) {
   }
   out += fmt::format("decision: {}{}\nrule: {}\n", DecisionKindName(d.kind),
                      d.scheme ? " " + d.scheme->CanonicalName() : "", d.rule);
+  if (const std::optional<KvCache>& kv = layer.layer.kv)
+    out += "kv cache: " + KvCacheText(*kv) + "\n";
   if (!d.matched.empty() && d.matched != site.path) out += "decided by: " + d.matched + "\n";
   if (!d.detail.empty()) out += "detail: " + d.detail + "\n";
   return out;

@@ -12,7 +12,9 @@ namespace quantpath {
 Json StringOrNull(const std::optional<std::string>& v);
 Json NonEmptyOrNull(const std::string& v);
 // {"dtype", "scheme": T|null, "engine_method": string|null} (docs/json/plan.md).
-Json KvCacheToJson(const KvCache& kv, QDType torch_dtype);
+Json KvCacheToJson(const KvCache& kv);
+// "bf16 (auto), Fp8KVCacheMethod", "fp8_e4m3": the tables' spelling of a KV cache.
+std::string KvCacheText(const KvCache& kv);
 
 // The plan summary: params and bytes over the same layer sites; other_params and other_bytes
 // over every other tensor (norms …), stored in the checkpoint's torch_dtype.

@@ -7,7 +7,8 @@
 namespace quantpath {
 namespace {
 
-Result<std::string> RequiredString(const Json& object, std::string_view key, std::string_view file) {
+Result<std::string> RequiredString(const Json& object, std::string_view key,
+                                   std::string_view file) {
   QP_ASSIGN_OR_RETURN(std::optional<std::string> v, OptionalString(object, key, file));
   if (!v) return InvalidInput(fmt::format("{}: missing \"{}\"", Where(file, object), key));
   return *v;
@@ -17,7 +18,7 @@ Result<std::string> RequiredString(const Json& object, std::string_view key, std
 // description file, a ModelOpt shell file, `extra_inputs.config_source`, or config.json's
 // quantization_config), plus any further files the case lists.
 Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const std::string& format,
-                                    std::string_view file) {
+                                     std::string_view file) {
   const Json* extra = c.FindNonNull("extra_inputs");
   std::optional<std::string> config_source;
   if (extra != nullptr) {
@@ -127,7 +128,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   QP_ASSIGN_OR_RETURN(std::string engine_name, RequiredString(c, "engine", file));
   QP_ASSIGN_OR_RETURN(std::string format, RequiredString(c, "format", file));
   QP_ASSIGN_OR_RETURN(std::optional<std::string> commit, OptionalString(c, "engine_commit", file));
-  std::optional<Dialect> dialect = engine ? engine : DialectForCase(engine_name, commit.value_or(""));
+  std::optional<Dialect> dialect =
+      engine ? engine : DialectForCase(engine_name, commit.value_or(""));
   if (!dialect) {
     return InvalidInput(fmt::format("{}: unknown engine \"{}\"", Where(file, c), engine_name));
   }
@@ -195,8 +197,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
 Result<std::vector<CaseResult>> MatchCases(const Json& cases, std::string_view file,
                                            const std::optional<Dialect>& engine) {
   if (!cases.is_array()) {
-    return InvalidInput(fmt::format("{}: expected a JSON list of cases, found {}", file,
-                                    cases.TypeName()));
+    return InvalidInput(
+        fmt::format("{}: expected a JSON list of cases, found {}", file, cases.TypeName()));
   }
   std::vector<CaseResult> results;
   for (const Json& c : cases.items()) {

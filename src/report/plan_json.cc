@@ -33,7 +33,7 @@ Json ShapeToJson(const LayerSite& site) {
   return Json::Array(std::move(dims));
 }
 
-Json LayerToJson(const LayerDecision& layer, QDType torch_dtype) {
+Json LayerToJson(const LayerDecision& layer) {
   const LayerSite& site = *layer.site;
   const Decision& d = layer.decision;
   Json legs = Json::Null();
@@ -49,7 +49,7 @@ Json LayerToJson(const LayerDecision& layer, QDType torch_dtype) {
   m.emplace_back("experts", site.kind == SiteKind::kMoe ? Json::Int(site.experts) : Json::Null());
   m.emplace_back("decision", Json::String(std::string(DecisionKindName(d.kind))));
   m.emplace_back("scheme", d.scheme ? SchemeToJson(*d.scheme) : Json::Null());
-  m.emplace_back("kv_cache", layer.kv ? KvCacheToJson(*layer.kv, torch_dtype) : Json::Null());
+  m.emplace_back("kv_cache", layer.kv ? KvCacheToJson(*layer.kv) : Json::Null());
   m.emplace_back("spec_id", StringOrNull(layer.spec_id));
   m.emplace_back("kernel_available",
                  layer.kernel_available ? Json::Bool(*layer.kernel_available) : Json::Null());
@@ -75,11 +75,9 @@ Json StringOrNull(const std::optional<std::string>& v) {
 
 Json NonEmptyOrNull(const std::string& v) { return v.empty() ? Json::Null() : Json::String(v); }
 
-Json KvCacheToJson(const KvCache& kv, QDType torch_dtype) {
-  // Without a KV scheme the cache stores the model's dtype (the engines' `auto`).
-  const QDType dtype = kv.scheme ? kv.scheme->weight.dtype : torch_dtype;
+Json KvCacheToJson(const KvCache& kv) {
   return Json::Object(
-      {{"dtype", Json::String(std::string(QDTypeName(dtype)))},
+      {{"dtype", Json::String(std::string(QDTypeName(kv.dtype)))},
        {"scheme", kv.scheme ? TensorToJson(kv.scheme->weight) : Json::Null()},
        {"engine_method", kv.engine_method ? Json::String(kv.engine_method_name) : Json::Null()}});
 }
@@ -96,7 +94,7 @@ Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers) {
   std::vector<Json> rows;
   const PlanTotals totals = SumLayers(model, layers);
   for (const LayerDecision& layer : layers) {
-    rows.push_back(LayerToJson(layer, model.sites.torch_dtype));
+    rows.push_back(LayerToJson(layer));
   }
   return Json::Object({
       {"model", Json::String(model.dir)},

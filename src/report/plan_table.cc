@@ -33,7 +33,20 @@ std::string HumanBytes(double v) {
   return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
+// The scheme column: the weight scheme, or an attention site's KV cache.
+std::string SchemeText(const LayerDecision& l) {
+  if (l.kv) return "kv " + KvCacheText(*l.kv);
+  return l.decision.scheme ? l.decision.scheme->CanonicalName() : "-";
+}
+
 }  // namespace
+
+std::string KvCacheText(const KvCache& kv) {
+  std::string text(QDTypeName(kv.dtype));
+  if (!kv.scheme) text += " (auto)";
+  if (kv.engine_method) text += ", " + kv.engine_method_name;
+  return text;
+}
 
 std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers) {
   size_t path_width = 4;
@@ -51,8 +64,7 @@ std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& la
     if (l.kernel_available == false) spec += " (no kernel)";
     out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", l.site->path,
                        path_width, SiteKindName(l.site->kind), ShapeText(*l.site),
-                       DecisionKindName(d.kind), d.scheme ? d.scheme->CanonicalName() : "-", spec,
-                       l.bytes);
+                       DecisionKindName(d.kind), SchemeText(l), spec, l.bytes);
     if (d.kind == DecisionKind::kError) out += fmt::format("    error: {}\n", d.detail);
   }
   const PlanTotals t = SumLayers(model, layers);

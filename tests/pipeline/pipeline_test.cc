@@ -177,6 +177,7 @@ TEST(DecideAll, AnEngineKvMethodWithoutASchemeIsAnAutoCache) {
   EXPECT_TRUE(attn->kv->engine_method);
   EXPECT_EQ(attn->kv->engine_method_name, "Fp8KVCacheMethod");
   EXPECT_FALSE(attn->kv->scheme.has_value());
+  EXPECT_EQ(attn->kv->dtype, QDType::kBF16);  // config.json's torch_dtype bfloat16
 }
 
 TEST(DecideAll, AKvCacheSchemeQuantizesAttention) {
@@ -188,6 +189,7 @@ TEST(DecideAll, AKvCacheSchemeQuantizesAttention) {
   ASSERT_TRUE(attn->kv.has_value() && attn->kv->scheme.has_value());
   EXPECT_EQ(attn->kv->scheme->weight.dtype, QDType::kFP8E4M3);
   EXPECT_EQ(attn->kv->scheme->weight.granularity, Granularity::kPerTensor);
+  EXPECT_EQ(attn->kv->dtype, QDType::kFP8E4M3);
 }
 
 // The spec names the storage on the device; whether this build has a kernel for it is reported
