@@ -183,6 +183,14 @@ Result<std::vector<std::string>> OptionalStringList(const Json& object, std::str
 // "file#/pointer" as used in provenance and error messages.
 std::string Where(std::string_view file, const Json& value);
 
+// Where a value came from: "config.json" + "/quantization_config/ignore/3". Every stage that
+// reports a value's origin (sources, importers, planner traces, reports) shares it.
+struct Provenance {
+  std::string file;
+  std::string pointer;
+  std::string ToString() const { return pointer.empty() ? file : file + "#" + pointer; }
+};
+
 // ---------------------------------------------------------------------------------------------
 // Strings
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -145,13 +146,25 @@ enum class RegexFlavor : uint8_t { kPythonRe, kPythonRegexModule };
 // Which code of an engine a dialect reproduces: the code the recorded oracle cases came from
 // (`vllm`, `sglang`), or the current PyPI release (`vllm@0.33`, `sglang@0.5.23`).
 enum class EngineRelease : uint8_t { kRecorded, kCurrent };
+// A dialect's row in the one dialect table; per-dialect tables elsewhere (importers, name
+// mappers) are indexed by it, so no stage matches dialect names.
+enum class DialectId : uint8_t { kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent };
+inline constexpr size_t kDialectCount = 5;
 struct Dialect {
+  DialectId id = DialectId::kNative;
   Engine engine = Engine::kNative;
   std::string_view name = "native";
   RegexFlavor regex = RegexFlavor::kPythonRe;
   EngineRelease release = EngineRelease::kRecorded;
-  bool current() const { return release == EngineRelease::kCurrent; }
+  // The engine version the current-release rows reproduce ("0.33", "0.5.23"); empty otherwise.
+  std::string_view version;
+  constexpr bool current() const { return release == EngineRelease::kCurrent; }
+  constexpr size_t index() const { return static_cast<size_t>(id); }
 };
+// The row of `id` in the dialect table.
+const Dialect& DialectAt(DialectId id);
+// The dialect serving `engine` at `release` (native has only its recorded row).
+const Dialect& DialectFor(Engine engine, EngineRelease release);
 // "native" | "vllm" | "sglang" | "vllm@0.33" | "sglang@0.5.23".
 std::optional<Dialect> ParseDialect(std::string_view name);
 std::vector<std::string_view> DialectNames();
@@ -224,13 +237,6 @@ class Matcher {
 
 // ---------------------------------------------------------------------------------------------
 // Plans: what an importer produces.
-
-// Where a value came from: "config.json" + "/quantization_config/ignore/3".
-struct Provenance {
-  std::string file;
-  std::string pointer;
-  std::string ToString() const { return pointer.empty() ? file : file + "#" + pointer; }
-};
 
 enum class ActionKind : uint8_t { kQuantize, kSkip, kFail };
 // Placeholders the planner expands in kFail messages and in RuleGroup::disagree_message, so that

@@ -33,6 +33,12 @@ struct Decision {
   std::optional<QuantScheme> scheme;  // kQuantized only
   std::string rule;                   // what decided, e.g. "config.json#/…: fp8 applies to …"
   std::string detail;                 // engine-facing detail (method class, target) or error text
+  // The name the deciding rule matched: the site's path, one leg's path ("…self_attn.q_proj"),
+  // or for an MoE site matched through its experts, an expert's projection
+  // ("…mlp.experts.0.gate_proj"). Empty when no rule decided (a kind policy, the default action).
+  std::string matched;
+  std::optional<size_t> leg;      // index into the site's legs when a leg's name decided
+  std::optional<int64_t> expert;  // the expert whose projection decided
   std::vector<TraceStep> trace;
 };
 

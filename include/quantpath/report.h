@@ -1,7 +1,8 @@
-// quantpath reports: the plan table and JSON, explain traces, and engine-case matching.
+// quantpath reports: the plan table and JSON, explain traces, run results, and engine-case
+// matching.
 //
-// Goals: turn decisions into the stable outputs the CLI prints (DESIGN.md's contracts). Non-goals:
-// deciding anything (importers and the planner do that).
+// Goals: turn decisions into the stable outputs the CLI prints (docs/json/). Non-goals: deciding
+// anything (importers, the planner and the pipeline do that).
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 #include "quantpath/importers.h"
 #include "quantpath/ir.h"
 #include "quantpath/models.h"
+#include "quantpath/pipeline.h"
 #include "quantpath/planner.h"
 #include "quantpath/sources.h"
 
@@ -38,53 +40,33 @@ Result<std::vector<CaseResult>> MatchCases(const Json& cases, std::string_view f
                                            const std::optional<Dialect>& engine);
 
 // ---------------------------------------------------------------------------------------------
-// Plans of whole models.
+// Plans of whole models (docs/json/plan.md), explain (docs/json/explain.md) and run
+// (docs/json/run.md). Each formats what the pipeline decided; none decides anything.
 
-struct PlannedLayer {
-  const LayerSite* site = nullptr;
-  Decision decision;
-  std::optional<std::string> spec_id;  // null when no spec exists on the device (see spec_note)
-  std::string spec_note;
-  std::optional<int64_t> bytes;   // what the spec stores; null without a spec
-  bool kernel_available = false;  // whether this build has a kernel for the spec on the device
-};
-
-struct ModelPlan {
-  std::string model;  // the folder as given
-  QuantPlan plan;
-  ModelSites sites;
-  std::string device = "cpu";
-  std::vector<PlannedLayer> layers;
-
-  int Errors() const;
-};
-
-struct PlanOptions {
-  Dialect dialect;
-  std::optional<std::string> quantization;  // --quantization
-  std::string device = "cpu";
-};
-
-// Reads the folder, imports the plan, builds the sites and decides every layer.
-Result<ModelPlan> PlanModel(const std::string& dir, const PlanOptions& options);
-
-// A layer path as the user wrote it, resolved to its site: an execution name, a leg of a fused
-// site ("…q_proj" → "…qkv_proj"), an expert's HF name, or a name ending in ".weight".
-struct ResolvedSite {
-  const LayerSite* site = nullptr;
-  std::string note;  // how the name was resolved, when it was not the execution name
-};
-Result<ResolvedSite> ResolveLayer(const ModelSites& sites, std::string_view path);
+// The `plan --json` object: every field of every row always present (null where it does not
+// apply).
+Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers);
+// The human table and summary.
+std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers);
+// Scheme as {"name", "weight": T, "input": T|null}; T per docs/json/plan.md.
+Json SchemeToJson(const QuantScheme& scheme);
 
 // The explain trace as JSON objects {"matcher", "pattern", "file", "pointer", "result", "reason"}.
 Json TraceToJson(const std::vector<TraceStep>& trace);
+// The `explain --json` object: the layer, its decision, what decided it and the trace.
+Json ExplainToJson(const Model& model, std::string_view requested, const ExplainedLayer& layer);
+std::string ExplainToText(const ExplainedLayer& layer);
 
-// DESIGN.md's `plan --json` object.
-Json PlanToJson(const ModelPlan& plan);
-// The human table and summary.
-std::string PlanToTable(const ModelPlan& plan);
-// Scheme as {"name", "weight": T, "input": T|null}; T per DESIGN.md.
-Json SchemeToJson(const QuantScheme& scheme);
+// The `run --json` object and the human report.
+Json RunToJson(const LoadedLayer& layer, const LayerRun& run, uint64_t seed);
+std::string RunToText(const LoadedLayer& layer, const LayerRun& run);
+
+// `match` without --verify: [{"id", "decisions": [{"prefix", "decision", "detail"}]}].
+Json CaseResultsToJson(const std::vector<CaseResult>& results);
+// `match --verify`: one line per mismatch (and a note per detail difference) of the cases of
+// `file`; adds to *passed and *failed one count per layer decision.
+std::string VerifyCases(const std::vector<CaseResult>& results, std::string_view file, int* passed,
+                        int* failed);
 
 // ---------------------------------------------------------------------------------------------
 // Engines side by side (the `diff` command).

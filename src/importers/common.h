@@ -21,28 +21,12 @@
 
 namespace quantpath {
 
-// Per-dialect tables: one row per dialect, in DialectNames() order (native, vllm, sglang,
-// vllm@0.33, sglang@0.5.23), so an importer keeps its per-dialect choices as data and looks them up
-// here instead of switching on the engine.
-inline constexpr size_t kDialectCount = 5;
-
-// The row of `dialect` in such a table. Native has one row whatever its release.
-inline size_t DialectIndex(const Dialect& dialect) {
-  const bool current = dialect.release == EngineRelease::kCurrent;
-  switch (dialect.engine) {
-    case Engine::kNative:
-      return 0;
-    case Engine::kVllm:
-      return current ? 3 : 1;
-    case Engine::kSglang:
-      return current ? 4 : 2;
-  }
-  return 0;
-}
-
+// Per-dialect tables: one row per dialect, indexed by Dialect::id (native, vllm, sglang,
+// vllm@0.33, sglang@0.5.23; kDialectCount rows, ir.h), so an importer keeps its per-dialect choices
+// as data and looks them up here instead of switching on the engine.
 template <typename Row>
 const Row& RowFor(const Dialect& dialect, const std::array<Row, kDialectCount>& rows) {
-  return rows[DialectIndex(dialect)];
+  return rows[dialect.index()];
 }
 
 // One string of a config list and where it sits, e.g. config.json#/quantization_config/ignore/3.

@@ -2,10 +2,12 @@
 // each dialect's engine looks for the description (vLLM 0.33.0 and SGLang 0.5.23
 // model_loader/weight_utils.py get_quant_config, vLLM transformers_utils/config.py get_config).
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "fmt/format.h"
 #include "quantpath/importers.h"
+#include "src/importers/common.h"
 #include "src/importers/importer_list.h"
 #include "src/importers/name_mapping.h"
 
@@ -14,7 +16,6 @@ namespace {
 
 // How a dialect finds the description among the folder's files.
 struct SourceSearch {
-  std::string_view dialect;
   std::string_view engine;  // the engine's name in messages; empty for native
   // The engines use an embedded description as it is and never open a standalone file beside it;
   // native reads both copies and compares them (DESIGN.md, "Source precedence").
@@ -26,13 +27,14 @@ struct SourceSearch {
   bool mixed_falls_through_to_file;
 };
 
-constexpr SourceSearch kSearches[] = {
-    {"native", "", false, "", false},
-    {"vllm", "vLLM", true, "", false},
-    {"sglang", "SGLang", true, "", false},
-    {"vllm@0.33", "vLLM", true, "modelopt", true},
-    {"sglang@0.5.23", "SGLang", true, "", false},
-};
+// Rows in Dialect::id order: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
+constexpr std::array<SourceSearch, kDialectCount> kSearches = {{
+    {"", false, "", false},
+    {"vLLM", true, "", false},
+    {"SGLang", true, "", false},
+    {"vLLM", true, "modelopt", true},
+    {"SGLang", true, "", false},
+}};
 
 // The standalone files of the integer weight-only family (get_config_filenames of GPTQ, AWQ and
 // AutoRound), the ones an engine would otherwise read beside an embedded description.
@@ -42,12 +44,7 @@ constexpr std::string_view kIntegerFamilyFiles[] = {"quantize_config.json", "qua
                                                     "quantization_config.json"};
 constexpr std::string_view kModelOptFile = "hf_quant_config.json";
 
-const SourceSearch& SearchFor(const Dialect& dialect) {
-  for (const SourceSearch& s : kSearches) {
-    if (s.dialect == dialect.name) return s;
-  }
-  return kSearches[0];
-}
+const SourceSearch& SearchFor(const Dialect& dialect) { return RowFor(dialect, kSearches); }
 
 std::string EngineRaises(const SourceSearch& search, std::string_view text) {
   if (search.engine.empty()) return "";

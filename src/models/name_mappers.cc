@@ -16,7 +16,7 @@ namespace {
 
 struct MapperRow {
   std::string_view model_class;  // the class name; also the architecture config.json names
-  std::string_view dialect;      // ParseDialect spelling
+  DialectId dialect;
   NameRewriteOrder order;
   std::vector<NameRewrite> rules;
   std::string_view mapper_name;
@@ -26,7 +26,7 @@ const std::vector<MapperRow>& Rows() {
   using K = NameRewriteKind;
   static const std::vector<MapperRow> rows = {
       {"Qwen2_5_VLForConditionalGeneration",
-       "vllm@0.33",
+       DialectId::kVllmCurrent,
        NameRewriteOrder::kEveryInOrder,
        {// Checkpoints saved after transformers v4.52, then the original layout.
         {K::kPrefix, "model.language_model.", "language_model.model."},
@@ -35,7 +35,7 @@ const std::vector<MapperRow>& Rows() {
         {K::kPrefix, "model.", "language_model.model."}},
        "hf_to_vllm_mapper"},
       {"Qwen2_5_VLForConditionalGeneration",
-       "sglang@0.5.23",
+       DialectId::kSglangCurrent,
        NameRewriteOrder::kLongestMatchOnly,
        {{K::kSubstring, "attn.qkv", "attn.qkv_proj"},
         {K::kPrefix, "model.language_model.", "language_model.model."},
@@ -53,7 +53,7 @@ std::optional<NameMapper> FindNameMapper(std::string_view model, const Dialect& 
   // "qwen2_5_vl.Qwen2_5_VLForConditionalGeneration": the module only names the engine file.
   std::string_view class_name = model.substr(model.rfind('.') + 1);
   for (const MapperRow& row : Rows()) {
-    if (row.model_class != class_name || row.dialect != dialect.name) continue;
+    if (row.model_class != class_name || row.dialect != dialect.id) continue;
     return NameMapper{fmt::format("{}.{}", row.model_class, row.mapper_name), row.rules, row.order};
   }
   return std::nullopt;

@@ -38,6 +38,7 @@ bool HasSitePlaceholder(std::string_view text) {
 struct GroupOutcome {
   const Rule* rule = nullptr;         // the rule that hit, if any
   std::optional<std::string> error;   // legs disagreed, or a matcher failed
+  std::optional<size_t> leg;          // the leg whose hit decided; none for the site's own path
 };
 
 struct Evaluator {
@@ -50,7 +51,7 @@ struct Evaluator {
     for (const Rule& rule : group.rules) {
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
-      if (!hit.ok()) return {nullptr, hit.status().message()};
+      if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
       if (record_trace) {
         std::string_view against =
             rule.matcher.kind() == MatchKind::kClassName ? std::string_view(site.module_class)
@@ -61,7 +62,7 @@ struct Evaluator {
                                       rule.matcher.pattern(), *hit ? "matches" : "does not match",
                                       against)});
       }
-      if (*hit) return {&rule, std::nullopt};
+      if (*hit) return {&rule, std::nullopt, std::nullopt};
     }
     return {};
   }
@@ -112,9 +113,10 @@ struct Evaluator {
           : HasSitePlaceholder(group.disagree_message)
               ? ExpandSitePlaceholders(group.disagree_message, site)
               : fmt::format("{} ({}: {})", group.disagree_message, site.path, Join(parts, ", "));
-      return {nullptr, message};
+      return {nullptr, message, std::nullopt};
     }
-    return {hits.empty() ? nullptr : hits[0], std::nullopt};
+    if (hits.empty() || hits[0] == nullptr) return {};
+    return {hits[0], std::nullopt, 0};  // every leg agrees; the first leg's hit is the one taken
   }
 
   // Every leg must hit some rule; the first leg's rule decides.
@@ -126,7 +128,7 @@ struct Evaluator {
       if (leg.rule == nullptr) return {};
       if (i == 0) first = leg.rule;
     }
-    return {first, std::nullopt};
+    return {first, std::nullopt, 0};
   }
 
   GroupOutcome Evaluate(const RuleGroup& group) {
@@ -268,6 +270,9 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
       Decision d = FromAction(
           outcome.rule->action, site,
           fmt::format("{}: {}", outcome.rule->source.ToString(), outcome.rule->action.message));
+      d.leg = outcome.leg;
+      if (d.leg && site.kind == SiteKind::kMoe) d.expert = 0;  // expert 0 stands for all
+      d.matched = d.leg ? evaluator.LegSubject(*d.leg) : site.path;
       d.trace = std::move(trace);
       return d;
     }

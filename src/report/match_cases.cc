@@ -7,7 +7,8 @@
 namespace quantpath {
 namespace {
 
-Result<std::string> RequiredString(const Json& object, std::string_view key, std::string_view file) {
+Result<std::string> RequiredString(const Json& object, std::string_view key,
+                                   std::string_view file) {
   QP_ASSIGN_OR_RETURN(std::optional<std::string> v, OptionalString(object, key, file));
   if (!v) return InvalidInput(fmt::format("{}: missing \"{}\"", Where(file, object), key));
   return *v;
@@ -17,7 +18,7 @@ Result<std::string> RequiredString(const Json& object, std::string_view key, std
 // description file, a ModelOpt shell file, `extra_inputs.config_source`, or config.json's
 // quantization_config), plus any further files the case lists.
 Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const std::string& format,
-                                    std::string_view file) {
+                                     std::string_view file) {
   const Json* extra = c.FindNonNull("extra_inputs");
   std::optional<std::string> config_source;
   if (extra != nullptr) {
@@ -69,12 +70,15 @@ Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const st
   return ConfigSources::FromMemory(std::move(sources));
 }
 
-// The dialect a case was recorded from: "vllm 0.33.0 (…)" / "sglang 0.5.23 (…)" are the current
-// releases; other engine_commit values are the older recorded code.
+// The dialect a case was recorded from: an engine_commit naming the current release of its engine
+// ("vllm 0.33.0 (…)", "sglang 0.5.23 (…)") is that release's dialect; any other is the older
+// recorded code.
 std::optional<Dialect> DialectForCase(const std::string& engine, const std::string& commit) {
-  if (engine == "vllm" && commit.starts_with("vllm 0.33")) return ParseDialect("vllm@0.33");
-  if (engine == "sglang" && commit.starts_with("sglang 0.5.23")) return ParseDialect("sglang@0.5.23");
-  return ParseDialect(engine);
+  std::optional<Dialect> recorded = ParseDialect(engine);
+  if (!recorded || recorded->engine == Engine::kNative) return recorded;
+  const Dialect& current = DialectFor(recorded->engine, EngineRelease::kCurrent);
+  if (commit.starts_with(fmt::format("{} {}", engine, current.version))) return current;
+  return recorded;
 }
 
 Result<PackedModulesMapping> ReadPackedMapping(const Json& c, std::string_view file) {
@@ -124,7 +128,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   QP_ASSIGN_OR_RETURN(std::string engine_name, RequiredString(c, "engine", file));
   QP_ASSIGN_OR_RETURN(std::string format, RequiredString(c, "format", file));
   QP_ASSIGN_OR_RETURN(std::optional<std::string> commit, OptionalString(c, "engine_commit", file));
-  std::optional<Dialect> dialect = engine ? engine : DialectForCase(engine_name, commit.value_or(""));
+  std::optional<Dialect> dialect =
+      engine ? engine : DialectForCase(engine_name, commit.value_or(""));
   if (!dialect) {
     return InvalidInput(fmt::format("{}: unknown engine \"{}\"", Where(file, c), engine_name));
   }
@@ -159,21 +164,22 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   // family the case belongs to).
   std::optional<std::string> forced;
   // The model class whose HF→engine name mapper the engine applied to the config.
-  std::optional<NameMapper> mapper;
+  std::optional<std::string> model_class;
   if (const Json* extra = c.FindNonNull("extra_inputs")) {
     QP_ASSIGN_OR_RETURN(std::optional<std::string> user,
                         OptionalString(*extra, "user_quantization", file));
     if (user) forced = user;
-    QP_ASSIGN_OR_RETURN(std::optional<std::string> model_class,
-                        OptionalString(*extra, "model_class", file));
-    if (model_class) mapper = FindNameMapper(*model_class, *dialect);
+    QP_ASSIGN_OR_RETURN(model_class, OptionalString(*extra, "model_class", file));
     if (extra->FindNonNull("checkpoint_quantized_params") != nullptr) {
       QP_ASSIGN_OR_RETURN(std::vector<std::string> names,
                           OptionalStringList(*extra, "checkpoint_quantized_params", file));
       sources.set_checkpoint_quantized_params(std::move(names));
     }
   }
-  Result<QuantPlan> plan = ImportPlan(sources, *dialect, forced, mapper);
+  // Without a model class the engine applied no mapper (the case's config.json stand-in names
+  // no real architecture).
+  Result<QuantPlan> plan = model_class ? ImportForEngine(sources, *dialect, forced, model_class)
+                                       : ImportPlan(sources, *dialect, forced);
   for (const LayerSite& site : sites) {
     if (!plan.ok()) {
       // The engine raised while reading the config: every layer reports that error.
@@ -191,8 +197,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
 Result<std::vector<CaseResult>> MatchCases(const Json& cases, std::string_view file,
                                            const std::optional<Dialect>& engine) {
   if (!cases.is_array()) {
-    return InvalidInput(fmt::format("{}: expected a JSON list of cases, found {}", file,
-                                    cases.TypeName()));
+    return InvalidInput(
+        fmt::format("{}: expected a JSON list of cases, found {}", file, cases.TypeName()));
   }
   std::vector<CaseResult> results;
   for (const Json& c : cases.items()) {

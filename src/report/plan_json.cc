@@ -1,5 +1,7 @@
-// DESIGN.md's `plan --json` object. Field order is part of the contract.
+// The `plan --json` object (docs/json/plan.md). Field order is part of the contract, and every
+// field of a row is always present (null where it does not apply).
 #include "quantpath/report.h"
+#include "src/report/json_fields.h"
 
 namespace quantpath {
 namespace {
@@ -21,36 +23,64 @@ Json TensorToJson(const TensorQuant& t) {
                        {"dynamic", std::move(dynamic)}});
 }
 
-Json ShapeToJson(const std::optional<std::array<int64_t, 2>>& shape) {
-  if (!shape) return Json::Null();
-  return Json::Array({Json::Int((*shape)[0]), Json::Int((*shape)[1])});
+// [N, K], or [E, N, K] for an MoE site (E experts of one expert's [N, K]); null for attention.
+Json ShapeToJson(const LayerSite& site) {
+  if (!site.shape) return Json::Null();
+  std::vector<Json> dims;
+  if (site.kind == SiteKind::kMoe) dims.push_back(Json::Int(site.experts));
+  dims.push_back(Json::Int((*site.shape)[0]));
+  dims.push_back(Json::Int((*site.shape)[1]));
+  return Json::Array(std::move(dims));
 }
 
-Json LayerToJson(const PlannedLayer& layer) {
+Json LayerToJson(const LayerDecision& layer) {
   const LayerSite& site = *layer.site;
   const Decision& d = layer.decision;
+  Json legs = Json::Null();
+  if (!site.legs.empty()) {
+    legs = Json::Array();
+    for (const Leg& leg : site.legs) legs.mutable_items().push_back(Json::String(leg.name));
+  }
   std::vector<Json::Member> m;
   m.emplace_back("path", Json::String(site.path));
   m.emplace_back("kind", Json::String(std::string(SiteKindName(site.kind))));
-  m.emplace_back("shape", ShapeToJson(site.shape));
-  if (!site.legs.empty()) {
-    std::vector<Json> legs;
-    for (const Leg& leg : site.legs) legs.push_back(Json::String(leg.name));
-    m.emplace_back("legs", Json::Array(std::move(legs)));
-  }
-  if (site.kind == SiteKind::kMoe) m.emplace_back("experts", Json::Int(site.experts));
+  m.emplace_back("shape", ShapeToJson(site));
+  m.emplace_back("legs", std::move(legs));
+  m.emplace_back("experts", site.kind == SiteKind::kMoe ? Json::Int(site.experts) : Json::Null());
   m.emplace_back("decision", Json::String(std::string(DecisionKindName(d.kind))));
   m.emplace_back("scheme", d.scheme ? SchemeToJson(*d.scheme) : Json::Null());
-  m.emplace_back("spec_id", layer.spec_id ? Json::String(*layer.spec_id) : Json::Null());
-  if (!layer.spec_note.empty()) m.emplace_back("spec_note", Json::String(layer.spec_note));
+  m.emplace_back("kv_cache", layer.kv ? KvCacheToJson(*layer.kv) : Json::Null());
+  m.emplace_back("spec_id", SpecIdOrNull(layer.spec));
+  m.emplace_back("kernel_available",
+                 layer.kernel_available ? Json::Bool(*layer.kernel_available) : Json::Null());
+  m.emplace_back("spec_note", NonEmptyOrNull(layer.spec_note));
   m.emplace_back("params", Json::Int(site.params));
   m.emplace_back("bytes", layer.bytes ? Json::Int(*layer.bytes) : Json::Null());
   m.emplace_back("rule", Json::String(d.rule));
-  if (d.kind == DecisionKind::kError) m.emplace_back("error", Json::String(d.detail));
+  m.emplace_back("error", d.kind == DecisionKind::kError ? Json::String(d.detail) : Json::Null());
   return Json::Object(std::move(m));
 }
 
+Json Strings(const std::vector<std::string>& values) {
+  std::vector<Json> items;
+  for (const std::string& v : values) items.push_back(Json::String(v));
+  return Json::Array(std::move(items));
+}
+
 }  // namespace
+
+Json SpecIdOrNull(const std::optional<SpecKey>& spec) {
+  return spec ? Json::String(spec->ToId()) : Json::Null();
+}
+
+Json NonEmptyOrNull(const std::string& v) { return v.empty() ? Json::Null() : Json::String(v); }
+
+Json KvCacheToJson(const KvCache& kv) {
+  return Json::Object(
+      {{"dtype", Json::String(std::string(QDTypeName(kv.dtype)))},
+       {"scheme", kv.scheme ? TensorToJson(kv.scheme->weight) : Json::Null()},
+       {"engine_method", kv.engine_method ? Json::String(kv.engine_method_name) : Json::Null()}});
+}
 
 Json SchemeToJson(const QuantScheme& scheme) {
   return Json::Object({{"name", Json::String(scheme.CanonicalName())},
@@ -58,39 +88,47 @@ Json SchemeToJson(const QuantScheme& scheme) {
                        {"input", scheme.input ? TensorToJson(*scheme.input) : Json::Null()}});
 }
 
-Json PlanToJson(const ModelPlan& plan) {
+Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers) {
   std::vector<Json> sources;
-  for (const Provenance& p : plan.plan.sources) sources.push_back(Json::String(p.ToString()));
-  std::vector<Json> layers;
-  int64_t quantized = 0, unquantized = 0, params = 0, bytes = 0;
-  for (const PlannedLayer& layer : plan.layers) {
-    layers.push_back(LayerToJson(layer));
-    quantized += layer.decision.kind == DecisionKind::kQuantized;
-    unquantized += layer.decision.kind == DecisionKind::kUnquantized;
-    params += layer.site->params;
-    bytes += layer.bytes.value_or(0);
+  for (const Provenance& p : model.plan.sources) sources.push_back(Json::String(p.ToString()));
+  std::vector<Json> rows;
+  const PlanTotals totals = SumLayers(model, layers);
+  for (const LayerDecision& layer : layers) {
+    rows.push_back(LayerToJson(layer));
   }
-  const int64_t other_bytes = plan.sites.other_params * (Info(plan.sites.torch_dtype).bits / 8);
-  std::vector<Json> notes;
-  for (const std::string& n : plan.plan.notes) notes.push_back(Json::String(n));
-  for (const std::string& n : plan.sites.warnings) notes.push_back(Json::String(n));
   return Json::Object({
-      {"model", Json::String(plan.model)},
-      {"architecture", Json::String(plan.sites.architecture)},
-      {"engine", Json::String(std::string(plan.plan.dialect.name))},
-      {"quant_method", Json::String(plan.plan.quant_method)},
+      {"model", Json::String(model.dir)},
+      {"architecture", Json::String(model.sites.architecture)},
+      {"engine", Json::String(std::string(model.plan.dialect.name))},
+      {"quant_method", Json::String(model.plan.quant_method)},
       {"quant_sources", Json::Array(std::move(sources))},
-      {"device", Json::String(plan.device)},
-      {"layers", Json::Array(std::move(layers))},
-      {"summary", Json::Object({{"layers", Json::Int(static_cast<int64_t>(plan.layers.size()))},
-                                {"quantized", Json::Int(quantized)},
-                                {"unquantized", Json::Int(unquantized)},
-                                {"errors", Json::Int(plan.Errors())},
-                                {"params", Json::Int(params)},
-                                {"other_params", Json::Int(plan.sites.other_params)},
-                                {"bytes", Json::Int(bytes + other_bytes)}})},
-      {"notes", Json::Array(std::move(notes))},
+      {"device", Json::String(model.device.name)},
+      {"layers", Json::Array(std::move(rows))},
+      {"summary", Json::Object({{"layers", Json::Int(static_cast<int64_t>(layers.size()))},
+                                {"quantized", Json::Int(totals.quantized)},
+                                {"unquantized", Json::Int(totals.unquantized)},
+                                {"errors", Json::Int(totals.errors)},
+                                {"params", Json::Int(totals.params)},
+                                {"bytes", Json::Int(totals.bytes)},
+                                {"other_params", Json::Int(totals.other_params)},
+                                {"other_bytes", Json::Int(totals.other_bytes)}})},
+      {"notes", Strings(model.plan.notes)},
+      {"warnings", Strings(model.sites.warnings)},
   });
+}
+
+PlanTotals SumLayers(const Model& model, const std::vector<LayerDecision>& layers) {
+  PlanTotals t;
+  for (const LayerDecision& layer : layers) {
+    t.quantized += layer.decision.kind == DecisionKind::kQuantized;
+    t.unquantized += layer.decision.kind == DecisionKind::kUnquantized;
+    t.errors += layer.decision.kind == DecisionKind::kError;
+    t.params += layer.site->params;
+    t.bytes += layer.bytes.value_or(0);
+  }
+  t.other_params = model.sites.other_params;
+  t.other_bytes = OtherBytes(model);
+  return t;
 }
 
 }  // namespace quantpath

@@ -1,6 +1,7 @@
 // The human-readable plan: one row per site, then a summary.
 #include "fmt/format.h"
 #include "quantpath/report.h"
+#include "src/report/json_fields.h"
 
 namespace quantpath {
 namespace {
@@ -8,7 +9,7 @@ namespace {
 std::string ShapeText(const LayerSite& site) {
   if (!site.shape) return "-";
   std::string s = fmt::format("{}x{}", (*site.shape)[0], (*site.shape)[1]);
-  if (site.kind == SiteKind::kMoe) s = fmt::format("{}×{}", site.experts, s);
+  if (site.kind == SiteKind::kMoe) s = fmt::format("{}x{}", site.experts, s);  // E x N x K
   return s;
 }
 
@@ -32,40 +33,51 @@ std::string HumanBytes(double v) {
   return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
+// The scheme column: the weight scheme, or an attention site's KV cache.
+std::string SchemeText(const LayerDecision& l) {
+  if (l.kv) return "kv " + KvCacheText(*l.kv);
+  return l.decision.scheme ? l.decision.scheme->CanonicalName() : "-";
+}
+
 }  // namespace
 
-std::string PlanToTable(const ModelPlan& plan) {
+std::string KvCacheText(const KvCache& kv) {
+  std::string text(QDTypeName(kv.dtype));
+  if (!kv.scheme) text += " (auto)";
+  if (kv.engine_method) text += ", " + kv.engine_method_name;
+  return text;
+}
+
+std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers) {
   size_t path_width = 4;
-  for (const PlannedLayer& l : plan.layers) path_width = std::max(path_width, l.site->path.size());
-  std::string out = fmt::format(
-      "model {}  architecture {}  quant_method {}  engine {}  device {}\n", plan.model,
-      plan.sites.architecture, plan.plan.quant_method, plan.plan.dialect.name, plan.device);
-  for (const Provenance& p : plan.plan.sources) out += fmt::format("source {}\n", p.ToString());
+  for (const LayerDecision& l : layers) path_width = std::max(path_width, l.site->path.size());
+  std::string out =
+      fmt::format("model {}  architecture {}  quant_method {}  engine {}  device {}\n", model.dir,
+                  model.sites.architecture, model.plan.quant_method, model.plan.dialect.name,
+                  model.device.name);
+  for (const Provenance& p : model.plan.sources) out += fmt::format("source {}\n", p.ToString());
   out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", "path", path_width,
                      "kind", "shape", "decision", "scheme", "spec_id", "bytes");
-  int64_t quantized = 0, unquantized = 0, params = 0, bytes = 0;
-  for (const PlannedLayer& l : plan.layers) {
+  for (const LayerDecision& l : layers) {
     const Decision& d = l.decision;
+    std::string spec = l.spec ? l.spec->ToId() : "-";
+    if (l.kernel_available == false) spec += " (no kernel)";
     out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", l.site->path,
                        path_width, SiteKindName(l.site->kind), ShapeText(*l.site),
-                       DecisionKindName(d.kind), d.scheme ? d.scheme->CanonicalName() : "-",
-                       l.spec_id.value_or("-"), l.bytes ? std::to_string(*l.bytes) : "-");
+                       DecisionKindName(d.kind), SchemeText(l), spec,
+                       l.bytes ? std::to_string(*l.bytes) : "-");
     if (d.kind == DecisionKind::kError) out += fmt::format("    error: {}\n", d.detail);
-    quantized += d.kind == DecisionKind::kQuantized;
-    unquantized += d.kind == DecisionKind::kUnquantized;
-    params += l.site->params;
-    bytes += l.bytes.value_or(0);
   }
-  const int64_t other_bytes = plan.sites.other_params * (Info(plan.sites.torch_dtype).bits / 8);
+  const PlanTotals t = SumLayers(model, layers);
   out += fmt::format(
       "summary: {} layers, {} quantized, {} unquantized, {} errors; params {} in layers + {} "
-      "other = {}; bytes {}\n",
-      plan.layers.size(), quantized, unquantized, plan.Errors(), HumanCount(double(params)),
-      HumanCount(double(plan.sites.other_params)),
-      HumanCount(double(params + plan.sites.other_params)),
-      HumanBytes(double(bytes + other_bytes)));
-  for (const std::string& n : plan.plan.notes) out += "note: " + n + "\n";
-  for (const std::string& n : plan.sites.warnings) out += "warning: " + n + "\n";
+      "other = {}; bytes {} in layers + {} other = {}\n",
+      layers.size(), t.quantized, t.unquantized, t.errors, HumanCount(double(t.params)),
+      HumanCount(double(t.other_params)), HumanCount(double(t.params + t.other_params)),
+      HumanBytes(double(t.bytes)), HumanBytes(double(t.other_bytes)),
+      HumanBytes(double(t.bytes + t.other_bytes)));
+  for (const std::string& n : model.plan.notes) out += "note: " + n + "\n";
+  for (const std::string& n : model.sites.warnings) out += "warning: " + n + "\n";
   return out;
 }
 

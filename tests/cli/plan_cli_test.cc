@@ -72,7 +72,7 @@ TEST(PlanCli, JsonFollowsTheDesignExample) {
   const Json* experts = FindLayer(plan, "model.layers.1.mlp.experts");
   ASSERT_NE(experts, nullptr);
   EXPECT_EQ(experts->Find("kind")->string_value(), "moe");
-  EXPECT_EQ(ToJson(*experts->Find("shape")), "[64, 256]");
+  EXPECT_EQ(ToJson(*experts->Find("shape")), "[8, 64, 256]");  // [E, N, K]
   EXPECT_EQ(experts->Find("experts")->int_value(), 8);
   EXPECT_EQ(experts->Find("params")->int_value(), 8 * 3 * 256 * 64);
   EXPECT_EQ(experts->Find("decision")->string_value(), "quantized");
@@ -81,25 +81,105 @@ TEST(PlanCli, JsonFollowsTheDesignExample) {
   ASSERT_NE(attn, nullptr);
   EXPECT_TRUE(attn->Find("shape")->is_null());
   EXPECT_EQ(attn->Find("params")->int_value(), 0);
+  EXPECT_EQ(attn->Find("decision")->string_value(), "unquantized");
+  EXPECT_EQ(ToJson(*attn->Find("kv_cache")),
+            R"({"dtype": "bf16", "scheme": null, "engine_method": null})");
 
   const Json* head = FindLayer(plan, "lm_head");
   ASSERT_NE(head, nullptr);
   EXPECT_EQ(head->Find("decision")->string_value(), "unquantized");
 
   const Json& summary = *plan.Find("summary");
-  int64_t layers = 0, quantized = 0, params = 0;
+  int64_t layers = 0, quantized = 0, params = 0, bytes = 0;
   for (const Json& layer : plan.Find("layers")->items()) {
     ++layers;
     quantized += layer.Find("decision")->string_value() == "quantized";
     params += layer.Find("params")->int_value();
+    bytes += layer.Find("bytes")->int_value();
   }
   EXPECT_EQ(summary.Find("layers")->int_value(), layers);
   EXPECT_EQ(summary.Find("quantized")->int_value(), quantized);
   EXPECT_EQ(summary.Find("params")->int_value(), params);
+  EXPECT_EQ(summary.Find("bytes")->int_value(), bytes);  // the same sites as params
+  // The other tensors (norms) are stored in the checkpoint's bfloat16.
+  EXPECT_EQ(summary.Find("other_bytes")->int_value(),
+            summary.Find("other_params")->int_value() * 2);
   EXPECT_EQ(summary.Find("errors")->int_value(), 0);
 }
 
-// Published sizes: DeepSeek-R1 671B + 14B MTP = 685B; Kimi-K2 1.03T (Hugging Face model cards).
+// Every row carries every field, in one order, null where it does not apply (docs/json/plan.md).
+TEST(PlanCli, EveryRowHasEveryField) {
+  for (const char* args :
+       {"plan examples/deepseek-tiny --json", "plan examples/deepseek-tiny --json --engine sglang",
+        "plan tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ --json",
+        "plan tests/data/corpus/openai__gpt-oss-20b --json"}) {
+    auto r = RunCli(args);
+    ASSERT_LE(r.exit_code, 1) << args;
+    Json plan = ParseOrDie(r.out);
+    for (const Json& layer : plan.Find("layers")->items()) {
+      std::vector<std::string> keys;
+      for (const auto& m : layer.members()) keys.push_back(m.first);
+      EXPECT_EQ(Join(keys, ","),
+                "path,kind,shape,legs,experts,decision,scheme,kv_cache,spec_id,kernel_available,"
+                "spec_note,params,bytes,rule,error")
+          << args;
+      const std::string kind = layer.Find("kind")->string_value();
+      const Json* shape = layer.Find("shape");
+      if (kind == "attention") {
+        EXPECT_TRUE(shape->is_null());
+        EXPECT_TRUE(layer.Find("kv_cache")->is_object());
+      } else {
+        EXPECT_EQ(shape->items().size(), kind == "moe" ? 3u : 2u) << args;
+        EXPECT_TRUE(layer.Find("kv_cache")->is_null());
+      }
+      EXPECT_EQ(layer.Find("experts")->is_null(), kind != "moe");
+      // A quantized row always names its scheme; an error row its message.
+      const std::string decision = layer.Find("decision")->string_value();
+      if (decision == "quantized") {
+        EXPECT_TRUE(layer.Find("scheme")->is_object());
+      }
+      EXPECT_EQ(layer.Find("error")->is_string(), decision == "error");
+      EXPECT_EQ(layer.Find("kernel_available")->is_null(), layer.Find("spec_id")->is_null());
+    }
+    std::vector<std::string> summary;
+    for (const auto& m : plan.Find("summary")->members()) summary.push_back(m.first);
+    EXPECT_EQ(Join(summary, ","),
+              "layers,quantized,unquantized,errors,params,bytes,other_params,other_bytes");
+  }
+}
+
+// vLLM attaches Fp8KVCacheMethod to attention under fp8; the cache still stores bf16 (auto).
+TEST(PlanCli, AnAttachedKvMethodWithoutASchemeIsABf16Cache) {
+  auto r = RunCli("plan examples/deepseek-tiny --json --engine vllm");
+  ASSERT_EQ(r.exit_code, 0);
+  Json plan = ParseOrDie(r.out);
+  const Json* attn = FindLayer(plan, "model.layers.0.self_attn.attn");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(attn->Find("decision")->string_value(), "unquantized");
+  EXPECT_TRUE(attn->Find("scheme")->is_null());
+  EXPECT_EQ(ToJson(*attn->Find("kv_cache")),
+            R"({"dtype": "bf16", "scheme": null, "engine_method": "Fp8KVCacheMethod"})");
+}
+
+// The spec_id names the storage; kernel_available says whether this build can run it there.
+TEST(PlanCli, KernelAvailabilityBesideTheSpec) {
+  auto cpu = RunCli("plan examples/deepseek-tiny --json");
+  auto gpu = RunCli("plan examples/deepseek-tiny --json --device sm90");
+  ASSERT_EQ(gpu.exit_code, 0);
+  Json cpu_plan = ParseOrDie(cpu.out);
+  Json gpu_plan = ParseOrDie(gpu.out);
+  const Json* on_cpu = FindLayer(cpu_plan, "model.layers.0.self_attn.o_proj");
+  const Json* on_gpu = FindLayer(gpu_plan, "model.layers.0.self_attn.o_proj");
+  ASSERT_NE(on_cpu, nullptr);
+  ASSERT_NE(on_gpu, nullptr);
+  EXPECT_EQ(gpu_plan.Find("device")->string_value(), "sm90");
+  EXPECT_EQ(on_cpu->Find("spec_id")->string_value(), "fp8_block_128_128");
+  EXPECT_EQ(on_gpu->Find("spec_id")->string_value(), "fp8_block_128_128");
+  EXPECT_TRUE(on_cpu->Find("kernel_available")->bool_value());
+  EXPECT_TRUE(on_gpu->Find("kernel_available")->is_bool());
+  EXPECT_TRUE(on_gpu->Find("spec_note")->is_null());
+}
+
 TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
   struct Case {
     const char* dir;
@@ -141,20 +221,54 @@ TEST(PlanCli, ExitCodes) {
   EXPECT_EQ(RunCli("").exit_code, 2);
 }
 
-TEST(ExplainCli, TraceObjectsHaveSixFields) {
+TEST(ExplainCli, OneObjectWithTheDecisionAndTheTrace) {
   auto r = RunCli("explain examples/deepseek-tiny model.layers.0.self_attn.q_a_proj --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  Json trace = ParseOrDie(r.out);
+  Json explained = ParseOrDie(r.out);
+  std::vector<std::string> keys;
+  for (const auto& m : explained.members()) keys.push_back(m.first);
+  EXPECT_EQ(Join(keys, ","),
+            "model,engine,layer,path,kind,resolved,decision,decided_by,kv_cache,spec_id,"
+            "kernel_available,trace");
+  EXPECT_EQ(explained.Find("layer")->string_value(), "model.layers.0.self_attn.q_a_proj");
+  EXPECT_EQ(explained.Find("path")->string_value(), "model.layers.0.self_attn.fused_qkv_a_proj");
+  EXPECT_TRUE(explained.Find("resolved")->is_string());
+  const Json& decision = *explained.Find("decision");
+  EXPECT_EQ(decision.Find("kind")->string_value(), "quantized");
+  EXPECT_EQ(decision.Find("scheme")->Find("name")->string_value(), "w8a8-fp8-block128x128-dyn");
+  EXPECT_EQ(decision.Find("rule")->string_value(),
+            "config.json#/quantization_config: fp8 applies to every linear layer");
+  EXPECT_TRUE(explained.Find("decided_by")->is_null());  // the default action, not a rule
+  EXPECT_EQ(explained.Find("spec_id")->string_value(), "fp8_block_128_128");
+
+  auto text = RunCli("explain examples/deepseek-tiny model.layers.0.self_attn.q_a_proj");
+  EXPECT_NE(text.out.find("fused_qkv_a_proj"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("decision: quantized"), std::string::npos) << text.out;
+  EXPECT_EQ(RunCli("explain examples/deepseek-tiny model.layers.9.nothing").exit_code, 2);
+}
+
+// A rule hitting one leg: Orpheus' bnb config skips "model.layers.0.self_attn" by prefix, which
+// every leg of qkv_proj matches; the first leg's hit is the one reported.
+TEST(ExplainCli, TheLegThatDecided) {
+  auto r = RunCli(
+      "explain tests/data/corpus/DocWobble__Orpheus_3B_Quantized-bnb-nf4 "
+      "model.layers.0.self_attn.qkv_proj --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Json explained = ParseOrDie(r.out);
+  EXPECT_EQ(explained.Find("decision")->Find("kind")->string_value(), "unquantized");
+  const Json& by = *explained.Find("decided_by");
+  ASSERT_TRUE(by.is_object()) << r.out;
+  EXPECT_EQ(by.Find("matched")->string_value(), "model.layers.0.self_attn.q_proj");
+  EXPECT_EQ(by.Find("leg")->string_value(), "q_proj");
+  EXPECT_TRUE(by.Find("expert")->is_null());
+  const Json& trace = *explained.Find("trace");
   ASSERT_TRUE(trace.is_array());
+  ASSERT_FALSE(trace.items().empty());
   for (const Json& step : trace.items()) {
     std::vector<std::string> keys;
     for (const auto& m : step.members()) keys.push_back(m.first);
     EXPECT_EQ(Join(keys, ","), "matcher,pattern,file,pointer,result,reason");
   }
-  auto text = RunCli("explain examples/deepseek-tiny model.layers.0.self_attn.q_a_proj");
-  EXPECT_NE(text.out.find("fused_qkv_a_proj"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("decision: quantized"), std::string::npos) << text.out;
-  EXPECT_EQ(RunCli("explain examples/deepseek-tiny model.layers.9.nothing").exit_code, 2);
 }
 
 }  // namespace

@@ -26,8 +26,5 @@ void AddDiffCommand(CLI::App& app, int* exit_code);
 std::string DefaultExampleDir();
 // Prints "quantpath: <message>" to stderr and returns kExitBadInput.
 int ReportBadInput(const std::string& message);
-// Parses the options shared by plan, explain and diff.
-Result<PlanOptions> MakePlanOptions(const std::string& engine, const std::string& quantization,
-                                    const std::string& device);
 
 }  // namespace quantpath::cli

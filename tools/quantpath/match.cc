@@ -29,36 +29,11 @@ int RunMatch(const MatchArgs& args) {
     if (!cases.ok()) return ReportBadInput(cases.status().message());
     Result<std::vector<CaseResult>> results = MatchCases(*cases, file, engine);
     if (!results.ok()) return ReportBadInput(results.status().message());
-    for (const CaseResult& r : *results) {
-      Json decisions = Json::Array();
-      for (size_t i = 0; i < r.decisions.size(); ++i) {
-        const CaseDecision& got = r.decisions[i];
-        decisions.mutable_items().push_back(Json::Object({{"prefix", Json::String(got.prefix)},
-                                                          {"decision", Json::String(got.decision)},
-                                                          {"detail", Json::String(got.detail)}}));
-        if (!args.verify) continue;
-        if (i >= r.expected.size()) {
-          std::cout << fmt::format("{} {} {}: no expected decision recorded\n", file, r.id,
-                                   got.prefix);
-          ++failed;
-          continue;
-        }
-        const CaseDecision& want = r.expected[i];
-        if (want.decision != got.decision) {
-          ++failed;
-          std::cout << fmt::format(
-              "MISMATCH {} {} [{}] {}: expected {} ({}), got {} ({})\n", file, r.id, i,
-              got.prefix, want.decision, want.detail, got.decision, got.detail);
-        } else {
-          ++passed;
-          if (want.detail != got.detail) {
-            std::cout << fmt::format("note {} {} [{}] {}: detail expected \"{}\", got \"{}\"\n",
-                                     file, r.id, i, got.prefix, want.detail, got.detail);
-          }
-        }
-      }
-      out.mutable_items().push_back(
-          Json::Object({{"id", Json::String(r.id)}, {"decisions", std::move(decisions)}}));
+    if (args.verify) {
+      std::cout << VerifyCases(*results, file, &passed, &failed);
+    } else {
+      Json decided = CaseResultsToJson(*results);
+      for (Json& r : decided.mutable_items()) out.mutable_items().push_back(std::move(r));
     }
   }
   if (args.verify) {

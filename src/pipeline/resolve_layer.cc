@@ -1,6 +1,6 @@
 // Resolves the layer names users type to the dialect's sites.
 #include "fmt/format.h"
-#include "quantpath/report.h"
+#include "quantpath/pipeline.h"
 
 namespace quantpath {
 
@@ -24,22 +24,10 @@ Result<ResolvedSite> ResolveLayer(const ModelSites& sites, std::string_view path
       return ResolvedSite{&site, fmt::format("{} is an expert weight of {}", name, site.path)};
     }
   }
-  return NotFound(fmt::format("no layer \"{}\" in this {} model (layers are named as `quantpath "
-                              "plan` lists them)",
-                              path, sites.architecture));
-}
-
-Json TraceToJson(const std::vector<TraceStep>& trace) {
-  std::vector<Json> steps;
-  for (const TraceStep& s : trace) {
-    steps.push_back(Json::Object({{"matcher", Json::String(std::string(MatchKindName(s.kind)))},
-                                  {"pattern", Json::String(s.pattern)},
-                                  {"file", Json::String(s.source.file)},
-                                  {"pointer", Json::String(s.source.pointer)},
-                                  {"result", Json::String(s.hit ? "hit" : "miss")},
-                                  {"reason", Json::String(s.reason)}}));
-  }
-  return Json::Array(std::move(steps));
+  return NotFound(
+      fmt::format("no layer \"{}\" in this {} model (layers are named as `quantpath "
+                  "plan` lists them)",
+                  path, sites.architecture));
 }
 
 }  // namespace quantpath

@@ -1,0 +1,120 @@
+// Decides every site of a model and what each stores: the physical spec through materialize,
+// its bytes through the family rows, and whether this build has a kernel for it. Unquantized
+// layers keep the checkpoint dtype; a scheme without a spec on the device gets spec_id and bytes
+// null and the reason.
+#include "fmt/format.h"
+#include "quantpath/kernels.h"
+#include "quantpath/materialize.h"
+#include "quantpath/pipeline.h"
+
+namespace quantpath {
+namespace {
+
+// Fills layer->spec, kernel_available, spec_note and bytes for a site that is not attention.
+// The KeyFor / StorageBytes / Materialize / registry calls stay together here, the one place that
+// turns a decision into storage; bytes come only from the family rows.
+void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& device,
+                LayerDecision* layer) {
+  const Decision& d = layer->decision;
+  const QuantScheme scheme = d.kind == DecisionKind::kQuantized && d.scheme && d.scheme->quantized()
+                                 ? *d.scheme
+                                 : QuantScheme{};
+  Result<SpecKey> key = KeyFor(scheme, device);
+  if (!key.ok()) {
+    layer->spec_note = key.status().message();
+    return;
+  }
+  layer->spec = *key;
+  layer->kernel_available = KernelRegistry::Global().Supports(*key, device);
+  if (!scheme.quantized()) {
+    // Unquantized sites keep the checkpoint dtype for every parameter they count (biases, MTP
+    // copies), so their bytes are the dense row's over site.params elements.
+    Result<int64_t> bytes = LayoutBytes(*key, 1, site.params, Info(torch_dtype).bits);
+    if (bytes.ok()) layer->bytes = *bytes;
+    return;
+  }
+  std::vector<std::string> notes;
+  Result<int64_t> bytes = StorageBytes(*key, RequestForSite(site, torch_dtype, device));
+  if (bytes.ok()) {
+    layer->bytes = *bytes;
+  } else if (bytes.status().code() == ErrorCode::kInvalidInput) {
+    // The layout cannot hold this site (e.g. a fused block-fp8 leg that is not a multiple of the
+    // block): loading would fail, so the plan says so instead of promising a spec.
+    layer->decision.kind = DecisionKind::kError;
+    layer->decision.detail = bytes.status().message();
+  } else {
+    notes.push_back(bytes.status().message());
+  }
+  // A family whose loader is not in this build, or activations its kernels cannot quantize, are
+  // said beside the spec_id.
+  Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, device);
+  if (!spec.ok()) notes.push_back(spec.status().message());
+  layer->spec_note = Join(notes, "; ");
+}
+
+// An attention site stores its KV cache, not weights: quantized only when a KV scheme quantizes
+// it. An engine that attaches its KV-cache method without a KV scheme (vLLM's Fp8KVCacheMethod
+// under fp8) still keeps the cache in the model's dtype unless --kv-cache-dtype says otherwise.
+void DecideKvCache(const QuantPlan& plan, QDType torch_dtype, LayerDecision* layer) {
+  Decision& d = layer->decision;
+  KvCache kv;
+  kv.dtype = torch_dtype;
+  kv.engine_method = plan.attention && plan.attention->kind == ActionKind::kQuantize;
+  if (kv.engine_method) kv.engine_method_name = plan.attention->detail;
+  if (d.kind == DecisionKind::kQuantized) {
+    if (d.scheme && d.scheme->quantized()) {
+      kv.scheme = d.scheme;
+      kv.dtype = d.scheme->weight.dtype;
+    } else {
+      d.kind = DecisionKind::kUnquantized;
+      d.scheme.reset();
+    }
+  }
+  layer->kv = std::move(kv);
+  layer->bytes = 0;  // the KV cache is not a weight
+}
+
+LayerDecision Assign(const Model& model, const LayerSite& site, Decision decision) {
+  LayerDecision layer;
+  layer.site = &site;
+  layer.decision = std::move(decision);
+  if (site.kind == SiteKind::kAttention) {
+    DecideKvCache(model.plan, model.sites.torch_dtype, &layer);
+  } else {
+    AssignSpec(site, model.sites.torch_dtype, model.device, &layer);
+  }
+  return layer;
+}
+
+}  // namespace
+
+std::vector<LayerDecision> DecideAll(const Model& model) {
+  std::vector<LayerDecision> layers;
+  layers.reserve(model.sites.sites.size());
+  for (const LayerSite& site : model.sites.sites) {
+    layers.push_back(Assign(model, site, DecideSite(model.plan, site, false)));
+  }
+  return layers;
+}
+
+int64_t OtherBytes(const Model& model) {
+  Result<SpecKey> dense = KeyFor(QuantScheme{}, model.device);
+  if (!dense.ok()) return 0;
+  Result<int64_t> bytes =
+      LayoutBytes(*dense, 1, model.sites.other_params, Info(model.sites.torch_dtype).bits);
+  return bytes.ok() ? *bytes : 0;
+}
+
+int CountErrors(const std::vector<LayerDecision>& layers) {
+  int errors = 0;
+  for (const LayerDecision& layer : layers) errors += layer.decision.kind == DecisionKind::kError;
+  return errors;
+}
+
+Result<ExplainedLayer> DecideLayer(const Model& model, std::string_view path) {
+  QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
+  LayerDecision layer = Assign(model, *resolved.site, DecideSite(model.plan, *resolved.site, true));
+  return ExplainedLayer{std::move(resolved), std::move(layer)};
+}
+
+}  // namespace quantpath

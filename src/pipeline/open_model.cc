@@ -1,0 +1,40 @@
+// Opens a model folder: sources → importer (with the dialect's HF→engine name mapper) → sites.
+#include "fmt/format.h"
+#include "quantpath/pipeline.h"
+
+namespace quantpath {
+
+Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view quantization,
+                                       std::string_view device) {
+  OpenOptions options;
+  std::optional<Dialect> dialect = ParseDialect(engine);
+  if (!dialect) {
+    const std::vector<std::string_view> names = DialectNames();
+    return InvalidInput(fmt::format("--engine: expected one of {}, got {}",
+                                    Join({names.begin(), names.end()}, ", "), engine));
+  }
+  options.dialect = *dialect;
+  if (!quantization.empty()) options.quantization = std::string(quantization);
+  Result<DeviceCaps> caps = ParseDevice(device);
+  if (!caps.ok()) return caps.status().WithContext("--device");
+  options.device = *caps;
+  return options;
+}
+
+Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& dialect,
+                                  const std::optional<std::string>& quantization,
+                                  const std::optional<std::string>& model_class) {
+  std::optional<NameMapper> mapper =
+      model_class ? FindNameMapper(*model_class, dialect) : FindNameMapper(sources, dialect);
+  return ImportPlan(sources, dialect, quantization, mapper);
+}
+
+Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
+  QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
+  QP_ASSIGN_OR_RETURN(QuantPlan plan,
+                      ImportForEngine(sources, options.dialect, options.quantization));
+  QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect));
+  return Model{dir, std::move(sources), std::move(plan), std::move(sites), options.device};
+}
+
+}  // namespace quantpath
