@@ -60,7 +60,8 @@ struct CheckpointListing {
 
 // The checkpoint tensors of `dir`: every shard's header when the index's shards (or, without an
 // index, the folder's *.safetensors files) are present — validated as the checkpoint stage does —
-// else the index's tensor names, else nothing (kAbsent). Errors name the file and the tensor.
+// else the index's tensor names, else nothing (kAbsent). Git LFS pointers in place of the
+// safetensors files count as absent shards. Errors name the file and the tensor.
 Result<CheckpointListing> ListCheckpoint(const std::filesystem::path& dir);
 
 class ConfigSources {

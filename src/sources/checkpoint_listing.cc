@@ -4,6 +4,7 @@
 // architecture builder describes. Tensor data is never read: the checkpoint stage maps each shard
 // and validates its header only.
 #include <algorithm>
+#include <fstream>
 #include <system_error>
 
 #include "fmt/format.h"
@@ -14,6 +15,25 @@ namespace quantpath {
 namespace {
 
 constexpr std::string_view kIndexFile = "model.safetensors.index.json";
+
+// A Git LFS pointer (a clone made without git-lfs) in place of a safetensors file: a short text
+// file starting with the spec line. Such a folder holds no weights, only their names.
+bool IsLfsPointer(const std::filesystem::path& path) {
+  constexpr std::string_view kSpec = "version https://git-lfs.github.com/spec/";
+  std::ifstream in(path, std::ios::binary);
+  std::string head(kSpec.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  return in.gcount() == static_cast<std::streamsize>(kSpec.size()) && head == kSpec;
+}
+
+bool HasLfsPointers(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() == ".safetensors" && IsLfsPointer(it->path())) return true;
+  }
+  return false;
+}
 
 // The index's tensor names, when its shards are missing. Checkpoint::Open has already checked the
 // index's structure up to the shards' existence; the checks here only keep this reader safe.
@@ -34,20 +54,26 @@ Result<CheckpointListing> IndexNames(const std::filesystem::path& dir) {
   return listing;
 }
 
+// What a folder without readable shards says: the index's names, or nothing.
+Result<CheckpointListing> WithoutShards(const std::filesystem::path& dir, bool has_index) {
+  if (has_index) return IndexNames(dir);
+  CheckpointListing absent;
+  absent.origin = CheckpointOrigin::kAbsent;
+  return absent;
+}
+
 }  // namespace
 
 Result<CheckpointListing> ListCheckpoint(const std::filesystem::path& dir) {
   std::error_code ec;
   const bool has_index = std::filesystem::is_regular_file(dir / kIndexFile, ec);
+  if (HasLfsPointers(dir)) return WithoutShards(dir, has_index);
   Result<Checkpoint> opened = Checkpoint::Open(dir);
   if (!opened.ok()) {
     // NotFound: no weights at all, or an index whose shards are not in the folder (a config-only
     // copy of a model); anything else is a broken checkpoint.
     if (opened.status().code() != ErrorCode::kNotFound) return opened.status();
-    if (has_index) return IndexNames(dir);
-    CheckpointListing absent;
-    absent.origin = CheckpointOrigin::kAbsent;
-    return absent;
+    return WithoutShards(dir, has_index);
   }
   QP_RETURN_IF_ERROR(opened->Validate());
   CheckpointListing listing;

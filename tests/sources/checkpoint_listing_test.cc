@@ -97,6 +97,30 @@ TEST(CheckpointListing, AnIndexWithoutItsShardsGivesNamesOnly) {
   EXPECT_FALSE(sources->checkpoint_quantized_params().has_value());
 }
 
+// A clone made without git-lfs holds pointer files where the shards would be: names only, from
+// the index, instead of an invalid header.
+TEST(CheckpointListing, GitLfsPointersCountAsAbsentShards) {
+  Scratch scratch;
+  scratch.Copy("config.json");
+  scratch.Copy("model.safetensors.index.json");
+  for (const char* shard :
+       {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    std::ofstream(scratch.dir() / shard)
+        << "version https://git-lfs.github.com/spec/v1\n"
+           "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+           "size 15952\n";
+  }
+  Result<ConfigSources> sources = ConfigSources::Load(scratch.dir());
+  ASSERT_TRUE(sources.ok()) << sources.status().message();
+  EXPECT_EQ(sources->checkpoint().origin, CheckpointOrigin::kIndex);
+  EXPECT_EQ(sources->checkpoint().tensors.size(), 2u * 2 + 13 * 4 + 1 + 3);
+  // Without the index the folder says nothing about its tensors.
+  fs::remove(scratch.dir() / "model.safetensors.index.json");
+  Result<ConfigSources> bare = ConfigSources::Load(scratch.dir());
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_EQ(bare->checkpoint().origin, CheckpointOrigin::kAbsent);
+}
+
 TEST(CheckpointListing, ConfigOnlyAndInMemorySources) {
   Result<ConfigSources> corpus =
       ConfigSources::Load(fs::path(QUANTPATH_TEST_DATA) / "corpus/TheBloke__Llama-2-13B-chat-GPTQ");
