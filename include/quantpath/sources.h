@@ -1,10 +1,13 @@
 // quantpath sources: every configuration file of a model folder, parsed once, with provenance.
 //
 // Goals: find config.json and the standalone quantization files, keep their JSON in document
-// order, and say where the quantization description came from (file + JSON pointer).
-// Non-goals: interpreting any format's fields (importers do that).
+// order, and say where the quantization description came from (file + JSON pointer); list the
+// checkpoint's tensors (names, and dtypes and shapes from the safetensors headers when the shards
+// are present) through the checkpoint stage's validating reader, never reading tensor data.
+// Non-goals: interpreting any format's fields or tensor names (importers and models do that).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -18,8 +21,8 @@ namespace quantpath {
 
 // Standalone quantization files, in the order they are looked for.
 inline constexpr std::string_view kStandaloneConfigFiles[] = {
-    "quantize_config.json",   "quant_config.json",          "quantization_config.json",
-    "hf_quant_config.json",   "quant_model_description.json"};
+    "quantize_config.json", "quant_config.json", "quantization_config.json", "hf_quant_config.json",
+    "quant_model_description.json"};
 
 struct SourceFile {
   std::string name;  // file name inside the folder, e.g. "config.json"
@@ -33,14 +36,48 @@ struct Located {
   Provenance where;
 };
 
+// A checkpoint tensor as the folder describes it. dtype and shape are known only from a
+// safetensors header; an index alone names the tensor.
+struct CheckpointTensor {
+  std::string name;
+  std::optional<std::string> dtype;           // the header's dtype name: "I32", "BF16", …
+  std::optional<std::vector<int64_t>> shape;  // as stored ([] for a scalar)
+};
+
+// How much the folder says about its checkpoint.
+enum class CheckpointOrigin : uint8_t {
+  kUnknown,  // not a folder (sources made in memory): nothing was looked at
+  kAbsent,   // a folder with neither safetensors files nor model.safetensors.index.json
+  kIndex,    // model.safetensors.index.json without (all of) its shards: names only
+  kHeaders,  // the safetensors headers: names, dtypes and shapes
+};
+
+struct CheckpointListing {
+  CheckpointOrigin origin = CheckpointOrigin::kUnknown;
+  std::string source;  // for messages: "model.safetensors.index.json" or the shard file names
+  std::vector<CheckpointTensor> tensors;  // sorted by name
+};
+
+// The checkpoint tensors of `dir`: every shard's header when the index's shards (or, without an
+// index, the folder's *.safetensors files) are present — validated as the checkpoint stage does —
+// else the index's tensor names, else nothing (kAbsent). Git LFS pointers in place of the
+// safetensors files count as absent shards. Errors name the file and the tensor.
+Result<CheckpointListing> ListCheckpoint(const std::filesystem::path& dir);
+
 class ConfigSources {
  public:
-  // Reads every known file of `dir`. A file that exists but is not valid JSON is an error naming
-  // it; a folder with neither config.json nor a standalone file is an error.
+  static constexpr std::string_view kConfigFile = "config.json";
+
+  // Reads every known file of `dir` and lists its checkpoint (ListCheckpoint); from the headers it
+  // also sets checkpoint_quantized_params. A file that exists but is not valid JSON is an error
+  // naming it; a folder with neither config.json nor a standalone file is an error.
   static Result<ConfigSources> Load(const std::filesystem::path& dir);
   // Sources made from in-memory files (the `match` command's cases, tests). A file named
   // "config.json" plays config.json's role.
   static ConfigSources FromMemory(std::vector<SourceFile> files);
+  // These sources with other file contents (a rewritten description) and everything else — the
+  // folder, its checkpoint facts, the requested method — kept.
+  ConfigSources WithFiles(std::vector<SourceFile> files) const;
 
   const std::filesystem::path& dir() const { return dir_; }
   // config.json's root object, or nullptr when the folder has none.
@@ -56,8 +93,12 @@ class ConfigSources {
   // Files present in the folder that look like model folders hold (for messages).
   std::vector<std::string> FileNames() const;
 
-  // Names of checkpoint tensors stored in a quantized dtype (not f16/bf16/f32), when known. vLLM
-  // derives GPTQ's modules_in_block_to_quantize from them when the config lacks it.
+  // The folder's checkpoint tensors; origin kUnknown for sources made in memory.
+  const CheckpointListing& checkpoint() const { return checkpoint_; }
+
+  // Names of checkpoint tensors stored in a quantized dtype (not f16/bf16/f32), when known: from
+  // the shard headers, or given by an engine case. vLLM derives GPTQ's
+  // modules_in_block_to_quantize from them when the config lacks it.
   const std::optional<std::vector<std::string>>& checkpoint_quantized_params() const {
     return checkpoint_quantized_params_;
   }
@@ -73,6 +114,7 @@ class ConfigSources {
  private:
   std::filesystem::path dir_;
   std::vector<SourceFile> files_;  // config.json first, then standalone files in the order above
+  CheckpointListing checkpoint_;
   std::optional<std::vector<std::string>> checkpoint_quantized_params_;
   std::optional<std::string> requested_method_;
 };

@@ -30,6 +30,7 @@
 // Non-goals: tensor layouts (LoadFacts names them for the loader) and kernels.
 #include "src/importers/gptq.h"
 
+#include <algorithm>
 #include <set>
 #include <type_traits>
 #include <utility>
@@ -154,11 +155,87 @@ Result<std::vector<std::string>> FlattenBlockList(const ConfigCopy& copy, const 
   return out;
 }
 
-// The group that leaves layers outside modules_in_block_to_quantize unquantized.
+// The tensors GPTQ exporters (AutoGPTQ, GPTQModel, optimum) store in int32 under their standard
+// names; `scales` and `bias` stay in 16 bits.
+constexpr std::string_view kGptqInt32Tensors[] = {"qweight", "qzeros", "g_idx"};
+
+// The list vLLM's maybe_update_config derives when the config has none: the parent module of every
+// checkpoint tensor whose dtype is not f16/bf16/f32. `modules` is nullopt when it cannot be
+// derived from module names (see `blocks_only`).
+struct DerivedBlockList {
+  std::optional<std::vector<std::string>> modules;
+  // No checkpoint in the folder: assume the exporters' standard layout, in which exactly the
+  // linear layers of the decoder blocks (and the LM head when lm_head is true) hold int32 qweights.
+  bool blocks_only = false;
+  std::string note;
+};
+
+std::vector<std::string> ParentModules(const std::vector<std::string>& tensors) {
+  std::set<std::string> parents;
+  for (const std::string& name : tensors) parents.insert(std::string(ParentPath(name)));
+  return {parents.begin(), parents.end()};
+}
+
+DerivedBlockList DeriveBlockList(const ConfigSources& sources, const ConfigCopy& copy,
+                                 bool empty_quantizes_all) {
+  const std::string_view empty_means = empty_quantizes_all
+                                           ? "with an empty list it quantizes every layer"
+                                           : "with an empty list it quantizes no linear layer";
+  const CheckpointListing& checkpoint = sources.checkpoint();
+  const bool folder_facts = checkpoint.origin != CheckpointOrigin::kUnknown;
+  // A folder whose description is a standalone file alone keeps the earlier rule (no facts) for
+  // now: the engines read such folders only when told the method with --quantization.
+  const bool standalone_folder = folder_facts && copy.file() != ConfigSources::kConfigFile;
+  DerivedBlockList out;
+  if (const auto& params = sources.checkpoint_quantized_params(); params && !standalone_folder) {
+    out.modules = ParentModules(*params);
+    out.note = fmt::format(
+        "modules_in_block_to_quantize: absent or empty; derived as vLLM does from the dtypes in {} "
+        "(the parent modules of the tensors not stored in f16/bf16/f32): {} modules",
+        folder_facts ? checkpoint.source : "the checkpoint", out.modules->size());
+    return out;
+  }
+  if (!standalone_folder && checkpoint.origin == CheckpointOrigin::kIndex) {
+    std::vector<std::string> int32_tensors;
+    for (const CheckpointTensor& t : checkpoint.tensors) {
+      const std::string_view last = LastSegment(t.name);
+      if (std::find(std::begin(kGptqInt32Tensors), std::end(kGptqInt32Tensors), last) !=
+          std::end(kGptqInt32Tensors)) {
+        int32_tensors.push_back(t.name);
+      }
+    }
+    out.modules = ParentModules(int32_tensors);
+    out.note = fmt::format(
+        "modules_in_block_to_quantize: absent or empty, and the shards {} lists are not in the "
+        "folder; assumed the dtypes GPTQ exporters store under the standard names (qweight, "
+        "qzeros, g_idx in int32): {} modules",
+        checkpoint.source, out.modules->size());
+    return out;
+  }
+  if (!standalone_folder && checkpoint.origin == CheckpointOrigin::kAbsent) {
+    out.blocks_only = true;
+    out.note =
+        "modules_in_block_to_quantize: absent or empty, and the folder has no safetensors files "
+        "or index to derive it from as vLLM does; assumed the GPTQ exporters' standard layout (an "
+        "int32 qweight for every linear layer of the decoder blocks, and for the LM head when "
+        "lm_head is true)";
+    return out;
+  }
+  out.modules = std::vector<std::string>();
+  out.note = fmt::format(
+      "modules_in_block_to_quantize: absent and the checkpoint's tensor dtypes are unknown; vLLM "
+      "derives the list from them, and {}",
+      empty_means);
+  return out;
+}
+
+// The group that leaves layers outside modules_in_block_to_quantize unquantized; a list derived
+// from a config-only folder sets plan->blocks_only instead.
 Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& sources,
                                                      const ConfigCopy& copy, const GptqDialect& d,
                                                      const Dialect& dialect, const Action& skip,
-                                                     std::vector<std::string>* notes) {
+                                                     QuantPlan* plan) {
+  std::vector<std::string>* notes = &plan->notes;
   const Json* value = copy.json->FindNonNull("modules_in_block_to_quantize");
   if (d.block_list == GptqBlockList::kIgnored) {
     if (value != nullptr) {
@@ -173,25 +250,16 @@ Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& source
     QP_ASSIGN_OR_RETURN(entries, FlattenBlockList(copy, *value));
     where = ProvenanceOf(copy.file(), *value);
   }
-  // vLLM treats an absent or empty list alike and derives it from the checkpoint: the parent
-  // module of every tensor stored in a dtype other than f16/bf16/f32.
+  // vLLM treats an absent or empty list alike and derives it from the checkpoint.
   if (d.block_list_from_checkpoint && entries.empty()) {
-    const auto& params = sources.checkpoint_quantized_params();
-    std::set<std::string> parents;
-    if (params) {
-      for (const std::string& name : *params) parents.insert(std::string(ParentPath(name)));
+    DerivedBlockList derived = DeriveBlockList(sources, copy, d.empty_block_list_quantizes_all);
+    notes->push_back(std::move(derived.note));
+    if (derived.blocks_only) {
+      plan->blocks_only = "";
+      return std::optional<RuleGroup>();
     }
-    entries.assign(parents.begin(), parents.end());
+    entries = std::move(*derived.modules);
     where = {"checkpoint", ""};
-    std::string_view empty_means = d.empty_block_list_quantizes_all
-                                       ? "with an empty list it quantizes every layer"
-                                       : "with an empty list it quantizes no linear layer";
-    notes->push_back(
-        params ? std::string("modules_in_block_to_quantize: derived from the checkpoint's "
-                             "quantized tensors")
-               : fmt::format("modules_in_block_to_quantize: absent and the checkpoint's tensor "
-                             "dtypes are unknown; vLLM derives the list from them, and {}",
-                             empty_means));
     if (d.empty_block_list_quantizes_all && entries.empty()) return std::optional<RuleGroup>();
   } else if (value == nullptr || (d.empty_block_list_quantizes_all && entries.empty())) {
     return std::optional<RuleGroup>();
@@ -303,7 +371,7 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
 
   Action skip{ActionKind::kSkip, std::nullopt, "", std::string(d.unquantized_detail)};
   QP_ASSIGN_OR_RETURN(std::optional<RuleGroup> blocks,
-                      BuildBlockListGroup(sources, copy, d, dialect, skip, &plan.notes));
+                      BuildBlockListGroup(sources, copy, d, dialect, skip, &plan));
   if (blocks) plan.groups.push_back(std::move(*blocks));
   std::string_view method =
       kernel == GptqKernel::kGptq ? d.names.gptq_linear : d.names.marlin_linear;

@@ -274,11 +274,7 @@ ConfigSources ApplyNameMapper(const ConfigSources& sources, std::string_view imp
       MapAt({mapper, *f, file.name, notes}, description, path);
     }
   }
-  ConfigSources mapped = ConfigSources::FromMemory(std::move(files));
-  if (sources.checkpoint_quantized_params()) {
-    mapped.set_checkpoint_quantized_params(*sources.checkpoint_quantized_params());
-  }
-  return mapped;
+  return sources.WithFiles(std::move(files));
 }
 
 }  // namespace quantpath

@@ -123,11 +123,7 @@ Result<ConfigSources> SearchedSources(const ConfigSources& sources, const Source
       if (file.name == embedded->where.file) EraseAt(&file.root, embedded->where.pointer);
     }
   }
-  ConfigSources searched = ConfigSources::FromMemory(std::move(files));
-  if (sources.checkpoint_quantized_params()) {
-    searched.set_checkpoint_quantized_params(*sources.checkpoint_quantized_params());
-  }
-  return searched;
+  return sources.WithFiles(std::move(files));
 }
 
 // A folder with no quantization description: every site keeps the checkpoint dtype.

@@ -1,17 +1,21 @@
-// The fallback for architectures no builder knows: layer sites inferred from the tensor names of
-// the checkpoint index (`model.safetensors.index.json`).
+// The fallback for architectures no builder knows: layer sites inferred from the checkpoint's
+// tensors (ConfigSources::checkpoint(): the safetensors headers, or the index's names alone).
 //
 // Goals: let `plan` say something useful about a model whose architecture is not in the registry.
 // Every module that holds a weight becomes a site named as the checkpoint names it: quantized
 // weights (GPTQ/AWQ `qweight`, compressed-tensors `weight_packed`, MLX `scales`, bitsandbytes
 // `weight.absmax` …) and plain ones alike; embeddings, the LM head and routers are recognised by
 // name, experts (numbered, or stored fused as gpt-oss does) become one moe site per layer, and
-// norms, convolutions and loose parameters are left out. A warning says the sites were inferred.
-// Non-goals: shapes and parameter counts (an index holds names only, so every inferred site has
-// shape null and params 0), fused sites (no packed-module mapping is known), module construction
-// order (sites are listed in the natural order of their names, numbers compared as numbers).
+// norms, convolutions and loose parameters are left out. With the headers, a site's logical
+// [N, K] comes from the stored layout where that is unambiguous (LogicalShape); a site whose
+// weight is packed another way, and every site of an index without its shards, has shape null and
+// params 0. A warning says the sites were inferred and which shapes are unknown.
+// Non-goals: fused sites (no packed-module mapping is known), module construction order (sites
+// are listed in the natural order of their names, numbers compared as numbers).
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -23,11 +27,16 @@
 namespace quantpath::models {
 namespace {
 
-constexpr std::string_view kIndexFile = "model.safetensors.index.json";
-
-// A module as the index shows it: the names of its parameters.
+// A module as the checkpoint shows it: its parameters, each with the tensor that stores it when
+// the name is exactly `<module>.<param>` (bitsandbytes' `weight.absmax` state is not the weight).
 struct ModuleTensors {
-  std::set<std::string, std::less<>> params;
+  std::map<std::string, const CheckpointTensor*, std::less<>> params;
+
+  // The tensor of `param` when the headers gave its shape, else nullptr.
+  const CheckpointTensor* Stored(std::string_view param) const {
+    auto it = params.find(param);
+    return it == params.end() || it->second == nullptr || !it->second->shape ? nullptr : it->second;
+  }
 };
 
 // Splits a tensor name into (module, parameter). bitsandbytes stores a quantized weight's state
@@ -38,6 +47,51 @@ std::pair<std::string_view, std::string_view> SplitTensorName(std::string_view n
     return {name.substr(0, at), "weight"};
   }
   return {ParentPath(name), LastSegment(name)};
+}
+
+// Dtypes in which a weight is stored one value per element, so that its shape is the logical
+// [N, K]: floats (fp8 included) and int8. Wider integers and bytes are how formats pack sub-byte
+// values (MLX U32, bitsandbytes and ModelOpt NVFP4 U8), which the shape alone does not undo.
+bool StoresOneValuePerElement(const std::string& dtype) {
+  static constexpr std::string_view kDtypes[] = {
+      "F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8"};
+  return std::find(std::begin(kDtypes), std::end(kDtypes), dtype) != std::end(kDtypes);
+}
+
+bool Is2d(const CheckpointTensor* t) { return t != nullptr && t->shape->size() == 2; }
+
+// The logical [N (out), K (in)] of a module's weight where its stored layout states it:
+//   a plain `weight` (or Molmo's `embedding`) [N, K];
+//   GPTQ: `qweight` [K·bits/32, N] with `scales` [groups, N] and `g_idx` [K];
+//   AWQ: `qweight` [K, N·bits/32] with `scales` [groups, N] (the packed axis is N, so the column
+//   counts differ).
+// nullopt otherwise (GPTQ without g_idx, where bits would be needed; compressed-tensors, whose
+// shape is tensor data; MLX and other packed bytes).
+std::optional<std::array<int64_t, 2>> LogicalShape(const ModuleTensors& m) {
+  for (std::string_view param : {"weight", "embedding"}) {
+    const CheckpointTensor* w = m.Stored(param);
+    if (Is2d(w) && StoresOneValuePerElement(*w->dtype)) return {{(*w->shape)[0], (*w->shape)[1]}};
+  }
+  const CheckpointTensor* qweight = m.Stored("qweight");
+  const CheckpointTensor* scales = m.Stored("scales");
+  if (!Is2d(qweight) || !Is2d(scales)) return std::nullopt;
+  const int64_t n = (*scales->shape)[1];
+  if ((*qweight->shape)[1] != n) return {{n, (*qweight->shape)[0]}};
+  const CheckpointTensor* g_idx = m.Stored("g_idx");
+  if (g_idx != nullptr && g_idx->shape->size() == 1) return {{n, (*g_idx->shape)[0]}};
+  return std::nullopt;
+}
+
+int64_t Elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;  // validated headers: the product fits (it is a byte length)
+  return n;
+}
+
+// Weights and bias of a site with a known shape, as the checkpoint stores them (logical counts).
+int64_t SiteParams(const ModuleTensors& m, const std::array<int64_t, 2>& shape) {
+  const CheckpointTensor* bias = m.Stored("bias");
+  return shape[0] * shape[1] + (bias != nullptr ? Elements(*bias->shape) : 0);
 }
 
 bool IsNumber(std::string_view s) {
@@ -116,7 +170,8 @@ bool SplitExpertPath(std::string_view module, std::string_view* experts, std::st
 // (`gate_up_proj_blocks`, `gate_up_proj_scales`, `gate_up_proj_bias`, …): their stems are the legs.
 std::vector<std::string> FusedExpertLegs(const ModuleTensors& tensors) {
   std::vector<std::string> legs;
-  for (std::string_view param : tensors.params) {
+  for (const auto& [name, tensor] : tensors.params) {
+    std::string_view param = name;
     for (std::string_view suffix : {"_blocks", "_scales", "_bias"}) {
       if (param.ends_with(suffix)) param.remove_suffix(suffix.size());
     }
@@ -134,27 +189,74 @@ LayerSite MakeSite(std::string path, SiteKind kind, std::string_view module_clas
   return site;
 }
 
+// Shapes and parameter counts from the headers. An moe site's shape is one expert's
+// [intermediate, hidden]: the shape of a leg that reads the embedding's width (a gate or up
+// projection) when the embedding's shape is known, else of its first leg; its params count every
+// expert's legs. A site whose weight (or any expert leg) has no LogicalShape keeps shape null and
+// params 0.
+void ShapeSites(const std::map<std::string, ModuleTensors, std::less<>>& modules,
+                const std::map<std::string, ExpertGroup, std::less<>>& expert_groups,
+                std::vector<LayerSite>* sites) {
+  const auto module = [&](std::string_view path) -> const ModuleTensors* {
+    auto it = modules.find(path);
+    return it == modules.end() ? nullptr : &it->second;
+  };
+  std::optional<int64_t> hidden;
+  for (LayerSite& site : *sites) {
+    const ModuleTensors* m = site.kind == SiteKind::kMoe ? nullptr : module(site.path);
+    if (m == nullptr) continue;
+    site.shape = LogicalShape(*m);
+    if (!site.shape) continue;
+    site.params = SiteParams(*m, *site.shape);
+    if (site.kind == SiteKind::kEmbedding) hidden = (*site.shape)[1];
+  }
+  for (LayerSite& site : *sites) {
+    auto group = expert_groups.find(site.path);
+    if (site.kind != SiteKind::kMoe || group == expert_groups.end()) continue;
+    const std::string& first = *group->second.indices.begin();
+    std::optional<std::array<int64_t, 2>> shape;
+    int64_t per_expert = 0;
+    std::vector<int64_t> rows;
+    for (const Leg& leg : site.legs) {
+      const ModuleTensors* m = module(fmt::format("{}.{}.{}", site.path, first, leg.name));
+      const std::optional<std::array<int64_t, 2>> leg_shape =
+          m == nullptr ? std::nullopt : LogicalShape(*m);
+      if (!leg_shape) break;
+      rows.push_back((*leg_shape)[0]);
+      per_expert += SiteParams(*m, *leg_shape);
+      const bool reads_hidden = hidden && (*leg_shape)[1] == *hidden;
+      if (!shape || (reads_hidden && (*shape)[1] != *hidden)) shape = leg_shape;
+    }
+    if (rows.size() != site.legs.size()) continue;
+    for (size_t i = 0; i < rows.size(); ++i) site.legs[i].rows = rows[i];
+    site.shape = shape;
+    site.params = per_expert * site.experts;
+  }
+}
+
 }  // namespace
 
-Status InferSitesFromCheckpoint(const std::filesystem::path& dir, ModelSites* out) {
-  const std::filesystem::path index_path = dir / kIndexFile;
-  std::error_code ec;
-  if (dir.empty() || !std::filesystem::is_regular_file(index_path, ec)) {
-    return NotFound(fmt::format("no {} in the model folder to infer layer sites from", kIndexFile));
+Status InferSitesFromCheckpoint(const CheckpointListing& checkpoint, ModelSites* out) {
+  if (checkpoint.origin != CheckpointOrigin::kIndex &&
+      checkpoint.origin != CheckpointOrigin::kHeaders) {
+    return NotFound(
+        "no model.safetensors.index.json or safetensors file in the model folder to infer layer "
+        "sites from");
   }
-  QP_ASSIGN_OR_RETURN(Json index, ReadJsonFile(index_path));
-  const Json* weight_map = index.Find("weight_map");
-  if (weight_map == nullptr || !weight_map->is_object()) {
-    return InvalidInput(fmt::format("{}#/weight_map: expected an object of tensor names, found {}",
-                                    kIndexFile,
-                                    weight_map == nullptr ? "nothing" : weight_map->TypeName()));
-  }
+  const bool headers = checkpoint.origin == CheckpointOrigin::kHeaders;
 
   std::map<std::string, ModuleTensors, std::less<>> modules;
   std::map<std::string, ExpertGroup, std::less<>> expert_groups;
-  for (const auto& [name, shard] : weight_map->members()) {
-    const auto [module, param] = SplitTensorName(name);
-    if (module.empty()) continue;  // a top-level parameter belongs to no module
+  for (const CheckpointTensor& tensor : checkpoint.tensors) {
+    const auto [module, param] = SplitTensorName(tensor.name);
+    if (module.empty()) {
+      // A top-level parameter belongs to no module.
+      if (headers) out->other_params += Elements(*tensor.shape);
+      continue;
+    }
+    const bool exact = LastSegment(tensor.name) == param && ParentPath(tensor.name) == module;
+    auto [it, added] = modules[std::string(module)].params.try_emplace(std::string(param), nullptr);
+    if (exact) it->second = &tensor;
     std::string_view experts;
     std::string_view expert_index;
     std::string_view leg;
@@ -164,39 +266,45 @@ Status InferSitesFromCheckpoint(const std::filesystem::path& dir, ModelSites* ou
       if (std::find(group.legs.begin(), group.legs.end(), leg) == group.legs.end()) {
         group.legs.emplace_back(leg);
       }
-      continue;
     }
-    modules[std::string(module)].params.emplace(param);
   }
 
   std::vector<LayerSite> sites;
   std::set<std::string, std::less<>> moe_paths;
+  std::set<std::string, std::less<>> site_modules;  // modules whose tensors a site stands for
   for (const auto& [experts, group] : expert_groups) {
     LayerSite site = MakeSite(experts, SiteKind::kMoe, "FusedMoE", false);
     site.experts = static_cast<int64_t>(group.indices.size());
     for (const std::string& leg : group.legs) site.legs.push_back({leg, 0});
     moe_paths.insert(experts);
+    for (const std::string& index : group.indices) {
+      for (const std::string& leg : group.legs) {
+        site_modules.insert(fmt::format("{}.{}.{}", experts, index, leg));
+      }
+    }
     sites.push_back(std::move(site));
   }
   for (const auto& [path, tensors] : modules) {
     if (LastSegment(path) != "experts" || moe_paths.contains(path)) continue;
-    // The expert count is in the tensors' shapes, which an index does not hold.
+    // The expert count is in the tensors' shapes, whose packing differs per format.
     LayerSite site = MakeSite(path, SiteKind::kMoe, "FusedMoE", false);
     for (const std::string& leg : FusedExpertLegs(tensors)) site.legs.push_back({leg, 0});
     moe_paths.insert(path);
+    site_modules.insert(path);
     sites.push_back(std::move(site));
   }
   for (const auto& [path, tensors] : modules) {
     const std::string_view last = LastSegment(path);
     const bool has_weight = std::any_of(tensors.params.begin(), tensors.params.end(),
-                                        [](std::string_view p) { return IsWeightParam(p); });
+                                        [](const auto& p) { return IsWeightParam(p.first); });
     // Norms, convolutions and modules holding only loose parameters (attention sinks, SSM
     // constants, positional tables) are not sites.
-    if (moe_paths.contains(path) || !has_weight || IsNorm(last) ||
+    if (moe_paths.contains(path) || site_modules.contains(path) || !has_weight || IsNorm(last) ||
         last.find("conv") != std::string_view::npos) {
       continue;
     }
     const bool bias = tensors.params.contains("bias");
+    site_modules.insert(path);
     if (IsEmbedding(last)) {
       sites.push_back(MakeSite(path, SiteKind::kEmbedding, "Embedding", false));
     } else if (last == "lm_head") {
@@ -208,15 +316,41 @@ Status InferSitesFromCheckpoint(const std::filesystem::path& dir, ModelSites* ou
       sites.push_back(MakeSite(path, SiteKind::kLinear, "Linear", bias));
     }
   }
+  if (headers) {
+    ShapeSites(modules, expert_groups, &sites);
+    for (const auto& [path, tensors] : modules) {
+      if (site_modules.contains(path)) continue;
+      for (const auto& [param, tensor] : tensors.params) {
+        if (tensor != nullptr && tensor->shape) out->other_params += Elements(*tensor->shape);
+      }
+    }
+  }
   std::stable_sort(sites.begin(), sites.end(), [](const LayerSite& a, const LayerSite& b) {
     return NaturalLess(a.path, b.path);
   });
   out->sites = std::move(sites);
-  out->warnings.push_back(fmt::format(
+  const std::string inferred = fmt::format(
       "{}#/architectures/0: architecture {} is not supported; its {} layer sites were inferred "
-      "from the tensor names in {} (without safetensors headers their shapes are unknown: shape "
-      "null and params 0 for every site, and no fused sites)",
-      kConfigFile, JsonQuote(out->architecture), out->sites.size(), kIndexFile));
+      "from the tensor names in {}",
+      kConfigFile, JsonQuote(out->architecture), out->sites.size(), checkpoint.source);
+  if (!headers) {
+    out->warnings.push_back(fmt::format(
+        "{} (without safetensors headers their shapes are unknown: shape null and params 0 for "
+        "every site, and no fused sites)",
+        inferred));
+    return Status();
+  }
+  std::vector<std::string> unknown;
+  for (const LayerSite& site : out->sites) {
+    if (!site.shape) unknown.push_back(site.path);
+  }
+  out->warnings.push_back(
+      unknown.empty()
+          ? fmt::format("{}, with their shapes (no fused sites)", inferred)
+          : fmt::format("{}, with their shapes where the stored layout states them (no fused "
+                        "sites); the logical shape of {} is unknown (its weight is packed in a "
+                        "layout the header does not undo): shape null and params 0",
+                        inferred, Join(unknown, ", ")));
   return Status();
 }
 

@@ -220,8 +220,9 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out);
 Status BuildMolmo(const ArchInput& input, ModelSites* out);
 
 // ---------------------------------------------------------------------------------------------
-// The fallback for an architecture no builder knows: sites inferred from the tensor names of the
-// checkpoint index in `dir`. NotFound when the folder has no index to read.
-Status InferSitesFromCheckpoint(const std::filesystem::path& dir, ModelSites* out);
+// The fallback for an architecture no builder knows: sites inferred from the checkpoint's tensors
+// (names, and shapes from the safetensors headers when the folder has them). NotFound when the
+// folder has neither an index nor safetensors files.
+Status InferSitesFromCheckpoint(const CheckpointListing& checkpoint, ModelSites* out);
 
 }  // namespace quantpath::models

@@ -3,10 +3,10 @@
 //
 // Goals: one explicit table, so adding an architecture means adding a file and a row; an
 // architecture outside the table falls back to sites inferred from the checkpoint's tensor names
-// (inferred_sites.cc) when the model folder has an index, with a warning. Non-goals: guessing an
-// architecture from config fields.
-#include <cctype>
+// (inferred_sites.cc) when the model folder has an index or shards, with a warning. Non-goals:
+// guessing an architecture from config fields.
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <string_view>
 
@@ -132,10 +132,10 @@ void MarkDecoderBlocks(std::string_view blocks, ModelSites* out) {
   }
 }
 
-// `dir` is the model folder when the config came from one: an unknown architecture then falls
-// back to sites inferred from its checkpoint index.
+// `checkpoint` is the model folder's when the config came from one: an unknown architecture then
+// falls back to sites inferred from its tensors.
 Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dialect,
-                         const std::filesystem::path* dir) {
+                         const CheckpointListing* checkpoint) {
   if (!root.is_object()) {
     return InvalidInput(fmt::format("{}: expected a JSON object at the top level, found {}",
                                     kConfigFile, root.TypeName()));
@@ -148,8 +148,8 @@ Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dial
     const std::string unsupported =
         fmt::format("{}#/architectures/0: architecture {} is not supported (supported: {})",
                     kConfigFile, JsonQuote(out.architecture), Join(SupportedArchitectures(), ", "));
-    if (dir == nullptr) return Unsupported(unsupported);
-    const Status inferred = models::InferSitesFromCheckpoint(*dir, &out);
+    if (checkpoint == nullptr) return Unsupported(unsupported);
+    const Status inferred = models::InferSitesFromCheckpoint(*checkpoint, &out);
     if (inferred.code() == ErrorCode::kNotFound) {
       return Unsupported(fmt::format("{}; {}", unsupported, inferred.message()));
     }
@@ -177,7 +177,7 @@ Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& 
     return NotFound(fmt::format("{}: no {}; layer sites are built from its architecture fields",
                                 sources.dir().string(), kConfigFile));
   }
-  return Build(*root, *sources.text_config(), dialect, &sources.dir());
+  return Build(*root, *sources.text_config(), dialect, &sources.checkpoint());
 }
 
 Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect) {
@@ -185,7 +185,7 @@ Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& diale
   // model's fields.
   const Json* text = config_json.Find("text_config");
   return Build(config_json, text != nullptr && text->is_object() ? *text : config_json, dialect,
-               /*dir=*/nullptr);
+               /*checkpoint=*/nullptr);
 }
 
 }  // namespace quantpath

@@ -8,7 +8,11 @@
 namespace quantpath {
 namespace {
 
-constexpr std::string_view kConfigJson = "config.json";
+// vLLM's unquantized dtypes (GPTQMarlinConfig.maybe_update_config): any other dtype in a header
+// marks a quantized parameter.
+bool IsUnquantizedDtype(const std::string& dtype) {
+  return dtype == "F16" || dtype == "BF16" || dtype == "F32";
+}
 
 // Sub-configs of multimodal wrappers that may carry the language model's quantization config.
 bool LooksLikeSubConfig(const Json::Member& member) {
@@ -24,7 +28,7 @@ Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
   }
   ConfigSources sources;
   sources.dir_ = dir;
-  std::vector<std::string_view> names = {kConfigJson};
+  std::vector<std::string_view> names = {kConfigFile};
   names.insert(names.end(), std::begin(kStandaloneConfigFiles), std::end(kStandaloneConfigFiles));
   for (std::string_view name : names) {
     std::filesystem::path path = dir / name;
@@ -50,11 +54,26 @@ Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
           dir.string(), Join(excerpts, ", ")));
     }
     return NotFound(fmt::format("{}: no config.json and no standalone quantization file ({})",
-                                dir.string(), "quantize_config.json, quant_config.json, "
-                                              "quantization_config.json, hf_quant_config.json, "
-                                              "quant_model_description.json"));
+                                dir.string(),
+                                "quantize_config.json, quant_config.json, "
+                                "quantization_config.json, hf_quant_config.json, "
+                                "quant_model_description.json"));
+  }
+  QP_ASSIGN_OR_RETURN(sources.checkpoint_, ListCheckpoint(dir));
+  if (sources.checkpoint_.origin == CheckpointOrigin::kHeaders) {
+    std::vector<std::string> quantized;
+    for (const CheckpointTensor& t : sources.checkpoint_.tensors) {
+      if (!IsUnquantizedDtype(*t.dtype)) quantized.push_back(t.name);
+    }
+    sources.checkpoint_quantized_params_ = std::move(quantized);
   }
   return sources;
+}
+
+ConfigSources ConfigSources::WithFiles(std::vector<SourceFile> files) const {
+  ConfigSources copy = *this;
+  copy.files_ = std::move(files);
+  return copy;
 }
 
 ConfigSources ConfigSources::FromMemory(std::vector<SourceFile> files) {
@@ -64,7 +83,7 @@ ConfigSources ConfigSources::FromMemory(std::vector<SourceFile> files) {
 }
 
 const Json* ConfigSources::config() const {
-  const SourceFile* f = File(kConfigJson);
+  const SourceFile* f = File(kConfigFile);
   return f ? &f->root : nullptr;
 }
 
@@ -85,7 +104,7 @@ const SourceFile* ConfigSources::File(std::string_view name) const {
 std::optional<Located> ConfigSources::Embedded() const {
   const Json* root = config();
   if (root == nullptr) return std::nullopt;
-  const std::string file(kConfigJson);
+  const std::string file(kConfigFile);
   for (std::string_view key : {"quantization_config", "compression_config"}) {
     if (const Json* v = root->FindNonNull(key)) return Located{v, {file, v->pointer()}};
   }

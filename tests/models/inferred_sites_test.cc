@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include <unistd.h>
@@ -153,7 +155,8 @@ TEST(InferredSites, MalformedIndexIsAnErrorNamingIt) {
   auto wrong_type = SitesFromFolder(folder.dir());
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_EQ(wrong_type.status().code(), ErrorCode::kInvalidInput);
-  EXPECT_THAT(wrong_type.status().message(), HasSubstr("model.safetensors.index.json#/weight_map"));
+  EXPECT_THAT(wrong_type.status().message(), HasSubstr("model.safetensors.index.json"));
+  EXPECT_THAT(wrong_type.status().message(), HasSubstr("\"weight_map\""));
   folder.WriteIndex(R"({"weight_map": {"lm_head.weight": "a", "lm_head.weight": "b"}})");
   auto duplicate = SitesFromFolder(folder.dir());
   ASSERT_FALSE(duplicate.ok());
@@ -164,6 +167,72 @@ TEST(InferredSites, MalformedIndexIsAnErrorNamingIt) {
   auto odd = SitesFromFolder(folder.dir());
   ASSERT_TRUE(odd.ok()) << odd.status().message();
   EXPECT_TRUE(HasInferredWarning(*odd));
+}
+
+// With the shards present the shapes come from the safetensors headers: tests/data/models/
+// unknown-arch-tiny (tools/fixtures/write_tiny_fixtures.py) stores fp8 weights [N, K], an f16
+// embedding, LM head and router, two numbered experts and one MLX-packed module.
+TEST(InferredSites, ShapesFromTheShardHeaders) {
+  auto r = SitesFromFolder(std::string(QUANTPATH_TEST_DATA) + "/models/unknown-arch-tiny");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ModelSites& m = *r;
+  using Shape = std::optional<std::array<int64_t, 2>>;
+  const LayerSite* qkv = m.Find("model.blocks.0.attn.wqkv");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->shape, (Shape{{96, 32}}));
+  EXPECT_TRUE(qkv->bias);
+  EXPECT_EQ(qkv->params, 96 * 32 + 96);
+  EXPECT_EQ(m.Find("model.blocks.0.attn.wo")->shape, (Shape{{32, 32}}));
+  EXPECT_EQ(m.Find("model.embed_tokens")->shape, (Shape{{64, 32}}));
+  EXPECT_EQ(m.Find("lm_head")->shape, (Shape{{64, 32}}));
+  const LayerSite* router = m.Find("model.blocks.0.moe.gate");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->kind, SiteKind::kRouter);
+  EXPECT_EQ(router->shape, (Shape{{2, 32}}));
+  // One expert's [intermediate, hidden] (the leg reading the embedding's width); every expert's
+  // legs counted.
+  const LayerSite* experts = m.Find("model.blocks.0.moe.experts");
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->experts, 2);
+  EXPECT_EQ(experts->shape, (Shape{{48, 32}}));
+  EXPECT_EQ(experts->params, 2 * (48 * 32 + 32 * 48));
+  ASSERT_EQ(experts->legs.size(), 2u);
+  EXPECT_EQ(experts->legs[0].name, "w_down");
+  EXPECT_EQ(experts->legs[0].rows, 32);
+  EXPECT_EQ(experts->legs[1].rows, 48);
+  EXPECT_EQ(m.Find("model.blocks.0.moe.experts.0.w_up"), nullptr);
+  // MLX packs eight 4-bit values per U32: the header alone does not give K, so the shape is
+  // unknown and the warning names the site instead of a [0, 0] shape.
+  const LayerSite* packed = m.Find("model.blocks.0.packed_proj");
+  ASSERT_NE(packed, nullptr);
+  EXPECT_FALSE(packed->shape.has_value());
+  EXPECT_EQ(packed->params, 0);
+  ASSERT_TRUE(HasInferredWarning(m));
+  EXPECT_THAT(m.warnings.back(), HasSubstr("the logical shape of model.blocks.0.packed_proj is "
+                                           "unknown"));
+  EXPECT_THAT(m.warnings.back(),
+              HasSubstr("with their shapes where the stored layout states them"));
+  // Norms are other parameters (attn_norm and the final norm, 32 each); fp8 scales are not.
+  EXPECT_EQ(m.other_params, 2 * 32);
+}
+
+// GPTQ and AWQ store the packed axis differently; both state N and K with their scales (and GPTQ
+// with g_idx). The GPTQ fixture's architecture is known, so it is read as an unknown one here.
+TEST(InferredSites, GptqShapesFromQweightScalesAndGIdx) {
+  ScratchFolder folder("gptq-shapes");
+  const std::filesystem::path tiny =
+      std::filesystem::path(QUANTPATH_TEST_DATA) / "checkpoints/llama-tiny-gptq";
+  for (const char* file : {"model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                           "model-00002-of-00002.safetensors"}) {
+    std::filesystem::copy_file(tiny / file, folder.dir() / file);
+  }
+  auto r = SitesFromFolder(folder.dir());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  using Shape = std::optional<std::array<int64_t, 2>>;
+  EXPECT_EQ(r->Find("model.layers.1.self_attn.k_proj")->shape, (Shape{{16, 32}}));
+  EXPECT_EQ(r->Find("model.layers.1.mlp.down_proj")->shape, (Shape{{32, 64}}));
+  EXPECT_EQ(r->Find("model.layers.0.mlp.down_proj")->shape, (Shape{{32, 64}}));  // plain f16
+  for (const LayerSite& s : r->sites) EXPECT_TRUE(s.shape.has_value()) << s.path;
 }
 
 // Every corpus copy whose architecture has a builder is built by it, never inferred.
