@@ -4,6 +4,7 @@
 #include <map>
 
 #include "fmt/format.h"
+#include "quantpath/pipeline.h"
 #include "quantpath/report.h"
 
 namespace quantpath {
@@ -27,8 +28,7 @@ Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffO
     DialectRun& run = runs.emplace_back();
     run.dialect = dialect;
     QP_ASSIGN_OR_RETURN(run.sites, BuildModelSites(sources, dialect));
-    Result<QuantPlan> plan =
-        ImportPlan(sources, dialect, options.quantization, FindNameMapper(sources, dialect));
+    Result<QuantPlan> plan = ImportForEngine(sources, dialect, options.quantization);
     if (!plan.ok()) {
       run.plan_status = plan.status();
       continue;
