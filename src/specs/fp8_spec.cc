@@ -49,13 +49,13 @@ std::string LegList(const AllocationRequest& request, const std::vector<int64_t>
 
 // The block grid's alignment rules for fused legs and tensor-parallel slices.
 Status CheckBlockAlignment(const AllocationRequest& request, const ShardGeometry& g,
-                           const Fp8BlockLayout& block, const std::string& spec_id) {
+                           const Fp8BlockLayout& block, const SpecKey& key) {
   const bool tp_split = request.tp_size > 1 && request.parallel == Parallel::kColumn;
   if (request.tp_size > 1 && request.parallel == Parallel::kRow && g.cols % block.block_k != 0) {
     return InvalidInput(fmt::format(
         "{}: {} with tensor-parallel size {} splits K = {} into slices of {} columns, which is "
         "not a multiple of the block's {} columns",
-        request.layer, spec_id, request.tp_size, g.full_cols, g.cols, block.block_k));
+        request.layer, key.ToId(), request.tp_size, g.full_cols, g.cols, block.block_k));
   }
   const size_t legs = g.leg_rows.size();
   const size_t checked = tp_split ? legs : legs - 1;
@@ -65,13 +65,13 @@ Status CheckBlockAlignment(const AllocationRequest& request, const ShardGeometry
       return InvalidInput(fmt::format(
           "{}: {} with tensor-parallel size {} gives each rank slices of {} ({}), and {} is not "
           "a multiple of the block's {} rows",
-          request.layer, spec_id, request.tp_size, legs > 1 ? "the fused legs" : "the weight",
+          request.layer, key.ToId(), request.tp_size, legs > 1 ? "the fused legs" : "the weight",
           LegList(request, g.leg_rows), LegName(request, leg), block.block_n));
     }
     return InvalidInput(fmt::format(
         "{}: {} needs every fused leg but the last to be a multiple of the block's {} rows; legs "
         "{}: {} is not",
-        request.layer, spec_id, block.block_n, LegList(request, g.full_leg_rows),
+        request.layer, key.ToId(), block.block_n, LegList(request, g.full_leg_rows),
         LegName(request, leg)));
   }
   return {};
@@ -169,7 +169,7 @@ class Fp8Spec final : public WeightSpec {
   Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
     if (key_.family == kFp8BlockFamily) {
-      QP_RETURN_IF_ERROR(CheckBlockAlignment(request, g, Layout(), key_.ToId()));
+      QP_RETURN_IF_ERROR(CheckBlockAlignment(request, g, Layout(), key_));
     }
     return g;
   }
