@@ -298,6 +298,14 @@ struct SpecFamilyRegistrar {
 };
 // The registered rows, by name; an error when two rows collided at registration.
 Result<std::vector<const SpecFamilyRow*>> RegisteredFamilies();
+// Every registered candidate with its row, by descending priority (rows by name within one
+// priority): materialize's search order. Built once and kept until the next registration, so a
+// registration after main() (a plugin) must not race a search.
+struct RegisteredCandidate {
+  const SpecFamilyRow* row;
+  SpecCandidate candidate;
+};
+Result<std::span<const RegisteredCandidate>> RegisteredCandidates();
 // The row of `family`, or nullptr.
 const SpecFamilyRow* FindFamily(SpecFamily family);
 // The row of `key`'s family; an unregistered family is an error naming it.

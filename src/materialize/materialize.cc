@@ -3,30 +3,10 @@
 // a family file, never a branch here.
 #include "quantpath/materialize.h"
 
-#include <algorithm>
-
 #include "fmt/format.h"
 
 namespace quantpath {
 namespace {
-
-struct RankedCandidate {
-  const SpecFamilyRow* row;
-  SpecCandidate candidate;
-};
-
-Result<std::vector<RankedCandidate>> Candidates() {
-  QP_ASSIGN_OR_RETURN(std::vector<const SpecFamilyRow*> rows, RegisteredFamilies());
-  std::vector<RankedCandidate> out;
-  for (const SpecFamilyRow* row : rows) {
-    for (const SpecCandidate& c : row->Candidates()) out.push_back({row, c});
-  }
-  // Rows come by name, so equal priorities keep a fixed order.
-  std::stable_sort(out.begin(), out.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
-    return a.candidate.priority > b.candidate.priority;
-  });
-  return out;
-}
 
 std::string ActivationKind(const TensorQuant& in) {
   return fmt::format("{}{}", in.dynamic == Dynamic::kDynamic ? "dynamic" : "static",
@@ -36,9 +16,9 @@ std::string ActivationKind(const TensorQuant& in) {
 }  // namespace
 
 Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
-  QP_ASSIGN_OR_RETURN(std::vector<RankedCandidate> candidates, Candidates());
+  QP_ASSIGN_OR_RETURN(std::span<const RegisteredCandidate> candidates, RegisteredCandidates());
   std::vector<std::string> elsewhere;
-  for (const RankedCandidate& c : candidates) {
+  for (const RegisteredCandidate& c : candidates) {
     if (!c.candidate.scheme(scheme)) continue;
     if (c.candidate.device(device)) return c.candidate.key(scheme);
     elsewhere.push_back(fmt::format("{} on {}", c.row->grammar(), c.candidate.devices));
@@ -48,7 +28,7 @@ Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
                                    scheme.CanonicalName(), device.name, Join(elsewhere, "; ")));
   }
   std::vector<std::string> known;
-  for (const RankedCandidate& c : candidates) {
+  for (const RegisteredCandidate& c : candidates) {
     known.push_back(fmt::format("{} ({})", c.row->grammar(), c.candidate.accepts));
   }
   return Unsupported(

@@ -15,6 +15,7 @@ struct Registry {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<SpecFamilyRow>, std::less<>> by_name;
   std::vector<std::string> collisions;
+  std::vector<RegisteredCandidate> candidates;  // by priority; empty until first asked for
 };
 
 Registry& Families() {
@@ -45,6 +46,7 @@ SpecFamilyRegistrar::SpecFamilyRegistrar(std::unique_ptr<SpecFamilyRow> row) {
     }
   }
   r.by_name.emplace(name, std::move(row));
+  r.candidates.clear();
 }
 
 Result<std::vector<const SpecFamilyRow*>> RegisteredFamilies() {
@@ -54,6 +56,22 @@ Result<std::vector<const SpecFamilyRow*>> RegisteredFamilies() {
   std::vector<const SpecFamilyRow*> rows;
   for (const auto& [name, row] : r.by_name) rows.push_back(row.get());
   return rows;
+}
+
+Result<std::span<const RegisteredCandidate>> RegisteredCandidates() {
+  Registry& r = Families();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.collisions.empty()) return InternalError(Join(r.collisions, "; "));
+  if (r.candidates.empty()) {
+    for (const auto& [name, row] : r.by_name) {
+      for (const SpecCandidate& c : row->Candidates()) r.candidates.push_back({row.get(), c});
+    }
+    std::stable_sort(r.candidates.begin(), r.candidates.end(),
+                     [](const RegisteredCandidate& a, const RegisteredCandidate& b) {
+                       return a.candidate.priority > b.candidate.priority;
+                     });
+  }
+  return std::span<const RegisteredCandidate>(r.candidates);
 }
 
 const SpecFamilyRow* FindFamily(SpecFamily family) {

@@ -63,6 +63,21 @@ TEST(SpecFamilyRegistryTest, EveryRowIsConsistent) {
   }
 }
 
+TEST(SpecFamilyRegistryTest, CandidatesComeByPriority) {
+  Result<std::span<const RegisteredCandidate>> candidates = RegisteredCandidates();
+  ASSERT_TRUE(candidates.ok()) << candidates.status().message();
+  std::set<const SpecFamilyRow*> rows;
+  for (size_t i = 0; i < candidates->size(); ++i) {
+    if (i > 0) {
+      EXPECT_GE((*candidates)[i - 1].candidate.priority, (*candidates)[i].candidate.priority);
+    }
+    rows.insert((*candidates)[i].row);
+  }
+  EXPECT_EQ(rows.size(), RegisteredFamilies()->size());
+  // The same list again, not a rebuilt one.
+  EXPECT_EQ(RegisteredCandidates()->data(), candidates->data());
+}
+
 TEST(SpecFamilyRegistryTest, UnregisteredFamiliesAreErrorsNotFallbacks) {
   const SpecKey unknown{SpecFamily("int9_group")};
   Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(unknown);
