@@ -1,6 +1,6 @@
 // quantpath linear: a layer's spec + loaded parameters + the dispatcher → Forward.
 //
-// Goals: one Linear for every format: Forward asks the dispatcher for the kernel of (spec_id, M
+// Goals: one Linear for every format: Forward asks the dispatcher for the kernel of (SpecKey, M
 // bucket, N, K, dtypes, device, activation mode) and applies it; there is no format branch here.
 // Non-goals: choosing the spec (materialize), checkpoint layouts (specs), kernels themselves.
 #pragma once

@@ -78,6 +78,29 @@ TEST(SpecFamilyRegistryTest, CandidatesComeByPriority) {
   EXPECT_EQ(RegisteredCandidates()->data(), candidates->data());
 }
 
+// A row's slots are the tensors its spec allocates, no more and no fewer.
+TEST(SpecFamilyRegistryTest, SlotsAreWhatTheSpecAllocates) {
+  const ActivationQuant dynamic{ActMode::kDynamicGroup, 128};
+  const ActivationQuant fixed{ActMode::kStaticPerTensor, 0};
+  for (auto [id, act] : {std::pair{"bf16", ActivationQuant{}}, std::pair{"fp8_per_tensor", fixed},
+                         std::pair{"fp8_per_channel", ActivationQuant{}},
+                         std::pair{"fp8_block_128_128", dynamic}}) {
+    const SpecKey key = *ParseSpecId(id);
+    AllocationRequest request;
+    request.layer = "l";
+    request.shape = {256, 256};
+    request.bias = true;
+    Result<LinearParams> params = (*MakeSpec(key, act))->Allocate(request);
+    ASSERT_TRUE(params.ok()) << id << ": " << params.status().message();
+    std::set<Slot> allocated;
+    for (size_t i = 0; i < kSlotCount; ++i) {
+      if (!params->slots[i].empty()) allocated.insert(static_cast<Slot>(i));
+    }
+    const std::vector<Slot> declared = (*FamilyRowFor(key))->Slots(key, act);
+    EXPECT_EQ(allocated, std::set<Slot>(declared.begin(), declared.end())) << id;
+  }
+}
+
 TEST(SpecFamilyRegistryTest, UnregisteredFamiliesAreErrorsNotFallbacks) {
   const SpecKey unknown{SpecFamily("int9_group")};
   Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(unknown);
