@@ -198,8 +198,8 @@ TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
   }
 }
 
-// Without a physical spec the bytes are the scheme's own: 4-bit weights plus one fp16 scale per
-// group of 128 (Llama-2-13B GPTQ, symmetric, so no zero points).
+// A layout whose loader is not in this build still has its bytes, through its family's row: 4-bit
+// weights plus one fp16 scale per group of 128 (Llama-2-13B GPTQ, symmetric, so no zero points).
 TEST(PlanCli, BytesOfALayoutWithoutALoaderCountScales) {
   auto r = RunCli("plan tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ --json");
   ASSERT_EQ(r.exit_code, 0);

@@ -140,6 +140,11 @@ const SpecFamilyRegistrar kRegisterToy(std::make_unique<ToyFamily>());
 const KernelRegistrar kRegisterToyKernel(std::make_unique<ToyKernel>());
 const ReferenceRegistrar kRegisterToyReference(SourceLayout::kCtNaiveQuantized, &DequantizeToyLeg);
 
+// Two oracles for one source layout would make the reference ambiguous: no layout of the library
+// has an entry for bitsandbytes int8 yet, so two are registered here to see the error.
+const ReferenceRegistrar kFirstBnb8(SourceLayout::kBnb8bit, &DequantizeToyLeg);
+const ReferenceRegistrar kSecondBnb8(SourceLayout::kBnb8bit, &DequantizeToyLeg);
+
 QuantScheme ToyScheme() {
   QuantScheme s;
   s.weight.dtype = QDType::kINT8;
@@ -197,6 +202,17 @@ TEST(ToyFamilyTest, ReachesEveryGenericPath) {
     }
   }
   EXPECT_LE(max_abs / max_ref, ToleranceFor(kToyKey, ActMode::kNone));
+}
+
+TEST(ToyFamilyTest, TwoReferenceEntriesForOneLayoutAreAnError) {
+  Checkpoint checkpoint = testing::OpenTestCheckpoint({});
+  QuantScheme scheme = ToyScheme();
+  scheme.weight.load.layout = SourceLayout::kBnb8bit;
+  Result<ReferenceLayer> ref =
+      DequantizeReference(checkpoint, scheme, "toy.proj", {"toy.proj"}, false);
+  ASSERT_FALSE(ref.ok());
+  EXPECT_NE(ref.status().message().find("bnb-8bit has 2 reference entries"), std::string::npos)
+      << ref.status().message();
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ namespace {
 struct Entries {
   std::mutex mu;
   std::map<SourceLayout, ReferenceLegFn> by_layout;
+  std::map<SourceLayout, int> registrations;  // two oracles for one layout is an error
 };
 
 Entries& ReferenceEntries() {
@@ -28,11 +29,19 @@ Entries& ReferenceEntries() {
   return *entries;
 }
 
-ReferenceLegFn FindEntry(SourceLayout layout) {
+Result<ReferenceLegFn> FindEntry(SourceLayout layout, std::string_view layer) {
   Entries& e = ReferenceEntries();
   std::lock_guard<std::mutex> lock(e.mu);
+  if (e.registrations[layout] > 1) {
+    return InternalError(fmt::format("{}: source layout {} has {} reference entries registered",
+                                     layer, SourceLayoutName(layout), e.registrations[layout]));
+  }
   auto it = e.by_layout.find(layout);
-  return it == e.by_layout.end() ? nullptr : it->second;
+  if (it == e.by_layout.end()) {
+    return Unsupported(fmt::format("{}: the reference cannot dequantize source layout {}", layer,
+                                   SourceLayoutName(layout)));
+  }
+  return it->second;
 }
 
 }  // namespace
@@ -41,6 +50,7 @@ ReferenceRegistrar::ReferenceRegistrar(SourceLayout layout, ReferenceLegFn dequa
   Entries& e = ReferenceEntries();
   std::lock_guard<std::mutex> lock(e.mu);
   e.by_layout.emplace(layout, dequantize);
+  ++e.registrations[layout];
 }
 
 double RoundToE4M3(double value) {
@@ -60,11 +70,7 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
                                            const std::vector<std::string>& leg_prefixes,
                                            bool bias) {
   const SourceLayout layout = scheme.weight.load.layout;
-  const ReferenceLegFn dequantize = FindEntry(layout);
-  if (dequantize == nullptr) {
-    return Unsupported(fmt::format("{}: the reference cannot dequantize source layout {}", layer,
-                                   SourceLayoutName(layout)));
-  }
+  QP_ASSIGN_OR_RETURN(const ReferenceLegFn dequantize, FindEntry(layout, layer));
   ReferenceLayer out;
   for (const std::string& prefix : leg_prefixes) {
     QP_ASSIGN_OR_RETURN(ReferenceLeg leg, dequantize(checkpoint, scheme, layer, prefix));
@@ -78,13 +84,13 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
     if (scheme.input && scheme.input->dynamic == Dynamic::kStatic) {
       const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
       if (!suffix) {
-        return InvalidInput(fmt::format("{}: source layout {} stores no static input scale",
-                                        layer, SourceLayoutName(layout)));
+        return InvalidInput(fmt::format("{}: source layout {} stores no static input scale", layer,
+                                        SourceLayoutName(layout)));
       }
       TensorInfo info;
-      QP_ASSIGN_OR_RETURN(std::vector<double> s,
-                          reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix),
-                                                 &info));
+      QP_ASSIGN_OR_RETURN(
+          std::vector<double> s,
+          reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
       if (s.size() != 1) {
         return InvalidInput(fmt::format("{}: tensor {} is not one value", layer, info.name));
       }
