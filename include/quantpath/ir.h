@@ -44,9 +44,9 @@ inline constexpr int kQDTypeCount = 17;
 
 struct QDTypeInfo {
   QDType type;
-  std::string_view name;       // the plan --json spelling: "fp8_e4m3", "int4", "nvfp4", …
-  std::string_view name_short; // the scheme-name spelling: "fp8", "int4", "nvfp4", …
-  int bits;                    // bits per stored element, scales excluded
+  std::string_view name;        // the plan --json spelling: "fp8_e4m3", "int4", "nvfp4", …
+  std::string_view name_short;  // the scheme-name spelling: "fp8", "int4", "nvfp4", …
+  int bits;                     // bits per stored element, scales excluded
   bool is_float;
 };
 const QDTypeInfo& Info(QDType type);
@@ -71,14 +71,14 @@ enum class Dynamic : uint8_t { kStatic, kDynamic, kLocal };
 
 // How the checkpoint stores a quantized tensor: facts the loader needs but kernels do not.
 enum class SourceLayout : uint8_t {
-  kDense,             // plain tensor (bf16/fp16/fp32 or fp8 without packing)
-  kFp8ScaleInv,       // DeepSeek-style fp8: `weight_scale_inv` multiplies the weight
-  kFp8Scale,          // fp8 with `weight_scale` (+ `input_scale`)
-  kAwqGemm,           // qweight [K, N/8] nibble order 0,2,4,6,1,3,5,7; qzeros; scales
+  kDense,        // plain tensor (bf16/fp16/fp32 or fp8 without packing)
+  kFp8ScaleInv,  // DeepSeek-style fp8: `weight_scale_inv` multiplies the weight
+  kFp8Scale,     // fp8 with `weight_scale` (+ `input_scale`)
+  kAwqGemm,      // qweight [K, N/8] nibble order 0,2,4,6,1,3,5,7; qzeros; scales
   kAwqGemv,
-  kGptqV1,            // qweight [K/pack, N]; qzeros stored minus one; g_idx
+  kGptqV1,  // qweight [K/pack, N]; qzeros stored minus one; g_idx
   kGptqV2,
-  kCtPackQuantized,   // compressed-tensors weight_packed / weight_scale / weight_zero_point
+  kCtPackQuantized,  // compressed-tensors weight_packed / weight_scale / weight_zero_point
   kCtNaiveQuantized,
   kCtFloatQuantized,
   kCtNvfp4PackQuantized,
@@ -87,7 +87,7 @@ enum class SourceLayout : uint8_t {
   kModelOptW4A8Awq,
   kBnb4bit,
   kBnb8bit,
-  kGptOssMxfp4,       // *_blocks / *_scales
+  kGptOssMxfp4,  // *_blocks / *_scales
   kModelSlim,
 };
 std::string_view SourceLayoutName(SourceLayout layout);
@@ -119,9 +119,9 @@ struct TensorQuant {
 
 struct QuantScheme {
   TensorQuant weight;
-  std::optional<TensorQuant> input;   // absent = weight-only (W4A16, …)
+  std::optional<TensorQuant> input;  // absent = weight-only (W4A16, …)
   std::optional<TensorQuant> output;
-  bool online = false;                // quantize from high precision at load time
+  bool online = false;  // quantize from high precision at load time
   bool operator==(const QuantScheme&) const = default;
 
   // "w8a8-fp8-block128x128-dyn", "w4a16-int4-g128-asym", "w4a4-nvfp4", …
@@ -146,6 +146,20 @@ enum class RegexFlavor : uint8_t { kPythonRe, kPythonRegexModule };
 // Which code of an engine a dialect reproduces: the code the recorded oracle cases came from
 // (`vllm`, `sglang`), or the current PyPI release (`vllm@0.33`, `sglang@0.5.23`).
 enum class EngineRelease : uint8_t { kRecorded, kCurrent };
+// How the engine is started beyond the folder, where that changes decisions: the tensor-parallel
+// size (per-rank shapes meet block and packing checks), the dtype the model is built in (methods
+// that refuse it), and whether speculative decoding builds the MTP / draft layers.
+struct Launch {
+  int64_t tp_size = 1;          // --tp (the engines' --tensor-parallel-size)
+  std::optional<QDType> dtype;  // --dtype; nullopt is `auto`: the config's torch_dtype
+  bool speculative = false;     // --speculative
+};
+inline constexpr int64_t kMaxTpSize = 4096;
+// From the command line: `dtype` is `auto` or one the engines accept for --dtype (bfloat16,
+// float16/half, float32/float); `tp_size` in [1, kMaxTpSize]. An error names the option and says
+// what is accepted.
+Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative);
+
 // A dialect's row in the one dialect table; per-dialect tables elsewhere (importers, name
 // mappers) are indexed by it, so no stage matches dialect names.
 enum class DialectId : uint8_t { kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent };
@@ -187,11 +201,11 @@ struct NameRewrite {
 };
 // How an engine walks the rules of one kind (substring rules first, then prefix, then suffix).
 enum class NameRewriteOrder : uint8_t {
-  kEveryInOrder,       // vLLM: every matching rule, in declaration order, each on the last result
-  kLongestMatchOnly,   // SGLang: only the matching rule with the longest `from`
+  kEveryInOrder,      // vLLM: every matching rule, in declaration order, each on the last result
+  kLongestMatchOnly,  // SGLang: only the matching rule with the longest `from`
 };
 struct NameMapper {
-  std::string name;  // e.g. "Qwen2_5_VLForConditionalGeneration.hf_to_vllm_mapper"
+  std::string name;                // e.g. "Qwen2_5_VLForConditionalGeneration.hf_to_vllm_mapper"
   std::vector<NameRewrite> rules;  // declaration order
   NameRewriteOrder order = NameRewriteOrder::kEveryInOrder;
   bool operator==(const NameMapper&) const = default;
@@ -260,14 +274,14 @@ struct Rule {
 
 // How a fused site (legs) is resolved within a rule group.
 enum class FusedPolicy : uint8_t {
-  kLegsMustAgree,       // every leg resolved separately; disagreement is an error naming them
-  kFusedNameThenLegs,   // the fused path first; if no rule hits it, the legs must agree
-  kFusedNameOnly,       // only the execution path is matched
-  kAllLegsFirstRule,    // every leg must hit some rule; the first leg's rule decides
+  kLegsMustAgree,      // every leg resolved separately; disagreement is an error naming them
+  kFusedNameThenLegs,  // the fused path first; if no rule hits it, the legs must agree
+  kFusedNameOnly,      // only the execution path is matched
+  kAllLegsFirstRule,   // every leg must hit some rule; the first leg's rule decides
 };
 
 struct RuleGroup {
-  std::string name;  // "ignore", "targets", "dynamic", "exclude", …
+  std::string name;         // "ignore", "targets", "dynamic", "exclude", …
   std::vector<Rule> rules;  // first hit wins
   FusedPolicy fused = FusedPolicy::kLegsMustAgree;
   // Error text when legs disagree (format-specific). With a placeholder it is the whole message
@@ -287,12 +301,12 @@ enum class KindPolicy : uint8_t {
 };
 
 struct QuantPlan {
-  std::string quant_method;          // as the files name it: "fp8", "gptq", "compressed-tensors", …
-  std::string importer;              // the importer that built the plan
+  std::string quant_method;  // as the files name it: "fp8", "gptq", "compressed-tensors", …
+  std::string importer;      // the importer that built the plan
   Dialect dialect;
-  std::vector<Provenance> sources;   // the config values the plan was built from
-  std::vector<RuleGroup> groups;     // evaluated in order; the first hit of any group decides
-  Action default_action;             // for sites no rule reached
+  std::vector<Provenance> sources;  // the config values the plan was built from
+  std::vector<RuleGroup> groups;    // evaluated in order; the first hit of any group decides
+  Action default_action;            // for sites no rule reached
   KindPolicy linear = KindPolicy::kRules;
   KindPolicy lm_head = KindPolicy::kUnquantized;
   KindPolicy moe = KindPolicy::kRules;
@@ -307,7 +321,7 @@ struct QuantPlan {
   // KV-cache method without a KV scheme (kQuantize, scheme possibly empty), or that reject the KV
   // scheme when the attention layer is built (kFail).
   std::optional<Action> attention;
-  std::vector<std::string> notes;       // fields read and shown that change no decision, warnings
+  std::vector<std::string> notes;  // fields read and shown that change no decision, warnings
 };
 
 }  // namespace quantpath

@@ -34,11 +34,14 @@ struct OpenOptions {
   Dialect dialect;
   std::optional<std::string> quantization;  // force the importer (--quantization)
   DeviceCaps device;                        // default: cpu
+  Launch launch;                            // --tp, --dtype, --speculative
 
   // From the command line's spellings: an engine name (DialectNames()), a format name or "" for
-  // detection, and a device name (ParseDevice). Errors name the option and list what is accepted.
+  // detection, a device name (ParseDevice), and --dtype, --tp and --speculative (ParseLaunch).
+  // Errors name the option and list what is accepted.
   static Result<OpenOptions> Parse(std::string_view engine, std::string_view quantization,
-                                   std::string_view device);
+                                   std::string_view device, std::string_view dtype = "auto",
+                                   int64_t tp_size = 1, bool speculative = false);
 };
 
 // A model folder as one dialect reads it.
@@ -48,6 +51,7 @@ struct Model {
   QuantPlan plan;  // with the dialect's HF→engine name mapper applied to the config's lists
   ModelSites sites;
   DeviceCaps device;
+  Launch launch;
 };
 
 // Reads the folder's config files, imports the plan and builds the sites. Errors name the file,
@@ -90,7 +94,7 @@ struct LayerDecision {
   // Whether this build has a kernel for the spec on the device (a registry query, never a reason
   // to pick another spec); null without a spec.
   std::optional<bool> kernel_available;
-  std::string spec_note;  // why spec is null, or what this build cannot do with the spec
+  std::string spec_note;         // why spec is null, or what this build cannot do with the spec
   std::optional<int64_t> bytes;  // what the spec stores, scales and bias included; null without a
                                  // spec
 };
@@ -126,7 +130,7 @@ struct LoadedLayer {
   ResolvedSite resolved;
   Decision decision;
   QuantScheme scheme;  // the decided scheme (unquantized when the layer is not quantized)
-  SpecKey key;  // the materialized spec's identity
+  SpecKey key;         // the materialized spec's identity
   ActivationQuant activation;
   Checkpoint checkpoint;
   std::vector<std::string> leg_prefixes;  // checkpoint module prefix of each fused leg

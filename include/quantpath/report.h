@@ -82,6 +82,7 @@ struct DiffOptions {
   // Native first (the reference), then the engines to compare with it.
   std::vector<Dialect> dialects;
   std::optional<std::string> quantization;  // --quantization
+  Launch launch;                            // --tp, --dtype, --speculative
 };
 // Every dialect: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
 std::vector<Dialect> DefaultDiffDialects();

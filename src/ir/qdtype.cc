@@ -1,5 +1,8 @@
 // The one table of number-format facts, and the names of the IR enums.
 #include <array>
+#include <utility>
+
+#include "fmt/format.h"
 
 #include "quantpath/ir.h"
 
@@ -36,8 +39,8 @@ static_assert(TableIsInEnumOrder(), "kQDTypes must list QDType values in declara
 
 constexpr std::array<std::string_view, 7> kGranularityNames = {
     "tensor", "channel", "group", "block", "token", "tensor_group", "attn_head"};
-constexpr std::array<std::string_view, 6> kSiteKindNames = {
-    "linear", "lm_head", "embedding", "router", "moe", "attention"};
+constexpr std::array<std::string_view, 6> kSiteKindNames = {"linear", "lm_head", "embedding",
+                                                            "router", "moe",     "attention"};
 
 }  // namespace
 
@@ -49,6 +52,33 @@ std::optional<QDType> ParseQDType(std::string_view name) {
     if (info.name == name) return info.type;
   }
   return std::nullopt;
+}
+
+Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative) {
+  static constexpr std::array<std::pair<std::string_view, QDType>, 5> kSpellings = {{
+      {"bfloat16", QDType::kBF16},
+      {"float16", QDType::kFP16},
+      {"half", QDType::kFP16},
+      {"float32", QDType::kFP32},
+      {"float", QDType::kFP32},
+  }};
+  Launch launch;
+  if (dtype != "auto") {
+    for (const auto& [spelling, type] : kSpellings) {
+      if (spelling == dtype) launch.dtype = type;
+    }
+    if (!launch.dtype) {
+      return InvalidInput(fmt::format(
+          "--dtype: expected one of auto, bfloat16, float16, half, float32, float, got {}", dtype));
+    }
+  }
+  if (tp_size < 1 || tp_size > kMaxTpSize) {
+    return InvalidInput(fmt::format("--tp: expected a tensor-parallel size in [1, {}], got {}",
+                                    kMaxTpSize, tp_size));
+  }
+  launch.tp_size = tp_size;
+  launch.speculative = speculative;
+  return launch;
 }
 
 std::string_view GranularityName(Granularity g) {
@@ -73,24 +103,42 @@ std::optional<SiteKind> ParseSiteKind(std::string_view name) {
 
 std::string_view SourceLayoutName(SourceLayout layout) {
   switch (layout) {
-    case SourceLayout::kDense: return "dense";
-    case SourceLayout::kFp8ScaleInv: return "fp8-scale-inv";
-    case SourceLayout::kFp8Scale: return "fp8-scale";
-    case SourceLayout::kAwqGemm: return "awq-gemm";
-    case SourceLayout::kAwqGemv: return "awq-gemv";
-    case SourceLayout::kGptqV1: return "gptq-v1";
-    case SourceLayout::kGptqV2: return "gptq-v2";
-    case SourceLayout::kCtPackQuantized: return "ct-pack-quantized";
-    case SourceLayout::kCtNaiveQuantized: return "ct-naive-quantized";
-    case SourceLayout::kCtFloatQuantized: return "ct-float-quantized";
-    case SourceLayout::kCtNvfp4PackQuantized: return "ct-nvfp4-pack-quantized";
-    case SourceLayout::kModelOptFp8: return "modelopt-fp8";
-    case SourceLayout::kModelOptNvfp4: return "modelopt-nvfp4";
-    case SourceLayout::kModelOptW4A8Awq: return "modelopt-w4a8-awq";
-    case SourceLayout::kBnb4bit: return "bnb-4bit";
-    case SourceLayout::kBnb8bit: return "bnb-8bit";
-    case SourceLayout::kGptOssMxfp4: return "gpt-oss-mxfp4";
-    case SourceLayout::kModelSlim: return "modelslim";
+    case SourceLayout::kDense:
+      return "dense";
+    case SourceLayout::kFp8ScaleInv:
+      return "fp8-scale-inv";
+    case SourceLayout::kFp8Scale:
+      return "fp8-scale";
+    case SourceLayout::kAwqGemm:
+      return "awq-gemm";
+    case SourceLayout::kAwqGemv:
+      return "awq-gemv";
+    case SourceLayout::kGptqV1:
+      return "gptq-v1";
+    case SourceLayout::kGptqV2:
+      return "gptq-v2";
+    case SourceLayout::kCtPackQuantized:
+      return "ct-pack-quantized";
+    case SourceLayout::kCtNaiveQuantized:
+      return "ct-naive-quantized";
+    case SourceLayout::kCtFloatQuantized:
+      return "ct-float-quantized";
+    case SourceLayout::kCtNvfp4PackQuantized:
+      return "ct-nvfp4-pack-quantized";
+    case SourceLayout::kModelOptFp8:
+      return "modelopt-fp8";
+    case SourceLayout::kModelOptNvfp4:
+      return "modelopt-nvfp4";
+    case SourceLayout::kModelOptW4A8Awq:
+      return "modelopt-w4a8-awq";
+    case SourceLayout::kBnb4bit:
+      return "bnb-4bit";
+    case SourceLayout::kBnb8bit:
+      return "bnb-8bit";
+    case SourceLayout::kGptOssMxfp4:
+      return "gpt-oss-mxfp4";
+    case SourceLayout::kModelSlim:
+      return "modelslim";
   }
   return "?";
 }

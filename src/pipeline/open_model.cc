@@ -5,7 +5,8 @@
 namespace quantpath {
 
 Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view quantization,
-                                       std::string_view device) {
+                                       std::string_view device, std::string_view dtype,
+                                       int64_t tp_size, bool speculative) {
   OpenOptions options;
   std::optional<Dialect> dialect = ParseDialect(engine);
   if (!dialect) {
@@ -18,6 +19,7 @@ Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view
   Result<DeviceCaps> caps = ParseDevice(device);
   if (!caps.ok()) return caps.status().WithContext("--device");
   options.device = *caps;
+  QP_ASSIGN_OR_RETURN(options.launch, ParseLaunch(dtype, tp_size, speculative));
   return options;
 }
 
@@ -34,7 +36,8 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(QuantPlan plan,
                       ImportForEngine(sources, options.dialect, options.quantization));
   QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect));
-  return Model{dir, std::move(sources), std::move(plan), std::move(sites), options.device};
+  return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
+               options.launch};
 }
 
 }  // namespace quantpath

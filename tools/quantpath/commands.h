@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "quantpath/report.h"
@@ -21,6 +22,15 @@ void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddMatchCommand(CLI::App& app, int* exit_code);
 void AddDiffCommand(CLI::App& app, int* exit_code);
+
+// --dtype, --tp and --speculative, shared by the commands that decide layers (plan, explain,
+// diff); OpenOptions::Parse checks them.
+struct LaunchArgs {
+  std::string dtype = "auto";
+  int64_t tp_size = 1;
+  bool speculative = false;
+};
+void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();

@@ -11,6 +11,7 @@ struct DiffArgs {
   std::string dir;
   std::string engines;
   std::string quantization;
+  LaunchArgs launch;
   bool json = false;
 };
 
@@ -24,6 +25,10 @@ int RunDiff(const DiffArgs& args) {
     options.dialects = *std::move(dialects);
   }
   if (!args.quantization.empty()) options.quantization = args.quantization;
+  Result<Launch> launch =
+      ParseLaunch(args.launch.dtype, args.launch.tp_size, args.launch.speculative);
+  if (!launch.ok()) return ReportBadInput(launch.status().message());
+  options.launch = *launch;
   Result<ModelDiff> diff = DiffDialects(args.dir, options);
   if (!diff.ok()) return ReportBadInput(diff.status().message());
   if (args.json) {
@@ -45,6 +50,7 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
                   "Comma-separated dialects to compare with native (default: all of vllm, "
                   "sglang, vllm@0.33, sglang@0.5.23)");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddLaunchOptions(cmd, &args->launch);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/diff.md)");
   cmd->callback([args, exit_code] { *exit_code = RunDiff(*args); });
 }

@@ -13,11 +13,14 @@ struct ExplainArgs {
   std::string layer;
   std::string engine = "native";
   std::string quantization;
+  LaunchArgs launch;
   bool json = false;
 };
 
 int RunExplain(const ExplainArgs& args) {
-  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, "cpu");
+  Result<OpenOptions> options =
+      OpenOptions::Parse(args.engine, args.quantization, "cpu", args.launch.dtype,
+                         args.launch.tp_size, args.launch.speculative);
   if (!options.ok()) return ReportBadInput(options.status().message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
@@ -40,6 +43,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("layer_path", args->layer, "Layer (execution name, leg or HF name)")->required();
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddLaunchOptions(cmd, &args->launch);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/explain.md)");
   cmd->callback([args, exit_code] { *exit_code = RunExplain(*args); });
 }

@@ -6,8 +6,18 @@
 namespace quantpath::cli {
 
 std::string DefaultExampleDir() {
-  if (const char* env = std::getenv("QUANTPATH_EXAMPLES")) return std::string(env) + "/llama-tiny-fp8";
+  if (const char* env = std::getenv("QUANTPATH_EXAMPLES"))
+    return std::string(env) + "/llama-tiny-fp8";
   return std::string(QUANTPATH_EXAMPLES_DIR) + "/llama-tiny-fp8";
+}
+
+void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args) {
+  cmd->add_option("--dtype", args->dtype,
+                  "The dtype the engine builds the model in: auto (the config's torch_dtype), "
+                  "bfloat16, float16, float32");
+  cmd->add_option("--tp", args->tp_size, "Tensor-parallel size (per-rank shapes are checked)");
+  cmd->add_flag("--speculative", args->speculative,
+                "Speculative decoding: build the MTP layers as the engine then does");
 }
 
 int ReportBadInput(const std::string& message) {

@@ -1,4 +1,5 @@
-// quantpath plan [MODEL_DIR] [--engine E] [--quantization NAME] [--device D] [--json]
+// quantpath plan [MODEL_DIR] [--engine E] [--quantization NAME] [--device D] [--dtype T] [--tp N]
+//                [--speculative] [--json]
 #include <iostream>
 
 #include "quantpath/pipeline.h"
@@ -13,11 +14,14 @@ struct PlanArgs {
   std::string engine = "native";
   std::string quantization;
   std::string device = "cpu";
+  LaunchArgs launch;
   bool json = false;
 };
 
 int RunPlan(const PlanArgs& args) {
-  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, args.device);
+  Result<OpenOptions> options =
+      OpenOptions::Parse(args.engine, args.quantization, args.device, args.launch.dtype,
+                         args.launch.tp_size, args.launch.speculative);
   if (!options.ok()) return ReportBadInput(options.status().message());
   Result<Model> model = OpenModel(args.dir.empty() ? DefaultExampleDir() : args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
@@ -39,6 +43,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
   cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100");
+  AddLaunchOptions(cmd, &args->launch);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/plan.md)");
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }
