@@ -1,8 +1,8 @@
 // quantpath base: error values, order-preserving JSON and small string helpers.
 //
-// Goals: every stage reports failure through Status / Result<T> values whose messages name the file,
-// the JSON pointer or tensor, and the layer. Non-goals: exceptions across stage boundaries, aborts on
-// untrusted input (a config, a safetensors header, a regex).
+// Goals: every stage reports failure through Status / Result<T> values whose messages name the
+// file, the JSON pointer or tensor, and the layer. Non-goals: exceptions across stage boundaries,
+// aborts on untrusted input (a config, a safetensors header, a regex).
 #pragma once
 
 #include <cstdint>
@@ -56,7 +56,7 @@ std::string_view ErrorCodeName(ErrorCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -80,10 +80,10 @@ class [[nodiscard]] Result {
 #define QP_CONCAT_(a, b) QP_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define QP_RETURN_IF_ERROR(expr)                \
-  do {                                          \
-    ::quantpath::Status qp_status_ = (expr);    \
-    if (!qp_status_.ok()) return qp_status_;    \
+#define QP_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::quantpath::Status qp_status_ = (expr); \
+    if (!qp_status_.ok()) return qp_status_; \
   } while (0)
 
 // `lhs` = value of the Result `expr`, or return its Status.
@@ -155,9 +155,23 @@ class Json {
   std::string pointer_;
 };
 
+// Bounds on untrusted JSON (config files, indexes, safetensors headers, case files). The parsed
+// tree costs far more memory than its text, and nesting costs stack and pointer text, so both are
+// capped; the defaults are far above every published model.
+struct JsonLimits {
+  int64_t max_bytes = int64_t{64} << 20;  // QUANTPATH_MAX_JSON_BYTES
+  int max_depth = 256;                    // QUANTPATH_MAX_JSON_DEPTH
+  int64_t max_values = int64_t{4} << 20;  // QUANTPATH_MAX_JSON_VALUES
+};
+// The defaults, changed by the environment variables above (read once). An unusable value is
+// reported by ParseJson / ReadFile, naming the variable.
+Result<JsonLimits> CurrentJsonLimits();
+
 // Parses `text`. `file` only names the input in error messages. Duplicate object keys, NaN and
-// Infinity (which Python's json writes) are errors naming the pointer.
+// Infinity (which Python's json writes), integers outside 64 bits, text over the size limit and
+// nesting over the depth limit are errors naming the file (and the pointer where there is one).
 Result<Json> ParseJson(std::string_view text, std::string_view file);
+Result<Json> ParseJson(std::string_view text, std::string_view file, const JsonLimits& limits);
 // Reads and parses a file; errors name the file.
 Result<Json> ReadJsonFile(const std::filesystem::path& path);
 // Serialises compactly, or with `indent` spaces per level when indent > 0.
@@ -201,8 +215,12 @@ std::string_view ParentPath(std::string_view path);
 // Everything after the last '.'.
 std::string_view LastSegment(std::string_view path);
 std::string ToLower(std::string_view s);
-// Reads a whole file. Errors name the file.
+// Reads a whole regular file of at most `max_bytes` (default: the JSON size limit). A directory,
+// FIFO, device or socket is refused without blocking on it; a symlink is followed to what it
+// names. Errors name the file, and the size error the setting that changes the limit.
 Result<std::string> ReadFile(const std::filesystem::path& path);
+Result<std::string> ReadFile(const std::filesystem::path& path, int64_t max_bytes,
+                             std::string_view limit_name = {});
 // Writes through a temporary file in the same folder and renames it, so readers never see a
 // partial file.
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);

@@ -3,7 +3,10 @@
 // duplicates are rejected here while copying.
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <unordered_set>
 
 #include "fmt/format.h"
@@ -12,64 +15,91 @@
 namespace quantpath {
 namespace {
 
-Status ConvertElement(simdjson::dom::element element, const std::string& pointer,
-                      std::string_view file, int depth, Json* out) {
-  if (depth > 256) return InvalidInput(fmt::format("{}#{}: JSON nested too deeply", file, pointer));
-  switch (element.type()) {
-    case simdjson::dom::element_type::OBJECT: {
-      std::vector<Json::Member> members;
-      std::unordered_set<std::string_view> seen;
-      for (auto field : simdjson::dom::object(element)) {
-        std::string child = JsonPointerChild(pointer, field.key);
-        if (!seen.insert(field.key).second) {
-          return InvalidInput(fmt::format("{}#{}: duplicate key \"{}\"", file, child, field.key));
+// Copies simdjson's tree, counting values against the limit: the owned tree costs over a hundred
+// bytes per value, so the count bounds memory where the byte limit alone would not.
+struct Converter {
+  std::string_view file;
+  int64_t values_left = 0;
+  int64_t max_values = 0;
+
+  Status Convert(simdjson::dom::element element, const std::string& pointer, Json* out) {
+    if (--values_left < 0) {
+      return InvalidInput(fmt::format("{}: more than {} JSON values (QUANTPATH_MAX_JSON_VALUES)",
+                                      file, max_values));
+    }
+    switch (element.type()) {
+      case simdjson::dom::element_type::OBJECT: {
+        std::vector<Json::Member> members;
+        std::unordered_set<std::string_view> seen;
+        for (auto field : simdjson::dom::object(element)) {
+          std::string child = JsonPointerChild(pointer, field.key);
+          if (!seen.insert(field.key).second) {
+            return InvalidInput(fmt::format("{}#{}: duplicate key \"{}\"", file, child, field.key));
+          }
+          Json value;
+          QP_RETURN_IF_ERROR(Convert(field.value, child, &value));
+          members.emplace_back(std::string(field.key), std::move(value));
         }
-        Json value;
-        QP_RETURN_IF_ERROR(ConvertElement(field.value, child, file, depth + 1, &value));
-        members.emplace_back(std::string(field.key), std::move(value));
+        *out = Json::Object(std::move(members));
+        break;
       }
-      *out = Json::Object(std::move(members));
-      break;
-    }
-    case simdjson::dom::element_type::ARRAY: {
-      std::vector<Json> items;
-      size_t index = 0;
-      for (auto item : simdjson::dom::array(element)) {
-        Json value;
-        QP_RETURN_IF_ERROR(
-            ConvertElement(item, pointer + "/" + std::to_string(index++), file, depth + 1, &value));
-        items.push_back(std::move(value));
+      case simdjson::dom::element_type::ARRAY: {
+        std::vector<Json> items;
+        size_t index = 0;
+        for (auto item : simdjson::dom::array(element)) {
+          Json value;
+          QP_RETURN_IF_ERROR(Convert(item, pointer + "/" + std::to_string(index++), &value));
+          items.push_back(std::move(value));
+        }
+        *out = Json::Array(std::move(items));
+        break;
       }
-      *out = Json::Array(std::move(items));
-      break;
+      case simdjson::dom::element_type::INT64:
+        *out = Json::Int(int64_t(element));
+        break;
+      case simdjson::dom::element_type::UINT64:
+        // Above INT64_MAX: no config field needs that range exactly.
+        *out = Json::Double(static_cast<double>(uint64_t(element)));
+        break;
+      case simdjson::dom::element_type::DOUBLE:
+        *out = Json::Double(double(element));
+        break;
+      case simdjson::dom::element_type::STRING:
+        *out = Json::String(std::string(std::string_view(element)));
+        break;
+      case simdjson::dom::element_type::BOOL:
+        *out = Json::Bool(bool(element));
+        break;
+      case simdjson::dom::element_type::NULL_VALUE:
+        *out = Json::Null();
+        break;
     }
-    case simdjson::dom::element_type::INT64:
-      *out = Json::Int(int64_t(element));
-      break;
-    case simdjson::dom::element_type::UINT64:
-      // Above INT64_MAX: no config field needs that range exactly.
-      *out = Json::Double(static_cast<double>(uint64_t(element)));
-      break;
-    case simdjson::dom::element_type::DOUBLE:
-      *out = Json::Double(double(element));
-      break;
-    case simdjson::dom::element_type::STRING:
-      *out = Json::String(std::string(std::string_view(element)));
-      break;
-    case simdjson::dom::element_type::BOOL:
-      *out = Json::Bool(bool(element));
-      break;
-    case simdjson::dom::element_type::NULL_VALUE:
-      *out = Json::Null();
-      break;
+    out->set_pointer(pointer);
+    return {};
   }
-  out->set_pointer(pointer);
-  return {};
+};
+
+// simdjson rejects NaN / Infinity and integers beyond 64 bits without saying where. Python's
+// json module writes all three, so find the first such token outside strings and name its
+// pointer. Only used to explain a parse failure, on text whose nesting is within `max_depth`
+// (deeper text failed for that reason), so the stack and the pointer stay small.
+struct BadToken {
+  std::string pointer;
+  std::string token;
+  bool integer = false;  // an integer outside 64 bits, else NaN / Infinity
+};
+
+bool OutsideInt64Range(std::string_view digits) {
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) digits.remove_prefix(1);
+  while (digits.size() > 1 && digits[0] == '0') digits.remove_prefix(1);
+  // simdjson keeps integers up to UINT64_MAX (positive) and down to INT64_MIN.
+  const std::string_view limit = negative ? "9223372036854775808" : "18446744073709551615";
+  if (digits.size() != limit.size()) return digits.size() > limit.size();
+  return digits > limit;
 }
 
-// simdjson rejects NaN / Infinity without saying where. Python's json module writes them, so find
-// the first such token outside strings and name its pointer. Only used to explain a parse failure.
-std::optional<std::string> FindNonFiniteToken(std::string_view text, std::string* token) {
+std::optional<BadToken> FindBadToken(std::string_view text, int max_depth) {
   struct Frame {
     bool object;
     std::string key;
@@ -94,6 +124,7 @@ std::optional<std::string> FindNonFiniteToken(std::string_view text, std::string
       }
       if (expecting_key && !stack.empty()) stack.back().key = s;
     } else if (c == '{' || c == '[') {
+      if (static_cast<int>(stack.size()) >= max_depth) return std::nullopt;
       stack.push_back({c == '{', "", 0});
       expecting_key = c == '{';
     } else if (c == '}' || c == ']') {
@@ -106,16 +137,39 @@ std::optional<std::string> FindNonFiniteToken(std::string_view text, std::string
         stack.back().index++;
         expecting_key = stack.back().object;
       }
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      for (std::string_view t : {"-Infinity"}) {
+        if (text.substr(i, t.size()) == t) return BadToken{pointer(), std::string(t)};
+      }
+      size_t end = i + 1;
+      while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+      const bool fraction =
+          end < text.size() && (text[end] == '.' || text[end] == 'e' || text[end] == 'E');
+      const std::string_view digits = text.substr(i, end - i);
+      if (!fraction && OutsideInt64Range(digits)) {
+        return BadToken{pointer(), std::string(digits), true};
+      }
+      i = end - 1;
     } else {
-      for (std::string_view t : {"NaN", "Infinity", "-Infinity"}) {
-        if (text.substr(i, t.size()) == t) {
-          *token = std::string(t);
-          return pointer();
-        }
+      for (std::string_view t : {"NaN", "Infinity"}) {
+        if (text.substr(i, t.size()) == t) return BadToken{pointer(), std::string(t)};
       }
     }
   }
   return std::nullopt;
+}
+
+Result<int64_t> LimitFromEnv(const char* name, int64_t fallback, int64_t max) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long parsed = std::strtoll(value, &end, 10);
+  if (errno != 0 || *end != '\0' || parsed < 1 || parsed > max) {
+    return InvalidInput(
+        fmt::format("{}: expected an integer in [1, {}], got \"{}\"", name, max, value));
+  }
+  return parsed;
 }
 
 void AppendJson(const Json& v, int indent, int level, std::string* out) {
@@ -126,9 +180,15 @@ void AppendJson(const Json& v, int indent, int level, std::string* out) {
     }
   };
   switch (v.type()) {
-    case Json::Type::kNull: *out += "null"; break;
-    case Json::Type::kBool: *out += v.bool_value() ? "true" : "false"; break;
-    case Json::Type::kInt: *out += std::to_string(v.int_value()); break;
+    case Json::Type::kNull:
+      *out += "null";
+      break;
+    case Json::Type::kBool:
+      *out += v.bool_value() ? "true" : "false";
+      break;
+    case Json::Type::kInt:
+      *out += std::to_string(v.int_value());
+      break;
     case Json::Type::kDouble: {
       double d = v.number_value();
       if (!std::isfinite(d)) {
@@ -140,7 +200,9 @@ void AppendJson(const Json& v, int indent, int level, std::string* out) {
       }
       break;
     }
-    case Json::Type::kString: *out += JsonQuote(v.string_value()); break;
+    case Json::Type::kString:
+      *out += JsonQuote(v.string_value());
+      break;
     case Json::Type::kArray: {
       *out += '[';
       for (size_t i = 0; i < v.items().size(); ++i) {
@@ -234,13 +296,20 @@ const Json* Json::FindNonNull(std::string_view key) const {
 
 std::string_view Json::TypeName() const {
   switch (type_) {
-    case Type::kNull: return "null";
-    case Type::kBool: return "boolean";
-    case Type::kInt: return "integer";
-    case Type::kDouble: return "number";
-    case Type::kString: return "string";
-    case Type::kArray: return "array";
-    case Type::kObject: return "object";
+    case Type::kNull:
+      return "null";
+    case Type::kBool:
+      return "boolean";
+    case Type::kInt:
+      return "integer";
+    case Type::kDouble:
+      return "number";
+    case Type::kString:
+      return "string";
+    case Type::kArray:
+      return "array";
+    case Type::kObject:
+      return "object";
   }
   return "?";
 }
@@ -251,21 +320,60 @@ bool Json::operator==(const Json& other) const {
          items_ == other.items_ && members_ == other.members_;
 }
 
+Result<JsonLimits> CurrentJsonLimits() {
+  static const Result<JsonLimits> limits = []() -> Result<JsonLimits> {
+    JsonLimits l;
+    QP_ASSIGN_OR_RETURN(l.max_bytes,
+                        LimitFromEnv("QUANTPATH_MAX_JSON_BYTES", l.max_bytes, int64_t{1} << 40));
+    QP_ASSIGN_OR_RETURN(l.max_values,
+                        LimitFromEnv("QUANTPATH_MAX_JSON_VALUES", l.max_values, int64_t{1} << 40));
+    QP_ASSIGN_OR_RETURN(int64_t depth, LimitFromEnv("QUANTPATH_MAX_JSON_DEPTH", l.max_depth, 1024));
+    l.max_depth = static_cast<int>(depth);
+    return l;
+  }();
+  return limits;
+}
+
 Result<Json> ParseJson(std::string_view text, std::string_view file) {
+  QP_ASSIGN_OR_RETURN(JsonLimits limits, CurrentJsonLimits());
+  return ParseJson(text, file, limits);
+}
+
+Result<Json> ParseJson(std::string_view text, std::string_view file, const JsonLimits& limits) {
+  if (static_cast<int64_t>(text.size()) > limits.max_bytes) {
+    return InvalidInput(fmt::format("{}: {} bytes of JSON, over the limit of {} bytes", file,
+                                    text.size(), limits.max_bytes));
+  }
   simdjson::dom::parser parser;
+  // simdjson stops at the depth limit itself, so over-deep text costs nothing more to reject.
+  // (simdjson counts the document itself as a level).
+  if (parser.allocate(std::max<size_t>(text.size(), 1),
+                      static_cast<size_t>(limits.max_depth) + 1) != simdjson::SUCCESS) {
+    return InvalidInput(fmt::format("{}: out of memory for {} bytes of JSON", file, text.size()));
+  }
   simdjson::padded_string padded(text);
   simdjson::dom::element root;
   auto error = parser.parse(padded).get(root);
-  if (error) {
-    std::string token;
-    if (auto pointer = FindNonFiniteToken(text, &token)) {
-      return InvalidInput(fmt::format("{}#{}: {} is not valid JSON (write null or a finite number)",
-                                      file, *pointer, token));
-    }
-    return InvalidInput(fmt::format("{}: not valid JSON ({})", file, simdjson::error_message(error)));
+  if (error == simdjson::DEPTH_ERROR) {
+    return InvalidInput(
+        fmt::format("{}: JSON nested deeper than {} levels (QUANTPATH_MAX_JSON_DEPTH)", file,
+                    limits.max_depth));
   }
+  if (error) {
+    if (std::optional<BadToken> bad = FindBadToken(text, limits.max_depth)) {
+      if (bad->integer) {
+        return InvalidInput(fmt::format("{}#{}: integer {} out of range (64 bits)", file,
+                                        bad->pointer, bad->token));
+      }
+      return InvalidInput(fmt::format("{}#{}: {} is not valid JSON (write null or a finite number)",
+                                      file, bad->pointer, bad->token));
+    }
+    return InvalidInput(
+        fmt::format("{}: not valid JSON ({})", file, simdjson::error_message(error)));
+  }
+  Converter converter{file, limits.max_values, limits.max_values};
   Json out;
-  QP_RETURN_IF_ERROR(ConvertElement(root, "", file, 0, &out));
+  QP_RETURN_IF_ERROR(converter.Convert(root, "", &out));
   return out;
 }
 
@@ -284,11 +392,21 @@ std::string JsonQuote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));

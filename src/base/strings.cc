@@ -1,10 +1,14 @@
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <fstream>
 #include <random>
-#include <sstream>
 
+#include "fmt/format.h"
 #include "quantpath/base.h"
 
 namespace quantpath {
@@ -49,12 +53,42 @@ std::string ToLower(std::string_view s) {
 }
 
 Result<std::string> ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError(path.string() + ": cannot open for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return IoError(path.string() + ": read failed");
-  return buffer.str();
+  QP_ASSIGN_OR_RETURN(JsonLimits limits, CurrentJsonLimits());
+  return ReadFile(path, limits.max_bytes, "QUANTPATH_MAX_JSON_BYTES");
+}
+
+Result<std::string> ReadFile(const std::filesystem::path& path, int64_t max_bytes,
+                             std::string_view limit_name) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return IoError(path.string() + ": cannot open for reading");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return IoError(path.string() + ": cannot stat");
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidInput(path.string() +
+                        ": not a regular file (a directory, FIFO, device or socket)");
+  }
+  if (st.st_size > max_bytes) {
+    return InvalidInput(fmt::format("{}: {} bytes, over the limit of {} bytes{}", path.string(),
+                                    st.st_size, max_bytes,
+                                    limit_name.empty() ? "" : fmt::format(" ({})", limit_name)));
+  }
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError(path.string() + ": read failed");
+    if (n == 0) break;  // the file shrank while being read
+    done += static_cast<size_t>(n);
+  }
+  text.resize(done);
+  return text;
 }
 
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content) {

@@ -220,8 +220,11 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte
                     text.empty() ? std::string("an empty header")
                                  : fmt::format("byte 0x{:02x}", static_cast<uint8_t>(text[0]))));
   }
-  // ParseJson validates UTF-8 and rejects duplicate keys, naming the file and the key.
-  QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, file));
+  // ParseJson validates UTF-8 and rejects duplicate keys, naming the file and the key. The header
+  // has its own size limit (above); nesting and the value count keep the JSON limits.
+  QP_ASSIGN_OR_RETURN(JsonLimits limits, CurrentJsonLimits());
+  limits.max_bytes = static_cast<int64_t>(kMaxHeaderBytes);
+  QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, file, limits));
   if (!root.is_object()) {
     return InvalidInput(fmt::format("{}: the header must be a JSON object", file));
   }

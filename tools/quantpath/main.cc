@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <iostream>
+#include <new>
 
 #include "tools/quantpath/commands.h"
 
@@ -42,6 +43,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // Every input size is capped; an input that still needs more memory than the machine has is
+    // unusable input, not a crash.
+    return ReportBadInput(
+        "out of memory reading the input (the limits in README.md#limits bound what is read)");
   }
   return exit_code;
 }
