@@ -49,6 +49,24 @@ def install_op_namespaces(names):
         setattr(torch.ops, n, OpNamespaceStandIn(n, real))
 
 
+def install_cuda_object_standins():
+    """`torch.cuda.Stream` / `Event` stand-ins: layer constructors create side streams and events
+    (shared-expert overlap, MoE runners) but only use them in forward passes."""
+    import torch
+
+    class StreamStandIn:
+        def __init__(self, *a, **k):
+            pass
+
+        def __getattr__(self, attr):
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            return lambda *a, **k: None
+
+    torch.cuda.Stream = StreamStandIn
+    torch.cuda.Event = type("EventStandIn", (StreamStandIn,), {})
+
+
 def _subclasses(base):
     seen = []
     todo = [base]
@@ -267,6 +285,21 @@ class CallRecorder:
                 row["model"] = tag_name[0]
             calls.append(row)
         return calls, modules
+
+
+def engine_exception(e: BaseException) -> BaseException:
+    """The exception the engine raised.  vLLM's configs are pydantic dataclasses: an error raised
+    in `__post_init__` reaches the caller wrapped in a `ValidationError` whose single entry carries
+    the original exception; that one is recorded."""
+    try:
+        from pydantic import ValidationError
+    except ImportError:
+        return e
+    if isinstance(e, ValidationError):
+        errs = e.errors()
+        if len(errs) == 1 and isinstance((errs[0].get("ctx") or {}).get("error"), BaseException):
+            return errs[0]["ctx"]["error"]
+    return e
 
 
 def log(*a):

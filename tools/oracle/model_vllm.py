@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 
-from harness import ConstructorNotRun  # noqa: F401
-from model_common import CallRecorder, import_all, install_op_namespaces
+from harness import ConstructorNotRun, _exc_text
+from model_common import CallRecorder, engine_exception, import_all, install_cuda_object_standins, install_op_namespaces
 from record_cases import ALLOWED_BY_ENGINE, VllmHarness
 
 _PORT = [29611]
@@ -26,6 +26,18 @@ class VllmModelHarness(VllmHarness):
         # Custom-op namespaces of the compiled extensions: layer constructors store references to
         # ops such as torch.ops._C.silu_and_mul; nothing calls them on the meta device.
         install_op_namespaces(["_C", "_moe_C", "_C_cache_ops", "_C_custom_ar", "_rocm_C"])
+        # Device facts a layer constructor queries beyond record_cases.py's platform stand-in:
+        # the SM count (Triton MLA: 132, an H100 SXM), the device count and the current device, answered with the
+        # meta device so that tensors created with an explicit device stay on meta.
+        import torch
+        import vllm.platforms as platforms
+
+        plat = type(platforms._current_platform)
+        plat.num_compute_units = classmethod(lambda cls, device_id=0: 132)
+        plat.current_device = classmethod(lambda cls: torch.device("meta"))
+        # A node of 8 such devices, so that ParallelConfig accepts tensor_parallel_size up to 8.
+        plat.device_count = classmethod(lambda cls: 8)
+        install_cuda_object_standins()
         import_all("vllm.model_executor.layers.quantization")
         from vllm.model_executor.layers.quantization.base_config import (
             QuantizationConfig, QuantizeMethodBase)
@@ -90,7 +102,10 @@ class VllmModelHarness(VllmHarness):
         from vllm.config import set_current_vllm_config
         from vllm.distributed import ensure_model_parallel_initialized, init_distributed_environment
 
-        with set_current_vllm_config(vc):
+        from vllm.config import VllmConfig
+
+        # A VllmConfig without a model config creates every group, the expert-parallel one too.
+        with set_current_vllm_config(VllmConfig()):
             init_distributed_environment(world_size=1, rank=0, local_rank=0,
                                          distributed_init_method=f"tcp://127.0.0.1:{_PORT[0]}",
                                          backend="gloo")
@@ -137,14 +152,14 @@ class VllmModelHarness(VllmHarness):
             out["error"] = f"{type(e.exc).__name__}: {e.exc}"
             return out, rec.config_dict
         except Exception as e:  # noqa: BLE001 - raised before any layer was built
-            from harness import _exc_text
-
-            out["error"] = _exc_text(e)
+            out["error"] = _exc_text(engine_exception(e))
             return out, rec.config_dict
         mc = vc.model_config
         out["resolved_quantization"] = mc.quantization
         out["dtype"] = str(mc.dtype).replace("torch.", "")
         self.case = {"config": rec.config_dict or {}}
+        # The loader's target device (device_config.device) is the meta device.
+        vc.device_config.device = torch.device("meta")
         self._init_dist(vc)
         model = draft = None
         with self._tp(inputs.get("tp_size", 1)):
@@ -167,8 +182,8 @@ class VllmModelHarness(VllmHarness):
     def _draft_config(self, vc):
         import types
 
-        from vllm.v1.spec_decode.llm_base_proposer import LLMBaseProposer
+        from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
 
         holder = types.SimpleNamespace(speculative_config=vc.speculative_config, vllm_config=vc)
-        draft_vc = LLMBaseProposer._create_draft_vllm_config(holder)
+        draft_vc = SpecDecodeBaseProposer._create_draft_vllm_config(holder)
         return draft_vc, vc.speculative_config.draft_model_config
