@@ -10,10 +10,21 @@ model yields every layer's decision.
 
 from __future__ import annotations
 
-import copy
 import sys
 
 from harness import ConstructorNotRun, _exc_text
+
+
+def json_safe(obj):
+    """A JSON copy of a config dict; objects the engine put into it (an HF config) become
+    "<ClassName>"."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return f"<{type(obj).__name__}>"
 
 
 class OpNamespaceStandIn:
@@ -65,6 +76,37 @@ def install_cuda_object_standins():
 
     torch.cuda.Stream = StreamStandIn
     torch.cuda.Event = type("EventStandIn", (StreamStandIn,), {})
+
+
+def meta_device_mode():
+    """A torch function mode under which every tensor is created on the meta device, also when
+    the engine names a device explicitly (`device=get_device()` -> "cuda", `.cuda()`, `.to("cuda")`):
+    the plain `torch.device("meta")` context only fills in a missing device."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._device import _device_constructors
+
+    ctors = _device_constructors()
+    meta = torch.device("meta")
+
+    class MetaEverywhere(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func in ctors:
+                kwargs["device"] = meta
+            elif func in (torch.Tensor.cuda,):
+                return args[0].to(meta)
+            elif func is torch.Tensor.to:
+                a = list(args)
+                for i, x in enumerate(a[1:], 1):
+                    if isinstance(x, (str, torch.device)) or (isinstance(x, int) and not isinstance(x, bool)):
+                        a[i] = meta
+                if "device" in kwargs:
+                    kwargs["device"] = meta
+                args = tuple(a)
+            return func(*args, **kwargs)
+
+    return MetaEverywhere()
 
 
 def _subclasses(base):
@@ -160,7 +202,7 @@ class CallRecorder:
 
                 def from_config(klass, config, *a, __f=f, **k):
                     if rec._in_get_quant_config and rec.config_dict is None and isinstance(config, dict):
-                        rec.config_dict = copy.deepcopy(config)
+                        rec.config_dict = json_safe(config)
                     return __f(klass, config, *a, **k)
 
                 from_config._oracle = True
@@ -300,6 +342,15 @@ def engine_exception(e: BaseException) -> BaseException:
         if len(errs) == 1 and isinstance((errs[0].get("ctx") or {}).get("error"), BaseException):
             return errs[0]["ctx"]["error"]
     return e
+
+
+def debug_traceback():
+    """With ORACLE_DEBUG set, the traceback of an error recorded as a model's `error`."""
+    import os
+    import traceback
+
+    if os.environ.get("ORACLE_DEBUG"):
+        traceback.print_exc()
 
 
 def log(*a):

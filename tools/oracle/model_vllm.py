@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 
 from harness import ConstructorNotRun, _exc_text
-from model_common import CallRecorder, engine_exception, import_all, install_cuda_object_standins, install_op_namespaces
+from model_common import CallRecorder, debug_traceback, engine_exception, import_all, install_cuda_object_standins, install_op_namespaces
 from record_cases import ALLOWED_BY_ENGINE, VllmHarness
 
 _PORT = [29611]
@@ -152,6 +152,7 @@ class VllmModelHarness(VllmHarness):
             out["error"] = f"{type(e.exc).__name__}: {e.exc}"
             return out, rec.config_dict
         except Exception as e:  # noqa: BLE001 - raised before any layer was built
+            debug_traceback()
             out["error"] = _exc_text(engine_exception(e))
             return out, rec.config_dict
         mc = vc.model_config
@@ -175,7 +176,9 @@ class VllmModelHarness(VllmHarness):
         calls, modules = rec.finish(model, [("draft", draft)] if draft is not None else [])
         out["quant_calls"] = calls
         pmm = getattr(model, "packed_modules_mapping", None) or {}
-        out["_pmm"] = {k: list(v) for k, v in dict(pmm).items()}
+        out["_pmm"] = {k: list(v) for k, v in dict(pmm).items() if isinstance(v, (list, tuple))}
+        if rec.ctor_not_run:
+            out["ctor_not_run"] = sorted(rec.ctor_not_run)
         out["modules"] = modules
         return out, rec.config_dict
 

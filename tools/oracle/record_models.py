@@ -125,7 +125,13 @@ def run_worker(args, engine: str, recs: list[dict]) -> dict:
         errf = tempfile.TemporaryFile(mode="w+")
         import threading
 
-        t = threading.Thread(target=lambda: shutil.copyfileobj(p.stderr, errf), daemon=True)
+        def pump():
+            for line in p.stderr:
+                errf.write(line)
+                if os.environ.get("ORACLE_DEBUG"):
+                    sys.stderr.write(line)
+
+        t = threading.Thread(target=pump, daemon=True)
         t.start()
         p.stdin.write(json.dumps(todo))
         p.stdin.close()
