@@ -253,6 +253,8 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--engine", choices=["vllm", "sglang"])
     ap.add_argument("--list", action="store_true", help="print the recording ids and exit")
+    ap.add_argument("--table", action="store_true",
+                    help="print the markdown table of the recorded model files (for models/README.md)")
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)
@@ -261,6 +263,8 @@ def main():
         for r in recs:
             print(r["id"], json.dumps({k: v for k, v in r["inputs"].items() if DEFAULT_INPUTS.get(k) != v}))
         return
+    if args.table:
+        return print_table(recs)
     if args.engine:
         recs = [r for r in recs if r["engine"] == args.engine]
     if args.only:
@@ -278,6 +282,27 @@ def main():
                 sys.stderr.write(f"--- {r['id']}\n{res['_traceback']}\n")
             (d / f"{r['id']}.json").write_text(json.dumps(model_file(r, res), indent=1, ensure_ascii=False) + "\n")
         write_cases(engine)
+
+
+def print_table(recs: list[dict]):
+    print("| id | base | edit / inputs | model class | resolved | dtype | calls (q / u / error) | modules |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in recs:
+        p = MODELS_DIR / r["engine"] / f"{r['id']}.json"
+        if not p.exists():
+            continue
+        m = json.loads(p.read_text())
+        inp = ", ".join(f"{k}={v}" for k, v in r["inputs"].items() if DEFAULT_INPUTS.get(k) != v)
+        ov = ", ".join(f"{n}{' removed' if c is None else ''}" for n, c in (r.get("overrides") or {}).items())
+        edit = "; ".join(x for x in [("overrides " + ov) if ov else "", inp] if x) or "as published"
+        calls = m["quant_calls"]
+        cnt = {d: sum(1 for c in calls if c["decision"] == d) for d in ("quantized", "unquantized", "error")}
+        mc = (m["model_class"] or "").rsplit(".", 1)[-1]
+        if m.get("draft_model_class"):
+            mc += " + " + m["draft_model_class"].rsplit(".", 1)[-1]
+        res = f"error: {m['error'][:90]}" if m["error"] else f"{cnt['quantized']} / {cnt['unquantized']} / {cnt['error']}"
+        print(f"| {r['id']} | {r['base'].split('/')[-1]} | {edit} | {mc or '-'} | "
+              f"{m['resolved_quantization'] or '-'} | {m['dtype'] or '-'} | {res.replace('|', '/')} | {len(m['modules'])} |")
 
 
 def write_cases(engine: str):
