@@ -177,6 +177,18 @@ def model_file(rec: dict, res: dict) -> dict:
     return out
 
 
+def dump_model(m: dict) -> str:
+    """JSON of a model file: one top-level key per line, one call / module per line."""
+    parts = []
+    for k, v in m.items():
+        if k in ("quant_calls", "modules") and v:
+            rows = ",\n".join("  " + json.dumps(x, ensure_ascii=False) for x in v)
+            parts.append(f" {json.dumps(k)}: [\n{rows}\n ]")
+        else:
+            parts.append(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def config_source(rec: dict, cfg: dict | None) -> str | None:
     """The file of the model folder that holds the config dict the engine read, when it is not
     config.json's quantization_config / compression_config."""
@@ -280,7 +292,7 @@ def main():
             res = results[r["id"]]
             if res.get("_traceback"):
                 sys.stderr.write(f"--- {r['id']}\n{res['_traceback']}\n")
-            (d / f"{r['id']}.json").write_text(json.dumps(model_file(r, res), indent=1, ensure_ascii=False) + "\n")
+            (d / f"{r['id']}.json").write_text(dump_model(model_file(r, res)))
         write_cases(engine)
 
 
