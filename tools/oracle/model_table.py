@@ -59,6 +59,8 @@ def edits(corpus: Path) -> list[dict]:
     glm = "zai-org__GLM-4.5"
     glm_fp8 = dict(_read(corpus, glm, "config.json"), quantization_config=FP8_BLOCK)
     awq = "hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ"
+    q36 = "fantasylord__Qwen36"
+    q36_fp8 = dict(_read(corpus, q36, "config.json"), quantization_config=FP8_BLOCK)
     out = [
         {"suffix": "nvfp4", "base": r1, "overrides": {"hf_quant_config.json": nvfp4},
          "note": "DeepSeek-R1 config.json (fp8 quantization_config kept) with the ModelOpt NVFP4 "
@@ -84,6 +86,9 @@ def edits(corpus: Path) -> list[dict]:
          "note": "--quantization awq forced (dtype auto)"},
         {"suffix": "fp8", "base": glm, "overrides": {"config.json": glm_fp8},
          "note": "GLM-4.5 config.json with an fp8 block-128 quantization_config added"},
+        {"suffix": "fp8", "base": q36, "overrides": {"config.json": q36_fp8},
+         "note": "Qwen3.6 (Qwen3_5ForConditionalGeneration) config.json with its compressed-tensors "
+                 "quantization_config replaced by an fp8 block-128 one"},
         {"suffix": "fp8-tp8", "base": glm, "overrides": {"config.json": glm_fp8}, "inputs": {"tp_size": 8},
          "note": "GLM-4.5 fp8 block-128 at tensor-parallel size 8"},
     ]
