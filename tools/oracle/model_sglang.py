@@ -73,7 +73,6 @@ class SglangModelHarness(SglangHarness):
         self.case = {"config": {}}
         # The process groups are built once, for a small unquantized Llama folder.
         import shutil
-        import tempfile
 
         from harness import _write_folder
 
@@ -83,7 +82,6 @@ class SglangModelHarness(SglangHarness):
             "num_hidden_layers": 1, "vocab_size": 1024, "torch_dtype": "bfloat16"}})
         self._init_dist(self._publish(boot, {}, 1))
         shutil.rmtree(boot, ignore_errors=True)
-        del tempfile
 
     # -- recording hooks -------------------------------------------------
     def _before_call(self):
