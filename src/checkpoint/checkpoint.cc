@@ -116,6 +116,12 @@ struct Checkpoint::Impl {
         return InvalidInput(fmt::format("{}: tensor \"{}\": expected a shard file name, found {}",
                                         Where(index, value), tensor, value.TypeName()));
       }
+      if (value.string_value().find('\0') != std::string::npos) {
+        // A path is cut at the NUL: another file would be opened than the one named.
+        return InvalidInput(fmt::format("{}: tensor \"{}\": shard {} contains a NUL character",
+                                        Where(index, value), tensor,
+                                        JsonQuote(value.string_value())));
+      }
       std::filesystem::path shard_path(value.string_value());
       if (!IsInsideFolder(shard_path)) {
         return InvalidInput(

@@ -20,7 +20,8 @@ namespace quantpath {
 Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(
     const std::filesystem::path& path) {
   std::string name = path.string();
-  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; it is refused below.
+  int fd = ::open(name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     std::string reason = std::strerror(errno);
     if (errno == ENOENT) return NotFound(fmt::format("{}: no such file", name));

@@ -77,6 +77,19 @@ TEST(JsonLimits, SizeAndValueCountLimits) {
   EXPECT_EQ(many.status().message(), "v.json: more than 4 JSON values (QUANTPATH_MAX_JSON_VALUES)");
 }
 
+// Output JSON is UTF-8 whatever the input: a folder name in another encoding cannot break it.
+TEST(JsonQuote, InvalidUtf8BecomesReplacementCharacter) {
+  EXPECT_EQ(JsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");             // valid two-byte
+  EXPECT_EQ(JsonQuote("\xf0\x9f\x98\x80"), "\"\xf0\x9f\x98\x80\"");   // valid four-byte
+  EXPECT_EQ(JsonQuote("model-\xe9"), "\"model-\\ufffd\"");            // Latin-1 é
+  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");             // overlong '/'
+  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
+  EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\\ufffd\\ufffd\"");             // cut short
+  Result<Json> parsed = ParseJson(JsonQuote("model-\xe9\x80"), "out.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->string_value(), "model-\xef\xbf\xbd\xef\xbf\xbd");
+}
+
 class ReadFileTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,6 +1,7 @@
 // Memory-mapped files and model folders: single file, sharded with an index, a set of files, and
 // each index rule broken once.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -219,6 +220,24 @@ TEST(Checkpoint, RefusesMalformedIndexes) {
   EXPECT_TRUE(Contains(index_error(R"({"weight_map": {"w": "s.safetensors", "w": "s"}})"),
                        "duplicate key"));
   EXPECT_EQ(index_error(R"({"weight_map": {"w": "./s.safetensors"}})"), "");
+  // The path would be cut at the NUL and name another file.
+  EXPECT_TRUE(Contains(index_error(R"({"weight_map": {"w": "s.safetensors\u0000.bin"}})"),
+                       "shard \"s.safetensors\\u0000.bin\" contains a NUL character"));
+}
+
+// An index or shard that is a FIFO or a device is refused at once: reading it would block forever
+// or never end.
+TEST(Checkpoint, RefusesSpecialFilesWithoutBlocking) {
+  TempFolder dir("ckpt_special");
+  const std::filesystem::path& d = dir.path();
+  std::filesystem::create_symlink("/dev/zero", d / "model.safetensors.index.json");
+  EXPECT_TRUE(Contains(OpenAndValidate(d), "not a regular file"));
+  std::filesystem::remove(d / "model.safetensors.index.json");
+
+  WriteFile(d / "model.safetensors.index.json", R"({"weight_map": {"w": "s.safetensors"}})");
+  ASSERT_EQ(mkfifo((d / "s.safetensors").c_str(), 0600), 0);
+  const std::string m = OpenAndValidate(d);
+  EXPECT_TRUE(Contains(m, "shard \"s.safetensors\" (listed for tensor \"w\") is not a file")) << m;
 }
 
 TEST(Checkpoint, WarnsAboutFilesTheIndexDoesNotList) {
