@@ -379,6 +379,11 @@ Result<QuantPlan> SglangCurrentPlan(const SourceFile& file, const Dialect& diale
   // NPU sections.
   if (const Json* pmm = described.Get("packed_modules_mapping"); pmm && pmm->is_object()) {
     for (const auto& [k, v] : pmm->members()) e.mapping.Set(k, v);
+    plan.notes.push_back(fmt::format(
+        "{}: SGLang replaces this packed_modules_mapping with the model class's; quantpath reads "
+        "the file's in its place, then adds the loader's NPU visual / vision_model / model "
+        "sections as the engine does",
+        file.name));
   }
   e.mapping.Set("visual",
                 NpuSection({{"qkv_proj", {"qkv"}}, {"gate_up_proj", {"gate_proj", "up_proj"}}}));
