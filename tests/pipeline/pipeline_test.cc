@@ -124,6 +124,27 @@ TEST(ImportForEngine, AppliesTheModelsNameMapper) {
   EXPECT_EQ(DecideSite(*by_class, visual).kind, DecisionKind::kUnquantized);
 }
 
+// The real Qwen3.6-27B AutoRound-AWQ config (quant_method awq, Qwen3_5ForConditionalGeneration):
+// vLLM 0.33 maps modules_to_not_convert with the Qwen3-VL mapper Qwen3.5 inherits, so an entry
+// written as model.language_model.layers.19.mlp.down_proj keeps the engine's
+// language_model.model.layers.19.mlp.down_proj unquantized (recorded from vLLM building the real
+// model class: vllm-qwen3-6-27b-autoround-awq).
+TEST(ImportForEngine, Qwen35MapsAutoRoundAwqExclusions) {
+  Result<ConfigSources> sources = ConfigSources::Load(
+      kSource + "/tests/data/corpus/hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ");
+  ASSERT_TRUE(sources.ok()) << sources.status().message();
+  Result<QuantPlan> plan =
+      ImportForEngine(*sources, DialectAt(DialectId::kVllmCurrent), std::nullopt);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  LayerSite excluded;
+  excluded.path = "language_model.model.layers.19.mlp.down_proj";
+  excluded.module_class = "RowParallelLinear";
+  EXPECT_EQ(DecideSite(*plan, excluded).kind, DecisionKind::kUnquantized);
+  LayerSite quantized = excluded;
+  quantized.path = "language_model.model.layers.18.mlp.down_proj";
+  EXPECT_EQ(DecideSite(*plan, quantized).kind, DecisionKind::kQuantized);
+}
+
 // Bytes from DESIGN.md's layout formulas, computed here from the shapes alone.
 TEST(DecideAll, EverySiteWithItsSpecAndBytes) {
   const Model model = OpenOrDie(kDeepseekTiny);
