@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "src/importers/modelopt.h"  // PyStr: str() of a JSON value
 #include "src/importers/modelslim.h"
 
 namespace quantpath::modelslim {
@@ -57,21 +58,20 @@ class OrderedDict {
   std::map<std::string, size_t> index_;
 };
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.starts_with(p); }
 bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string::npos; }
 
 // DeepseekV4ForCausalLM.remap_weight_name_to_dpsk_hf_format with its defaults (not nextn).
 std::string RemapV4(std::string name) {
-  if (StartsWith(name, "vision.")) {
+  if (name.starts_with("vision.")) {
     return ReplaceAll(ReplaceAll(name, ".attn.wqkv.", ".attn.qkv_proj."), ".attn.wo.",
                       ".attn.proj.");
   }
-  if (StartsWith(name, "aligner.") || StartsWith(name, "image_")) return name;
-  if (StartsWith(name, "embed.")) return "model.embed_tokens." + name.substr(6);
-  if (StartsWith(name, "head.")) return "lm_head." + name.substr(5);
+  if (name.starts_with("aligner.") || name.starts_with("image_")) return name;
+  if (name.starts_with("embed.")) return "model.embed_tokens." + name.substr(6);
+  if (name.starts_with("head.")) return "lm_head." + name.substr(5);
   if (name == "norm.weight") return "model.norm.weight";
-  if (StartsWith(name, "hc_head_")) return "model." + name;
-  if (StartsWith(name, "layers.")) name = "model." + name;
+  if (name.starts_with("hc_head_")) return "model." + name;
+  if (name.starts_with("layers.")) name = "model." + name;
   name = ReplaceAll(name, ".attn.", ".self_attn.");
   name = ReplaceAll(name, ".ffn.", ".mlp.");
   name = ReplaceAll(name, ".attn_norm.", ".input_layernorm.");
@@ -90,7 +90,7 @@ std::string RemapV4(std::string name) {
 
 // The DSpark alias of "mtp.<stage>.<rest>", or nullopt when the key gets none.
 std::optional<std::string> DsparkAlias(const std::string& name) {
-  if (!StartsWith(name, "mtp.")) return std::nullopt;
+  if (!name.starts_with("mtp.")) return std::nullopt;
   std::vector<std::string> parts = Split(name, '.');
   if (parts.size() < 3) return std::nullopt;
   const std::string& stage = parts[1];
@@ -100,16 +100,16 @@ std::optional<std::string> DsparkAlias(const std::string& name) {
   }
   std::string rest = name.substr(5 + stage.size());
   for (std::string_view local : {"embed.", "embed_tokens.", "head.", "lm_head."}) {
-    if (StartsWith(rest, local)) return std::nullopt;  // the target model's copies are used
+    if (rest.starts_with(local)) return std::nullopt;  // the target model's copies are used
   }
-  if (StartsWith(rest, "markov_head.") || StartsWith(rest, "confidence_head.")) return rest;
+  if (rest.starts_with("markov_head.") || rest.starts_with("confidence_head.")) return rest;
   constexpr std::pair<std::string_view, std::string_view> kLeading[] = {
       {"attn.", "self_attn."},
       {"ffn.", "mlp."},
       {"attn_norm.", "input_layernorm."},
       {"ffn_norm.", "post_attention_layernorm."}};
   for (const auto& [from, to] : kLeading) {
-    if (StartsWith(rest, from)) {
+    if (rest.starts_with(from)) {
       rest = std::string(to) + rest.substr(from.size());
       break;
     }
@@ -150,7 +150,7 @@ struct Engine523 {
     if (Contains(prefix, ".mlp.")) c.push_back(ReplaceAll(prefix, ".mlp.", ".block_sparse_moe."));
     const size_t n = c.size();
     for (size_t i = 0; i < n; ++i) {
-      c.push_back(StartsWith(c[i], "language_model.") ? c[i].substr(15) : "language_model." + c[i]);
+      c.push_back(c[i].starts_with("language_model.") ? c[i].substr(15) : "language_model." + c[i]);
     }
     std::vector<std::string> unique;
     for (std::string& s : c) {
@@ -277,7 +277,6 @@ struct Engine523 {
   static std::string PyRepr(const Json& v) {
     return v.is_string() ? fmt::format("'{}'", v.string_value()) : ToJson(v);
   }
-  static std::string PyStr(const Json& v) { return v.is_string() ? v.string_value() : ToJson(v); }
 
   Action MoeSchemes(const std::string& prefix,
                     const std::vector<std::pair<std::string, const Json*>>& w13,
@@ -309,7 +308,7 @@ struct Engine523 {
       return {ActionKind::kFail, std::nullopt,
               fmt::format("ValueError: Unsupported ModelSlim MoE schemes for layer {}: W13='{}', "
                           "W2='{}'",
-                          prefix, PyStr(first), PyStr(w2)),
+                          prefix, modelopt::PyStr(first), modelopt::PyStr(w2)),
               ""};
     }
     return {ActionKind::kQuantize, TypeScheme(*FindType(first.string_value()), group_size),
@@ -322,7 +321,7 @@ struct Engine523 {
 // The prefixes whose candidates include `path` (the inverse of Candidates, a superset).
 std::vector<std::string> Uncandidates(const std::string& path) {
   std::vector<std::string> out = {path};
-  if (StartsWith(path, "language_model.")) out.push_back(path.substr(15));
+  if (path.starts_with("language_model.")) out.push_back(path.substr(15));
   out.push_back("language_model." + path);
   const size_t n = out.size();
   for (size_t i = 0; i < n; ++i) {
@@ -358,7 +357,7 @@ Result<QuantPlan> SglangCurrentPlan(const SourceFile& file, const Dialect& diale
   plan.sources.push_back(e.where);
 
   const bool v4 = std::any_of(root.members().begin(), root.members().end(),
-                              [](const auto& m) { return StartsWith(m.first, "hc_head_"); });
+                              [](const auto& m) { return m.first.starts_with("hc_head_"); });
   OrderedDict described;
   for (const auto& [key, value] : root.members()) described.Set(v4 ? RemapV4(key) : key, value);
   if (v4) {
