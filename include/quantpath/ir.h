@@ -321,7 +321,22 @@ struct QuantPlan {
   // KV-cache method without a KV scheme (kQuantize, scheme possibly empty), or that reject the KV
   // scheme when the attention layer is built (kFail).
   std::optional<Action> attention;
+  // The attention classes `attention` reaches (the engine's isinstance test: vLLM's fp8 tests
+  // `Attention`, which MLAAttention does not derive from); empty = every class. An attention site
+  // of another class gets no KV-cache method.
+  std::vector<std::string> attention_classes;
   std::vector<std::string> notes;  // fields read and shown that change no decision, warnings
+
+  // The attention action for a site built as `module_class` (empty: unknown, taken as reached),
+  // or nullptr when there is none or it does not reach that class.
+  const Action* AttentionFor(std::string_view module_class) const {
+    if (!attention) return nullptr;
+    if (attention_classes.empty() || module_class.empty()) return &*attention;
+    for (const std::string& c : attention_classes) {
+      if (c == module_class) return &*attention;
+    }
+    return nullptr;
+  }
 };
 
 }  // namespace quantpath

@@ -283,4 +283,16 @@ Result<std::vector<RuleGroup>> SglangShouldIgnoreGroups(const SkipList& list,
   return groups;
 }
 
+const std::vector<std::string>& VllmAttentionClasses() {
+  static const std::vector<std::string> classes = {"Attention",
+                                                   "ChunkedLocalAttention",
+                                                   "CrossAttention",
+                                                   "EncoderOnlyAttention",
+                                                   "PrefillPrefixLMAttention",
+                                                   "RSWAAttention",
+                                                   "StaticSinkAttention",
+                                                   "WhisperCausalAttentionWithBlockPooling"};
+  return classes;
+}
+
 }  // namespace quantpath

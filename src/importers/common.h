@@ -169,4 +169,9 @@ inline constexpr std::string_view kShardsDisagreeText =
     "Detected some but not all shards of {prefix} are quantized. All shards of fused layers to "
     "have the same precision.";
 
+// vLLM 0.33.0's `Attention` and the classes deriving from it (layers/attention/*.py,
+// models/whisper_causal.py): what `isinstance(layer, Attention)` in a get_quant_method reaches.
+// MLAAttention derives from nn.Module only, so those branches leave it without a KV-cache method.
+const std::vector<std::string>& VllmAttentionClasses();
+
 }  // namespace quantpath

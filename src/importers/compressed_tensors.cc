@@ -18,6 +18,7 @@
 #include "fmt/format.h"
 #include "quantpath/importers.h"
 #include "src/importers/compressed_tensors.h"
+#include "src/importers/modelopt.h"  // Truthy: Python truthiness of a JSON value
 
 namespace quantpath {
 namespace {
@@ -165,6 +166,47 @@ Result<std::optional<QuantScheme>> KvScheme(const Json& kv, std::string_view fil
   return std::optional<QuantScheme>(s);
 }
 
+// SGLang 0.5.23 CompressedTensorsKVCacheMethod.is_supported_scheme, on the raw dict.
+bool SglangSupportedKv(const Json& kv) {
+  const Json* type = kv.Find("type");
+  const Json* bits = kv.Find("num_bits");
+  const Json* strategy = kv.Find("strategy");
+  const Json* sym = kv.Find("symmetric");
+  return type && type->is_string() && type->string_value() == "float" && bits &&
+         bits->is_number() && bits->number_value() == 8 && strategy && strategy->is_string() &&
+         strategy->string_value() == "tensor" && (sym == nullptr || modelopt::Truthy(sym)) &&
+         !modelopt::Truthy(kv.Find("dynamic"));
+}
+
+Status ReadSglangKvCache(const Json* kv, std::string_view file, const CtDialect& d,
+                         QuantPlan* plan) {
+  Action none{ActionKind::kSkip, std::nullopt,
+              "no kv_cache_scheme: SGLang attaches no KV-cache method to RadixAttention",
+              "get_quant_method returned None"};
+  if (kv == nullptr) {
+    plan->attention = none;
+    return {};
+  }
+  if (!kv->is_object()) {
+    return InvalidInput(fmt::format("{}: kv_cache_scheme must be an object, found {}",
+                                    Where(file, *kv), kv->TypeName()));
+  }
+  if (!SglangSupportedKv(*kv)) {
+    none.message = fmt::format(
+        "{}: SGLang ignores this kv_cache_scheme with a warning and attaches no KV-cache method "
+        "(only static symmetric per-tensor FP8 scales are supported)",
+        Where(file, *kv));
+    plan->notes.push_back(none.message);
+    plan->attention = none;
+    return {};
+  }
+  QP_ASSIGN_OR_RETURN(plan->kv_cache, KvScheme(*kv, file));
+  plan->attention = Action{ActionKind::kQuantize, plan->kv_cache,
+                           fmt::format("kv_cache_scheme {}", plan->kv_cache->CanonicalName()),
+                           std::string(d.attention_detail)};
+  return {};
+}
+
 Status ReadKvCache(const Json& q, std::string_view file, const CtDialect& d, QuantPlan* plan) {
   const Json* kv = q.FindNonNull("kv_cache_scheme");
   if (d.kv == ct::KvPolicy::kSchemeOnly) {
@@ -173,6 +215,8 @@ Status ReadKvCache(const Json& q, std::string_view file, const CtDialect& d, Qua
     }
     return {};
   }
+  if (d.attention_classes != nullptr) plan->attention_classes = *d.attention_classes;
+  if (d.kv == ct::KvPolicy::kEngineMethodWhenSupported) return ReadSglangKvCache(kv, file, d, plan);
   if (d.engine == Engine::kSglang) {
     plan->notes.push_back(
         "SGLang's compressed-tensors attention handling is not in the recorded cases; quantpath "

@@ -118,6 +118,9 @@ Result<Group> ParseGroup(const std::string& name, const Json& value, std::string
 enum class KvPolicy : uint8_t {
   kSchemeOnly,    // KV cache quantized exactly when kv_cache_scheme is given
   kEngineMethod,  // CompressedTensorsKVCacheMethod on every attention layer, scheme validated there
+  // SGLang 0.5.23: CompressedTensorsKVCacheMethod only for a kv_cache_scheme it supports (static
+  // symmetric per-tensor fp8); no method without one, or for any other (a warning).
+  kEngineMethodWhenSupported,
 };
 
 // How `ignore` reaches a fused layer.
@@ -174,6 +177,8 @@ struct CtDialect {
   bool sparsity_fails;  // vLLM: a sparsity_config with targets raises at from_config
   KvPolicy kv;
   std::string_view attention_detail;
+  // The attention classes the engine's KV branch reaches; nullptr = every one.
+  const std::vector<std::string>* attention_classes = nullptr;
   KindPolicy lm_head;
   KindPolicy router;
   KindPolicy embedding;

@@ -117,6 +117,8 @@ CtDialect VllmCurrent() {
   // An unquantized ParallelLMHead falls through to the embedding branch, which returns None.
   d.lm_head_unquantized_detail = "get_quant_method returned None";
   d.target_order = TargetOrder::kNameFusedClass;
+  // get_quant_method tests `Attention`: MLAAttention gets no KV-cache method.
+  d.attention_classes = &VllmAttentionClasses();
   d.moe_alias = "RoutedExperts";
   d.experts_through_legs = true;
   d.experts = {.disagree = kExpertsDisagree,
@@ -151,6 +153,7 @@ CtDialect SglangCurrent() {
   d.lm_head_unquantized_detail = "get_quant_method returned None";
   d.target_detail = "CompressedTensorsLinearMethod[target={0} group={1}]";
   d.lm_head_by_name_only = true;
+  d.kv = KvPolicy::kEngineMethodWhenSupported;
   d.experts_through_legs = true;
   // get_moe_scheme raises for the first projection no target reaches: gate_proj unless an
   // earlier one was ignored.

@@ -414,6 +414,10 @@ class Fp8ImporterImpl : public Importer {
       // ParallelLMHead is not a LinearBase: Fp8Config returns no method for it.
       plan.lm_head = KindPolicy::kUnquantized;
       plan.attention = EngineAttentionAction(dialect);
+      // vLLM 0.33.0 Fp8Config.get_quant_method tests `Attention`; MLAAttention gets None.
+      if (dialect.engine == Engine::kVllm && dialect.current()) {
+        plan.attention_classes = VllmAttentionClasses();
+      }
     }
     AddFieldNotes(q, file, &plan.notes);
     return plan;

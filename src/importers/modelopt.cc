@@ -120,6 +120,11 @@ void DecideAttention(const Description& d, const DialectRow& row, QuantPlan* pla
           std::string(row.kv_method)};
       break;
     case KvAttach::kWhenKvMethod:
+      // vLLM 0.33.0's mixed config tests `Attention` only (its base configs test Attention and
+      // MLAAttention), so MLAAttention gets no KV-cache method there.
+      if (d.mixed && plan->dialect.engine == Engine::kVllm && plan->dialect.current()) {
+        plan->attention_classes = VllmAttentionClasses();
+      }
       plan->attention =
           d.kv_method ? Action{ActionKind::kQuantize, d.kv,
                                fmt::format("kv cache algorithm set: the engine attaches {} ({})",

@@ -13,7 +13,8 @@
 //     mapping, is_layer_skipped over every shard (FLOAT agreement), W8A8 / W8A8_DYNAMIC /
 //     W4A4_DYNAMIC only, no aliases, "No modelslim compatible scheme was found." otherwise. MoE
 //     (not recorded) follows the later get_moe_scheme: expert 0's w13 / w2 keys.
-// Non-goals: NPU kernels, the RMSNorm bias patch, DeepSeek-V4 key remapping.
+//   - SGLang 0.5.23: modelslim_sglang.cc.
+// Non-goals: NPU kernels, the RMSNorm bias patch.
 // Documentation followed: SGLang modelslim/modelslim.py (@b39fe43c and later), seed 003; the
 // recorded cases in tests/data/oracle/cases/sglang-modelslim.json.
 #include <algorithm>
@@ -385,6 +386,9 @@ class ModelSlimImporterImpl : public Importer {
           fmt::format("ModelSlim is described by {}, which the model's files ({}) "
                       "do not include",
                       modelslim::kFile, Join(sources.FileNames(), ", ")));
+    }
+    if (dialect.engine == Engine::kSglang && dialect.current()) {
+      return modelslim::SglangCurrentPlan(*file, dialect);
     }
     const SlimDialect* d = DialectFor(dialect.engine);
     if (d == nullptr) {

@@ -4,8 +4,8 @@
 // Goals: the per-weight description as data: "<module>.weight" → type, the ignore list and the
 // packed_modules_mapping (flat, or nested by model / visual / vision_model). Non-goals: NPU
 // kernels, the RMSNorm bias patch (shown in notes only). Documentation followed: SGLang
-// modelslim/modelslim.py (@b39fe43c as recorded in oracle/, and a later version with w13/w2 MoE
-// lookup and block_sparse_moe ↔ mlp aliases), seed 003.
+// modelslim/modelslim.py (@b39fe43c as recorded in oracle/, and 0.5.23 with w13/w2 MoE lookup,
+// block_sparse_moe ↔ mlp aliases, DSpark and DeepSeek-V4 names), seed 003.
 #pragma once
 
 #include <optional>
@@ -64,5 +64,8 @@ Result<Description> ReadDescription(const SourceFile& file);
 // `path` with every occurrence of `from` replaced by `to` (Python str.replace), as the engines
 // derive shard names from a fused name.
 std::string ReplaceAll(std::string_view path, std::string_view from, std::string_view to);
+
+// The plan SGLang 0.5.23 builds from the description (modelslim_sglang.cc).
+Result<QuantPlan> SglangCurrentPlan(const SourceFile& file, const Dialect& dialect);
 
 }  // namespace quantpath::modelslim

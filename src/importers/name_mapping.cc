@@ -64,6 +64,10 @@ constexpr MappedField kMappedFields[] = {
     // (string entries; a nested GPTQ list is flattened only later, in maybe_update_config).
     {"awq", Engine::kVllm, "modules_to_not_convert", FieldMapping::kEveryEntry},
     {"gptq", Engine::kVllm, "modules_in_block_to_quantize", FieldMapping::kEveryEntry},
+    // AutoRound exports under quant_method "awq" / "gptq" reach the same two configs (the vLLM
+    // dialects of the auto-round importer read neither field for quant_method "auto-round").
+    {"auto-round", Engine::kVllm, "modules_to_not_convert", FieldMapping::kEveryEntry},
+    {"auto-round", Engine::kVllm, "modules_in_block_to_quantize", FieldMapping::kEveryEntry},
     // SGLang Fp8Config.ignored_layers (read from the first key present of the two).
     {"fp8", Engine::kSglang, "ignored_layers", FieldMapping::kModelPrefixVariants},
     {"fp8", Engine::kSglang, "modules_to_not_convert", FieldMapping::kModelPrefixVariants},

@@ -4,7 +4,10 @@
 // never sees them (the importers read the config lists the engine rewrites, rewritten). Sources
 // read: vLLM 0.33.0 model_executor/models/qwen2_5_vl.py (Qwen2_5_VLForConditionalGeneration
 // .hf_to_vllm_mapper; vLLM hands quant configs `get_rename_mapper()`, i.e. without its stacked
-// and deletion rules) and SGLang 0.5.23 srt/models/qwen2_5_vl.py (.hf_to_sglang_mapper).
+// and deletion rules), qwen3_vl.py, qwen3_vl_moe.py and qwen3_5.py; SGLang 0.5.23
+// srt/models/qwen2_5_vl.py, qwen3_vl.py, qwen3_vl_moe.py and qwen3_5.py (.hf_to_sglang_mapper).
+// A class that declares no mapper of its own inherits its base class's, as Python's attribute
+// lookup does, so the table names classes by inheritance rather than repeating rules.
 #include <string_view>
 #include <vector>
 
@@ -43,8 +46,55 @@ const std::vector<MapperRow>& Rows() {
         {K::kPrefix, "lm_head.", "language_model.lm_head."},
         {K::kPrefix, "model.", "language_model.model."}},
        "hf_to_sglang_mapper"},
+      {"Qwen3VLForConditionalGeneration",
+       DialectId::kVllmCurrent,
+       NameRewriteOrder::kEveryInOrder,
+       {{K::kPrefix, "model.visual.", "visual."},
+        {K::kPrefix, "lm_head.", "language_model.lm_head."},
+        {K::kPrefix, "model.language_model.", "language_model.model."}},
+       "hf_to_vllm_mapper"},
+      {"Qwen3VLForConditionalGeneration",
+       DialectId::kSglangCurrent,
+       NameRewriteOrder::kLongestMatchOnly,
+       {{K::kSubstring, "attn.qkv", "attn.qkv_proj"},
+        {K::kPrefix, "model.language_model.", "language_model.model."},
+        {K::kPrefix, "model.visual.", "visual."},
+        {K::kPrefix, "lm_head.", "language_model.lm_head."},
+        {K::kPrefix, "model.", "language_model.model."}},
+       "hf_to_sglang_mapper"},
   };
   return rows;
+}
+
+// Classes whose mapper is their base class's. A class that sets the attribute to None (SGLang's
+// Qwen3_5ForConditionalGeneration) has no row: the engine applies no mapper to it.
+struct InheritRow {
+  std::string_view model_class;
+  DialectId dialect;
+  std::string_view base_class;
+};
+
+constexpr InheritRow kInherited[] = {
+    {"Qwen3VLMoeForConditionalGeneration", DialectId::kVllmCurrent,
+     "Qwen3VLForConditionalGeneration"},
+    {"Qwen3VLMoeForConditionalGeneration", DialectId::kSglangCurrent,
+     "Qwen3VLForConditionalGeneration"},
+    // vLLM adds {"mtp.": None} to the base mapper; get_rename_mapper drops mappings to None.
+    {"Qwen3_5ForConditionalGeneration", DialectId::kVllmCurrent, "Qwen3VLForConditionalGeneration"},
+    {"Qwen3_5MoeForConditionalGeneration", DialectId::kVllmCurrent,
+     "Qwen3_5ForConditionalGeneration"},
+};
+
+const MapperRow* FindRow(std::string_view class_name, DialectId dialect) {
+  for (const MapperRow& row : Rows()) {
+    if (row.model_class == class_name && row.dialect == dialect) return &row;
+  }
+  for (const InheritRow& row : kInherited) {
+    if (row.model_class == class_name && row.dialect == dialect) {
+      return FindRow(row.base_class, dialect);
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -52,11 +102,10 @@ const std::vector<MapperRow>& Rows() {
 std::optional<NameMapper> FindNameMapper(std::string_view model, const Dialect& dialect) {
   // "qwen2_5_vl.Qwen2_5_VLForConditionalGeneration": the module only names the engine file.
   std::string_view class_name = model.substr(model.rfind('.') + 1);
-  for (const MapperRow& row : Rows()) {
-    if (row.model_class != class_name || row.dialect != dialect.id) continue;
-    return NameMapper{fmt::format("{}.{}", row.model_class, row.mapper_name), row.rules, row.order};
-  }
-  return std::nullopt;
+  const MapperRow* row = FindRow(class_name, dialect.id);
+  if (row == nullptr) return std::nullopt;
+  // Named after the class the engine built, whose (possibly inherited) attribute it read.
+  return NameMapper{fmt::format("{}.{}", class_name, row->mapper_name), row->rules, row->order};
 }
 
 std::optional<NameMapper> FindNameMapper(const ConfigSources& sources, const Dialect& dialect) {

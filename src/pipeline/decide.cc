@@ -55,12 +55,15 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& dev
 // An attention site stores its KV cache, not weights: quantized only when a KV scheme quantizes
 // it. An engine that attaches its KV-cache method without a KV scheme (vLLM's Fp8KVCacheMethod
 // under fp8) still keeps the cache in the model's dtype unless --kv-cache-dtype says otherwise.
+// The method is the one the engine attaches to this site's attention class (vLLM's MLAAttention
+// gets none under fp8 and compressed-tensors).
 void DecideKvCache(const QuantPlan& plan, QDType torch_dtype, LayerDecision* layer) {
   Decision& d = layer->decision;
   KvCache kv;
   kv.dtype = torch_dtype;
-  kv.engine_method = plan.attention && plan.attention->kind == ActionKind::kQuantize;
-  if (kv.engine_method) kv.engine_method_name = plan.attention->detail;
+  const Action* method = plan.AttentionFor(layer->site->module_class);
+  kv.engine_method = method != nullptr && method->kind == ActionKind::kQuantize;
+  if (kv.engine_method) kv.engine_method_name = method->detail;
   if (d.kind == DecisionKind::kQuantized) {
     if (d.scheme && d.scheme->quantized()) {
       kv.scheme = d.scheme;

@@ -222,11 +222,16 @@ std::string_view DecisionKindName(DecisionKind kind) {
 
 Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_trace) {
   if (site.kind == SiteKind::kAttention) {
-    if (plan.attention) {
-      return FromAction(*plan.attention, site,
-                        fmt::format("{}: {}", PlanSource(plan), plan.attention->message));
+    if (const Action* action = plan.AttentionFor(site.module_class)) {
+      return FromAction(*action, site, fmt::format("{}: {}", PlanSource(plan), action->message));
     }
     Decision d;
+    if (plan.attention) {
+      d.rule = fmt::format("{}: the engine attaches its KV-cache method to {} only; {} gets none",
+                           PlanSource(plan), Join(plan.attention_classes, ", "), site.module_class);
+      d.detail = "get_quant_method returned None";
+      return d;
+    }
     if (plan.kv_cache) {
       d.kind = DecisionKind::kQuantized;
       d.scheme = plan.kv_cache;

@@ -1,6 +1,8 @@
 // Runs recorded engine cases through the importers and the planner: each case's config becomes
 // the file the engine would have read, each layer a site, and each decision is reported in the
 // case's order.
+#include <algorithm>
+
 #include "fmt/format.h"
 #include "quantpath/report.h"
 
@@ -18,7 +20,7 @@ Result<std::string> RequiredString(const Json& object, std::string_view key,
 // description file, a ModelOpt shell file, `extra_inputs.config_source`, or config.json's
 // quantization_config), plus any further files the case lists.
 Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const std::string& format,
-                                     std::string_view file) {
+                                     const Dialect& dialect, std::string_view file) {
   const Json* extra = c.FindNonNull("extra_inputs");
   std::optional<std::string> config_source;
   if (extra != nullptr) {
@@ -48,6 +50,19 @@ Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const st
   if (format.starts_with("modelopt") && packed != nullptr &&
       object->Find("packed_modules_mapping") == nullptr) {
     object->mutable_members().emplace_back("packed_modules_mapping", *packed);
+  }
+  // SGLang 0.5.23's get_quant_config replaces the description's packed_modules_mapping with the
+  // model's.
+  if (format == "modelslim" && dialect.engine == Engine::kSglang && dialect.current()) {
+    Json mapping = packed != nullptr ? *packed : Json::Object();
+    auto& members = object->mutable_members();
+    auto it = std::find_if(members.begin(), members.end(),
+                           [](const auto& m) { return m.first == "packed_modules_mapping"; });
+    if (it != members.end()) {
+      it->second = std::move(mapping);
+    } else {
+      members.emplace_back("packed_modules_mapping", std::move(mapping));
+    }
   }
   if (const Json* files = extra ? extra->FindNonNull("files") : nullptr) {
     if (!files->is_object()) {
@@ -158,7 +173,7 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
     }
   }
 
-  QP_ASSIGN_OR_RETURN(ConfigSources sources, SourcesForCase(c, *config, format, file));
+  QP_ASSIGN_OR_RETURN(ConfigSources sources, SourcesForCase(c, *config, format, *dialect, file));
   // The engine was told a method only when the user gave --quantization; otherwise it detected
   // the description from the files, and so does quantpath (the case's `format` only says which
   // family the case belongs to).
@@ -176,10 +191,9 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
       sources.set_checkpoint_quantized_params(std::move(names));
     }
   }
-  // Without a model class the engine applied no mapper (the case's config.json stand-in names
-  // no real architecture).
-  Result<QuantPlan> plan = model_class ? ImportForEngine(sources, *dialect, forced, model_class)
-                                       : ImportPlan(sources, *dialect, forced);
+  // The engine applied the mapper of the class it built: the case's model class, else the
+  // architecture its config.json names (the Llama stand-in has none), as `plan` does.
+  Result<QuantPlan> plan = ImportForEngine(sources, *dialect, forced, model_class);
   for (const LayerSite& site : sites) {
     if (!plan.ok()) {
       // The engine raised while reading the config: every layer reports that error.

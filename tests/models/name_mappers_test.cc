@@ -34,6 +34,28 @@ TEST(NameMappers, NoneForNativeRecordedDialectsAndOtherModels) {
   EXPECT_FALSE(FindNameMapper("llama.LlamaForCausalLM", D("vllm@0.33")));
 }
 
+// vLLM's Qwen3.5 classes declare no renames of their own beyond Qwen3-VL's (their "mtp." → None
+// is dropped by get_rename_mapper); SGLang's set hf_to_sglang_mapper = None. Recorded:
+// cases-new/vllm-fp8.json vllm-fp8-qwen3_5-mapper, sglang-fp8.json sglang-fp8-qwen3_5-no-mapper.
+TEST(NameMappers, Qwen35InheritsQwen3VlsMapperInVllmOnly) {
+  std::optional<NameMapper> base =
+      FindNameMapper("Qwen3VLForConditionalGeneration", D("vllm@0.33"));
+  ASSERT_TRUE(base.has_value());
+  for (std::string_view model :
+       {"qwen3_5.Qwen3_5ForConditionalGeneration", "qwen3_5.Qwen3_5MoeForConditionalGeneration"}) {
+    std::optional<NameMapper> mapper = FindNameMapper(model, D("vllm@0.33"));
+    ASSERT_TRUE(mapper.has_value()) << model;
+    EXPECT_EQ(mapper->rules, base->rules);
+    EXPECT_TRUE(mapper->name.ends_with("ForConditionalGeneration.hf_to_vllm_mapper"));
+    EXPECT_FALSE(FindNameMapper(model, D("sglang@0.5.23")).has_value()) << model;
+  }
+  // qwen3_vl.py: model.visual. → visual., lm_head. → language_model.lm_head.,
+  // model.language_model. → language_model.model., in that order.
+  ASSERT_EQ(base->rules.size(), 3u);
+  EXPECT_EQ(base->rules[0].from, "model.visual.");
+  EXPECT_EQ(base->rules[2].to, "language_model.model.");
+}
+
 TEST(NameMappers, FromConfigJsonArchitecture) {
   Result<Json> root =
       ParseJson(R"({"architectures": ["Qwen2_5_VLForConditionalGeneration"]})", "config.json");

@@ -124,6 +124,27 @@ TEST(ImportForEngine, AppliesTheModelsNameMapper) {
   EXPECT_EQ(DecideSite(*by_class, visual).kind, DecisionKind::kUnquantized);
 }
 
+// The real Qwen3.6-27B AutoRound-AWQ config (quant_method awq, Qwen3_5ForConditionalGeneration):
+// vLLM 0.33 maps modules_to_not_convert with the Qwen3-VL mapper Qwen3.5 inherits, so an entry
+// written as model.language_model.layers.19.mlp.down_proj keeps the engine's
+// language_model.model.layers.19.mlp.down_proj unquantized (recorded from vLLM building the real
+// model class: vllm-qwen3-6-27b-autoround-awq).
+TEST(ImportForEngine, Qwen35MapsAutoRoundAwqExclusions) {
+  Result<ConfigSources> sources = ConfigSources::Load(
+      kSource + "/tests/data/corpus/hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ");
+  ASSERT_TRUE(sources.ok()) << sources.status().message();
+  Result<QuantPlan> plan =
+      ImportForEngine(*sources, DialectAt(DialectId::kVllmCurrent), std::nullopt);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  LayerSite excluded;
+  excluded.path = "language_model.model.layers.19.mlp.down_proj";
+  excluded.module_class = "RowParallelLinear";
+  EXPECT_EQ(DecideSite(*plan, excluded).kind, DecisionKind::kUnquantized);
+  LayerSite quantized = excluded;
+  quantized.path = "language_model.model.layers.18.mlp.down_proj";
+  EXPECT_EQ(DecideSite(*plan, quantized).kind, DecisionKind::kQuantized);
+}
+
 // Bytes from DESIGN.md's layout formulas, computed here from the shapes alone.
 TEST(DecideAll, EverySiteWithItsSpecAndBytes) {
   const Model model = OpenOrDie(kDeepseekTiny);
@@ -190,6 +211,72 @@ TEST(DecideAll, AKvCacheSchemeQuantizesAttention) {
   EXPECT_EQ(attn->kv->scheme->weight.dtype, QDType::kFP8E4M3);
   EXPECT_EQ(attn->kv->scheme->weight.granularity, Granularity::kPerTensor);
   EXPECT_EQ(attn->kv->dtype, QDType::kFP8E4M3);
+}
+
+// vLLM 0.33.0's fp8 and compressed-tensors configs test isinstance(layer, Attention), which
+// MLAAttention does not pass: DeepSeek's MLA attention gets no KV-cache method there (recorded:
+// cases-new/vllm-fp8.json vllm-fp8-kv-per-attention-class), while SGLang's RadixAttention does.
+TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
+  const Model vllm = OpenOrDie(kDeepseekTiny, "vllm@0.33");
+  const std::vector<LayerDecision> vllm_layers = DecideAll(vllm);
+  const LayerDecision* mla = Find(vllm_layers, "model.layers.0.self_attn.attn");
+  ASSERT_NE(mla, nullptr);
+  EXPECT_EQ(mla->site->module_class, "MLAAttention");
+  EXPECT_EQ(mla->decision.kind, DecisionKind::kUnquantized);
+  EXPECT_EQ(mla->decision.detail, "get_quant_method returned None");
+  ASSERT_TRUE(mla->kv.has_value());
+  EXPECT_FALSE(mla->kv->engine_method);
+
+  const Model sglang = OpenOrDie(kDeepseekTiny, "sglang@0.5.23");
+  const std::vector<LayerDecision> sglang_layers = DecideAll(sglang);
+  const LayerDecision* mqa = Find(sglang_layers, "model.layers.0.self_attn.attn_mqa");
+  ASSERT_NE(mqa, nullptr);
+  ASSERT_TRUE(mqa->kv.has_value());
+  EXPECT_TRUE(mqa->kv->engine_method);
+  EXPECT_EQ(mqa->kv->engine_method_name, "Fp8KVCacheMethod");
+
+  // A GQA model's Attention still gets the method under vllm@0.33.
+  const Model llama = OpenOrDie(kLlamaTiny, "vllm@0.33");
+  const std::vector<LayerDecision> llama_layers = DecideAll(llama);
+  int attention = 0;
+  for (const LayerDecision& l : llama_layers) {
+    if (l.site->kind != SiteKind::kAttention) continue;
+    ++attention;
+    ASSERT_TRUE(l.kv.has_value());
+    EXPECT_TRUE(l.kv->engine_method) << l.site->path;
+  }
+  EXPECT_GT(attention, 0);
+
+  // compressed-tensors with a kv_cache_scheme: vLLM leaves the MLA cache alone, SGLang attaches
+  // CompressedTensorsKVCacheMethod with the scheme.
+  const std::string ct = DeepseekFolder("ct-kv-classes", std::string(kCtByName));
+  const Model ct_vllm = OpenOrDie(ct, "vllm@0.33");
+  const std::vector<LayerDecision> ct_vllm_layers = DecideAll(ct_vllm);
+  const LayerDecision* ct_mla = Find(ct_vllm_layers, "model.layers.0.self_attn.attn");
+  ASSERT_NE(ct_mla, nullptr);
+  EXPECT_EQ(ct_mla->decision.kind, DecisionKind::kUnquantized);
+  EXPECT_FALSE(ct_mla->kv->scheme.has_value());
+  const Model ct_sglang = OpenOrDie(ct, "sglang@0.5.23");
+  const std::vector<LayerDecision> ct_sglang_layers = DecideAll(ct_sglang);
+  const LayerDecision* ct_mqa = Find(ct_sglang_layers, "model.layers.0.self_attn.attn_mqa");
+  ASSERT_NE(ct_mqa, nullptr);
+  EXPECT_EQ(ct_mqa->decision.kind, DecisionKind::kQuantized);
+  EXPECT_EQ(ct_mqa->kv->engine_method_name, "CompressedTensorsKVCacheMethod");
+}
+
+// SGLang 0.5.23's compressed-tensors attaches nothing to RadixAttention without a kv_cache_scheme
+// (recorded: cases-new/sglang-compressed-tensors.json sglang-ct-no-kv-scheme-radix-attention).
+TEST(DecideAll, SglangCompressedTensorsWithoutKvSchemeAttachesNothing) {
+  std::string no_kv(kCtByName);
+  const size_t kv = no_kv.find(R"("kv_cache_scheme")");
+  ASSERT_NE(kv, std::string::npos);
+  no_kv = no_kv.substr(0, no_kv.rfind(',', kv)) + "}";
+  const Model model = OpenOrDie(DeepseekFolder("ct-no-kv", no_kv), "sglang@0.5.23");
+  const std::vector<LayerDecision> layers = DecideAll(model);
+  const LayerDecision* mqa = Find(layers, "model.layers.0.self_attn.attn_mqa");
+  ASSERT_NE(mqa, nullptr);
+  EXPECT_EQ(mqa->decision.kind, DecisionKind::kUnquantized);
+  EXPECT_FALSE(mqa->kv->engine_method);
 }
 
 // The spec names the storage on the device; whether this build has a kernel for it is reported

@@ -42,8 +42,10 @@ def moe(prefix: str, engine: str) -> dict:
     return {"prefix": prefix, "kind": "moe", "module_class": "RoutedExperts" if engine == "vllm" else "FusedMoE"}
 
 
-def attn(prefix: str, engine: str) -> dict:
-    return {"prefix": prefix, "kind": "attention", "module_class": "Attention" if engine == "vllm" else "RadixAttention"}
+def attn(prefix: str, engine: str, module_class: str | None = None) -> dict:
+    if module_class is None:
+        module_class = "Attention" if engine == "vllm" else "RadixAttention"
+    return {"prefix": prefix, "kind": "attention", "module_class": module_class}
 
 
 def dense_block(i: int, root: str = "model") -> list[dict]:

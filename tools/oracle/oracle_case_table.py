@@ -486,4 +486,150 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
             layers=[lin("model.layers.0.mlp.down_proj"), lin("model.layers.0.self_attn.o_proj"), lm_head()],
             note="MIXED_PRECISION in config.json without quantized_layers: the loader falls through to "
                  "hf_quant_config.json")
+
+    # ------------------------------------------------------------------
+    # KV-cache methods per attention class
+    # ------------------------------------------------------------------
+    mla = "model.layers.0.self_attn.attn"
+    gqa = "model.layers.1.self_attn.attn"
+    v_attn = ["model_executor/layers/attention/attention.py", "model_executor/layers/attention/mla_attention.py"]
+    ct_kv = {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": True, "dynamic": False}
+    ct_groups = {"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}}
+    add(id="vllm-fp8-kv-per-attention-class", engine="vllm", format="fp8",
+        code=["model_executor/layers/quantization/fp8.py"] + v_attn, config=FP8, packed_modules_mapping=LLAMA_PMM,
+        layers=[attn(mla, "vllm", "MLAAttention"), attn(gqa, "vllm")],
+        note="Fp8Config.get_quant_method tests isinstance(layer, Attention); MLAAttention is not an Attention")
+    for kv_id, kv in (("no-kv-scheme", None), ("kv-scheme", ct_kv)):
+        add(id=f"vllm-ct-{kv_id}-per-attention-class", engine="vllm", format="compressed-tensors",
+            code=[v_ct[0]] + v_attn, config=ct_config(ct_groups, ignore=["lm_head"], kv=kv),
+            packed_modules_mapping=LLAMA_PMM,
+            layers=[attn(mla, "vllm", "MLAAttention"), attn(gqa, "vllm")],
+            note="CompressedTensorsConfig.get_quant_method tests isinstance(layer, Attention)")
+    for algo_id, cfg in (("fp8", {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                                  "ignore": []}),
+                         ("mixed", {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                                    "kv_cache_quant_algo": "FP8", "ignore": [],
+                                    "quantized_layers": {"model.layers.0.mlp.down_proj": {"quant_algo": "FP8"}}})):
+        add(id=f"vllm-modelopt-{algo_id}-kv-per-attention-class", engine="vllm", format="modelopt",
+            code=[v_mo[0]] + v_attn, config=cfg, packed_modules_mapping=LLAMA_PMM,
+            layers=[attn(mla, "vllm", "MLAAttention"), attn(gqa, "vllm")],
+            note="the ModelOpt base config tests (Attention, MLAAttention); the mixed-precision config Attention only")
+    for kv_id, kv in (("no-kv-scheme", None), ("kv-scheme", ct_kv), ("dynamic-kv-scheme", {**ct_kv, "dynamic": True}),
+                      ("channel-kv-scheme", {**ct_kv, "strategy": "channel"})):
+        add(id=f"sglang-ct-{kv_id}-radix-attention", engine="sglang", format="compressed-tensors", code=[s_ct[0]],
+            config=ct_config(ct_groups, ignore=["lm_head"], kv=kv), packed_modules_mapping=LLAMA_PMM,
+            layers=[attn(mla, "sglang"), lin("model.layers.0.self_attn.o_proj")],
+            note="RadixAttention gets CompressedTensorsKVCacheMethod only for a static symmetric per-tensor fp8 "
+                 "kv_cache_scheme; None otherwise")
+
+    # ------------------------------------------------------------------
+    # Qwen3.5: the mapper is inherited from Qwen3-VL in vLLM; SGLang sets none
+    # ------------------------------------------------------------------
+    q35_ignore = ["model.visual.blocks.0.attn.qkv", "model.language_model.layers.0.mlp.down_proj", "lm_head"]
+    add(id="vllm-fp8-qwen3_5-mapper", engine="vllm", format="fp8",
+        code=["model_executor/layers/quantization/fp8.py", "model_executor/models/qwen3_5.py",
+              "model_executor/models/qwen3_vl.py"],
+        config={**FP8, "ignored_layers": q35_ignore},
+        model_class="qwen3_5.Qwen3_5ForConditionalGeneration", packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("visual.blocks.0.attn.qkv", "QKVParallelLinear"), lin("visual.blocks.1.attn.qkv", "QKVParallelLinear"),
+                lin("language_model.model.layers.0.mlp.down_proj"), lin("language_model.model.layers.1.mlp.down_proj")],
+        note="Qwen3_5ForConditionalGeneration's mapper is Qwen3VLForConditionalGeneration's plus mtp. -> None, "
+             "which get_rename_mapper drops")
+    add(id="vllm-fp8-qwen3_5_moe-mapper", engine="vllm", format="fp8",
+        code=["model_executor/layers/quantization/fp8.py", "model_executor/models/qwen3_5.py"],
+        config={**FP8, "ignored_layers": q35_ignore},
+        model_class="qwen3_5.Qwen3_5MoeForConditionalGeneration", packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("visual.blocks.0.attn.qkv", "QKVParallelLinear"), lin("language_model.model.layers.0.mlp.down_proj")],
+        note="the MoE class inherits Qwen3_5ForConditionalGeneration's mapper")
+    add(id="sglang-fp8-qwen3_5-no-mapper", engine="sglang", format="fp8",
+        code=sg_fp8 + ["models/qwen3_5.py"],
+        config={**FP8, "ignored_layers": q35_ignore},
+        model_class="qwen3_5.Qwen3_5ForConditionalGeneration", packed_modules_mapping=LLAMA_PMM,
+        layers=[lin("model.visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"),
+                lin("visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"),
+                lin("model.language_model.layers.0.mlp.down_proj"), lin("language_model.model.layers.0.mlp.down_proj")],
+        note="SGLang's Qwen3_5ForConditionalGeneration sets hf_to_sglang_mapper = None")
+
+    # ------------------------------------------------------------------
+    # SGLang ModelSlim on an NPU stand-in (npu_standin.py)
+    # ------------------------------------------------------------------
+    s_ms = ["layers/quantization/modelslim/modelslim.py", "model_loader/loader.py", "model_loader/weight_utils.py"]
+
+    def slim(id, keys, layers, note, pmm=None, code=()):
+        add(id=f"sglang-modelslim-npu-{id}", engine="sglang", format="modelslim", code=s_ms + list(code),
+            config=keys, config_source="quant_model_description.json", platform="npu",
+            packed_modules_mapping=LLAMA_PMM if pmm is None else pmm, layers=layers, note=note)
+
+    def w(prefix, **projs):
+        return {f"{prefix}.{k}.weight": v for k, v in projs.items()}
+
+    L = "model.layers"
+    slim("linear-types", {
+        **w(f"{L}.0.self_attn", q_proj="W8A8_DYNAMIC", k_proj="W8A8_DYNAMIC", v_proj="W8A8_DYNAMIC", o_proj="W8A8"),
+        **w(f"{L}.0.mlp", gate_proj="W4A4_DYNAMIC", up_proj="W4A4_DYNAMIC", down_proj="W8A8_MXFP8"),
+        **w(f"{L}.1.self_attn", q_proj="FLOAT", k_proj="FLOAT", v_proj="FLOAT", o_proj="W4A8_MXFP"),
+        **w(f"{L}.1.mlp", gate_proj="FLOAT", up_proj="W8A8", down_proj="W4A4_MXFP4"),
+        **w(f"{L}.2.self_attn", q_proj="W4A8_DYNAMIC", k_proj="W4A8_DYNAMIC", v_proj="W4A8_DYNAMIC", o_proj="INT3"),
+        "lm_head.weight": "FLOAT", "ignore": [f"{L}.0.self_attn.o_proj"], "model_quant_type": "W8A8_DYNAMIC"},
+        dense_block(0) + dense_block(1) + dense_block(2) + dense_block(3)
+        + [lm_head(), attn(f"{L}.0.self_attn.attn", "sglang")],
+        note="the six linear types; FLOAT legs skip a fused layer and must agree; W4A8_DYNAMIC, an unknown type "
+             "or no key fall back to UnquantizedLinearMethod; ignore is not consulted; the LM head and attention "
+             "get no method")
+    moe_types = ["W4A4_MXFP4", "W4A8_MXFP", "W4A4_DYNAMIC", "W4A8_DYNAMIC", "W8A8_DYNAMIC", "W8A8_MXFP8"]
+    moe_keys = {}
+    for i, t in enumerate(moe_types):
+        moe_keys.update(w(f"{L}.{i}.mlp.experts.0", gate_proj=t, up_proj=t, down_proj=moe_types[-1 - i]))
+    moe_keys.update(w(f"{L}.6.mlp.experts.0", gate_proj="W8A8_DYNAMIC", up_proj="W4A8_DYNAMIC", down_proj="W8A8_DYNAMIC"))
+    moe_keys.update(w(f"{L}.8.mlp.experts.0", w1="W4A8_DYNAMIC", w3="W4A8_DYNAMIC", w2="W4A8_DYNAMIC"))
+    moe_keys.update(w(f"{L}.9.mlp.experts.0", gate_proj="FLOAT", up_proj="FLOAT", down_proj="FLOAT"))
+    moe_keys.update(w(f"{L}.10.mlp.experts.0", up_proj="W8A8_DYNAMIC", down_proj="W8A8_DYNAMIC"))
+    moe_keys.update(w(f"{L}.11.block_sparse_moe.experts.0", gate_proj="W8A8_DYNAMIC", up_proj="W8A8_DYNAMIC",
+                      down_proj="W8A8_DYNAMIC"))
+    moe_keys.update(w(f"language_model.{L}.12.mlp.experts.0", gate_proj="W4A4_DYNAMIC", up_proj="W4A4_DYNAMIC",
+                      down_proj="W4A4_DYNAMIC"))
+    moe_keys.update(w(f"{L}.13.mlp.experts.0", gate_proj="W8A8", up_proj="W8A8", down_proj="W8A8_DYNAMIC"))
+    slim("moe-schemes", moe_keys, [moe(f"{L}.{i}.mlp.experts", "sglang") for i in range(14)],
+         note="expert 0's w13 (gate, up) and w2 (down) keys: the six MoE types in pairs; W13 mismatch; a layer "
+              "without keys lists every pattern tried; w1/w3/w2 names; FLOAT and W8A8 are not MoE types; only one "
+              "w13 key; block_sparse_moe keys reach mlp; a language_model. prefix is tried")
+    slim("dspark-mtp", {
+        **w("mtp.0.attn", q_proj="W8A8_DYNAMIC", o_proj="FLOAT"),
+        **w("mtp.0.ffn.experts.0", w1="W8A8_DYNAMIC", w3="W8A8_DYNAMIC", w2="W4A8_DYNAMIC"),
+        **w("mtp.0.ffn.shared_experts", w1="W8A8_DYNAMIC", w3="W8A8_DYNAMIC", w2="W8A8_DYNAMIC"),
+        "mtp.0.head.weight": "W8A8_DYNAMIC", "mtp.0.embed.weight": "W8A8_DYNAMIC",
+        "mtp.0.e_proj.weight": "W8A8_DYNAMIC", "mtp.x.attn.k_proj.weight": "W8A8_DYNAMIC"},
+        [lin("stages.0.self_attn.q_proj"), lin("stages.0.self_attn.o_proj"), moe("stages.0.mlp.experts", "sglang"),
+         lin("stages.0.mlp.shared_experts.gate_up_proj"), lin("stages.0.mlp.shared_experts.down_proj"),
+         lin("stages.0.head", "ColumnParallelLinear"), lin("stages.0.embed", "ColumnParallelLinear"),
+         lin("stages.0.e_proj", "ReplicatedLinear"), lin("mtp.0.attn.q_proj"), lin("stages.x.self_attn.k_proj")],
+        note="DSpark mtp.<stage>.* keys gain stages.<stage>.* aliases (attn -> self_attn, ffn -> mlp, w1/w2/w3 -> "
+             "gate/down/up_proj); the stage's own head and embedding copies get none; a non-numeric stage none")
+    slim("deepseek-v4", {
+        "hc_head_fn.weight": "FLOAT", "embed.weight": "FLOAT", "head.weight": "W8A8_DYNAMIC",
+        **w("layers.0.attn", wq_a="W8A8_DYNAMIC", wkv="FLOAT", wo_a="W8A8"),
+        **w("layers.0.ffn.experts.0", w1="W4A8_DYNAMIC", w3="W4A8_DYNAMIC", w2="W4A8_DYNAMIC"),
+        **w("layers.0.ffn.shared_experts", w1="W8A8_DYNAMIC", w2="W8A8_DYNAMIC", w3="W8A8_DYNAMIC")},
+        [lin(f"{L}.0.self_attn.wq_a", "ReplicatedLinear"), lin(f"{L}.0.self_attn.wkv", "ReplicatedLinear"),
+         lin(f"{L}.0.self_attn.wo_a", "ColumnParallelLinear"), moe(f"{L}.0.mlp.experts", "sglang"),
+         lin(f"{L}.0.mlp.shared_experts.gate_up_proj"), lin(f"{L}.0.mlp.shared_experts.down_proj"),
+         lin("layers.0.attn.wq_a", "ReplicatedLinear"), lm_head()],
+        note="hc_head_ keys mark DeepSeek-V4: every key is renamed to Hugging Face names before any lookup",
+        code=["models/deepseek_v4.py"])
+    slim("norm-bias", {
+        **w(f"{L}.0.self_attn", q_proj="W8A8", k_proj="W8A8", v_proj="W8A8", o_proj="W8A8"),
+        f"{L}.0.input_layernorm.bias": "W8A8", f"{L}.0.input_layernorm.weight": "FLOAT"},
+        dense_block(0)[:2],
+        note="a norm.bias key makes ModelSlimConfig patch RMSNorm (__init__ adds a zero bias, forward_npu adds it)")
+    slim("language-model-and-visual", {
+        **w(f"language_model.{L}.0.self_attn", q_proj="W8A8_DYNAMIC", k_proj="W8A8_DYNAMIC", v_proj="W8A8_DYNAMIC"),
+        **w(f"{L}.1.mlp", gate_proj="W4A4_DYNAMIC", up_proj="W4A4_DYNAMIC"),
+        "visual.blocks.0.attn.qkv.weight": "W8A8", "visual.blocks.0.mlp.gate_proj.weight": "FLOAT",
+        "visual.blocks.0.mlp.up_proj.weight": "W8A8",
+        "vision_tower.blocks.0.wqkv.weight": "W8A8_DYNAMIC"},
+        [lin(f"{L}.0.self_attn.qkv_proj"), lin(f"language_model.{L}.1.mlp.gate_up_proj"),
+         lin("visual.blocks.0.attn.qkv_proj", "QKVParallelLinear"), lin("visual.blocks.0.mlp.gate_up_proj"),
+         lin("vision_tower.blocks.0.attn.qkv_proj", "QKVParallelLinear")],
+        note="language_model. is added or removed when looking keys up; the loader's NPU sections map visual "
+             "qkv_proj to qkv; vision_tower attn.qkv_proj is looked up as wqkv")
     return cases

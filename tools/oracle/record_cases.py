@@ -178,6 +178,9 @@ class VllmHarness(Harness):
             from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead as base
         elif kind == "moe":
             from vllm.model_executor.layers.fused_moe import RoutedExperts as base
+        elif kind == "attention" and module_class == "MLAAttention":
+            # MLAAttention does not derive from Attention: the isinstance tests differ.
+            from vllm.model_executor.layers.attention import MLAAttention as base
         elif kind == "attention":
             from vllm.model_executor.layers.attention import Attention as base
         else:
@@ -466,6 +469,9 @@ class SglangHarness(Harness):
         )
         load_config = types.SimpleNamespace(download_dir=None, model_loader_extra_config={})
         pmm = copy.deepcopy(case.get("packed_modules_mapping") or {})
+        if case.get("platform") == "npu":
+            # The loader's whole NPU path, mapper included (npu_standin.py).
+            return self.npu().quant_config(model_config, load_config, case), resolved
         try:
             cfg = wu.get_quant_config(model_config, load_config, pmm)
         except ConstructorNotRun as e:
@@ -486,8 +492,17 @@ class SglangHarness(Harness):
         self._last_target = None
         return cfg.get_quant_method(layer, prefix=prefix)
 
+    def npu(self):
+        if getattr(self, "_npu", None) is None:
+            from npu_standin import NpuStandin
+
+            self._npu = NpuStandin()
+        return self._npu
+
     def describe(self, method, layer, case, cfg):
         name = type(method).__name__
+        if case.get("platform") == "npu" and (npu := self.npu().describe(method, layer)):
+            return npu
         if name.startswith("CompressedTensors") and getattr(self, "_last_target", None):
             return f"{name}[target={self._last_target} group={_ct_group(case['config'], self._last_target, cfg)}]"
         if name.startswith("GPTQ") and hasattr(method, "quant_config"):
@@ -556,6 +571,8 @@ def _run_case(h: Harness, case: dict) -> dict:
         except Exception as e:  # noqa: BLE001
             decision, detail = "error", _exc_text(e)
         out["expected"].append({"prefix": layer["prefix"], "decision": decision, "detail": detail})
+    if case.get("platform") == "npu":
+        out["npu_patches"] = h.npu().note()
     return out
 
 
@@ -640,9 +657,13 @@ def finish(case: dict, res: dict) -> dict:
         xi["config_source"] = case["config_source"]
     if case.get("model_class"):
         xi["model_class"] = case["model_class"]
+    if case.get("platform"):
+        xi["platform"] = case["platform"]
     if xi:
         out["extra_inputs"] = xi
     note = case.get("note", "")
+    if res.get("npu_patches"):
+        note += (" " if note else "") + res["npu_patches"]
     if res.get("ctor_not_run"):
         seen = sorted(set(res["ctor_not_run"]))
         note += (" " if note else "") + "[method constructors not run on CPU: " + ", ".join(seen) + "]"
