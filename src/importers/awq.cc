@@ -209,6 +209,8 @@ class AwqFormat final : public Importer {
  public:
   std::string_view name() const override { return "awq"; }
   std::vector<std::string_view> aliases() const override { return {"awq_marlin", "auto_awq"}; }
+  // An AutoRound export packed as AWQ says quant_method "awq": --quantization awq reads it as AWQ.
+  std::vector<std::string_view> forced_over() const override { return {"auto-round"}; }
   bool Detect(const ConfigSources& sources) const override {
     Result<std::optional<FamilyConfig>> found =
         FindFamilyConfig(sources, kStandaloneFiles, AcceptsAwq);

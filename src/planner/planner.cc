@@ -267,10 +267,12 @@ std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
   r.input = row ? k / tp : k;
   if (row && k % tp != 0) return std::nullopt;
   if (column && tp > 1) {
-    const bool qkv = cls.find("QKV") != std::string::npos && sizes.size() == 3 && heads;
+    const bool qkv = cls.find("QKV") != std::string::npos && sizes.size() == 3 && heads &&
+                     sizes[0] % heads->heads == 0;
+    const int64_t head_dim = qkv ? sizes[0] / heads->heads : 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
-      if (qkv && i > 0 && heads->kv_heads < tp && sizes[0] % heads->heads == 0) {
-        sizes[i] = sizes[0] / heads->heads;  // one replicated KV head per rank
+      if (qkv && i > 0 && heads->kv_heads < tp) {
+        sizes[i] = head_dim;  // one replicated KV head per rank
       } else if (sizes[i] % tp != 0) {
         return std::nullopt;
       } else {

@@ -78,6 +78,31 @@ TEST(MethodDetection, AnEmbeddedDescriptionIsStillDetected) {
   EXPECT_TRUE(plan->errors.empty());
 }
 
+TEST(MethodDetection, GptOssMxfp4IsVllmsNameForMxfp4) {
+  const ConfigSources sources =
+      Files({{"config.json", R"({"architectures": ["GptOssForCausalLM"], "quantization_config": {
+          "quant_method": "gpt_oss_mxfp4", "modules_to_not_convert": ["lm_head"]}})"}});
+  Result<QuantPlan> plan = ImportPlan(sources, D("vllm@0.33"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->importer, "mxfp4");
+  EXPECT_TRUE(ImportPlan(sources, D("vllm@0.33"), std::string("gpt_oss_mxfp4")).ok());
+}
+
+TEST(MethodDetection, QuantizationAwqReadsAnAutoRoundAwqExport) {
+  // quant_method "awq" written by AutoRound (autoround_version): vLLM 0.33 accepts
+  // --quantization awq over it and runs AutoAWQ.
+  const ConfigSources sources = Corpus("hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ");
+  Result<QuantPlan> detected = ImportPlan(sources, D("vllm@0.33"));
+  ASSERT_TRUE(detected.ok()) << detected.status().message();
+  EXPECT_EQ(detected->importer, "auto-round");
+  Result<QuantPlan> forced = ImportPlan(sources, D("vllm@0.33"), std::string("awq"));
+  ASSERT_TRUE(forced.ok()) << forced.status().message();
+  EXPECT_EQ(forced->importer, "awq");
+  EXPECT_EQ(forced->quant_method, "awq");
+  // A format the files do not say stays an error.
+  EXPECT_FALSE(ImportPlan(sources, D("vllm@0.33"), std::string("fp8")).ok());
+}
+
 // A copy of wizard-mega's files with a checkpoint index naming its tensors.
 class IndexedFolder : public ::testing::Test {
  protected:
