@@ -126,5 +126,33 @@ TEST(DetectCli, TpSplitsLayersBelowTheFp8Block) {
       << diff.out;
 }
 
+TEST(DetectCli, SglangDeepSeekR1Fp8SplitsBelowTheBlockAtTp32) {
+  // SGLang builds fused_qkv_a_proj_with_mqa (1536 + 576 rows) as one ReplicatedLinear, so tp 1
+  // raises nothing, as recorded from the engine.
+  auto tp1 =
+      RunCli("plan tests/data/corpus/deepseek-ai__DeepSeek-R1 --engine sglang@0.5.23 --json");
+  Json plan1 = ParseOrDie(tp1.out);
+  ASSERT_NE(plan1.Find("summary"), nullptr) << tp1.out;
+  EXPECT_EQ(plan1.Find("summary")->Find("errors")->int_value(), 0);
+  // At tp 32: the dense MLP's 18432 rows give 576 per rank, the experts' 2048 give 64.
+  auto tp32 = RunCli(
+      "plan tests/data/corpus/deepseek-ai__DeepSeek-R1 --engine sglang@0.5.23 --tp 32 --json");
+  EXPECT_EQ(tp32.exit_code, 1);
+  Json plan32 = ParseOrDie(tp32.out);
+  const Json* gate_up = FindLayer(plan32, "model.layers.0.mlp.gate_up_proj");
+  ASSERT_NE(gate_up, nullptr);
+  EXPECT_EQ(gate_up->Find("error")->string_value(),
+            "ValueError: Weight output_partition_size = 576 is not divisible by weight "
+            "quantization block_n = 128.");
+  const Json* experts = FindLayer(plan32, "model.layers.3.mlp.experts");
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->Find("error")->string_value(),
+            "ValueError: The output_size of gate's and up's weight = 64 is not divisible by "
+            "weight quantization block_n = 128.");
+  EXPECT_EQ(
+      FindLayer(plan32, "model.layers.0.self_attn.q_b_proj")->Find("decision")->string_value(),
+      "quantized");
+}
+
 }  // namespace
 }  // namespace quantpath
