@@ -300,6 +300,50 @@ enum class KindPolicy : uint8_t {
   kRulesOnly,    // quantized only when a rule hits explicitly; otherwise unquantized
 };
 
+// A problem of the whole model rather than of one layer: the engine fails loading it whatever
+// the layers decide (it does not detect the method, builds every layer unquantized and then meets
+// the packed tensors).
+inline constexpr std::string_view kTensorPlaceholder = "{tensor}";
+struct ModelFinding {
+  // The checkpoint tensor the load fails on ("model.layers.0.self_attn.q_proj.qweight"); empty
+  // until named.
+  std::string tensor;
+  // Where `tensor` came from: the folder's index or shard headers, or the format's layout when the
+  // folder lists no tensors (the planner then names it from the sites, NameFindingTensors).
+  bool tensor_listed = false;
+  std::string implied_suffix;  // the packed tensor's suffix the layout implies ("qweight")
+  std::string message;         // the whole text; kTensorPlaceholder stands for `tensor`
+};
+
+// A check an engine's method runs when it creates a quantized layer's weights, on the per-rank
+// shape: the pipeline splits the site as its linear class does under Launch::tp_size
+// (column-parallel: output rows; row-parallel: input columns; replicated: nothing; QKV: by heads,
+// a KV head replicated when there are fewer KV heads than ranks; MoE: the experts' intermediate
+// size) and the dimension must be a multiple of `multiple`.
+enum class ShapeDim : uint8_t {
+  kInput,            // K per rank
+  kOutputLegs,       // N per rank of each leg (the whole N when not fused)
+  kMoeIntermediate,  // an expert's intermediate size per rank
+};
+enum class CheckWhen : uint8_t {
+  kAlways,
+  kTpAbove1,      // whenever tp > 1
+  kSplit,         // tp > 1 and the layer's class splits the dimension ("required by row parallel")
+  kSplitOrFused,  // kSplit, or the site has fused legs ("or enabling merged weights")
+};
+inline constexpr std::string_view kSizePlaceholder = "{size}";
+struct ShapeCheck {
+  ShapeDim dim = ShapeDim::kInput;
+  int64_t multiple = 1;
+  SiteKindSet kinds = KindBit(SiteKind::kLinear);
+  CheckWhen when = CheckWhen::kSplit;
+  bool last_leg_exempt_unsplit = false;  // a fused layer tp does not split may end ragged (vLLM)
+  // vLLM's column-parallel classes allow a merged layer whose partition is not a multiple of this
+  // (allow_fp8_block_shape_mismatch): the check is then not run; 0 = no exemption.
+  int64_t ragged_merged_column_exempt = 0;
+  std::string message;  // the engine's text; kSizePlaceholder is the per-rank size found
+};
+
 struct QuantPlan {
   std::string quant_method;  // as the files name it: "fp8", "gptq", "compressed-tensors", …
   std::string importer;      // the importer that built the plan
@@ -325,7 +369,15 @@ struct QuantPlan {
   // `Attention`, which MLAAttention does not derive from); empty = every class. An attention site
   // of another class gets no KV-cache method.
   std::vector<std::string> attention_classes;
-  std::vector<std::string> notes;  // fields read and shown that change no decision, warnings
+
+  std::vector<std::string> notes;    // fields read and shown that change no decision, warnings
+  std::vector<ModelFinding> errors;  // the engine fails loading the model (plan exits 1)
+  // The engine's name for the method it runs (its `quantization`, e.g. "awq_marlin") and the model
+  // dtypes that method accepts (get_supported_act_dtypes); empty where the dialect checks none.
+  std::string engine_method;
+  std::vector<QDType> act_dtypes;
+  // Run on every site decided quantized, first failure wins (the site then errors).
+  std::vector<ShapeCheck> shape_checks;
 
   // The attention action for a site built as `module_class` (empty: unknown, taken as reached),
   // or nullptr when there is none or it does not reach that class.

@@ -48,4 +48,26 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
 // Decides every site, in order, without traces.
 std::vector<Decision> DecideSites(const QuantPlan& plan, const std::vector<LayerSite>& sites);
 
+// A model's attention heads, for splitting QKV layers across tensor-parallel ranks.
+struct AttentionHeads {
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+};
+// config.json's num_attention_heads and num_key_value_heads (the text config's); nullopt when it
+// does not give them.
+std::optional<AttentionHeads> ReadAttentionHeads(const ConfigSources& sources);
+// Runs the plan's create_weights shape checks (QuantPlan::shape_checks) on a site decided
+// quantized, with its per-rank shape at `tp_size` as its linear class splits it (module_class:
+// column-, row-parallel, replicated, merged; QKV by `heads`, a KV head replicated below one per
+// rank; MoE by the experts' intermediate size). The first check that fails turns `decision` into
+// the engine's error. Sites whose class or shape the split cannot place are left as decided.
+void ApplyShapeChecks(const QuantPlan& plan, const LayerSite& site, int64_t tp_size,
+                      const std::optional<AttentionHeads>& heads, Decision* decision);
+
+// Names the tensor of each model-level finding the folder could not name (ModelFinding::
+// tensor_listed false) as the format's layout implies it: the first linear site of the decoder
+// blocks, by its first leg's checkpoint name, plus the packed suffix
+// ("model.layers.0.self_attn.q_proj.qweight").
+void NameFindingTensors(const ModelSites& sites, QuantPlan* plan);
+
 }  // namespace quantpath

@@ -111,12 +111,18 @@ class ConfigSources {
   const std::optional<std::string>& requested_method() const { return requested_method_; }
   void set_requested_method(std::string name) { requested_method_ = std::move(name); }
 
+  // How the engine is started (--dtype, --tp, --speculative): the dtype decides which methods the
+  // engine refuses; the commands set it from their options, a case from its extra_inputs.
+  const Launch& launch() const { return launch_; }
+  void set_launch(const Launch& launch) { launch_ = launch; }
+
  private:
   std::filesystem::path dir_;
   std::vector<SourceFile> files_;  // config.json first, then standalone files in the order above
   CheckpointListing checkpoint_;
   std::optional<std::vector<std::string>> checkpoint_quantized_params_;
   std::optional<std::string> requested_method_;
+  Launch launch_;
 };
 
 }  // namespace quantpath

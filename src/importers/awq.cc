@@ -76,6 +76,8 @@ struct AwqDialect {
   std::string_view bypasses_marlin;
   // The plain AWQ kernel quantizes LinearBase only: MoE and the LM head get no method.
   bool plain_linear_only;
+  // The plain AWQ method accepts only float16 models (SGLang's AWQConfig off NPU).
+  bool plain_fp16_only;
   std::string_view bits_error;  // {} = the width found; empty = the generic text
   std::string_view unquantized_detail, marlin_linear, plain_linear;
   std::string_view moe_method;  // empty: MoE sites get the linear method's detail
@@ -96,6 +98,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                   .marlin_needs_current_keys = false,
                                   .bypasses_marlin = "",
                                   .plain_linear_only = false,
+                                  .plain_fp16_only = false,
                                   .bits_error = "",
                                   .unquantized_detail = "",
                                   .marlin_linear = "",
@@ -110,6 +113,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                 .marlin_needs_current_keys = false,
                                 .bypasses_marlin = "",
                                 .plain_linear_only = false,
+                                .plain_fp16_only = false,
                                 .bits_error = kOnlyFourBits,
                                 .unquantized_detail = "UnquantizedLinearMethod",
                                 .marlin_linear = "AWQMarlinLinearMethod",
@@ -133,6 +137,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
       .marlin_needs_current_keys = false,
       .bypasses_marlin = "",
       .plain_linear_only = false,
+      .plain_fp16_only = false,
       .bits_error =
           "ValueError: Unsupported num_bits = {}. Supported: 4. For 8-bit AWQ, use Marlin backend "
           "by setting backend='awq:marlin' or backend='marlin'.",
@@ -150,6 +155,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                          .marlin_needs_current_keys = true,
                                          .bypasses_marlin = "awq",
                                          .plain_linear_only = true,
+                                         .plain_fp16_only = true,
                                          .bits_error = kOnlyFourBits,
                                          .unquantized_detail = "UnquantizedLinearMethod",
                                          .marlin_linear = "AWQLinearMethod",
@@ -203,6 +209,8 @@ class AwqFormat final : public Importer {
  public:
   std::string_view name() const override { return "awq"; }
   std::vector<std::string_view> aliases() const override { return {"awq_marlin", "auto_awq"}; }
+  // An AutoRound export packed as AWQ says quant_method "awq": --quantization awq reads it as AWQ.
+  std::vector<std::string_view> forced_over() const override { return {"auto-round"}; }
   bool Detect(const ConfigSources& sources) const override {
     Result<std::optional<FamilyConfig>> found =
         FindFamilyConfig(sources, kStandaloneFiles, AcceptsAwq);
@@ -289,6 +297,10 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
     plan.notes.push_back(fmt::format(
         "--quantization {} keeps the plain AWQ method; {} chooses awq_marlin only without it",
         d.bypasses_marlin, dialect.name));
+  }
+  if (d.plain_fp16_only && !marlin) {
+    plan.engine_method = "awq";
+    plan.act_dtypes = {QDType::kFP16};
   }
   if (d.engine_required_fields && !marlin) {
     plan.notes.push_back(

@@ -355,6 +355,45 @@ void AddFieldNotes(const Json& q, const std::string& file, std::vector<std::stri
   }
 }
 
+// The checks the fp8 methods run in create_weights on block-quantized layers, same texts in both
+// releases. vLLM 0.33 validate_fp8_block_shape: input columns when split, each output partition
+// when split (all but the last when only fused); a merged column-parallel layer with a partition
+// not a multiple of block_n skips it (linear.py allow_fp8_block_shape_mismatch). Its MoE method
+// refines or pads the block to the rank's shard (resolve_fp8_moe_weight_block_shape), so no MoE
+// check. SGLang 0.5.23 validate_block_quant_shapes: the same without exemptions, every partition
+// of a fused layer; Fp8MoEMethod.create_weights: the rank's intermediate size against block_n
+// always, against block_k when tp > 1.
+std::vector<ShapeCheck> BlockShapeChecks(const std::array<int64_t, 2>& block,
+                                         const Dialect& dialect) {
+  const auto [block_n, block_k] = block;
+  const SiteKindSet linear = KindBit(SiteKind::kLinear);
+  const SiteKindSet moe = KindBit(SiteKind::kMoe);
+  const bool vllm = dialect.engine == Engine::kVllm;
+  const int64_t exempt = vllm ? block_n : 0;
+  std::vector<ShapeCheck> checks = {
+      {ShapeDim::kInput, block_k, linear, CheckWhen::kSplit, false, exempt,
+       fmt::format("ValueError: Weight input_size_per_partition = {} is not divisible by weight "
+                   "quantization block_k = {}.",
+                   kSizePlaceholder, block_k)},
+      {ShapeDim::kOutputLegs, block_n, linear, CheckWhen::kSplitOrFused, vllm, exempt,
+       fmt::format("ValueError: Weight output_partition_size = {} is not divisible by weight "
+                   "quantization block_n = {}.",
+                   kSizePlaceholder, block_n)},
+  };
+  if (vllm) return checks;
+  checks.push_back(
+      {ShapeDim::kMoeIntermediate, block_n, moe, CheckWhen::kAlways, false, 0,
+       fmt::format("ValueError: The output_size of gate's and up's weight = {} is not divisible "
+                   "by weight quantization block_n = {}.",
+                   kSizePlaceholder, block_n)});
+  checks.push_back(
+      {ShapeDim::kMoeIntermediate, block_k, moe, CheckWhen::kTpAbove1, false, 0,
+       fmt::format("ValueError: The input_size of down's weight = {} is not divisible by weight "
+                   "quantization block_k = {}.",
+                   kSizePlaceholder, block_k)});
+  return checks;
+}
+
 class Fp8ImporterImpl : public Importer {
  public:
   std::string_view name() const override { return kMethod; }
@@ -419,6 +458,8 @@ class Fp8ImporterImpl : public Importer {
         plan.attention_classes = VllmAttentionClasses();
       }
     }
+    if (fields.block && dialect.current())
+      plan.shape_checks = BlockShapeChecks(*fields.block, dialect);
     AddFieldNotes(q, file, &plan.notes);
     return plan;
   }

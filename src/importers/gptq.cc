@@ -308,6 +308,8 @@ class GptqFormat final : public Importer {
  public:
   std::string_view name() const override { return "gptq"; }
   std::vector<std::string_view> aliases() const override { return {"gptq_marlin", "auto_gptq"}; }
+  // An AutoRound export packed as GPTQ says quant_method "gptq": --quantization gptq reads it so.
+  std::vector<std::string_view> forced_over() const override { return {"auto-round"}; }
   bool Detect(const ConfigSources& sources) const override {
     Result<std::optional<FamilyConfig>> found =
         FindFamilyConfig(sources, kStandaloneFiles, AcceptsGptq);

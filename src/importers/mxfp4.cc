@@ -14,7 +14,10 @@
 //   sglang — the same split (LinearBase unquantized, FusedMoE Mxfp4MoEMethod).
 // Non-goals: the MoE kernel backend (FlashInfer / Marlin / Triton) and activation formats that
 // depend on the device; the gate/up row interleave of the checkpoint (the spec knows it).
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/importers.h"
@@ -41,8 +44,10 @@ const Mxfp4Dialect& DialectFor(const Dialect& dialect) {
   return dialect.engine == Engine::kNative ? kNative : kEngine;
 }
 
+// vLLM 0.33's GptOssMxfp4Config takes "gpt_oss_mxfp4" as well, its own name for the method.
 bool AcceptsMxfp4(const Json& config, bool /*standalone*/) {
-  return QuantMethod(config) == "mxfp4";
+  std::optional<std::string> method = QuantMethod(config);
+  return method == "mxfp4" || method == "gpt_oss_mxfp4";
 }
 
 QuantScheme ExpertScheme() {
@@ -58,6 +63,7 @@ QuantScheme ExpertScheme() {
 class Mxfp4Format final : public Importer {
  public:
   std::string_view name() const override { return "mxfp4"; }
+  std::vector<std::string_view> aliases() const override { return {"gpt_oss_mxfp4"}; }
   bool Detect(const ConfigSources& sources) const override {
     Result<std::optional<FamilyConfig>> found = FindFamilyConfig(sources, {}, AcceptsMxfp4);
     return !found.ok() || found->has_value();

@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "quantpath/importers.h"
 #include "src/importers/common.h"
+#include "src/importers/engine_dtype.h"
 #include "src/importers/importer_list.h"
 #include "src/importers/name_mapping.h"
 
@@ -25,15 +26,19 @@ struct SourceSearch {
   // A ModelOpt MIXED_PRECISION description embedded without quantized_layers is replaced by
   // hf_quant_config.json (vLLM 0.33: "older checkpoints keep it only in hf_quant_config.json").
   bool mixed_falls_through_to_file;
+  // The releases find the method only in config.json, hf_quant_config.json and (SGLang) the
+  // ModelSlim description (vLLM _verify_quantization, SGLang _parse_quant_hf_config): a standalone
+  // integer-family file is opened by get_quant_config only once --quantization named the method.
+  bool standalone_needs_forced;
 };
 
 // Rows in Dialect::id order: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
 constexpr std::array<SourceSearch, kDialectCount> kSearches = {{
-    {"", false, "", false},
-    {"vLLM", true, "", false},
-    {"SGLang", true, "", false},
-    {"vLLM", true, "modelopt", true},
-    {"SGLang", true, "", false},
+    {"", false, "", false, false},
+    {"vLLM", true, "", false, false},
+    {"SGLang", true, "", false, false},
+    {"vLLM", true, "modelopt", true, true},
+    {"SGLang", true, "", false, true},
 }};
 
 // The standalone files of the integer weight-only family (get_config_filenames of GPTQ, AWQ and
@@ -80,8 +85,10 @@ bool EraseAt(Json* root, std::string_view pointer) {
   return false;
 }
 
-// The folder as the dialect's engine reads it: files it never opens are left out.
-Result<ConfigSources> SearchedSources(const ConfigSources& sources, const SourceSearch& search) {
+// The folder as the dialect's engine reads it: files it never opens are left out. The integer
+// family's standalone files left out only because the user named no method go to `unforced`.
+Result<ConfigSources> SearchedSources(const ConfigSources& sources, const SourceSearch& search,
+                                      bool forced, std::vector<std::string>* unforced) {
   std::optional<Located> embedded = sources.Embedded();
   bool fall_through =
       search.mixed_falls_through_to_file && embedded && IsMixedWithoutTable(*embedded->value);
@@ -111,7 +118,11 @@ Result<ConfigSources> SearchedSources(const ConfigSources& sources, const Source
     for (std::string_view name : kIntegerFamilyFiles) {
       integer_family = integer_family || (file.name.ends_with(name) && file.name != kModelOptFile);
     }
-    bool unread = (integer_family && embedded && search.standalone_only_without_embedded) ||
+    const bool beside_embedded =
+        integer_family && embedded && search.standalone_only_without_embedded;
+    const bool needs_forced = integer_family && !forced && search.standalone_needs_forced;
+    if (needs_forced && !beside_embedded) unforced->push_back(file.name);
+    bool unread = beside_embedded || needs_forced ||
                   (file.name == kModelOptFile && !search.modelopt_producer.empty() &&
                    !ProducerIs(file.root, search.modelopt_producer));
     changed = changed || unread;
@@ -139,6 +150,55 @@ QuantPlan UnquantizedPlan(const Dialect& dialect) {
   return plan;
 }
 
+// The tensor whose name GPTQ, AWQ and AutoRound exports pack their weights under.
+constexpr std::string_view kPackedSuffix = "qweight";
+
+// A folder whose method only a standalone file names, planned by a release that does not read it
+// unless told the method: every layer unquantized, and one model-level finding naming the packed
+// tensor the load then fails on.
+QuantPlan UndetectedPlan(const ConfigSources& all_sources, const Dialect& dialect,
+                         const std::vector<std::string>& unforced) {
+  QuantPlan plan = UnquantizedPlan(dialect);
+  std::string method;
+  for (const Importer* importer : Importers()) {
+    if (importer->Detect(all_sources)) {
+      method = std::string(importer->name());
+      break;
+    }
+  }
+  const std::string files = Join(unforced, ", ");
+  plan.default_action.message =
+      fmt::format("{} does not read {} without --quantization", dialect.name, files);
+  if (method.empty()) return plan;  // no importer reads the file either: nothing is packed
+  ModelFinding finding;
+  finding.implied_suffix = std::string(kPackedSuffix);
+  const CheckpointListing& listing = all_sources.checkpoint();
+  std::string where;
+  for (const CheckpointTensor& tensor : listing.tensors) {
+    if (tensor.name.ends_with("." + finding.implied_suffix)) {
+      finding.tensor = tensor.name;
+      finding.tensor_listed = true;
+      where = fmt::format(" (the first packed tensor in {})", listing.source);
+      break;
+    }
+  }
+  if (!finding.tensor_listed) {
+    where = fmt::format(" (the name the {} layout implies; the folder lists no {} tensor)", method,
+                        finding.implied_suffix);
+  }
+  finding.message = fmt::format(
+      "{} will not detect the quantization method: config.json has no quantization_config and "
+      "{} is read only with --quantization, so every layer is built unquantized and loading "
+      "fails on {}{} unless --quantization {} is given",
+      dialect.name, files, kTensorPlaceholder, where, method);
+  if (finding.tensor_listed) {
+    finding.message.replace(finding.message.find(kTensorPlaceholder), kTensorPlaceholder.size(),
+                            finding.tensor);
+  }
+  plan.errors.push_back(std::move(finding));
+  return plan;
+}
+
 }  // namespace
 
 const std::vector<const Importer*>& Importers() {
@@ -162,7 +222,9 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
                              const std::optional<std::string>& forced,
                              const std::optional<NameMapper>& mapper) {
   const SourceSearch& search = SearchFor(dialect);
-  QP_ASSIGN_OR_RETURN(ConfigSources sources, SearchedSources(all_sources, search));
+  std::vector<std::string> unforced;
+  QP_ASSIGN_OR_RETURN(ConfigSources sources,
+                      SearchedSources(all_sources, search, forced.has_value(), &unforced));
   const Importer* detected = nullptr;
   for (const Importer* importer : Importers()) {
     if (importer->Detect(sources)) {
@@ -212,6 +274,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
         return Unsupported(fmt::format("{}: no quantpath importer recognises this file", name));
       }
     }
+    if (!unforced.empty()) return UndetectedPlan(all_sources, dialect, unforced);
     return UnquantizedPlan(dialect);
   }
   std::vector<std::string> mapped_notes;
@@ -223,6 +286,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
   plan.importer = std::string(detected->name());
   plan.dialect = dialect;
   plan.notes.insert(plan.notes.end(), mapped_notes.begin(), mapped_notes.end());
+  CheckActDtype(sources, dialect, &plan);
   return plan;
 }
 

@@ -2,6 +2,8 @@
 // its bytes through the family rows, and whether this build has a kernel for it. Unquantized
 // layers keep the checkpoint dtype; a scheme without a spec on the device gets spec_id and bytes
 // null and the reason.
+#include <optional>
+
 #include "fmt/format.h"
 #include "quantpath/kernels.h"
 #include "quantpath/materialize.h"
@@ -81,6 +83,10 @@ LayerDecision Assign(const Model& model, const LayerSite& site, Decision decisio
   LayerDecision layer;
   layer.site = &site;
   layer.decision = std::move(decision);
+  if (layer.decision.kind == DecisionKind::kQuantized && !model.plan.shape_checks.empty()) {
+    ApplyShapeChecks(model.plan, site, model.launch.tp_size, ReadAttentionHeads(model.sources),
+                     &layer.decision);
+  }
   if (site.kind == SiteKind::kAttention) {
     DecideKvCache(model.plan, model.sites.torch_dtype, &layer);
   } else {

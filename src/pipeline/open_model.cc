@@ -33,9 +33,11 @@ Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& d
 
 Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
+  sources.set_launch(options.launch);
   QP_ASSIGN_OR_RETURN(QuantPlan plan,
                       ImportForEngine(sources, options.dialect, options.quantization));
   QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect));
+  NameFindingTensors(sites, &plan);
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
                options.launch};
 }

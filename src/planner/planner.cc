@@ -1,6 +1,9 @@
 // Evaluates a QuantPlan against one layer site. The plan carries every format- and engine-specific
 // choice (matchers, fused policy, kind policies); this file only applies them in order.
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/planner.h"
@@ -36,9 +39,9 @@ bool HasSitePlaceholder(std::string_view text) {
 
 // The outcome of one rule group for one path or site.
 struct GroupOutcome {
-  const Rule* rule = nullptr;         // the rule that hit, if any
-  std::optional<std::string> error;   // legs disagreed, or a matcher failed
-  std::optional<size_t> leg;          // the leg whose hit decided; none for the site's own path
+  const Rule* rule = nullptr;        // the rule that hit, if any
+  std::optional<std::string> error;  // legs disagreed, or a matcher failed
+  std::optional<size_t> leg;         // the leg whose hit decided; none for the site's own path
 };
 
 struct Evaluator {
@@ -53,14 +56,13 @@ struct Evaluator {
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
       if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
       if (record_trace) {
-        std::string_view against =
-            rule.matcher.kind() == MatchKind::kClassName ? std::string_view(site.module_class)
-                                                         : std::string_view(subject);
-        trace->push_back({group.name, subject, rule.matcher.kind(), rule.matcher.pattern(),
-                          rule.source, *hit,
-                          fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
-                                      rule.matcher.pattern(), *hit ? "matches" : "does not match",
-                                      against)});
+        std::string_view against = rule.matcher.kind() == MatchKind::kClassName
+                                       ? std::string_view(site.module_class)
+                                       : std::string_view(subject);
+        trace->push_back(
+            {group.name, subject, rule.matcher.kind(), rule.matcher.pattern(), rule.source, *hit,
+             fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
+                         rule.matcher.pattern(), *hit ? "matches" : "does not match", against)});
       }
       if (*hit) return {&rule, std::nullopt, std::nullopt};
     }
@@ -75,8 +77,10 @@ struct Evaluator {
       case ActionKind::kQuantize:
         return rule->action.scheme ? "quantize " + rule->action.scheme->CanonicalName()
                                    : "quantize";
-      case ActionKind::kSkip: return "skip";
-      case ActionKind::kFail: return "fail";
+      case ActionKind::kSkip:
+        return "skip";
+      case ActionKind::kFail:
+        return "fail";
     }
     return "?";
   }
@@ -139,7 +143,8 @@ struct Evaluator {
       return FirstHit(group, site.path);
     }
     switch (group.fused) {
-      case FusedPolicy::kLegsMustAgree: return LegsMustAgree(group);
+      case FusedPolicy::kLegsMustAgree:
+        return LegsMustAgree(group);
       case FusedPolicy::kFusedNameThenLegs: {
         GroupOutcome direct = FirstHit(group, site.path);
         if (direct.rule != nullptr || direct.error) return direct;
@@ -150,7 +155,8 @@ struct Evaluator {
         if (direct.rule != nullptr || direct.error) return direct;
         return AllLegsFirstRule(group);
       }
-      case FusedPolicy::kFusedNameOnly: break;
+      case FusedPolicy::kFusedNameOnly:
+        break;
     }
     return FirstHit(group, site.path);
   }
@@ -158,12 +164,18 @@ struct Evaluator {
 
 KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
   switch (kind) {
-    case SiteKind::kLinear: return plan.linear;
-    case SiteKind::kLmHead: return plan.lm_head;
-    case SiteKind::kMoe: return plan.moe;
-    case SiteKind::kRouter: return plan.router;
-    case SiteKind::kEmbedding: return plan.embedding;
-    case SiteKind::kAttention: return KindPolicy::kUnquantized;
+    case SiteKind::kLinear:
+      return plan.linear;
+    case SiteKind::kLmHead:
+      return plan.lm_head;
+    case SiteKind::kMoe:
+      return plan.moe;
+    case SiteKind::kRouter:
+      return plan.router;
+    case SiteKind::kEmbedding:
+      return plan.embedding;
+    case SiteKind::kAttention:
+      return KindPolicy::kUnquantized;
   }
   return KindPolicy::kUnquantized;
 }
@@ -171,13 +183,18 @@ KindPolicy PolicyFor(const QuantPlan& plan, SiteKind kind) {
 // Why a kind the plan never quantizes stays unquantized.
 std::string UnquantizedKindReason(const QuantPlan& plan, SiteKind kind) {
   switch (kind) {
-    case SiteKind::kEmbedding: return "not a linear layer";
+    case SiteKind::kEmbedding:
+      return "not a linear layer";
     case SiteKind::kRouter:
       return "router gate: built without a quantization config";
-    case SiteKind::kLmHead: return fmt::format("{} does not quantize the LM head", plan.quant_method);
-    case SiteKind::kMoe: return fmt::format("{} does not quantize MoE experts", plan.quant_method);
-    case SiteKind::kLinear: return plan.default_action.message;
-    case SiteKind::kAttention: return "no KV-cache scheme";
+    case SiteKind::kLmHead:
+      return fmt::format("{} does not quantize the LM head", plan.quant_method);
+    case SiteKind::kMoe:
+      return fmt::format("{} does not quantize MoE experts", plan.quant_method);
+    case SiteKind::kLinear:
+      return plan.default_action.message;
+    case SiteKind::kAttention:
+      return "no KV-cache scheme";
   }
   return "";
 }
@@ -191,7 +208,9 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
       d.kind = DecisionKind::kQuantized;
       d.scheme = action.scheme;
       break;
-    case ActionKind::kSkip: d.kind = DecisionKind::kUnquantized; break;
+    case ActionKind::kSkip:
+      d.kind = DecisionKind::kUnquantized;
+      break;
     case ActionKind::kFail:
       d.kind = DecisionKind::kError;
       d.detail = ExpandSitePlaceholders(action.message, site);
@@ -209,13 +228,128 @@ std::string PlanSource(const QuantPlan& plan) {
   return plan.sources.empty() ? plan.quant_method : plan.sources.front().ToString();
 }
 
+// One rank's shape of a site, as its linear class splits it.
+struct RankShape {
+  bool split = false;               // tp > 1 splits the checked dimension
+  bool merged_column = false;       // a column-parallel class with one partition per leg
+  int64_t input = 0;                // K per rank
+  std::vector<int64_t> partitions;  // output_partition_sizes
+  int64_t moe_intermediate = 0;
+};
+
+std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
+                                     const std::optional<AttentionHeads>& heads) {
+  if (!site.shape) return std::nullopt;
+  const auto [n, k] = *site.shape;
+  RankShape r;
+  if (site.kind == SiteKind::kMoe) {
+    if (n % tp != 0) return std::nullopt;  // the engine's own divide() fails first
+    r.split = tp > 1;
+    r.moe_intermediate = n / tp;
+    return r;
+  }
+  const std::string& cls = site.module_class;
+  const bool row = cls.find("RowParallel") != std::string::npos;
+  const bool column = cls.find("ColumnParallel") != std::string::npos ||
+                      cls.find("QKVParallel") != std::string::npos;
+  if (!row && !column && cls.find("Replicated") == std::string::npos) return std::nullopt;
+  // Only the merged classes keep one partition per leg (SGLang's fused ReplicatedLinear has one).
+  const bool merged = !site.legs.empty() && (cls.find("Merged") != std::string::npos ||
+                                             cls.find("QKV") != std::string::npos);
+  std::vector<int64_t> sizes;
+  if (merged) {
+    for (const Leg& leg : site.legs) sizes.push_back(leg.rows);
+  } else {
+    sizes.push_back(n);
+  }
+  r.split = tp > 1 && (row || column);
+  r.merged_column = column && merged;
+  r.input = row ? k / tp : k;
+  if (row && k % tp != 0) return std::nullopt;
+  if (column && tp > 1) {
+    const bool qkv = cls.find("QKV") != std::string::npos && sizes.size() == 3 && heads &&
+                     sizes[0] % heads->heads == 0;
+    const int64_t head_dim = qkv ? sizes[0] / heads->heads : 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (qkv && i > 0 && heads->kv_heads < tp) {
+        sizes[i] = head_dim;  // one replicated KV head per rank
+      } else if (sizes[i] % tp != 0) {
+        return std::nullopt;
+      } else {
+        sizes[i] /= tp;
+      }
+    }
+    if (qkv && heads->heads % tp != 0) return std::nullopt;
+  }
+  r.partitions = std::move(sizes);
+  return r;
+}
+
+// The first of the plan's create_weights checks the site's per-rank shape fails, as its text.
+std::optional<std::string> FailedShapeCheck(const QuantPlan& plan, const LayerSite& site,
+                                            int64_t tp,
+                                            const std::optional<AttentionHeads>& heads) {
+  std::optional<RankShape> rank;
+  for (const ShapeCheck& check : plan.shape_checks) {
+    if ((check.kinds & KindBit(site.kind)) == 0) continue;
+    if (!rank) rank = RankShapeOf(site, tp, heads);
+    if (!rank) return std::nullopt;
+    const bool fused = rank->partitions.size() > 1;
+    bool runs = false;
+    switch (check.when) {
+      case CheckWhen::kAlways:
+        runs = true;
+        break;
+      case CheckWhen::kTpAbove1:
+        runs = tp > 1;
+        break;
+      case CheckWhen::kSplit:
+        runs = rank->split;
+        break;
+      case CheckWhen::kSplitOrFused:
+        runs = rank->split || fused;
+        break;
+    }
+    if (check.ragged_merged_column_exempt > 0 && rank->merged_column &&
+        std::any_of(rank->partitions.begin(), rank->partitions.end(),
+                    [&](int64_t size) { return size % check.ragged_merged_column_exempt != 0; })) {
+      runs = false;
+    }
+    if (!runs) continue;
+    std::vector<int64_t> sizes;
+    switch (check.dim) {
+      case ShapeDim::kInput:
+        sizes = {rank->input};
+        break;
+      case ShapeDim::kMoeIntermediate:
+        sizes = {rank->moe_intermediate};
+        break;
+      case ShapeDim::kOutputLegs:
+        sizes = rank->partitions;
+        if (check.last_leg_exempt_unsplit && !rank->split && fused) sizes.pop_back();
+        break;
+    }
+    for (int64_t size : sizes) {
+      if (size % check.multiple == 0) continue;
+      std::string text = check.message;
+      const size_t at = text.find(kSizePlaceholder);
+      if (at != std::string::npos) text.replace(at, kSizePlaceholder.size(), std::to_string(size));
+      return text;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view DecisionKindName(DecisionKind kind) {
   switch (kind) {
-    case DecisionKind::kQuantized: return "quantized";
-    case DecisionKind::kUnquantized: return "unquantized";
-    case DecisionKind::kError: return "error";
+    case DecisionKind::kQuantized:
+      return "quantized";
+    case DecisionKind::kUnquantized:
+      return "unquantized";
+    case DecisionKind::kError:
+      return "error";
   }
   return "?";
 }
@@ -298,6 +432,48 @@ std::vector<Decision> DecideSites(const QuantPlan& plan, const std::vector<Layer
   decisions.reserve(sites.size());
   for (const LayerSite& site : sites) decisions.push_back(DecideSite(plan, site, false));
   return decisions;
+}
+
+void NameFindingTensors(const ModelSites& sites, QuantPlan* plan) {
+  const LayerSite* first = nullptr;
+  for (const LayerSite& site : sites.sites) {
+    if (site.kind == SiteKind::kLinear && site.in_decoder_block && !site.mtp) {
+      first = &site;
+      break;
+    }
+  }
+  for (ModelFinding& finding : plan->errors) {
+    if (finding.tensor_listed || first == nullptr) continue;
+    std::string module = first->legs.empty() ? first->path : first->LegPath(0);
+    if (first->legs.empty() && !first->checkpoint_path.empty()) module = first->checkpoint_path;
+    finding.tensor = module + "." + finding.implied_suffix;
+    const size_t at = finding.message.find(kTensorPlaceholder);
+    if (at != std::string::npos) {
+      finding.message.replace(at, kTensorPlaceholder.size(), finding.tensor);
+    }
+  }
+}
+
+void ApplyShapeChecks(const QuantPlan& plan, const LayerSite& site, int64_t tp_size,
+                      const std::optional<AttentionHeads>& heads, Decision* decision) {
+  if (decision->kind != DecisionKind::kQuantized) return;
+  std::optional<std::string> failed = FailedShapeCheck(plan, site, tp_size, heads);
+  if (!failed) return;
+  decision->kind = DecisionKind::kError;
+  decision->rule = fmt::format("{}; the method then rejects the weights it creates at --tp {}",
+                               decision->rule, tp_size);
+  decision->detail = *std::move(failed);
+  decision->scheme.reset();
+}
+
+std::optional<AttentionHeads> ReadAttentionHeads(const ConfigSources& sources) {
+  const Json* text = sources.text_config();
+  const Json* heads = text != nullptr ? text->FindNonNull("num_attention_heads") : nullptr;
+  if (heads == nullptr || !heads->is_int() || heads->int_value() <= 0) return std::nullopt;
+  const Json* kv = text->FindNonNull("num_key_value_heads");
+  const int64_t kv_heads =
+      kv != nullptr && kv->is_int() && kv->int_value() > 0 ? kv->int_value() : heads->int_value();
+  return AttentionHeads{heads->int_value(), kv_heads};
 }
 
 }  // namespace quantpath

@@ -23,6 +23,7 @@ struct DialectRun {
 // pipeline stage can replace it.
 Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffOptions& options) {
   QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
+  sources.set_launch(options.launch);
   std::vector<DialectRun> runs;
   for (const Dialect& dialect : options.dialects) {
     DialectRun& run = runs.emplace_back();
@@ -34,9 +35,15 @@ Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffO
       continue;
     }
     run.plan = *std::move(plan);
+    NameFindingTensors(run.sites, &*run.plan);
     // Traces are recorded later, for the sites that differ only: a plan with hundreds of
     // exclusions would otherwise keep millions of steps.
     run.decisions = DecideSites(*run.plan, run.sites.sites);
+    const std::optional<AttentionHeads> heads = ReadAttentionHeads(sources);
+    for (size_t i = 0; i < run.decisions.size(); ++i) {
+      ApplyShapeChecks(*run.plan, run.sites.sites[i], options.launch.tp_size, heads,
+                       &run.decisions[i]);
+    }
   }
   return runs;
 }
@@ -214,6 +221,14 @@ void Summarize(const std::vector<DialectRun>& runs, const Aligned& aligned, cons
   }
 }
 
+// A model-level finding (the engine does not detect the method) fails the load before any layer.
+void SummarizeFindings(const DialectRun& run, EngineSummary* s) {
+  if (!run.plan || run.plan->errors.empty()) return;
+  const ModelFinding& finding = run.plan->errors.front();
+  s->first_error_layer = finding.tensor;
+  s->first_error = finding.message;
+}
+
 void FinishSummary(EngineSummary* s) {
   if (!s->config_error.empty()) {
     s->loads = false;
@@ -278,6 +293,7 @@ Result<ModelDiff> DiffDialects(const std::string& dir, const DiffOptions& option
     EngineSummary& s = diff.summaries.emplace_back();
     s.dialect = run.dialect.name;
     if (!run.plan_status.ok()) s.config_error = run.plan_status.message();
+    SummarizeFindings(run, &s);
     any_plan |= run.plan_status.ok();
   }
   // No dialect could read the quantization config: nothing to compare.

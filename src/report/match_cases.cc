@@ -185,6 +185,20 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
                         OptionalString(*extra, "user_quantization", file));
     if (user) forced = user;
     QP_ASSIGN_OR_RETURN(model_class, OptionalString(*extra, "model_class", file));
+    // How the engine was started: --dtype ("auto" or a torch dtype name) and the tensor-parallel
+    // size its layers were created at.
+    QP_ASSIGN_OR_RETURN(std::optional<std::string> dtype, OptionalString(*extra, "dtype", file));
+    int64_t tp_size = 1;
+    if (const Json* tp = extra->FindNonNull("tp_size")) {
+      if (!tp->is_int()) {
+        return InvalidInput(fmt::format("{}: tp_size must be an integer, found {}",
+                                        Where(file, *tp), tp->TypeName()));
+      }
+      tp_size = tp->int_value();
+    }
+    Result<Launch> launch = ParseLaunch(dtype.value_or("auto"), tp_size, false);
+    if (!launch.ok()) return launch.status().WithContext(Where(file, *extra));
+    sources.set_launch(*launch);
     if (extra->FindNonNull("checkpoint_quantized_params") != nullptr) {
       QP_ASSIGN_OR_RETURN(std::vector<std::string> names,
                           OptionalStringList(*extra, "checkpoint_quantized_params", file));
@@ -201,6 +215,7 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
       continue;
     }
     Decision d = DecideSite(*plan, site, false);
+    ApplyShapeChecks(*plan, site, sources.launch().tp_size, ReadAttentionHeads(sources), &d);
     result.decisions.push_back({site.path, std::string(DecisionKindName(d.kind)), d.detail});
   }
   return result;

@@ -96,6 +96,12 @@ Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers) {
   for (const LayerDecision& layer : layers) {
     rows.push_back(LayerToJson(layer));
   }
+  std::vector<Json> model_errors;
+  for (const ModelFinding& f : model.plan.errors) {
+    model_errors.push_back(Json::Object({{"tensor", Json::String(f.tensor)},
+                                         {"tensor_listed", Json::Bool(f.tensor_listed)},
+                                         {"message", Json::String(f.message)}}));
+  }
   return Json::Object({
       {"model", Json::String(model.dir)},
       {"architecture", Json::String(model.sites.architecture)},
@@ -112,6 +118,7 @@ Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers) {
                                 {"bytes", Json::Int(totals.bytes)},
                                 {"other_params", Json::Int(totals.other_params)},
                                 {"other_bytes", Json::Int(totals.other_bytes)}})},
+      {"model_errors", Json::Array(std::move(model_errors))},
       {"notes", Strings(model.plan.notes)},
       {"warnings", Strings(model.sites.warnings)},
   });

@@ -76,6 +76,7 @@ std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& la
       HumanCount(double(t.other_params)), HumanCount(double(t.params + t.other_params)),
       HumanBytes(double(t.bytes)), HumanBytes(double(t.other_bytes)),
       HumanBytes(double(t.bytes + t.other_bytes)));
+  for (const ModelFinding& f : model.plan.errors) out += "error: " + f.message + "\n";
   for (const std::string& n : model.plan.notes) out += "note: " + n + "\n";
   for (const std::string& n : model.sites.warnings) out += "warning: " + n + "\n";
   return out;

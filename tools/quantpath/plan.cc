@@ -31,7 +31,8 @@ int RunPlan(const PlanArgs& args) {
   } else {
     std::cout << PlanToTable(*model, layers);
   }
-  return CountErrors(layers) > 0 ? kExitFindings : kExitOk;
+  const bool model_errors = !model->plan.errors.empty();
+  return CountErrors(layers) > 0 || model_errors ? kExitFindings : kExitOk;
 }
 
 }  // namespace
