@@ -35,7 +35,7 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
   QP_ASSIGN_OR_RETURN(QuantPlan plan,
                       ImportForEngine(sources, options.dialect, options.quantization));
-  QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect));
+  QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
                options.launch};
 }
