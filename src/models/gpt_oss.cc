@@ -12,8 +12,7 @@
 // `embed_tokens` when it loads; native and SGLang keep the checkpoint's paths, and every site keeps
 // them as its checkpoint_path. Both engines build the embedding and the router without a
 // quantization config, and so the head, so their dialects list none of them; SGLang builds the
-// attention block without one too (its get_quant_method calls are the experts only). SGLang
-// builds the router with the prefix `mlp.gate` (dialect table).
+// attention block without one too (its get_quant_method calls are the experts only).
 //
 // Non-goals: rope (yarn) parameters, sliding windows, expert parallelism.
 #include <string>
@@ -48,8 +47,7 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
     list.RenamePrefix(first, layer + ".self_attn.",
                       fmt::format("{}.{}.", layer, input.names.gpt_oss_attention));
     list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
-    list.Router(fmt::format("{}.mlp.{}", layer, input.names.gpt_oss_router), experts, hidden,
-                /*bias=*/true, layer + ".mlp.router");
+    list.Router(layer + ".mlp.router", experts, hidden, /*bias=*/true);
     list.Moe(layer + ".mlp.experts", experts, intermediate, hidden,
              {.fused_gate_up = true, .bias = true});
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm

@@ -14,10 +14,9 @@ namespace {
 
 // The name table, one row per dialect. vLLM names the fused MLA projection `fused_qkv_a_proj`
 // and builds one MLA attention module at `<self_attn>.attn` (MLAAttention); SGLang names it
-// `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. SGLang's
-// gpt-oss router is the `router` attribute built with the prefix `gate`. The native dialect uses
-// vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs over the
-// checkpoint's module paths and lists every site. The recorded engine rows share their engine's
+// `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. The native
+// dialect uses vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs over
+// the checkpoint's module paths and lists every site. The recorded engine rows share their engine's
 // layer lists (the same model code), except that vLLM 0.33 serves GPTBigCode and Phi through its
 // Transformers backend where the recorded code still had their own model files.
 const std::array<DialectNames, kDialectCount>& NameTable() {
@@ -27,7 +26,6 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
                                  .mla_attention = {"attn"},
                                  .mla_attention_class = "MLAAttention",
                                  .attention_class = "Attention",
-                                 .gpt_oss_router = "router",
                                  .gpt_oss_attention = "self_attn"};
     DialectNames vllm = native;
     vllm.dialect = DialectId::kVllm;
@@ -51,7 +49,6 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
         .mla_attention = {"attn_mqa", "attn_mha"},
         .mla_attention_class = "RadixAttention",
         .attention_class = "RadixAttention",
-        .gpt_oss_router = "gate",
         .gpt_oss_attention = "self_attn",
         .gpt_oss_attention_configured = false,
         .lists_unconfigured = false,
@@ -275,11 +272,9 @@ void SiteList::Attention(std::string path, std::string_view module_class) {
   Add(std::move(path), SiteKind::kAttention, module_class);
 }
 
-void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias,
-                      std::string checkpoint_path) {
+void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias) {
   // The engines build the router without a quantization config (ReplicatedLinear).
   LayerSite& site = Add(std::move(path), SiteKind::kRouter, "ReplicatedLinear");
-  if (!checkpoint_path.empty()) site.checkpoint_path = std::move(checkpoint_path);
   site.shape = {experts, hidden};
   site.bias = bias;
   site.params = Sum(Product({experts, hidden}), bias ? experts : 0);

@@ -57,9 +57,6 @@ struct DialectNames {
   std::string_view mla_attention_class;
   // Attention site class of a standard (GQA) layer.
   std::string_view attention_class;
-  // gpt-oss router: vLLM builds it as `mlp.router`, SGLang builds the same module with the prefix
-  // `mlp.gate`.
-  std::string_view gpt_oss_router;
   // gpt-oss: vLLM names the attention block `attn` (checkpoint `self_attn`). Its `embedding` is
   // built without a quantization config, so no row carries that name.
   std::string_view gpt_oss_attention;
@@ -185,9 +182,7 @@ class SiteList {
   void Linear(std::string path, std::string_view module_class, int64_t out_rows, int64_t in_cols,
               bool bias, std::vector<Leg> legs = {});
   void Attention(std::string path, std::string_view module_class);
-  // `checkpoint_path`: the checkpoint's name for it when the execution name differs.
-  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false,
-              std::string checkpoint_path = {});
+  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false);
   // All routed experts of one layer: shape is one expert's [intermediate, hidden].
   void Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
            const ExpertLayout& layout = {});

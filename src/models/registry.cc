@@ -119,22 +119,22 @@ Result<std::string> ReadArchitecture(const Json& root, ModelSites* out) {
   return list->items()[0].string_value();
 }
 
-// A site is in a decoder block when its path is "<blocks>.<index>.…" and it is not an MTP layer
-// (which checkpoints number after the last block).
+// A site is in a decoder block when its checkpoint path is "<blocks>.<index>.…" and it is not an
+// MTP layer (which checkpoints number after the last block). The checkpoint path, because an
+// engine may build the blocks under another prefix (vLLM's `language_model.model.layers`).
 void MarkDecoderBlocks(std::string_view blocks, ModelSites* out) {
   out->decoder_blocks = std::string(blocks);
   const std::string prefix = std::string(blocks) + ".";
   for (LayerSite& site : out->sites) {
-    std::string_view path = site.path;
+    std::string_view path = site.checkpoint_path;
     bool indexed = path.starts_with(prefix) && path.size() > prefix.size() &&
                    std::isdigit(static_cast<unsigned char>(path[prefix.size()]));
     site.in_decoder_block = indexed && !site.mtp;
   }
 }
 
-// An engine dialect lists only the modules its engine calls get_quant_method for; the weights of
-// the others still belong to the checkpoint.
-// MTP layers are built only with speculative decoding.
+// An engine dialect lists only the modules its engine calls get_quant_method for, and MTP layers
+// only with speculative decoding; the weights of the others still belong to the checkpoint.
 void KeepEngineCalls(bool build_mtp, ModelSites* out) {
   std::vector<LayerSite> kept;
   for (LayerSite& site : out->sites) {

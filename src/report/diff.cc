@@ -124,8 +124,10 @@ std::vector<DiffNote> NoteBook::Finish(const std::vector<std::string>& dialects)
       note.text = fmt::format("names {} {} differently (aligned by checkpoint name), e.g. {}{}",
                               note.count, Plural(note.count, "site", "sites"), note.text, more);
     } else if (note.kind == "missing") {
-      note.text = fmt::format("has no site for {} {} that another dialect builds, e.g. {}{}",
-                              note.count, Plural(note.count, "module", "modules"), note.text, more);
+      note.text = fmt::format(
+          "makes no get_quant_method call for {} {} that another dialect lists (built without a "
+          "quantization config, or not built), e.g. {}{}",
+          note.count, Plural(note.count, "module", "modules"), note.text, more);
     } else if (note.kind == "empty_prefix") {
       note.text = fmt::format(
           "builds {} {} with an empty prefix, so no name-based rule of the config reaches "
