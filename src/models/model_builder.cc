@@ -18,7 +18,8 @@ namespace {
 // dialect uses vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs over
 // the checkpoint's module paths and lists every site. The recorded engine rows share their engine's
 // layer lists (the same model code), except that vLLM 0.33 serves GPTBigCode and Phi through its
-// Transformers backend where the recorded code still had their own model files.
+// Transformers backend where the recorded code still had their own model files, and that only
+// vLLM 0.33's Qwen3.5 prefixes (with the matching name mapper) are reproduced.
 const std::array<DialectNames, kDialectCount>& NameTable() {
   static const std::array<DialectNames, kDialectCount> kTable = [] {
     const DialectNames native = {.dialect = DialectId::kNative,
@@ -34,15 +35,17 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
     vllm.mtp_needs_speculative = true;
     vllm.mtp_names = MtpNames::kVllm;
     vllm.unnamed_llama_embedding = true;
-    vllm.qwen3_5_language = "language_model.model";
-    vllm.qwen3_5_lm_head = "language_model.lm_head";
-    vllm.qwen3_5_visual = "visual";
     vllm.embedding_without_quant_config = {"GptOssForCausalLM", "Glm4MoeForCausalLM",
                                            "Qwen3_5ForConditionalGeneration",
                                            "Qwen3_5MoeForConditionalGeneration"};
     DialectNames vllm_current = vllm;
     vllm_current.dialect = DialectId::kVllmCurrent;
     vllm_current.transformers_backend = true;
+    // vLLM 0.33's Qwen3_5ForConditionalGeneration prefixes, which its hf_to_vllm_mapper row in
+    // name_mappers.cc maps config lists onto; the recorded dialect has neither.
+    vllm_current.qwen3_5_language = "language_model.model";
+    vllm_current.qwen3_5_lm_head = "language_model.lm_head";
+    vllm_current.qwen3_5_visual = "visual";
     DialectNames sglang = {
         .dialect = DialectId::kSglang,
         .mla_fused_qkv_a = "fused_qkv_a_proj_with_mqa",

@@ -4,7 +4,9 @@
 // never sees them (the importers read the config lists the engine rewrites, rewritten). Sources
 // read: vLLM 0.33.0 model_executor/models/qwen2_5_vl.py (Qwen2_5_VLForConditionalGeneration
 // .hf_to_vllm_mapper; vLLM hands quant configs `get_rename_mapper()`, i.e. without its stacked
-// and deletion rules) and SGLang 0.5.23 srt/models/qwen2_5_vl.py (.hf_to_sglang_mapper).
+// and deletion rules) and SGLang 0.5.23 srt/models/qwen2_5_vl.py (.hf_to_sglang_mapper); vLLM
+// 0.33.0 qwen3_vl.py / qwen3_5.py (Qwen3_5ForConditionalGeneration.hf_to_vllm_mapper: Qwen3-VL's
+// prefix renames, its `mtp.` deletion dropped by get_rename_mapper).
 #include <string_view>
 #include <vector>
 
@@ -24,6 +26,11 @@ struct MapperRow {
 
 const std::vector<MapperRow>& Rows() {
   using K = NameRewriteKind;
+  // Qwen3VLForConditionalGeneration.hf_to_vllm_mapper's orig_to_new_prefix, in its order.
+  const std::vector<NameRewrite> kQwen3VlPrefixes = {
+      {K::kPrefix, "model.visual.", "visual."},
+      {K::kPrefix, "lm_head.", "language_model.lm_head."},
+      {K::kPrefix, "model.language_model.", "language_model.model."}};
   static const std::vector<MapperRow> rows = {
       {"Qwen2_5_VLForConditionalGeneration",
        DialectId::kVllmCurrent,
@@ -43,6 +50,10 @@ const std::vector<MapperRow>& Rows() {
         {K::kPrefix, "lm_head.", "language_model.lm_head."},
         {K::kPrefix, "model.", "language_model.model."}},
        "hf_to_sglang_mapper"},
+      {"Qwen3_5ForConditionalGeneration", DialectId::kVllmCurrent, NameRewriteOrder::kEveryInOrder,
+       kQwen3VlPrefixes, "hf_to_vllm_mapper"},
+      {"Qwen3_5MoeForConditionalGeneration", DialectId::kVllmCurrent,
+       NameRewriteOrder::kEveryInOrder, kQwen3VlPrefixes, "hf_to_vllm_mapper"},
   };
   return rows;
 }
