@@ -46,6 +46,7 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
     vllm_current.qwen3_5_language = "language_model.model";
     vllm_current.qwen3_5_lm_head = "language_model.lm_head";
     vllm_current.qwen3_5_visual = "visual";
+    vllm_current.qwen3_5_mtp_head = true;
     DialectNames sglang = {
         .dialect = DialectId::kSglang,
         .mla_fused_qkv_a = "fused_qkv_a_proj_with_mqa",

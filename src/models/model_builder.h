@@ -99,6 +99,8 @@ struct DialectNames {
   std::string_view qwen3_5_visual = "model.visual";
   std::string_view qwen3_5_visual_qkv = "qkv";
   bool qwen3_5_visual_configured = true;
+  // vLLM 0.33's Qwen3_5MTP draft model builds its own `lm_head` (a get_quant_method call).
+  bool qwen3_5_mtp_head = false;
   // Architectures whose token embedding the engine builds without a quantization config (no
   // get_quant_method call): vLLM's gpt_oss.py, glm4_moe.py, qwen3_5.py; SGLang's deepseek_v2.py,
   // glm4_moe.py, gpt_oss.py, gpt_bigcode.py, phi.py, qwen3_5.py.

@@ -25,7 +25,8 @@
 // checkpoint's `model.language_model.*` prefixes, and builds the vision tower (`visual.*`, a
 // block's qkv as `attn.qkv_proj`) without a quantization config (dialect table). Both build the
 // embedding without one.
-// The MTP module keeps the checkpoint's `mtp.` names in every dialect.
+// The MTP module keeps the checkpoint's `mtp.` names in every dialect; vLLM 0.33's draft model
+// adds its own head `lm_head` after it. SGLang's MTP names are not reproduced (not verified).
 //
 // Non-goals: rope sections, EVS pruning, the vision tower's attention backend.
 #include <string>
@@ -223,7 +224,10 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
 
   list.set_mtp(true);
   if (mtp_layers > 0) {
+    // Both engines build the MTP embedding without a quantization config.
+    list.set_no_engine_call(true);
     if (mtp_embeddings) list.Embedding("mtp.embed_tokens", vocab, hidden);
+    list.set_no_engine_call(false);
     // Mixes [embedding; previous hidden state] back to the hidden size.
     list.Linear("mtp.fc", "ColumnParallelLinear", hidden, 2 * hidden, false);
     for (int64_t j = 0; j < mtp_layers; ++j) {
@@ -233,6 +237,9 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
       list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
     }
     list.Other({3, hidden});  // norm, pre_fc_norm_hidden, pre_fc_norm_embedding
+    // vLLM's Qwen3_5MTP builds its own ParallelLMHead `lm_head` after the MTP module; it loads the
+    // checkpoint's lm_head, so it stores nothing of its own here.
+    if (input.names.qwen3_5_mtp_head) list.LmHead("lm_head", vocab, hidden, /*tied=*/true);
   }
   list.set_mtp(false);
   return list.status();

@@ -214,6 +214,13 @@ TEST(EngineLayerLists, Qwen3_5Prefixes) {
   EXPECT_EQ(sglang.sites.front().path, "model.language_model.layers.0.linear_attn.in_proj_qkvz");
   EXPECT_EQ(sglang.sites.back().path, "lm_head");
   for (const LayerSite& site : sglang.sites) EXPECT_FALSE(site.path.starts_with("visual."));
+  // With speculative decoding vLLM builds the MTP module under the checkpoint's `mtp.` names and
+  // the draft model's own head after it.
+  const ModelSites vllm_mtp = Sites(kQwen36, "vllm@0.33", /*speculative=*/true);
+  ASSERT_GT(vllm_mtp.sites.size(), vllm.sites.size());
+  EXPECT_EQ(vllm_mtp.sites[vllm.sites.size()].path, "mtp.fc");
+  EXPECT_EQ(vllm_mtp.sites.back().path, "lm_head");
+  EXPECT_EQ(vllm_mtp.sites.back().params, 0);
 }
 
 // The weights of modules an engine does not list still belong to the checkpoint.
