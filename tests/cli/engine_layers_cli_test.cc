@@ -80,5 +80,26 @@ TEST(EngineLayersCli, SpeculativeBuildsTheDraftModel) {
             Get(Get(a, "summary"), "layers").int_value() + 8);
 }
 
+// DeepSeek-R1 with the NVFP4 ModelOpt file (tests/data/diff/deepseek-r1-nvfp4) excludes
+// `model.layers.61*`, the MTP layer as the checkpoint names it. Native and vLLM build it under
+// that name, so it stays unquantized; SGLang's draft model builds `model.decoder.*` and its head
+// `model.shared_head.head`, which the glob does not reach: they are quantized.
+TEST(EngineLayersCli, SglangMtpHeadEscapesTheMtpExclusion) {
+  const std::string folder = "tests/data/diff/deepseek-r1-nvfp4";
+  const auto last = [&](const std::string& engine) {
+    auto r = RunCli("plan " + folder + " --engine " + engine + " --speculative --json");
+    EXPECT_LE(r.exit_code, 1) << engine;
+    const Json plan = ParseOrDie(r.out);
+    return Get(plan, "layers").items().empty() ? Json() : Get(plan, "layers").items().back();
+  };
+  const Json sglang = last("sglang@0.5.23");
+  EXPECT_EQ(Get(sglang, "path").string_value(), "model.shared_head.head");
+  EXPECT_EQ(Get(sglang, "decision").string_value(), "quantized");
+  EXPECT_EQ(Get(Get(sglang, "scheme"), "name").string_value(), "w4a4-nvfp4");
+  const Json native = last("native");
+  EXPECT_EQ(Get(native, "path").string_value(), "model.layers.61.shared_head.head");
+  EXPECT_EQ(Get(native, "decision").string_value(), "unquantized");
+}
+
 }  // namespace
 }  // namespace quantpath
