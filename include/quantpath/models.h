@@ -43,16 +43,21 @@ struct LayerSite {
   // False when the engines build this module without a quantization config (DeepSeek's MTP
   // eh_proj is a plain nn.Linear), so no format quantizes it.
   bool quant_config_applies = true;
-  // The module path the checkpoint (Hugging Face) uses where the execution name renames the
-  // module itself (SGLang builds gpt-oss's `mlp.router` with the prefix `mlp.gate`); empty when it
-  // is `path`. Fused sites and attention modules need none: CheckpointKey reads their legs and
-  // parent instead.
+  // Whether the engines call get_quant_method for this module (false for routers, MTP eh_proj
+  // and embeddings they build without a quantization config). Engine dialects list only the
+  // sites with a call; native lists every site.
+  bool engine_quant_call = true;
+  // The module as the checkpoint (Hugging Face) names it, with vLLM's fused names for fused
+  // sites (the native dialect's path). Every site carries it; `path` is the prefix the dialect's
+  // engine passes to get_quant_method, which may differ (vLLM's gpt-oss `model.layers.N.attn.*`)
+  // or be empty (vLLM's Llama embed_tokens, SGLang's phi-2 linear layers).
   std::string checkpoint_path;
 
   // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj: the parent path plus the leg's name.
   // For an moe site the legs belong to each expert, and this returns the path without an expert
   // index ("model.layers.3.mlp.experts.gate_proj"); see ExpertLegPath. Empty when `leg` is out of
-  // range.
+  // range, and for a site the engine builds without a prefix (it looks at no leg: its fused-shard
+  // lookup starts from the prefix's last segment).
   std::string LegPath(size_t leg) const;
   // "model.layers.3.mlp.experts.5.gate_proj": leg `leg` of expert `expert`, as the checkpoint
   // names it. Empty unless this is an moe site and both indices are in range.
@@ -82,18 +87,26 @@ struct ModelSites {
   int64_t SiteParams() const;
   // SiteParams() + other_params: the whole checkpoint's parameter count.
   int64_t TotalParams() const { return SiteParams() + other_params; }
-  // The site whose execution path is exactly `path`, or nullptr.
+  // The site whose execution path is exactly `path`, or nullptr (an empty path names no site).
   const LayerSite* Find(std::string_view path) const;
+  // The first site whose checkpoint_path is exactly `path`, or nullptr.
+  const LayerSite* FindCheckpoint(std::string_view path) const;
 };
 
-// Builds the sites of the architecture named in config.json (`architectures[0]`) for `dialect`.
+// Builds the sites of the architecture named in config.json (`architectures[0]`) for `dialect`:
+// native lists every site; an engine dialect lists the modules its engine calls get_quant_method
+// for, in its construction order and under its prefixes, with MTP layers only when
+// `launch.speculative` asks for speculative decoding (the weights of modules not listed count in
+// other_params).
 // An unknown architecture is an error naming it and the supported ones.
 // Errors name config.json and the JSON pointer of the field (missing fields, wrong types, values
 // out of range) together with the architecture.
-Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect);
+Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect,
+                                   const Launch& launch = {});
 // The same from an already parsed config.json root object (for callers and tests that hold the
 // JSON in memory). Multimodal wrappers are read as ConfigSources::text_config() reads them.
-Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect);
+Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect,
+                                   const Launch& launch = {});
 // Names of the supported architectures.
 std::vector<std::string> SupportedArchitectures();
 

@@ -63,6 +63,8 @@ constexpr MappedField kMappedFields[] = {
     // vLLM AutoAWQConfig.modules_to_not_convert and AutoGPTQConfig.modules_in_block_to_quantize
     // (string entries; a nested GPTQ list is flattened only later, in maybe_update_config).
     {"awq", Engine::kVllm, "modules_to_not_convert", FieldMapping::kEveryEntry},
+    // An AutoRound export whose quant_method is awq: vLLM builds AutoAWQConfig, which maps it.
+    {"auto-round", Engine::kVllm, "modules_to_not_convert", FieldMapping::kEveryEntry},
     {"gptq", Engine::kVllm, "modules_in_block_to_quantize", FieldMapping::kEveryEntry},
     // AutoRound exports under quant_method "awq" / "gptq" reach the same two configs (the vLLM
     // dialects of the auto-round importer read neither field for quant_method "auto-round").

@@ -35,7 +35,22 @@ struct DeepseekDims {
   int64_t mtp_layers = 0;
   bool tied = false;
   bool score_correction_bias = true;
+  int64_t fused_shared_experts = 0;  // SGLang's shared-experts fusion
 };
+
+// SGLang 0.5.23's DeepseekV3ForCausalLM.shared_experts_fusion_disable_reason on a CUDA device of
+// compute capability 8.0 or newer without expert parallelism (its default serving setup): only
+// the DeepSeek-V3/R1 layout (256 routed experts, one shared expert; Kimi-K2's 384 only with
+// quark) fuses, and not with w4afp8. Not reproduced: compressed-tensors W4A16/W4AFP8 and
+// ModelOpt exclusions of the shared experts, which also keep them apart.
+Result<int64_t> FusedSharedExperts(const ArchInput& input, const DeepseekDims& d) {
+  if (!input.names.fuses_shared_experts || !d.routed_experts) return 0;
+  QP_ASSIGN_OR_RETURN(const std::optional<std::string> method, ReadQuantMethod(input));
+  const bool layout = d.shared_experts == 1 &&
+                      (*d.routed_experts == 256 || (*d.routed_experts == 384 && method == "quark"));
+  if (!layout || method == "w4afp8") return 0;
+  return d.shared_experts;
+}
 
 Result<DeepseekDims> ReadDims(const ConfigReader& c) {
   DeepseekDims d;
@@ -106,12 +121,13 @@ void AddDecoderLayer(SiteList& list, const DeepseekDims& d, const DialectNames& 
   const std::string layer = fmt::format("model.layers.{}", index);
   AddAttention(list, d, names, layer + ".self_attn");
   if (IsMoeLayer(d, index)) {
-    AddRoutedMoe(list, layer + ".mlp",
+    AddRoutedMoe(list, names, layer + ".mlp",
                  {.hidden = d.hidden,
                   .experts = *d.routed_experts,
                   .moe_intermediate = d.moe_intermediate,
                   .shared_intermediate = d.shared_experts * d.moe_intermediate,
-                  .score_correction_bias = d.score_correction_bias});
+                  .score_correction_bias = d.score_correction_bias,
+                  .fused_shared_experts = d.fused_shared_experts});
   } else {
     AddGatedMlp(list, layer + ".mlp", d.hidden, d.intermediate, false);
   }
@@ -122,7 +138,8 @@ void AddDecoderLayer(SiteList& list, const DeepseekDims& d, const DialectNames& 
 
 Status BuildDeepseekV3(const ArchInput& input, ModelSites* out) {
   const ConfigReader& c = input.config;
-  QP_ASSIGN_OR_RETURN(const DeepseekDims d, ReadDims(c));
+  QP_ASSIGN_OR_RETURN(DeepseekDims d, ReadDims(c));
+  QP_ASSIGN_OR_RETURN(d.fused_shared_experts, FusedSharedExperts(input, d));
 
   out->packed_modules_mapping = {{"gate_up_proj", {"gate_proj", "up_proj"}}};
   if (d.q_lora_rank) {
@@ -131,15 +148,15 @@ Status BuildDeepseekV3(const ArchInput& input, ModelSites* out) {
   }
 
   SiteList list(out, c.architecture());
-  list.Embedding("model.embed_tokens", d.vocab, d.hidden);
+  AddTokenEmbedding(list, input, "model.embed_tokens", d.vocab, d.hidden);
   for (int64_t i = 0; i < d.layers; ++i) AddDecoderLayer(list, d, input.names, i);
   list.Other({d.hidden});  // model.norm
   // With tie_word_embeddings the head reuses embed_tokens' weight: still a site, no own params.
-  list.LmHead("lm_head", d.vocab, d.hidden, d.tied);
+  AddLmHead(list, input, "lm_head", d.vocab, d.hidden, d.tied);
   // MTP layers come last and continue the layer numbering.
   for (int64_t j = 0; j < d.mtp_layers; ++j) {
     const int64_t index = d.layers + j;
-    AddMtpLayer(list, fmt::format("model.layers.{}", index), d.vocab, d.hidden,
+    AddMtpLayer(list, input.names, fmt::format("model.layers.{}", index), d.vocab, d.hidden,
                 [&] { AddDecoderLayer(list, d, input.names, index); });
   }
   return list.status();

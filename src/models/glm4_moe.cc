@@ -33,7 +33,17 @@ struct GlmDims {
   int64_t mtp_layers = 0;
   bool qk_norm = false;
   bool tied = false;
+  int64_t fused_shared_experts = 0;  // SGLang's shared-experts fusion
 };
+
+// SGLang 0.5.23's Glm4MoeForCausalLM.shared_experts_fusion_disable_reason on a CUDA device of
+// compute capability 8.0 or newer without expert parallelism: every shared expert fuses, except
+// with w4afp8.
+Result<int64_t> FusedSharedExperts(const ArchInput& input, const GlmDims& d) {
+  if (!input.names.fuses_shared_experts || !d.routed_experts) return 0;
+  QP_ASSIGN_OR_RETURN(const std::optional<std::string> method, ReadQuantMethod(input));
+  return method == "w4afp8" ? 0 : d.shared_experts;
+}
 
 Result<GlmDims> ReadDims(const ConfigReader& c) {
   GlmDims d;
@@ -58,16 +68,19 @@ Result<GlmDims> ReadDims(const ConfigReader& c) {
 void AddDecoderLayer(SiteList& list, const GlmDims& d, const DialectNames& names, int64_t index) {
   const std::string layer = fmt::format("model.layers.{}", index);
   AddGqaAttention(list, layer + ".self_attn", d.attention, names.attention_class);
+  // AddGqaAttention adds the attention module last.
+  if (!names.glm4_moe_attention_configured) list.NoEngineCallForLast();
   if (d.qk_norm) list.Other({2, d.attention.head_dim});  // self_attn.q_norm, k_norm
   // vLLM's rule: routed experts from layer first_k_dense_replace on (MTP layers included).
   if (d.routed_experts && index >= d.first_k_dense_replace) {
     // The router always carries e_score_correction_bias in GLM-4.5.
-    AddRoutedMoe(list, layer + ".mlp",
+    AddRoutedMoe(list, names, layer + ".mlp",
                  {.hidden = d.attention.hidden,
                   .experts = *d.routed_experts,
                   .moe_intermediate = d.moe_intermediate,
                   .shared_intermediate = d.shared_experts * d.moe_intermediate,
-                  .score_correction_bias = true});
+                  .score_correction_bias = true,
+                  .fused_shared_experts = d.fused_shared_experts});
   } else {
     AddGatedMlp(list, layer + ".mlp", d.attention.hidden, d.intermediate, false);
   }
@@ -78,20 +91,21 @@ void AddDecoderLayer(SiteList& list, const GlmDims& d, const DialectNames& names
 
 Status BuildGlm4Moe(const ArchInput& input, ModelSites* out) {
   const ConfigReader& c = input.config;
-  QP_ASSIGN_OR_RETURN(const GlmDims d, ReadDims(c));
+  QP_ASSIGN_OR_RETURN(GlmDims d, ReadDims(c));
+  QP_ASSIGN_OR_RETURN(d.fused_shared_experts, FusedSharedExperts(input, d));
   const int64_t hidden = d.attention.hidden;
 
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}},
                                  {"gate_up_proj", {"gate_proj", "up_proj"}}};
   SiteList list(out, c.architecture());
-  list.Embedding("model.embed_tokens", d.vocab, hidden);
+  AddTokenEmbedding(list, input, "model.embed_tokens", d.vocab, hidden);
   for (int64_t i = 0; i < d.layers; ++i) AddDecoderLayer(list, d, input.names, i);
   list.Other({hidden});  // model.norm
-  list.LmHead("lm_head", d.vocab, hidden, d.tied);
+  AddLmHead(list, input, "lm_head", d.vocab, hidden, d.tied);
   // MTP layers come last and continue the layer numbering.
   for (int64_t j = 0; j < d.mtp_layers; ++j) {
     const int64_t index = d.layers + j;
-    AddMtpLayer(list, fmt::format("model.layers.{}", index), d.vocab, hidden,
+    AddMtpLayer(list, input.names, fmt::format("model.layers.{}", index), d.vocab, hidden,
                 [&] { AddDecoderLayer(list, d, input.names, index); });
   }
   return list.status();

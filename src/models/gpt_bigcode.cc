@@ -9,6 +9,15 @@
 // `lm_head`, which the released checkpoints tie to wte (the config omits tie_word_embeddings, and
 // transformers' default is true).
 //
+// Engines: vLLM 0.33 serves it through its Transformers backend (registry.py), which wraps
+// transformers' GPTBigCodeModel as `model`: `model.wte`, `model.h.N.attn.c_attn` (its packed-QKV
+// fuser builds a QKVParallelLinear under the same name), `attn.c_proj`, `mlp.c_fc`, `mlp.c_proj`,
+// then every attention module `model.h.N.attn.attn`, then `lm_head` (a ParallelLMHead tied to
+// wte). The position table stays a plain nn.Embedding there, built without a quantization config.
+// SGLang's gpt_bigcode.py keeps the checkpoint's `transformer.` names, builds wte without a
+// quantization config and reuses it as the head. Every site's checkpoint_path is the checkpoint's
+// `transformer.` name.
+//
 // The config uses GPT-2 field names: n_embd, n_layer, n_head, n_inner, n_positions.
 // Non-goals: the activation function, attention scaling flags.
 #include <string>
@@ -39,7 +48,7 @@ Status BuildGptBigCode(const ArchInput& input, ModelSites* out) {
 
   out->packed_modules_mapping = {{"c_attn", {"c_attn"}}};
   SiteList list(out, c.architecture());
-  list.Embedding("transformer.wte", vocab, hidden);
+  AddTokenEmbedding(list, input, "transformer.wte", vocab, hidden);
   list.Embedding("transformer.wpe", positions, hidden, "Embedding");
   for (int64_t i = 0; i < layers; ++i) {
     const std::string block = fmt::format("transformer.h.{}", i);
@@ -48,11 +57,19 @@ Status BuildGptBigCode(const ArchInput& input, ModelSites* out) {
     list.Linear(block + ".attn.c_proj", "RowParallelLinear", hidden, hidden, true);
     list.Attention(block + ".attn.attn", input.names.attention_class);
     list.Other({2, hidden});  // ln_2
-    list.Linear(block + ".mlp.c_fc", "ColumnParallelLinear", inner, hidden, true);
-    list.Linear(block + ".mlp.c_proj", "RowParallelLinear", hidden, inner, true);
+    // The Transformers backend replicates what the model's tensor-parallel plan does not name.
+    const bool replicated = input.names.transformers_backend;
+    list.Linear(block + ".mlp.c_fc", replicated ? "ReplicatedLinear" : "ColumnParallelLinear",
+                inner, hidden, true);
+    list.Linear(block + ".mlp.c_proj", replicated ? "ReplicatedLinear" : "RowParallelLinear",
+                hidden, inner, true);
   }
   list.Other({2, hidden});  // transformer.ln_f
-  list.LmHead("lm_head", vocab, hidden, tied);
+  if (input.names.transformers_backend) {
+    list.MoveAttentionLast(0);
+    list.RenamePrefix(0, "transformer.", "model.");
+  }
+  AddLmHead(list, input, "lm_head", vocab, hidden, tied);
   return list.status();
 }
 

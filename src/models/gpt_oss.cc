@@ -7,11 +7,12 @@
 // experts as `gate_up_proj` (gate and up rows interleaved) and `down_proj`, plus their biases, so
 // the moe site's legs are those two. `layer_types` (sliding / full attention) changes no site.
 //
-// Names: vLLM renames `.self_attn.` to `.attn.` and `embed_tokens` to `embedding` when it loads the
-// checkpoint; the sites keep the checkpoint's module paths (which SGLang also uses), so that
-// `modules_to_not_convert` entries such as `model.layers.*.self_attn` resolve against them. SGLang
-// builds the router with the prefix `mlp.gate` (dialect table); the site keeps the checkpoint's
-// `mlp.router` as its checkpoint_path.
+// Names: vLLM builds the attention block as `attn` (`model.layers.N.attn.qkv_proj`, its attention
+// module `…attn.attn`) and the embedding as `embedding`, renaming the checkpoint's `self_attn` and
+// `embed_tokens` when it loads; native and SGLang keep the checkpoint's paths, and every site keeps
+// them as its checkpoint_path. Both engines build the embedding and the router without a
+// quantization config, and so the head, so their dialects list none of them; SGLang builds the
+// attention block without one too (its get_quant_method calls are the experts only).
 //
 // Non-goals: rope (yarn) parameters, sliding windows, expert parallelism.
 #include <string>
@@ -36,19 +37,25 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}}};
   const int64_t hidden = attention.hidden;
   SiteList list(out, c.architecture());
-  list.Embedding("model.embed_tokens", vocab, hidden);
+  AddTokenEmbedding(list, input, "model.embed_tokens", vocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
+    const size_t first = list.size();
+    list.set_no_engine_call(!input.names.gpt_oss_attention_configured);
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
+    list.set_no_engine_call(false);
+    list.RenamePrefix(first, layer + ".self_attn.",
+                      fmt::format("{}.{}.", layer, input.names.gpt_oss_attention));
     list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
-    list.Router(fmt::format("{}.mlp.{}", layer, input.names.gpt_oss_router), experts, hidden,
-                /*bias=*/true, layer + ".mlp.router");
+    list.Router(layer + ".mlp.router", experts, hidden, /*bias=*/true);
     list.Moe(layer + ".mlp.experts", experts, intermediate, hidden,
              {.fused_gate_up = true, .bias = true});
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }
-  list.Other({hidden});  // model.norm
+  list.Other({hidden});           // model.norm
+  list.set_no_engine_call(true);  // both engines build the head without a quantization config
   list.LmHead("lm_head", vocab, hidden, tied);
+  list.set_no_engine_call(false);
   return list.status();
 }
 

@@ -183,6 +183,7 @@ std::vector<std::string> FusedExpertLegs(const ModuleTensors& tensors) {
 LayerSite MakeSite(std::string path, SiteKind kind, std::string_view module_class, bool bias) {
   LayerSite site;
   site.path = std::move(path);
+  site.checkpoint_path = site.path;  // inferred sites are named as the checkpoint names them
   site.kind = kind;
   site.module_class = std::string(module_class);
   site.bias = bias;

@@ -23,11 +23,13 @@ struct FamilyTraits {
   bool reads_mlp_bias;   // Llama's `mlp_bias` adds biases to gate, up and down
   bool legacy_bias_key;  // Llama: `bias` is an older spelling of `attention_bias`
   bool qk_norm;          // Qwen3: RMSNorm over each head of q and k (head_dim weights each)
+  // vLLM's LlamaModel builds embed_tokens without a prefix (Qwen2Model passes one).
+  bool unnamed_embedding_in_vllm;
 };
 
-constexpr FamilyTraits kLlamaTraits = {AttentionBias::kConfigField, true, true, false};
-constexpr FamilyTraits kQwen2Traits = {AttentionBias::kQkvAlways, false, false, false};
-constexpr FamilyTraits kQwen3Traits = {AttentionBias::kConfigField, false, false, true};
+constexpr FamilyTraits kLlamaTraits = {AttentionBias::kConfigField, true, true, false, true};
+constexpr FamilyTraits kQwen2Traits = {AttentionBias::kQkvAlways, false, false, false, false};
+constexpr FamilyTraits kQwen3Traits = {AttentionBias::kConfigField, false, false, true, false};
 
 Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSites* out) {
   const ConfigReader& c = input.config;
@@ -56,7 +58,8 @@ Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSite
                                  {"gate_up_proj", {"gate_proj", "up_proj"}}};
   const int64_t hidden = attention.hidden;
   SiteList list(out, c.architecture());
-  list.Embedding("model.embed_tokens", vocab, hidden);
+  AddTokenEmbedding(list, input, "model.embed_tokens", vocab, hidden);
+  if (traits.unnamed_embedding_in_vllm && input.names.unnamed_llama_embedding) list.RenameLast("");
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
@@ -65,8 +68,9 @@ Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSite
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }
   list.Other({hidden});  // model.norm
-  // With tie_word_embeddings the head reuses embed_tokens' weight: still a site, no own params.
-  list.LmHead("lm_head", vocab, hidden, tied);
+  // With tie_word_embeddings the head reuses embed_tokens' weight: still a site (both engines
+  // build ParallelLMHead, calling get_quant_method, before tying it), no own params.
+  AddLmHead(list, input, "lm_head", vocab, hidden, tied);
   return list.status();
 }
 

@@ -3,6 +3,7 @@
 // attention, DeepSeek-style MoE and MTP layers) that several families build the same way.
 #include "src/models/model_builder.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -11,25 +12,74 @@
 namespace quantpath::models {
 namespace {
 
-// The name table. vLLM names the fused MLA projection `fused_qkv_a_proj` and builds one MLA
-// attention module at `<self_attn>.attn` (MLAAttention); SGLang names it
-// `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. SGLang's
-// gpt-oss router is the `router` attribute built with the prefix `gate`. The native dialect uses
-// vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs. Where an engine
-// only renames a module's parents when it loads a checkpoint (vLLM's weights mappers for gpt-oss,
-// Qwen3.5, Molmo), the sites keep the checkpoint's path, which quantization configs name; each
-// family's header lists those renames.
-const std::array<DialectNames, 3>& NameTable() {
-  static const std::array<DialectNames, 3> kTable = {{
-      {Engine::kNative, "fused_qkv_a_proj", {"attn"}, "MLAAttention", "Attention", "router"},
-      {Engine::kVllm, "fused_qkv_a_proj", {"attn"}, "MLAAttention", "Attention", "router"},
-      {Engine::kSglang,
-       "fused_qkv_a_proj_with_mqa",
-       {"attn_mqa", "attn_mha"},
-       "RadixAttention",
-       "RadixAttention",
-       "gate"},
-  }};
+// The name table, one row per dialect. vLLM names the fused MLA projection `fused_qkv_a_proj`
+// and builds one MLA attention module at `<self_attn>.attn` (MLAAttention); SGLang names it
+// `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. The native
+// dialect uses vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs over
+// the checkpoint's module paths and lists every site. The recorded engine rows share their engine's
+// layer lists (the same model code), except that vLLM 0.33 serves GPTBigCode and Phi through its
+// Transformers backend where the recorded code still had their own model files, and that only
+// vLLM 0.33's Qwen3.5 prefixes (with the matching name mapper) are reproduced.
+const std::array<DialectNames, kDialectCount>& NameTable() {
+  static const std::array<DialectNames, kDialectCount> kTable = [] {
+    const DialectNames native = {.dialect = DialectId::kNative,
+                                 .mla_fused_qkv_a = "fused_qkv_a_proj",
+                                 .mla_attention = {"attn"},
+                                 .mla_attention_class = "MLAAttention",
+                                 .attention_class = "Attention",
+                                 .gpt_oss_attention = "self_attn"};
+    DialectNames vllm = native;
+    vllm.dialect = DialectId::kVllm;
+    vllm.gpt_oss_attention = "attn";
+    vllm.lists_unconfigured = false;
+    vllm.mtp_needs_speculative = true;
+    vllm.mtp_names = MtpNames::kVllm;
+    vllm.unnamed_llama_embedding = true;
+    vllm.embedding_without_quant_config = {"GptOssForCausalLM", "Glm4MoeForCausalLM",
+                                           "Qwen3_5ForConditionalGeneration",
+                                           "Qwen3_5MoeForConditionalGeneration"};
+    DialectNames vllm_current = vllm;
+    vllm_current.dialect = DialectId::kVllmCurrent;
+    vllm_current.transformers_backend = true;
+    // vLLM 0.33's Qwen3_5ForConditionalGeneration prefixes, which its hf_to_vllm_mapper row in
+    // name_mappers.cc maps config lists onto; the recorded dialect has neither.
+    vllm_current.qwen3_5_language = "language_model.model";
+    vllm_current.qwen3_5_lm_head = "language_model.lm_head";
+    vllm_current.qwen3_5_visual = "visual";
+    vllm_current.qwen3_5_mtp_head = true;
+    DialectNames sglang = {
+        .dialect = DialectId::kSglang,
+        .mla_fused_qkv_a = "fused_qkv_a_proj_with_mqa",
+        .mla_attention = {"attn_mqa", "attn_mha"},
+        .mla_attention_class = "RadixAttention",
+        .attention_class = "RadixAttention",
+        .gpt_oss_attention = "self_attn",
+        .gpt_oss_attention_configured = false,
+        .lists_unconfigured = false,
+        .mtp_needs_speculative = true,
+        .mtp_names = MtpNames::kSglang,
+        .unnamed_phi_layers = true,
+        .tied_head_reuses_embedding = true,
+        .fuses_shared_experts = true,
+        .shared_experts_after_routed = true,
+        .glm4_moe_attention_configured = false,
+        .qwen3_5_language = "model.language_model",
+        .qwen3_5_lm_head = "lm_head",
+        .qwen3_5_visual = "visual",
+        .qwen3_5_visual_qkv = "qkv_proj",
+        .qwen3_5_visual_configured = false,
+        .embedding_without_quant_config = {"DeepseekV3ForCausalLM", "Glm4MoeForCausalLM",
+                                           "GptOssForCausalLM", "GPTBigCodeForCausalLM",
+                                           "PhiForCausalLM", "Qwen3_5ForConditionalGeneration",
+                                           "Qwen3_5MoeForConditionalGeneration"}};
+    DialectNames sglang_current = sglang;
+    sglang_current.dialect = DialectId::kSglangCurrent;
+    std::array<DialectNames, kDialectCount> table;
+    for (const DialectNames& row : {native, vllm, sglang, vllm_current, sglang_current}) {
+      table[static_cast<size_t>(row.dialect)] = row;
+    }
+    return table;
+  }();
   return kTable;
 }
 
@@ -51,12 +101,7 @@ std::string Describe(const Json& value) {
 
 }  // namespace
 
-const DialectNames& NamesFor(Engine engine) {
-  for (const DialectNames& names : NameTable()) {
-    if (names.engine == engine) return names;
-  }
-  return NameTable()[0];
-}
+const DialectNames& NamesFor(const Dialect& dialect) { return NameTable()[dialect.index()]; }
 
 // ---------------------------------------------------------------------------------------------
 // ConfigReader
@@ -198,10 +243,15 @@ int64_t SiteList::Sum(int64_t a, int64_t b) {
 LayerSite& SiteList::Add(std::string path, SiteKind kind, std::string_view module_class) {
   LayerSite& site = out_->sites.emplace_back();
   site.path = std::move(path);
+  site.checkpoint_path = site.path;
   site.kind = kind;
   site.module_class = std::string(module_class);
   site.mtp = mtp_;
   site.quant_config_applies = !without_quant_config_;
+  // Routers and plain nn.Embedding position tables are built without a quantization config in
+  // both engines.
+  site.engine_quant_call = !without_quant_config_ && !no_engine_call_ &&
+                           kind != SiteKind::kRouter && module_class != "Embedding";
   return site;
 }
 
@@ -226,11 +276,9 @@ void SiteList::Attention(std::string path, std::string_view module_class) {
   Add(std::move(path), SiteKind::kAttention, module_class);
 }
 
-void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias,
-                      std::string checkpoint_path) {
+void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bias) {
   // The engines build the router without a quantization config (ReplicatedLinear).
   LayerSite& site = Add(std::move(path), SiteKind::kRouter, "ReplicatedLinear");
-  if (checkpoint_path != site.path) site.checkpoint_path = std::move(checkpoint_path);
   site.shape = {experts, hidden};
   site.bias = bias;
   site.params = Sum(Product({experts, hidden}), bias ? experts : 0);
@@ -263,6 +311,27 @@ void SiteList::Other(std::initializer_list<int64_t> factors) {
   out_->other_params = Sum(out_->other_params, Product(factors));
 }
 
+void SiteList::RenameLast(std::string path) {
+  if (!out_->sites.empty()) out_->sites.back().path = std::move(path);
+}
+
+void SiteList::NoEngineCallForLast() {
+  if (!out_->sites.empty()) out_->sites.back().engine_quant_call = false;
+}
+
+void SiteList::RenamePrefix(size_t first, std::string_view from, std::string_view to) {
+  for (size_t i = first; i < out_->sites.size(); ++i) {
+    std::string& path = out_->sites[i].path;
+    if (path.starts_with(from)) path = std::string(to) + path.substr(from.size());
+  }
+}
+
+void SiteList::MoveAttentionLast(size_t first) {
+  if (first >= out_->sites.size()) return;
+  std::stable_partition(out_->sites.begin() + static_cast<std::ptrdiff_t>(first), out_->sites.end(),
+                        [](const LayerSite& site) { return site.kind != SiteKind::kAttention; });
+}
+
 Status SiteList::status() const {
   // Each site's count was checked as it was added; the model's total must fit too.
   bool overflow = overflow_;
@@ -279,6 +348,29 @@ Status SiteList::status() const {
 
 // ---------------------------------------------------------------------------------------------
 // Shared building blocks
+
+void AddTokenEmbedding(SiteList& list, const ArchInput& input, std::string path, int64_t vocab,
+                       int64_t hidden) {
+  const std::vector<std::string_view>& without = input.names.embedding_without_quant_config;
+  const bool no_call =
+      std::find(without.begin(), without.end(), input.config.architecture()) != without.end();
+  list.set_no_engine_call(no_call);
+  list.Embedding(std::move(path), vocab, hidden);
+  list.set_no_engine_call(false);
+}
+
+Result<std::optional<std::string>> ReadQuantMethod(const ArchInput& input) {
+  QP_ASSIGN_OR_RETURN(const Json* quant, input.root.OptionalObject("quantization_config"));
+  if (quant == nullptr) return std::optional<std::string>();
+  return ConfigReader(*quant, input.root.architecture()).OptionalString("quant_method");
+}
+
+void AddLmHead(SiteList& list, const ArchInput& input, std::string path, int64_t vocab,
+               int64_t hidden, bool tied, bool bias) {
+  list.set_no_engine_call(tied && input.names.tied_head_reuses_embedding);
+  list.LmHead(std::move(path), vocab, hidden, tied, bias);
+  list.set_no_engine_call(false);
+}
 
 void AddGatedMlp(SiteList& list, const std::string& prefix, int64_t hidden, int64_t intermediate,
                  bool bias) {
@@ -320,28 +412,59 @@ void AddGqaAttention(SiteList& list, const std::string& prefix, const GqaAttenti
   list.Attention(prefix + ".attn", attention_class);
 }
 
-void AddRoutedMoe(SiteList& list, const std::string& prefix, const RoutedMoe& moe) {
+void AddRoutedMoe(SiteList& list, const DialectNames& names, const std::string& prefix,
+                  const RoutedMoe& moe) {
   list.Router(prefix + ".gate", moe.experts, moe.hidden);
   if (moe.score_correction_bias) list.Other({moe.experts});  // gate.e_score_correction_bias
-  if (moe.shared_intermediate > 0) {
+  const bool shared = moe.shared_intermediate > 0 && moe.fused_shared_experts == 0;
+  const auto add_shared = [&] {
     AddGatedMlp(list, prefix + ".shared_experts", moe.hidden, moe.shared_intermediate, false);
-  }
-  list.Moe(prefix + ".experts", moe.experts, moe.moe_intermediate, moe.hidden);
+  };
+  if (shared && !names.shared_experts_after_routed) add_shared();
+  list.Moe(prefix + ".experts", moe.experts + moe.fused_shared_experts, moe.moe_intermediate,
+           moe.hidden);
+  if (shared && names.shared_experts_after_routed) add_shared();
 }
 
-void AddMtpLayer(SiteList& list, const std::string& layer, int64_t vocab, int64_t hidden,
-                 const std::function<void()>& add_decoder_layer) {
+void AddMtpLayer(SiteList& list, const DialectNames& names, const std::string& layer, int64_t vocab,
+                 int64_t hidden, const std::function<void()>& add_decoder_layer) {
   list.set_mtp(true);
+  // Both engines build the MTP layer's embedding without a quantization config.
+  list.set_no_engine_call(true);
   list.Embedding(layer + ".embed_tokens", vocab, hidden);
+  list.set_no_engine_call(false);
   list.Other({2, hidden});  // enorm, hnorm
   // A plain nn.Linear in both engines, built without the quantization config (DeepSeek's fp8
   // checkpoints store it in bf16, without weight_scale_inv).
   list.set_without_quant_config(true);
   list.Linear(layer + ".eh_proj", "Linear", hidden, 2 * hidden, false);
   list.set_without_quant_config(false);
-  add_decoder_layer();
-  list.Other({hidden});  // shared_head.norm
-  list.LmHead(layer + ".shared_head.head", vocab, hidden, /*tied=*/false);
+  const auto add_head = [&] {
+    list.Other({hidden});  // shared_head.norm
+    list.LmHead(layer + ".shared_head.head", vocab, hidden, /*tied=*/false);
+  };
+  switch (names.mtp_names) {
+    case MtpNames::kCheckpoint:
+      add_decoder_layer();
+      add_head();
+      break;
+    case MtpNames::kVllm:
+      // SharedHead is built before the decoder block, with the layer's own prefix.
+      add_head();
+      list.RenameLast(layer + ".head");
+      add_decoder_layer();
+      break;
+    case MtpNames::kSglang: {
+      // The draft model's decoder block is `model.decoder` (its hf_to_sglang_mapper maps
+      // model.layers.<L> there); its head is built after it, as `model.shared_head.head`.
+      const size_t first = list.size();
+      add_decoder_layer();
+      list.RenamePrefix(first, layer + ".", "model.decoder.");
+      add_head();
+      list.RenameLast("model.shared_head.head");
+      break;
+    }
+  }
   list.set_mtp(false);
 }
 

@@ -31,10 +31,24 @@ inline constexpr int64_t kMaxHeads = int64_t{1} << 16;
 inline constexpr int64_t kMaxExperts = int64_t{1} << 16;
 
 // ---------------------------------------------------------------------------------------------
-// Names that differ between dialects, as data: an architecture file asks for a name, it never
-// branches on the engine.
+// Names and layer lists that differ between dialects, as data: an architecture file asks for a
+// name or a flag, it never branches on the engine. An engine dialect lists the modules its engine
+// builds, under the prefix it passes to get_quant_method; native lists every site under vLLM's
+// execution names (DESIGN.md, "Dialects").
+
+// How a DeepSeek-style MTP layer is named when it is built.
+enum class MtpNames : uint8_t {
+  kCheckpoint,  // native: model.layers.<L>.*, as the checkpoint stores it
+  // vLLM's DeepSeekMTP: model.layers.<L>.*, its head `model.layers.<L>.head` built before the
+  // decoder block (SharedHead gets the layer's prefix).
+  kVllm,
+  // SGLang's NextN draft model: the decoder block `model.decoder.*`, then the head
+  // `model.shared_head.head`.
+  kSglang,
+};
+
 struct DialectNames {
-  Engine engine;
+  DialectId dialect = DialectId::kNative;
   // DeepSeek MLA: the fused q_a_proj + kv_a_proj_with_mqa site.
   std::string_view mla_fused_qkv_a;
   // Attention sites of an MLA layer, in construction order (SGLang builds two RadixAttention
@@ -43,11 +57,56 @@ struct DialectNames {
   std::string_view mla_attention_class;
   // Attention site class of a standard (GQA) layer.
   std::string_view attention_class;
-  // gpt-oss router: vLLM builds it as `mlp.router`, SGLang builds the same module with the prefix
-  // `mlp.gate`.
-  std::string_view gpt_oss_router;
+  // gpt-oss: vLLM names the attention block `attn` (checkpoint `self_attn`). Its `embedding` is
+  // built without a quantization config, so no row carries that name.
+  std::string_view gpt_oss_attention;
+  // SGLang builds gpt-oss's attention block (qkv_proj, o_proj, attn) without a quantization
+  // config.
+  bool gpt_oss_attention_configured = true;
+  // Whether modules the engine builds without a quantization config (routers, MTP eh_proj, an
+  // embedding built without quant_config) are sites; the engines make no get_quant_method call for
+  // them, so their weights count in other_params there.
+  bool lists_unconfigured = true;
+  // Whether MTP layers are built only when speculative decoding is asked for (Launch).
+  bool mtp_needs_speculative = false;
+  MtpNames mtp_names = MtpNames::kCheckpoint;
+  // vLLM's LlamaModel builds embed_tokens without a prefix.
+  bool unnamed_llama_embedding = false;
+  // SGLang's phi.py builds every linear layer and the LM head without a prefix, and the
+  // embedding without a quantization config.
+  bool unnamed_phi_layers = false;
+  // vLLM 0.33 serves GPTBigCode and Phi through its Transformers backend (registry.py
+  // _TRANSFORMERS_SUPPORTED_MODELS): Hugging Face's modules under `model.`, attention modules
+  // built after every layer.
+  bool transformers_backend = false;
+  // SGLang reuses the embedding module as the LM head when the head is tied (no ParallelLMHead,
+  // so no get_quant_method call); vLLM builds ParallelLMHead and ties its weight.
+  bool tied_head_reuses_embedding = false;
+  // SGLang fuses DeepSeek-V3's and GLM-4.5's shared experts into the routed FusedMoE when the
+  // model allows it (each architecture file states its conditions).
+  bool fuses_shared_experts = false;
+  // SGLang builds the routed experts before the shared experts (vLLM: shared first).
+  bool shared_experts_after_routed = false;
+  // SGLang's glm4_moe.py builds the attention module (RadixAttention) without a quantization
+  // config.
+  bool glm4_moe_attention_configured = true;
+  // Qwen3.5 (Qwen3_5ForConditionalGeneration): the prefixes the engine passes for the language
+  // model, its head and the vision tower (checkpoint: model.language_model, lm_head,
+  // model.visual), the name of a vision block's packed qkv (SGLang: qkv_proj), and whether the
+  // vision tower gets the quantization config (SGLang builds it without one).
+  std::string_view qwen3_5_language = "model.language_model";
+  std::string_view qwen3_5_lm_head = "lm_head";
+  std::string_view qwen3_5_visual = "model.visual";
+  std::string_view qwen3_5_visual_qkv = "qkv";
+  bool qwen3_5_visual_configured = true;
+  // vLLM 0.33's Qwen3_5MTP draft model builds its own `lm_head` (a get_quant_method call).
+  bool qwen3_5_mtp_head = false;
+  // Architectures whose token embedding the engine builds without a quantization config (no
+  // get_quant_method call): vLLM's gpt_oss.py, glm4_moe.py, qwen3_5.py; SGLang's deepseek_v2.py,
+  // glm4_moe.py, gpt_oss.py, gpt_bigcode.py, phi.py, qwen3_5.py.
+  std::vector<std::string_view> embedding_without_quant_config = {};
 };
-const DialectNames& NamesFor(Engine engine);
+const DialectNames& NamesFor(const Dialect& dialect);
 
 // ---------------------------------------------------------------------------------------------
 // Reads fields of one config object (config.json itself, or its `text_config`). Every error names
@@ -113,6 +172,9 @@ class SiteList {
   void set_mtp(bool mtp) { mtp_ = mtp; }
   // Sites added from now on are built by the engines without a quantization config.
   void set_without_quant_config(bool without) { without_quant_config_ = without; }
+  // Sites added from now on are modules the engines build without a quantization config where
+  // native still decides them through the format (an embedding built without quant_config).
+  void set_no_engine_call(bool none) { no_engine_call_ = none; }
 
   // `module_class` is VocabParallelEmbedding except for position tables the engines build as a
   // plain nn.Embedding.
@@ -122,9 +184,7 @@ class SiteList {
   void Linear(std::string path, std::string_view module_class, int64_t out_rows, int64_t in_cols,
               bool bias, std::vector<Leg> legs = {});
   void Attention(std::string path, std::string_view module_class);
-  // `checkpoint_path`: the checkpoint's name for it when the execution name differs.
-  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false,
-              std::string checkpoint_path = {});
+  void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false);
   // All routed experts of one layer: shape is one expert's [intermediate, hidden].
   void Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
            const ExpertLayout& layout = {});
@@ -133,6 +193,19 @@ class SiteList {
   void LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied, bool bias = false);
   // Tensors that are not sites (norms, router biases): the product of `factors`.
   void Other(std::initializer_list<int64_t> factors);
+
+  // The engine path of the site added last, when the engine's prefix is not the checkpoint's
+  // module path (checkpoint_path keeps that).
+  void RenameLast(std::string path);
+  // The site added last is built without a quantization config by the engine (no call).
+  void NoEngineCallForLast();
+  // Sites added so far; with RenamePrefix, renames the sites of one block after it is added.
+  size_t size() const { return out_->sites.size(); }
+  // Sites [first, size()) whose path starts with `from` get `to` instead (checkpoint_path kept).
+  void RenamePrefix(size_t first, std::string_view from, std::string_view to);
+  // Moves the attention sites among [first, size()) after every other site of that range, in
+  // their order (vLLM's Transformers backend builds attention modules after the whole model).
+  void MoveAttentionLast(size_t first);
 
   // Ok, or the first parameter count that did not fit in 64 bits.
   Status status() const;
@@ -146,11 +219,28 @@ class SiteList {
   std::string architecture_;
   bool mtp_ = false;
   bool without_quant_config_ = false;
+  bool no_engine_call_ = false;
   bool overflow_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks shared by several families.
+
+struct ArchInput;
+
+// The token embedding at `path`, with no engine call where `names` says the engine builds it
+// without a quantization config.
+void AddTokenEmbedding(SiteList& list, const ArchInput& input, std::string path, int64_t vocab,
+                       int64_t hidden);
+
+// `quantization_config.quant_method` of config.json's root, or nullopt (for the model-level
+// conditions engines put on a method name, e.g. SGLang's shared-experts fusion).
+Result<std::optional<std::string>> ReadQuantMethod(const ArchInput& input);
+
+// The LM head at `path` (SiteList::LmHead); with `tied` and an engine that reuses the embedding
+// module as its head, no engine call.
+void AddLmHead(SiteList& list, const ArchInput& input, std::string path, int64_t vocab,
+               int64_t hidden, bool tied, bool bias = false);
 
 // The gated MLP every family here uses: `<prefix>.gate_up_proj` (legs gate_proj, up_proj) and
 // `<prefix>.down_proj`.
@@ -179,22 +269,28 @@ void AddGqaAttention(SiteList& list, const std::string& prefix, const GqaAttenti
 
 // A DeepSeek-style MoE block at `prefix` (`model.layers.N.mlp`), in vLLM's construction order:
 // router `gate`, its score-correction bias, the shared experts (vLLM builds them before the
-// routed ones and hands them to the fused MoE layer), then `experts`.
+// routed ones and hands them to the fused MoE layer), then `experts`; SGLang's order puts the
+// shared experts last (`names`).
 struct RoutedMoe {
   int64_t hidden = 0;
   int64_t experts = 0;
   int64_t moe_intermediate = 0;
   int64_t shared_intermediate = 0;  // 0: no shared experts
   bool score_correction_bias = false;
+  // Shared experts fused into the routed experts as extra expert slots (SGLang's shared-experts
+  // fusion): no shared_experts sites, `experts` + this many experts in the moe site.
+  int64_t fused_shared_experts = 0;
 };
-void AddRoutedMoe(SiteList& list, const std::string& prefix, const RoutedMoe& moe);
+void AddRoutedMoe(SiteList& list, const DialectNames& names, const std::string& prefix,
+                  const RoutedMoe& moe);
 
 // One DeepSeek-style multi-token-prediction layer as the checkpoint stores it under `layer`
 // (`model.layers.<n>`): its own copy of the embedding, enorm/hnorm, eh_proj mixing [embedding;
 // previous hidden], the decoder layer that `add_decoder_layer` appends, then shared_head (norm
-// and its own copy of the head). Every site added here is marked mtp.
-void AddMtpLayer(SiteList& list, const std::string& layer, int64_t vocab, int64_t hidden,
-                 const std::function<void()>& add_decoder_layer);
+// and its own copy of the head). Every site added here is marked mtp; the engine paths follow
+// `names.mtp_names` (the embedding and eh_proj are built without a quantization config).
+void AddMtpLayer(SiteList& list, const DialectNames& names, const std::string& layer, int64_t vocab,
+                 int64_t hidden, const std::function<void()>& add_decoder_layer);
 
 // ---------------------------------------------------------------------------------------------
 // One architecture family's builder: reads its fields and appends its sites.

@@ -8,6 +8,8 @@ std::string LayerSite::LegPath(size_t leg) const {
   if (leg >= legs.size()) return {};
   // An moe site's legs are per expert, under the experts module itself.
   if (kind == SiteKind::kMoe) return fmt::format("{}.{}", path, legs[leg].name);
+  // An engine that passes an empty prefix never looks at the legs: every shard of it is "".
+  if (path.empty()) return {};
   // A fused site replaces the last segment: model.layers.0.self_attn.{qkv_proj → q_proj}.
   std::string_view parent = ParentPath(path);
   if (parent.empty()) return legs[leg].name;
@@ -37,8 +39,16 @@ int64_t ModelSites::SiteParams() const {
 }
 
 const LayerSite* ModelSites::Find(std::string_view path) const {
+  if (path.empty()) return nullptr;
   for (const LayerSite& site : sites) {
     if (site.path == path) return &site;
+  }
+  return nullptr;
+}
+
+const LayerSite* ModelSites::FindCheckpoint(std::string_view path) const {
+  for (const LayerSite& site : sites) {
+    if (site.checkpoint_path == path) return &site;
   }
   return nullptr;
 }

@@ -8,6 +8,12 @@
 // bias. vLLM sizes fc1 as 4 × hidden_size; the checkpoints' `intermediate_size` is what their
 // tensors hold, and every released Phi config has the two equal.
 //
+// Engines: SGLang's phi.py builds qkv_proj, dense, fc1, fc2 and the head without a prefix (their
+// engine path is "", so no name-based rule reaches them) and the embedding without a quantization
+// config. vLLM 0.33 serves Phi through its Transformers backend: the same module paths (its QKV
+// fuser names the fused projection qkv_proj), with every attention module built after the last
+// layer.
+//
 // Non-goals: partial rotary embedding, `qk_layernorm` (no released Phi checkpoint sets it, and
 // vLLM's implementation does not build it).
 #include <string>
@@ -37,16 +43,25 @@ Status BuildPhi(const ArchInput& input, ModelSites* out) {
 
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}}};
   SiteList list(out, c.architecture());
-  list.Embedding("model.embed_tokens", vocab, hidden);
+  const bool unnamed = input.names.unnamed_phi_layers;
+  AddTokenEmbedding(list, input, "model.embed_tokens", vocab, hidden);
+  const size_t first_layer = list.size();
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
     list.Other({2, hidden});  // input_layernorm (LayerNorm: weight and bias)
+    const size_t first = list.size();
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
+    if (unnamed) list.RenamePrefix(first, layer + ".self_attn.qkv_proj", "");
+    if (unnamed) list.RenamePrefix(first, layer + ".self_attn.dense", "");
     list.Linear(layer + ".mlp.fc1", "ColumnParallelLinear", intermediate, hidden, true);
+    if (unnamed) list.RenameLast("");
     list.Linear(layer + ".mlp.fc2", "RowParallelLinear", hidden, intermediate, true);
+    if (unnamed) list.RenameLast("");
   }
+  if (input.names.transformers_backend) list.MoveAttentionLast(first_layer);
   list.Other({2, hidden});  // model.final_layernorm
   list.LmHead("lm_head", vocab, hidden, /*tied=*/false, /*bias=*/true);
+  if (unnamed) list.RenameLast("");
   return list.status();
 }
 

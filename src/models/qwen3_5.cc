@@ -15,13 +15,18 @@
 //   text config's model_type is qwen3_5_moe_text (vLLM's rule);
 // - `lm_head`, then the MTP module `mtp`: `fc`, `layers.J` (full attention), norms; it shares the
 //   main model's embedding and head unless `mtp_use_dedicated_embeddings`.
-// The Gated DeltaNet's causal conv1d is held by vLLM in a ColumnParallelLinear built without a
-// quantization config; it is a convolution kernel, never a GEMM, and is counted with the other
-// non-site tensors, as are its dt_bias, A_log and gated norm.
+// The Gated DeltaNet's causal conv1d is a ColumnParallelLinear in both engines, built without a
+// quantization config (a convolution kernel, never a GEMM): a site that no format quantizes and
+// no engine asks get_quant_method about. Its dt_bias, A_log and gated norm are non-site tensors.
 //
-// Names: the sites keep the checkpoint's prefixes (`model.language_model.`, `model.visual.`,
-// `mtp.`), which quantization configs name. vLLM's runtime prefixes differ (`language_model.model.`
-// and `visual.`, through its weights mapper) and so do SGLang's (`model.` and `visual.`).
+// Names: native keeps the checkpoint's prefixes (`model.language_model.`, `model.visual.`,
+// `mtp.`), which quantization configs name. vLLM builds `language_model.model.*`,
+// `language_model.lm_head` and `visual.*`. SGLang builds `model.layers.*` but passes the
+// checkpoint's `model.language_model.*` prefixes, and builds the vision tower (`visual.*`, a
+// block's qkv as `attn.qkv_proj`) without a quantization config (dialect table). Both build the
+// embedding without one.
+// The MTP module keeps the checkpoint's `mtp.` names in every dialect; vLLM 0.33's draft model
+// adds its own head `lm_head` after it. SGLang's MTP names are not reproduced (not verified).
 //
 // Non-goals: rope sections, EVS pruning, the vision tower's attention backend.
 #include <string>
@@ -98,7 +103,10 @@ void AddLinearAttention(SiteList& list, const std::string& prefix, int64_t hidde
                         const LinearAttention& la) {
   const int64_t key_dim = la.k_heads * la.k_head_dim;
   const int64_t value_dim = la.v_heads * la.v_head_dim;
-  list.Other({2 * key_dim + value_dim, la.conv_kernel});  // conv1d over q, k and v
+  list.set_without_quant_config(true);  // conv1d over q, k and v
+  list.Linear(prefix + ".conv1d", "ColumnParallelLinear", 2 * key_dim + value_dim, la.conv_kernel,
+              false);
+  list.set_without_quant_config(false);
   list.Linear(prefix + ".in_proj_qkvz", "MergedColumnParallelLinear", 2 * key_dim + 2 * value_dim,
               hidden, false, {{"in_proj_qkv", 2 * key_dim + value_dim}, {"in_proj_z", value_dim}});
   list.Linear(prefix + ".in_proj_ba", "MergedColumnParallelLinear", 2 * la.v_heads, hidden, false,
@@ -108,7 +116,7 @@ void AddLinearAttention(SiteList& list, const std::string& prefix, int64_t hidde
   list.Linear(prefix + ".out_proj", "RowParallelLinear", hidden, value_dim, false);
 }
 
-Status AddVisual(const ConfigReader& v, SiteList& list) {
+Status AddVisual(const ConfigReader& v, const DialectNames& names, SiteList& list) {
   QP_ASSIGN_OR_RETURN(const int64_t depth, v.Positive("depth", kMaxLayers));
   QP_ASSIGN_OR_RETURN(const int64_t hidden, v.Positive("hidden_size"));
   QP_ASSIGN_OR_RETURN(const int64_t intermediate, v.Positive("intermediate_size"));
@@ -139,6 +147,7 @@ Status AddVisual(const ConfigReader& v, SiteList& list) {
     const std::string block = fmt::format("{}.blocks.{}", kVisual, i);
     list.Other({4, hidden});  // norm1, norm2
     list.Linear(block + ".attn.qkv", "QKVParallelLinear", 3 * hidden, hidden, true);
+    list.RenameLast(fmt::format("{}.attn.{}", block, names.qwen3_5_visual_qkv));
     list.Linear(block + ".attn.proj", "RowParallelLinear", hidden, hidden, true);
     list.Linear(block + ".mlp.linear_fc1", "ColumnParallelLinear", intermediate, hidden, true);
     list.Linear(block + ".mlp.linear_fc2", "RowParallelLinear", hidden, intermediate, true);
@@ -187,13 +196,15 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
                                  {"in_proj_ba", {"in_proj_b", "in_proj_a"}}};
   SiteList list(out, c.architecture());
   if (vision != nullptr) {
-    QP_RETURN_IF_ERROR(AddVisual(ConfigReader(*vision, c.architecture()), list));
+    list.set_no_engine_call(!input.names.qwen3_5_visual_configured);
+    QP_RETURN_IF_ERROR(AddVisual(ConfigReader(*vision, c.architecture()), input.names, list));
+    list.set_no_engine_call(false);
   }
   const auto add_full_attention = [&](const std::string& layer) {
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
     list.Other({2, attention.head_dim});  // self_attn.q_norm, k_norm
   };
-  list.Embedding(fmt::format("{}.embed_tokens", kLanguage), vocab, hidden);
+  AddTokenEmbedding(list, input, fmt::format("{}.embed_tokens", kLanguage), vocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("{}.layers.{}", kLanguage, i);
     if (full[static_cast<size_t>(i)]) {
@@ -205,11 +216,18 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }
   list.Other({hidden});  // norm
-  list.LmHead("lm_head", vocab, hidden, tied);
+  AddLmHead(list, input, "lm_head", vocab, hidden, tied);
+  list.RenameLast(std::string(input.names.qwen3_5_lm_head));
+  list.RenamePrefix(0, fmt::format("{}.", kVisual), fmt::format("{}.", input.names.qwen3_5_visual));
+  list.RenamePrefix(0, fmt::format("{}.", kLanguage),
+                    fmt::format("{}.", input.names.qwen3_5_language));
 
   list.set_mtp(true);
   if (mtp_layers > 0) {
+    // Both engines build the MTP embedding without a quantization config.
+    list.set_no_engine_call(true);
     if (mtp_embeddings) list.Embedding("mtp.embed_tokens", vocab, hidden);
+    list.set_no_engine_call(false);
     // Mixes [embedding; previous hidden state] back to the hidden size.
     list.Linear("mtp.fc", "ColumnParallelLinear", hidden, 2 * hidden, false);
     for (int64_t j = 0; j < mtp_layers; ++j) {
@@ -219,6 +237,9 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
       list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
     }
     list.Other({3, hidden});  // norm, pre_fc_norm_hidden, pre_fc_norm_embedding
+    // vLLM's Qwen3_5MTP builds its own ParallelLMHead `lm_head` after the MTP module; it loads the
+    // checkpoint's lm_head, so it stores nothing of its own here.
+    if (input.names.qwen3_5_mtp_head) list.LmHead("lm_head", vocab, hidden, /*tied=*/true);
   }
   list.set_mtp(false);
   return list.status();

@@ -119,23 +119,38 @@ Result<std::string> ReadArchitecture(const Json& root, ModelSites* out) {
   return list->items()[0].string_value();
 }
 
-// A site is in a decoder block when its path is "<blocks>.<index>.…" and it is not an MTP layer
-// (which checkpoints number after the last block).
+// A site is in a decoder block when its checkpoint path is "<blocks>.<index>.…" and it is not an
+// MTP layer (which checkpoints number after the last block). The checkpoint path, because an
+// engine may build the blocks under another prefix (vLLM's `language_model.model.layers`).
 void MarkDecoderBlocks(std::string_view blocks, ModelSites* out) {
   out->decoder_blocks = std::string(blocks);
   const std::string prefix = std::string(blocks) + ".";
   for (LayerSite& site : out->sites) {
-    std::string_view path = site.path;
+    std::string_view path = site.checkpoint_path;
     bool indexed = path.starts_with(prefix) && path.size() > prefix.size() &&
                    std::isdigit(static_cast<unsigned char>(path[prefix.size()]));
     site.in_decoder_block = indexed && !site.mtp;
   }
 }
 
+// An engine dialect lists only the modules its engine calls get_quant_method for, and MTP layers
+// only with speculative decoding; the weights of the others still belong to the checkpoint.
+void KeepEngineCalls(bool build_mtp, ModelSites* out) {
+  std::vector<LayerSite> kept;
+  for (LayerSite& site : out->sites) {
+    if (site.engine_quant_call && (build_mtp || !site.mtp)) {
+      kept.push_back(std::move(site));
+    } else {
+      out->other_params += site.params;  // SiteList::status() checked the total
+    }
+  }
+  out->sites = std::move(kept);
+}
+
 // `checkpoint` is the model folder's when the config came from one: an unknown architecture then
 // falls back to sites inferred from its tensors.
 Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dialect,
-                         const CheckpointListing* checkpoint) {
+                         const Launch& launch, const CheckpointListing* checkpoint) {
   if (!root.is_object()) {
     return InvalidInput(fmt::format("{}: expected a JSON object at the top level, found {}",
                                     kConfigFile, root.TypeName()));
@@ -158,8 +173,12 @@ Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dial
   }
   const models::ConfigReader reader(text, entry->name);
   const models::ConfigReader root_reader(root, entry->name);
-  QP_RETURN_IF_ERROR(entry->build({reader, root_reader, models::NamesFor(dialect.engine)}, &out));
+  const models::DialectNames& names = models::NamesFor(dialect);
+  QP_RETURN_IF_ERROR(entry->build({reader, root_reader, names}, &out));
   MarkDecoderBlocks(entry->decoder_blocks, &out);
+  if (!names.lists_unconfigured) {
+    KeepEngineCalls(!names.mtp_needs_speculative || launch.speculative, &out);
+  }
   return out;
 }
 
@@ -171,21 +190,23 @@ std::vector<std::string> SupportedArchitectures() {
   return names;
 }
 
-Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect) {
+Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& dialect,
+                                   const Launch& launch) {
   const Json* root = sources.config();
   if (root == nullptr) {
     return NotFound(fmt::format("{}: no {}; layer sites are built from its architecture fields",
                                 sources.dir().string(), kConfigFile));
   }
-  return Build(*root, *sources.text_config(), dialect, &sources.checkpoint());
+  return Build(*root, *sources.text_config(), dialect, launch, &sources.checkpoint());
 }
 
-Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect) {
+Result<ModelSites> BuildModelSites(const Json& config_json, const Dialect& dialect,
+                                   const Launch& launch) {
   // The same rule as ConfigSources::text_config(): a `text_config` object holds the language
   // model's fields.
   const Json* text = config_json.Find("text_config");
   return Build(config_json, text != nullptr && text->is_object() ? *text : config_json, dialect,
-               /*checkpoint=*/nullptr);
+               launch, /*checkpoint=*/nullptr);
 }
 
 }  // namespace quantpath

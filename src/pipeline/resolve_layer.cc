@@ -12,6 +12,10 @@ Result<ResolvedSite> ResolveLayer(const ModelSites& sites, std::string_view path
   if (const LayerSite* site = sites.Find(name)) {
     return ResolvedSite{site, name == path ? "" : fmt::format("{} is a tensor of {}", path, name)};
   }
+  // The checkpoint's name of a site the engine builds under another prefix (or none).
+  if (const LayerSite* site = sites.FindCheckpoint(name)) {
+    return ResolvedSite{site, fmt::format("{} is built as {}", name, JsonQuote(site->path))};
+  }
   for (const LayerSite& site : sites.sites) {
     for (size_t i = 0; i < site.legs.size(); ++i) {
       if (site.kind != SiteKind::kMoe && site.LegPath(i) == name) {

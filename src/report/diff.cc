@@ -28,7 +28,7 @@ Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffO
   for (const Dialect& dialect : options.dialects) {
     DialectRun& run = runs.emplace_back();
     run.dialect = dialect;
-    QP_ASSIGN_OR_RETURN(run.sites, BuildModelSites(sources, dialect));
+    QP_ASSIGN_OR_RETURN(run.sites, BuildModelSites(sources, dialect, options.launch));
     Result<QuantPlan> plan = ImportForEngine(sources, dialect, options.quantization);
     if (!plan.ok()) {
       run.plan_status = plan.status();
@@ -131,8 +131,16 @@ std::vector<DiffNote> NoteBook::Finish(const std::vector<std::string>& dialects)
       note.text = fmt::format("names {} {} differently (aligned by checkpoint name), e.g. {}{}",
                               note.count, Plural(note.count, "site", "sites"), note.text, more);
     } else if (note.kind == "missing") {
-      note.text = fmt::format("has no site for {} {} that another dialect builds, e.g. {}{}",
-                              note.count, Plural(note.count, "module", "modules"), note.text, more);
+      note.text = fmt::format(
+          "makes no get_quant_method call for {} {} that another dialect lists (built without a "
+          "quantization config, or not built), e.g. {}{}",
+          note.count, Plural(note.count, "module", "modules"), note.text, more);
+    } else if (note.kind == "empty_prefix") {
+      note.text = fmt::format(
+          "builds {} {} with an empty prefix, so no name-based rule of the config reaches "
+          "{}, e.g. {}{}",
+          note.count, Plural(note.count, "layer", "layers"), Plural(note.count, "it", "them"),
+          note.text, more);
     } else if (note.kind == "kv_method") {
       note.text = fmt::format(
           "attaches a KV-cache method without a KV-cache scheme to {} attention {} (the cache "
@@ -174,6 +182,10 @@ bool Compare(const std::vector<DialectRun>& runs, const Aligned& aligned, LayerD
       notes->Add(name, "missing", fmt::format("{} ({})", ref.paths[0], layer->key));
       continue;
     }
+    for (size_t i : aligned.sites[d]) {
+      const LayerSite& site = runs[d].sites.sites[i];
+      if (site.path.empty()) notes->Add(name, "empty_prefix", site.checkpoint_path);
+    }
     if (mine.paths != ref.paths) {
       notes->Add(name, "naming",
                  fmt::format("{} for {}'s {}", Join(mine.paths, " + "),
@@ -210,7 +222,9 @@ void Summarize(const std::vector<DialectRun>& runs, const Aligned& aligned, cons
       s.unquantized += stored == DecisionKind::kUnquantized;
       s.errors += stored == DecisionKind::kError;
       if (stored == DecisionKind::kError && s.first_error_layer.empty()) {
-        s.first_error_layer = runs[d].sites.sites[i].path;
+        // A site built without a prefix is named by its checkpoint path.
+        const LayerSite& site = runs[d].sites.sites[i];
+        s.first_error_layer = site.path.empty() ? site.checkpoint_path : site.path;
         s.first_error = decision.detail;
       }
       if (d > 0 && native && native->kind == DecisionKind::kQuantized &&

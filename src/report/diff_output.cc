@@ -34,8 +34,11 @@ void AppendLayer(const ModelDiff& diff, const LayerDiff& layer, size_t width, st
       *out += fmt::format("  {:<{}} {}\n", diff.dialects[d], width, why);
       continue;
     }
+    // An engine that passes no prefix builds the layer as "" (the key names it).
+    std::vector<std::string> paths;
+    for (const std::string& p : mine.paths) paths.push_back(p.empty() ? "\"\"" : p);
     *out += fmt::format("  {:<{}} {:<40} {}\n", diff.dialects[d], width, DecisionText(mine),
-                        Join(mine.paths, " + "));
+                        Join(paths, " + "));
     *out += fmt::format("{}rule: {}\n", indent, mine.decision->rule);
     if (mine.decision->kind == DecisionKind::kError) {
       *out += fmt::format("{}error: {}\n", indent, mine.decision->detail);

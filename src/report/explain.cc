@@ -44,6 +44,7 @@ Json ExplainToJson(const Model& model, std::string_view requested, const Explain
        {"engine", Json::String(std::string(model.plan.dialect.name))},
        {"layer", Json::String(std::string(requested))},
        {"path", Json::String(site.path)},
+       {"checkpoint_path", Json::String(site.checkpoint_path)},
        {"kind", Json::String(std::string(SiteKindName(site.kind)))},
        {"resolved", NonEmptyOrNull(layer.resolved.note)},
        {"decision", std::move(decision)},
@@ -59,8 +60,11 @@ std::string ExplainToText(const ExplainedLayer& layer) {
   const Decision& d = layer.layer.decision;
   std::string out;
   if (!layer.resolved.note.empty()) out += "note: " + layer.resolved.note + "\n";
-  out += fmt::format("{} ({}{})\n", site.path, SiteKindName(site.kind),
-                     site.legs.empty() ? "" : ", fused");
+  // The engine's prefix, and the checkpoint's name where they differ (an empty prefix included).
+  out += site.path == site.checkpoint_path
+             ? site.path
+             : fmt::format("{} (checkpoint {})", JsonQuote(site.path), site.checkpoint_path);
+  out += fmt::format(" ({}{})\n", SiteKindName(site.kind), site.legs.empty() ? "" : ", fused");
   for (const TraceStep& step : d.trace) {
     out += fmt::format("  [{}] {:<5} {:<22} {:<40} {}\n      {}\n", step.group,
                        step.hit ? "hit" : "miss", MatchKindName(step.kind), step.pattern,

@@ -43,6 +43,7 @@ Json LayerToJson(const LayerDecision& layer) {
   }
   std::vector<Json::Member> m;
   m.emplace_back("path", Json::String(site.path));
+  m.emplace_back("checkpoint_path", Json::String(site.checkpoint_path));
   m.emplace_back("kind", Json::String(std::string(SiteKindName(site.kind))));
   m.emplace_back("shape", ShapeToJson(site));
   m.emplace_back("legs", std::move(legs));

@@ -13,6 +13,9 @@ std::string ShapeText(const LayerSite& site) {
   return s;
 }
 
+// An engine path may be empty (the engine passed no prefix): shown as "".
+std::string PathText(const std::string& path) { return path.empty() ? "\"\"" : path; }
+
 std::string HumanCount(double v) {
   const char* units[] = {"", "K", "M", "B", "T"};
   int u = 0;
@@ -50,22 +53,28 @@ std::string KvCacheText(const KvCache& kv) {
 
 std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers) {
   size_t path_width = 4;
-  for (const LayerDecision& l : layers) path_width = std::max(path_width, l.site->path.size());
+  size_t checkpoint_width = 15;
+  for (const LayerDecision& l : layers) {
+    path_width = std::max(path_width, PathText(l.site->path).size());
+    checkpoint_width = std::max(checkpoint_width, l.site->checkpoint_path.size());
+  }
   std::string out =
       fmt::format("model {}  architecture {}  quant_method {}  engine {}  device {}\n", model.dir,
                   model.sites.architecture, model.plan.quant_method, model.plan.dialect.name,
                   model.device.name);
   for (const Provenance& p : model.plan.sources) out += fmt::format("source {}\n", p.ToString());
-  out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", "path", path_width,
-                     "kind", "shape", "decision", "scheme", "spec_id", "bytes");
+  out += fmt::format("{:<{}}  {:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", "path",
+                     path_width, "checkpoint_path", checkpoint_width, "kind", "shape", "decision",
+                     "scheme", "spec_id", "bytes");
   for (const LayerDecision& l : layers) {
     const Decision& d = l.decision;
     std::string spec = l.spec ? l.spec->ToId() : "-";
     if (l.kernel_available == false) spec += " (no kernel)";
-    out += fmt::format("{:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n", l.site->path,
-                       path_width, SiteKindName(l.site->kind), ShapeText(*l.site),
-                       DecisionKindName(d.kind), SchemeText(l), spec,
-                       l.bytes ? std::to_string(*l.bytes) : "-");
+    out +=
+        fmt::format("{:<{}}  {:<{}}  {:<9}  {:<14}  {:<11}  {:<28}  {:<18}  {:>12}\n",
+                    PathText(l.site->path), path_width, l.site->checkpoint_path, checkpoint_width,
+                    SiteKindName(l.site->kind), ShapeText(*l.site), DecisionKindName(d.kind),
+                    SchemeText(l), spec, l.bytes ? std::to_string(*l.bytes) : "-");
     if (d.kind == DecisionKind::kError) out += fmt::format("    error: {}\n", d.detail);
   }
   const PlanTotals t = SumLayers(model, layers);

@@ -105,14 +105,25 @@ TEST(DiffCli, DeepSeekR1HasOnlyNotes) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(r.out.starts_with("0 layers decided differently\n")) << r.out;
   const std::vector<std::string> notes = NoteLines(r.out);
-  // 61 layers + 1 MTP layer: fused_qkv_a_proj_with_mqa and attn_mqa + attn_mha for each.
+  // 61 layers (the engines build the MTP layer only with --speculative): SGLang's
+  // fused_qkv_a_proj_with_mqa and attn_mqa + attn_mha for each.
   const std::string naming =
-      "names 124 sites differently (aligned by checkpoint name), e.g. "
+      "names 122 sites differently (aligned by checkpoint name), e.g. "
       "model.layers.0.self_attn.fused_qkv_a_proj_with_mqa for native's "
       "model.layers.0.self_attn.fused_qkv_a_proj";
-  const std::string kv = "attaches a KV-cache method without a KV-cache scheme to 62 attention";
-  std::vector<std::string> expected_starts = {"note: vllm " + kv, "note: sglang " + naming,
-                                              "note: sglang " + kv, "note: sglang@0.5.23 " + naming,
+  const std::string kv = "attaches a KV-cache method without a KV-cache scheme to 61 attention";
+  // Without a call: vLLM's 58 routers and the 12 sites of the MTP layer; SGLang's too, its
+  // embedding, and the 58 × 2 shared-expert projections it fuses into the routed experts.
+  const std::string vllm_missing = "makes no get_quant_method call for 70 modules";
+  const std::string sglang_missing = "makes no get_quant_method call for 187 modules";
+  std::vector<std::string> expected_starts = {"note: vllm " + kv,
+                                              "note: vllm " + vllm_missing,
+                                              "note: sglang " + sglang_missing,
+                                              "note: sglang " + naming,
+                                              "note: sglang " + kv,
+                                              "note: vllm@0.33 " + vllm_missing,
+                                              "note: sglang@0.5.23 " + sglang_missing,
+                                              "note: sglang@0.5.23 " + naming,
                                               "note: sglang@0.5.23 " + kv};
   ASSERT_EQ(notes.size(), expected_starts.size()) << r.out;
   for (size_t i = 0; i < notes.size(); ++i) {
@@ -124,17 +135,25 @@ TEST(DiffCli, DeepSeekR1HasOnlyNotes) {
   }
 }
 
-// gpt-oss-20b (mxfp4 experts, everything else bf16): SGLang builds the router as `mlp.gate`, the
-// others as the checkpoint's `mlp.router`; aligned, no dialect decides a layer differently.
+// gpt-oss-20b (mxfp4 experts, everything else bf16): vLLM builds the attention block as `attn`;
+// neither engine gives the embedding, routers or head a quantization config, and SGLang gives
+// only the experts one. Aligned by checkpoint names, no dialect decides a layer differently.
 TEST(DiffCli, GptOssHasOnlyNotes) {
   auto r = RunCli("diff tests/data/corpus/openai__gpt-oss-20b");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(r.out.starts_with("0 layers decided differently\n")) << r.out;
   const std::string naming =
-      "names 24 sites differently (aligned by checkpoint name), e.g. model.layers.0.mlp.gate for "
-      "native's model.layers.0.mlp.router (and 23 more)";
-  EXPECT_EQ(NoteLines(r.out),
-            (std::vector<std::string>{"note: sglang " + naming, "note: sglang@0.5.23 " + naming}));
+      "names 72 sites differently (aligned by checkpoint name), e.g. model.layers.0.attn.qkv_proj "
+      "for native's model.layers.0.self_attn.qkv_proj (and 71 more)";
+  const std::string tail =
+      " modules that another dialect lists (built without a quantization config, or not built), "
+      "e.g. model.embed_tokens (model.embed_tokens)";
+  const std::string vllm = "makes no get_quant_method call for 26" + tail + " (and 25 more)";
+  const std::string sglang = "makes no get_quant_method call for 98" + tail + " (and 97 more)";
+  EXPECT_EQ(NoteLines(r.out), (std::vector<std::string>{
+                                  "note: vllm " + vllm, "note: vllm " + naming,
+                                  "note: sglang " + sglang, "note: vllm@0.33 " + vllm,
+                                  "note: vllm@0.33 " + naming, "note: sglang@0.5.23 " + sglang}));
 }
 
 // A quantization config that only some dialects import is a real difference, with no layer to
@@ -205,7 +224,7 @@ TEST(DiffCli, Json) {
     }
     return -1;
   };
-  EXPECT_EQ(note_count("sglang", "naming"), 124);
+  EXPECT_EQ(note_count("sglang", "naming"), 122);
   EXPECT_EQ(note_count("vllm", "error_text"), 61);
   EXPECT_EQ(note_count("native", "naming"), -1);
 
@@ -230,12 +249,15 @@ TEST(DiffCli, JsonWithoutDifferences) {
   EXPECT_EQ(Get(*parsed, "difference_count").int_value(), 0);
   EXPECT_TRUE(Get(*parsed, "differences").items().empty());
   ASSERT_EQ(Get(*parsed, "summaries").items().size(), 5u);
-  for (const Json& s : Get(*parsed, "summaries").items()) {
+  // 24 layers of mxfp4 experts. Native lists the embedding, 48 attention projections, 24
+  // attention layers, 24 routers and the head as bf16; vLLM only the attention block (the rest
+  // gets no quantization config), SGLang nothing but the experts.
+  const std::vector<int64_t> unquantized = {98, 72, 0, 72, 0};
+  for (size_t i = 0; i < unquantized.size(); ++i) {
+    const Json& s = Get(*parsed, "summaries").items()[i];
     EXPECT_EQ(Get(s, "line").string_value(), "loads");
-    // 24 layers of mxfp4 experts; embedding, 48 attention projections, 24 attention layers, 24
-    // routers and the head stay bf16.
     EXPECT_EQ(Get(s, "quantized").int_value(), 24);
-    EXPECT_EQ(Get(s, "unquantized").int_value(), 98);
+    EXPECT_EQ(Get(s, "unquantized").int_value(), unquantized[i]) << i;
   }
 }
 

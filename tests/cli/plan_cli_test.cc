@@ -120,8 +120,8 @@ TEST(PlanCli, EveryRowHasEveryField) {
       std::vector<std::string> keys;
       for (const auto& m : layer.members()) keys.push_back(m.first);
       EXPECT_EQ(Join(keys, ","),
-                "path,kind,shape,legs,experts,decision,scheme,kv_cache,spec_id,kernel_available,"
-                "spec_note,params,bytes,rule,error")
+                "path,checkpoint_path,kind,shape,legs,experts,decision,scheme,kv_cache,spec_id,"
+                "kernel_available,spec_note,params,bytes,rule,error")
           << args;
       const std::string kind = layer.Find("kind")->string_value();
       const Json* shape = layer.Find("shape");
@@ -228,8 +228,8 @@ TEST(ExplainCli, OneObjectWithTheDecisionAndTheTrace) {
   std::vector<std::string> keys;
   for (const auto& m : explained.members()) keys.push_back(m.first);
   EXPECT_EQ(Join(keys, ","),
-            "model,engine,layer,path,kind,resolved,decision,decided_by,kv_cache,spec_id,"
-            "kernel_available,trace");
+            "model,engine,layer,path,checkpoint_path,kind,resolved,decision,decided_by,kv_cache,"
+            "spec_id,kernel_available,trace");
   EXPECT_EQ(explained.Find("layer")->string_value(), "model.layers.0.self_attn.q_a_proj");
   EXPECT_EQ(explained.Find("path")->string_value(), "model.layers.0.self_attn.fused_qkv_a_proj");
   EXPECT_TRUE(explained.Find("resolved")->is_string());

@@ -53,16 +53,23 @@ TEST(CheckpointKey, DeepseekR1AlignsMlaNamesAcrossDialects) {
             "model.layers.0.mlp.{gate_proj+up_proj}");
 }
 
-// SGLang builds gpt-oss's router with the prefix `mlp.gate`; the checkpoint calls it `mlp.router`.
-TEST(CheckpointKey, GptOssRouterKeepsTheCheckpointName) {
-  auto sglang = SitesFromCorpus("openai__gpt-oss-20b", "sglang");
-  ASSERT_TRUE(sglang.ok()) << sglang.status().message();
-  const LayerSite& gate = SiteAt(*sglang, "model.layers.5.mlp.gate");
-  EXPECT_EQ(gate.checkpoint_path, "model.layers.5.mlp.router");
-  EXPECT_EQ(gate.CheckpointKey(), "model.layers.5.mlp.router");
-  auto vllm = SitesFromCorpus("openai__gpt-oss-20b", "vllm");
-  ASSERT_TRUE(vllm.ok());
-  EXPECT_EQ(SiteAt(*vllm, "model.layers.5.mlp.router").checkpoint_path, "");
+// vLLM builds gpt-oss's attention block as `attn` (checkpoint `self_attn`): its sites keep the
+// checkpoint's name and key. The router gets no quantization config in either engine, so only
+// native lists it.
+TEST(CheckpointKey, GptOssKeysUseTheCheckpointNames) {
+  auto vllm = SitesFromCorpus("openai__gpt-oss-20b", "vllm@0.33");
+  auto native = SitesFromCorpus("openai__gpt-oss-20b", "native");
+  ASSERT_TRUE(vllm.ok() && native.ok()) << vllm.status().message();
+  const LayerSite& qkv = SiteAt(*vllm, "model.layers.5.attn.qkv_proj");
+  EXPECT_EQ(qkv.checkpoint_path, "model.layers.5.self_attn.qkv_proj");
+  EXPECT_EQ(qkv.CheckpointKey(), "model.layers.5.self_attn.{q_proj+k_proj+v_proj}");
+  EXPECT_EQ(SiteAt(*vllm, "model.layers.5.attn.attn").CheckpointKey(),
+            "model.layers.5.self_attn.<attention>");
+  EXPECT_EQ(SiteAt(*native, "model.layers.5.self_attn.attn").CheckpointKey(),
+            "model.layers.5.self_attn.<attention>");
+  EXPECT_EQ(vllm->Find("model.layers.5.mlp.router"), nullptr);
+  EXPECT_EQ(SiteAt(*native, "model.layers.5.mlp.router").checkpoint_path,
+            "model.layers.5.mlp.router");
 }
 
 // Every key of every dialect names tensors of the checkpoint index: `<key>.weight` for a plain
@@ -101,12 +108,14 @@ TEST(CheckpointKey, KeysNameCheckpointTensors) {
         }
         ++checked;
       }
-      EXPECT_GT(checked, 100u) << folder << " " << dialect;
+      // SGLang lists gpt-oss's 24 experts only.
+      EXPECT_GE(checked, 24u) << folder << " " << dialect;
     }
   }
 }
 
-// Across the whole corpus, every dialect builds the same set of keys as native, and within one
+// Across the whole corpus, every key an engine dialect builds is one of native's (an engine lists
+// the subset it calls get_quant_method for, MTP layers only with --speculative), and within one
 // dialect only attention modules share a key (SGLang's MLA builds two).
 TEST(CheckpointKey, EveryDialectBuildsTheSameKeys) {
   int folders = 0;
@@ -122,7 +131,7 @@ TEST(CheckpointKey, EveryDialectBuildsTheSameKeys) {
       auto m = SitesFromCorpus(folder, dialect);
       ASSERT_TRUE(m.ok()) << folder << " " << dialect << ": " << m.status().message();
       const auto keys = KeysOf(*m);
-      std::vector<std::string> only_here, only_native;
+      std::vector<std::string> only_here;
       for (const auto& [key, paths] : keys) {
         if (!native_keys.contains(key)) only_here.push_back(key);
         if (paths.size() > 1 && !key.ends_with(".<attention>")) {
@@ -130,12 +139,8 @@ TEST(CheckpointKey, EveryDialectBuildsTheSameKeys) {
                         << key;
         }
       }
-      for (const auto& [key, paths] : native_keys) {
-        if (!keys.contains(key)) only_native.push_back(key);
-      }
       EXPECT_TRUE(only_here.empty()) << folder << " " << dialect << ": " << Join(only_here, ", ");
-      EXPECT_TRUE(only_native.empty())
-          << folder << " " << dialect << " lacks " << Join(only_native, ", ");
+      EXPECT_FALSE(keys.empty()) << folder << " " << dialect;
     }
   }
   EXPECT_GT(folders, 20);

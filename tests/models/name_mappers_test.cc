@@ -27,6 +27,25 @@ TEST(NameMappers, Qwen25VlHasOneMapperPerCurrentEngine) {
   EXPECT_EQ(sglang->rules.front().kind, NameRewriteKind::kSubstring);  // attn.qkv → attn.qkv_proj
 }
 
+// vLLM 0.33 builds Qwen3.5 under `visual.`, `language_model.model.` and `language_model.lm_head`
+// (the sites' paths) and maps config lists onto them; SGLang passes the checkpoint's names.
+TEST(NameMappers, Qwen3_5MapsOntoVllmPrefixes) {
+  for (const char* model :
+       {"Qwen3_5ForConditionalGeneration", "qwen3_5.Qwen3_5MoeForConditionalGeneration"}) {
+    std::optional<NameMapper> vllm = FindNameMapper(model, D("vllm@0.33"));
+    ASSERT_TRUE(vllm.has_value()) << model;
+    EXPECT_EQ(vllm->order, NameRewriteOrder::kEveryInOrder);
+    // Qwen3-VL's orig_to_new_prefix; the `mtp.` deletion is no rename and is left out.
+    EXPECT_EQ(vllm->rules,
+              (std::vector<NameRewrite>{
+                  {NameRewriteKind::kPrefix, "model.visual.", "visual."},
+                  {NameRewriteKind::kPrefix, "lm_head.", "language_model.lm_head."},
+                  {NameRewriteKind::kPrefix, "model.language_model.", "language_model.model."}}));
+    EXPECT_FALSE(FindNameMapper(model, D("sglang@0.5.23")));
+    EXPECT_FALSE(FindNameMapper(model, D("vllm")));
+  }
+}
+
 TEST(NameMappers, NoneForNativeRecordedDialectsAndOtherModels) {
   EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("native")));
   EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("vllm")));
