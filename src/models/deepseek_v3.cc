@@ -92,11 +92,8 @@ void AddAttention(SiteList& list, const DeepseekDims& d, const DialectNames& nam
   const int64_t q_head_dim = d.qk_nope_head_dim + d.qk_rope_head_dim;
   const int64_t kv_a_rows = d.kv_lora_rank + d.qk_rope_head_dim;
   if (d.q_lora_rank) {
-    // q_a_proj and kv_a_proj_with_mqa read the same input and are fused into one GEMM; SGLang
-    // builds it as one ReplicatedLinear (a single output partition, never split).
-    const std::string_view fused_class =
-        names.engine == Engine::kSglang ? "ReplicatedLinear" : "MergedColumnParallelLinear";
-    list.Linear(fmt::format("{}.{}", prefix, names.mla_fused_qkv_a), fused_class,
+    // q_a_proj and kv_a_proj_with_mqa read the same input and are fused into one GEMM.
+    list.Linear(fmt::format("{}.{}", prefix, names.mla_fused_qkv_a), names.mla_fused_qkv_a_class,
                 *d.q_lora_rank + kv_a_rows, d.hidden, false,
                 {{"q_a_proj", *d.q_lora_rank}, {"kv_a_proj_with_mqa", kv_a_rows}});
     list.Other({*d.q_lora_rank});  // q_a_layernorm

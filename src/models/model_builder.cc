@@ -50,6 +50,7 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
     DialectNames sglang = {
         .dialect = DialectId::kSglang,
         .mla_fused_qkv_a = "fused_qkv_a_proj_with_mqa",
+        .mla_fused_qkv_a_class = "ReplicatedLinear",
         .mla_attention = {"attn_mqa", "attn_mha"},
         .mla_attention_class = "RadixAttention",
         .attention_class = "RadixAttention",

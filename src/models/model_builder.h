@@ -49,8 +49,10 @@ enum class MtpNames : uint8_t {
 
 struct DialectNames {
   DialectId dialect = DialectId::kNative;
-  // DeepSeek MLA: the fused q_a_proj + kv_a_proj_with_mqa site.
+  // DeepSeek MLA: the fused q_a_proj + kv_a_proj_with_mqa site, and its class (SGLang builds one
+  // ReplicatedLinear, a single output partition never split across ranks).
   std::string_view mla_fused_qkv_a;
+  std::string_view mla_fused_qkv_a_class = "MergedColumnParallelLinear";
   // Attention sites of an MLA layer, in construction order (SGLang builds two RadixAttention
   // modules, one for the absorbed MQA path and one for the MHA prefill path).
   std::vector<std::string_view> mla_attention;

@@ -81,7 +81,7 @@ def compare(cli: str, repo: Path, path: Path) -> list[str]:
         return [f"{where}: plan failed (exit {code}): {plan['stderr']}"]
     if rec.get("error"):
         errors = [l for l in plan["layers"] if l["decision"] == "error"]
-        if code == 1 and (errors or plan.get("findings")):
+        if code == 1 and (errors or plan.get("model_errors")):
             return []
         return [f"{where}: the engine failed before building layers ({rec['error']}), "
                 f"plan exits {code} without an error"]
