@@ -37,13 +37,11 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& dev
   }
   std::vector<std::string> notes;
   Result<int64_t> bytes = StorageBytes(*key, RequestForSite(site, torch_dtype, device));
+  // A layout that cannot hold this site (e.g. a fused block-fp8 leg that is not a multiple of the
+  // block) leaves bytes null and says why; the decision stays the format's or engine's (vLLM
+  // builds such a fused layer, allowing the mismatch), only this build cannot load it.
   if (bytes.ok()) {
     layer->bytes = *bytes;
-  } else if (bytes.status().code() == ErrorCode::kInvalidInput) {
-    // The layout cannot hold this site (e.g. a fused block-fp8 leg that is not a multiple of the
-    // block): loading would fail, so the plan says so instead of promising a spec.
-    layer->decision.kind = DecisionKind::kError;
-    layer->decision.detail = bytes.status().message();
   } else {
     notes.push_back(bytes.status().message());
   }
