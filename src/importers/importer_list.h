@@ -24,6 +24,9 @@ const Importer* HqqImporter();
 const Importer* TorchaoImporter();
 const Importer* GgufImporter();
 const Importer* MlxImporter();
+// The MLX description (config.json `quantization` or `quantization_config` with bits and
+// group_size and no quant_method), or nullptr.
+const Json* LocateMlx(const ConfigSources& sources);
 
 inline std::vector<const Importer*> MakeImporterList() {
   return {

@@ -30,6 +30,9 @@ struct SourceSearch {
   // ModelSlim description (vLLM _verify_quantization, SGLang _parse_quant_hf_config): a standalone
   // integer-family file is opened by get_quant_config only once --quantization named the method.
   bool standalone_needs_forced;
+  // The release reads no MLX description: mlx-lm writes it under config.json's `quantization`,
+  // and vLLM 0.33 looks only at `quantization_config`, so it builds the model unquantized.
+  bool ignores_mlx_description = false;
 };
 
 // Rows in Dialect::id order: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
@@ -37,7 +40,7 @@ constexpr std::array<SourceSearch, kDialectCount> kSearches = {{
     {"", false, "", false, false},
     {"vLLM", true, "", false, false},
     {"SGLang", true, "", false, false},
-    {"vLLM", true, "modelopt", true, true},
+    {"vLLM", true, "modelopt", true, true, true},
     {"SGLang", true, "", false, true},
 }};
 
@@ -153,6 +156,35 @@ QuantPlan UnquantizedPlan(const Dialect& dialect) {
 // The tensor whose name GPTQ, AWQ and AutoRound exports pack their weights under.
 constexpr std::string_view kPackedSuffix = "qweight";
 
+// A finding on the first checkpoint tensor ending in `.<suffix>` (`what` names it), named from the
+// folder's index or shard headers; without one, the name `method`'s layout implies is left to the
+// planner (NameFindingTensors). `where` says which of the two it is, for the message.
+ModelFinding FindingOnFirstTensor(const ConfigSources& sources, std::string_view suffix,
+                                  std::string_view what, std::string_view method,
+                                  std::string* where) {
+  ModelFinding finding;
+  finding.implied_suffix = std::string(suffix);
+  const CheckpointListing& listing = sources.checkpoint();
+  for (const CheckpointTensor& tensor : listing.tensors) {
+    if (tensor.name.ends_with("." + finding.implied_suffix)) {
+      finding.tensor = tensor.name;
+      finding.tensor_listed = true;
+      *where = fmt::format(" (the first {} in {})", what, listing.source);
+      return finding;
+    }
+  }
+  *where = fmt::format(" (the name the {} layout implies; the folder lists no {} tensor)", method,
+                       finding.implied_suffix);
+  return finding;
+}
+
+void NameListedTensor(ModelFinding* finding) {
+  const size_t at = finding->message.find(kTensorPlaceholder);
+  if (finding->tensor_listed && at != std::string::npos) {
+    finding->message.replace(at, kTensorPlaceholder.size(), finding->tensor);
+  }
+}
+
 // A folder whose method only a standalone file names, planned by a release that does not read it
 // unless told the method: every layer unquantized, and one model-level finding naming the packed
 // tensor the load then fails on.
@@ -170,31 +202,35 @@ QuantPlan UndetectedPlan(const ConfigSources& all_sources, const Dialect& dialec
   plan.default_action.message =
       fmt::format("{} does not read {} without --quantization", dialect.name, files);
   if (method.empty()) return plan;  // no importer reads the file either: nothing is packed
-  ModelFinding finding;
-  finding.implied_suffix = std::string(kPackedSuffix);
-  const CheckpointListing& listing = all_sources.checkpoint();
   std::string where;
-  for (const CheckpointTensor& tensor : listing.tensors) {
-    if (tensor.name.ends_with("." + finding.implied_suffix)) {
-      finding.tensor = tensor.name;
-      finding.tensor_listed = true;
-      where = fmt::format(" (the first packed tensor in {})", listing.source);
-      break;
-    }
-  }
-  if (!finding.tensor_listed) {
-    where = fmt::format(" (the name the {} layout implies; the folder lists no {} tensor)", method,
-                        finding.implied_suffix);
-  }
+  ModelFinding finding =
+      FindingOnFirstTensor(all_sources, kPackedSuffix, "packed tensor", method, &where);
   finding.message = fmt::format(
       "{} will not detect the quantization method: config.json has no quantization_config and "
       "{} is read only with --quantization, so every layer is built unquantized and loading "
       "fails on {}{} unless --quantization {} is given",
       dialect.name, files, kTensorPlaceholder, where, method);
-  if (finding.tensor_listed) {
-    finding.message.replace(finding.message.find(kTensorPlaceholder), kTensorPlaceholder.size(),
-                            finding.tensor);
-  }
+  NameListedTensor(&finding);
+  plan.errors.push_back(std::move(finding));
+  return plan;
+}
+
+// An MLX folder planned by a release that reads no MLX description: every layer unquantized, and
+// the load fails on the first per-group scales tensor, which the unquantized model has no
+// parameter for.
+QuantPlan UnreadMlxPlan(const ConfigSources& sources, const Dialect& dialect, const Json& found) {
+  QuantPlan plan = UnquantizedPlan(dialect);
+  plan.default_action.message = fmt::format("{} does not read the MLX description at {}",
+                                            dialect.name, Where("config.json", found));
+  std::string where;
+  ModelFinding finding =
+      FindingOnFirstTensor(sources, "scales", "per-group scales tensor", "MLX", &where);
+  finding.message = fmt::format(
+      "{} will not detect the quantization method: it reads config.json's quantization_config, "
+      "not the MLX description at {}, so every layer is built unquantized and loading fails on "
+      "{}{}; no --quantization reads MLX's per-group scales and biases",
+      dialect.name, Where("config.json", found), kTensorPlaceholder, where);
+  NameListedTensor(&finding);
   plan.errors.push_back(std::move(finding));
   return plan;
 }
@@ -255,6 +291,9 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
                       EngineRaises(search, "Cannot find the config file for " + *forced)));
     }
     detected = chosen;
+  }
+  if (detected == MlxImporter() && !forced && search.ignores_mlx_description) {
+    if (const Json* found = LocateMlx(sources)) return UnreadMlxPlan(all_sources, dialect, *found);
   }
   if (detected == nullptr) {
     // A description no importer recognises is an error, never a silent "unquantized".

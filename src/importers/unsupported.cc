@@ -38,18 +38,6 @@ Locate ByQuantMethod(std::string_view method) {
 
 // MLX (mlx-lm) writes the same {group_size, bits} under `quantization` and, for transformers'
 // sake, `quantization_config`, without quant_method.
-const Json* LocateMlx(const ConfigSources& sources) {
-  const Json* root = sources.config();
-  if (root == nullptr) return nullptr;
-  for (std::string_view key : {"quantization", "quantization_config"}) {
-    const Json* q = root->FindNonNull(key);
-    if (q != nullptr && q->is_object() && q->FindNonNull("quant_method") == nullptr &&
-        q->Find("bits") != nullptr && q->Find("group_size") != nullptr) {
-      return q;
-    }
-  }
-  return nullptr;
-}
 
 class UnsupportedFormat final : public Importer {
  public:
@@ -70,6 +58,19 @@ class UnsupportedFormat final : public Importer {
 };
 
 }  // namespace
+
+const Json* LocateMlx(const ConfigSources& sources) {
+  const Json* root = sources.config();
+  if (root == nullptr) return nullptr;
+  for (std::string_view key : {"quantization", "quantization_config"}) {
+    const Json* q = root->FindNonNull(key);
+    if (q != nullptr && q->is_object() && q->FindNonNull("quant_method") == nullptr &&
+        q->Find("bits") != nullptr && q->Find("group_size") != nullptr) {
+      return q;
+    }
+  }
+  return nullptr;
+}
 
 const Importer* QuarkImporter() {
   static const UnsupportedFormat kImporter(

@@ -240,5 +240,28 @@ TEST(DtypeCheck, Float32IsRefusedByFp8) {
   }
 }
 
+// mlx-lm writes its description under config.json's `quantization`: vLLM 0.33 reads only
+// quantization_config, builds Qwen3-14B-MLX-4bit unquantized (recorded: no get_quant_method call)
+// and then meets the scales tensors; the other dialects still refuse the format.
+TEST(Mlx, Vllm033BuildsItUnquantizedAndFailsOnTheScales) {
+  Result<ConfigSources> sources = ConfigSources::Load(std::filesystem::path(QUANTPATH_TEST_DATA) /
+                                                      "corpus" / "Qwen__Qwen3-14B-MLX-4bit");
+  ASSERT_TRUE(sources.ok()) << sources.status().message();
+  Result<QuantPlan> plan = ImportPlan(*sources, D("vllm@0.33"));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->quant_method, "none");
+  ASSERT_EQ(plan->errors.size(), 1u);
+  EXPECT_EQ(plan->errors[0].tensor, "lm_head.scales");
+  EXPECT_TRUE(plan->errors[0].tensor_listed);
+  EXPECT_NE(plan->errors[0].message.find("not the MLX description at config.json#/quantization"),
+            std::string::npos)
+      << plan->errors[0].message;
+  for (std::string_view other : {"native", "vllm", "sglang@0.5.23"}) {
+    Result<QuantPlan> refused = ImportPlan(*sources, D(other));
+    ASSERT_FALSE(refused.ok()) << other;
+    EXPECT_NE(refused.status().message().find("MLX affine quantization"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace quantpath
