@@ -108,9 +108,80 @@ Result<PackedModulesMapping> ReadPackedMapping(const Json& c, std::string_view f
   return mapping;
 }
 
-Result<LayerSite> ReadLayer(const Json& layer, const PackedModulesMapping& mapping,
-                            std::string_view file) {
+// A recorded layer: the site, the attention heads a QKV layer was built with, and the output
+// partitions of a merged layer (its `legs`) when the packed mapping does not name as many legs
+// (Qwen3.5's in_proj_qkvz: four partitions, two checkpoint legs; SGLang's GLM-4.5 has no mapping).
+struct CaseLayer {
   LayerSite site;
+  std::optional<AttentionHeads> heads;
+  std::vector<int64_t> partitions;
+};
+
+// An optional list of positive integers (a layer's `shape`, `legs`, `heads`) of `count` entries
+// (any number when 0).
+Result<std::optional<std::vector<int64_t>>> OptionalSizes(const Json& layer, std::string_view key,
+                                                          size_t count, std::string_view where) {
+  const Json* v = layer.FindNonNull(key);
+  if (v == nullptr) return std::optional<std::vector<int64_t>>();
+  if (!v->is_array() || v->items().empty() || (count != 0 && v->items().size() != count)) {
+    return InvalidInput(fmt::format("{}: \"{}\" must be a list of {} positive integers", where, key,
+                                    count != 0 ? std::to_string(count) : "one or more"));
+  }
+  std::vector<int64_t> sizes;
+  for (const Json& item : v->items()) {
+    if (!item.is_int() || item.int_value() <= 0) {
+      return InvalidInput(
+          fmt::format("{}: \"{}\" holds {}, not a positive integer", where, key, ToJson(item)));
+    }
+    sizes.push_back(item.int_value());
+  }
+  return std::optional<std::vector<int64_t>>(std::move(sizes));
+}
+
+// The logical shape a recording gives a layer (`shape`, `legs`, `heads`, `experts`;
+// tests/data/oracle/README.md). Legs' rows go onto the legs the packed mapping names, in order.
+Status ReadLayerShape(const Json& layer, std::string_view where, CaseLayer* out) {
+  LayerSite& site = out->site;
+  QP_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> shape,
+                      OptionalSizes(layer, "shape", 2, where));
+  QP_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> legs,
+                      OptionalSizes(layer, "legs", 0, where));
+  QP_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> heads,
+                      OptionalSizes(layer, "heads", 2, where));
+  if ((legs || heads) && !shape) {
+    return InvalidInput(fmt::format("{}: \"legs\" and \"heads\" need a \"shape\"", where));
+  }
+  if (shape) site.shape = std::array<int64_t, 2>{(*shape)[0], (*shape)[1]};
+  if (legs) {
+    int64_t rows = 0;
+    for (int64_t leg : *legs) rows += leg;
+    if (rows != (*shape)[0]) {
+      return InvalidInput(
+          fmt::format("{}: legs sum to {} rows, the shape has {}", where, rows, (*shape)[0]));
+    }
+    // The engine checks one output partition per leg; the mapping's legs carry their rows when
+    // they line up with them, and the checks run on the partitions otherwise.
+    if (site.kind != SiteKind::kMoe && site.legs.size() == legs->size()) {
+      for (size_t i = 0; i < legs->size(); ++i) site.legs[i].rows = (*legs)[i];
+    } else {
+      out->partitions = *std::move(legs);
+    }
+  }
+  if (heads) out->heads = AttentionHeads{(*heads)[0], (*heads)[1]};
+  if (const Json* experts = layer.FindNonNull("experts")) {
+    if (!experts->is_int() || experts->int_value() <= 0 || site.kind != SiteKind::kMoe) {
+      return InvalidInput(
+          fmt::format("{}: \"experts\" must be a positive integer on an moe layer", where));
+    }
+    site.experts = experts->int_value();
+  }
+  return Status();
+}
+
+Result<CaseLayer> ReadLayer(const Json& layer, const PackedModulesMapping& mapping,
+                            std::string_view file, std::string_view case_id) {
+  CaseLayer out;
+  LayerSite& site = out.site;
   QP_ASSIGN_OR_RETURN(site.path, RequiredString(layer, "prefix", file));
   QP_ASSIGN_OR_RETURN(std::string kind, RequiredString(layer, "kind", file));
   std::optional<SiteKind> parsed = ParseSiteKind(kind);
@@ -133,7 +204,10 @@ Result<LayerSite> ReadLayer(const Json& layer, const PackedModulesMapping& mappi
       for (const std::string& leg : legs) site.legs.push_back({leg, 0});
     }
   }
-  return site;
+  const std::string where =
+      fmt::format("{} (case {}, layer \"{}\")", Where(file, layer), case_id, site.path);
+  QP_RETURN_IF_ERROR(ReadLayerShape(layer, where, &out));
+  return out;
 }
 
 Result<CaseResult> MatchCase(const Json& c, std::string_view file,
@@ -157,9 +231,9 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   if (layers == nullptr || !layers->is_array()) {
     return InvalidInput(fmt::format("{}: missing \"layers\" list", Where(file, c)));
   }
-  std::vector<LayerSite> sites;
+  std::vector<CaseLayer> sites;
   for (const Json& layer : layers->items()) {
-    QP_ASSIGN_OR_RETURN(LayerSite site, ReadLayer(layer, mapping, file));
+    QP_ASSIGN_OR_RETURN(CaseLayer site, ReadLayer(layer, mapping, file, result.id));
     sites.push_back(std::move(site));
   }
   if (const Json* expected = c.FindNonNull("expected"); expected && expected->is_array()) {
@@ -208,14 +282,24 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   // The engine applied the mapper of the class it built: the case's model class, else the
   // architecture its config.json names (the Llama stand-in has none), as `plan` does.
   Result<QuantPlan> plan = ImportForEngine(sources, *dialect, forced, model_class);
-  for (const LayerSite& site : sites) {
+  // The case's config.json is a stand-in without head counts: a QKV layer's come with it.
+  const std::optional<AttentionHeads> config_heads = ReadAttentionHeads(sources);
+  for (const auto& [site, heads, partitions] : sites) {
     if (!plan.ok()) {
       // The engine raised while reading the config: every layer reports that error.
       result.decisions.push_back({site.path, "error", "from_config " + plan.status().message()});
       continue;
     }
     Decision d = DecideSite(*plan, site, false);
-    ApplyShapeChecks(*plan, site, sources.launch().tp_size, ReadAttentionHeads(sources), &d);
+    const int64_t tp_size = sources.launch().tp_size;
+    if (partitions.empty()) {
+      ApplyShapeChecks(*plan, site, tp_size, heads ? heads : config_heads, &d);
+    } else {
+      LayerSite split = site;
+      split.legs.clear();
+      for (int64_t rows : partitions) split.legs.push_back({"", rows});
+      ApplyShapeChecks(*plan, split, tp_size, heads ? heads : config_heads, &d);
+    }
     result.decisions.push_back({site.path, std::string(DecisionKindName(d.kind)), d.detail});
   }
   return result;

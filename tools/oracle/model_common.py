@@ -141,11 +141,14 @@ class CallRecorder:
     - `substitute(layer) -> method or None` (the engine's unquantized method for that layer)
     - `allowed_ctor(cls_name) -> bool` (method classes whose constructors cannot run on CPU)
     - `kind(layer) -> "linear" | "lm_head" | "embedding" | "moe" | "attention" | "other"`
+    - `moe_shape(layer) -> (experts, intermediate, hidden)`: an MoE layer's logical sizes as its
+      object holds them
     """
 
-    def __init__(self, classify, substitute, allowed_ctor, kind, before_call=None):
+    def __init__(self, classify, substitute, allowed_ctor, kind, moe_shape, before_call=None):
         self.classify = classify
         self.kind = kind
+        self.moe_shape = moe_shape
         self.substitute = substitute
         self.allowed_ctor = allowed_ctor
         self.before_call = before_call or (lambda: None)
@@ -301,6 +304,28 @@ class CallRecorder:
             setattr(m, name, get_quant_config)
 
     # -- results -----------------------------------------------------------
+    def shape_fields(self, layer, kind) -> dict:
+        """The layer's logical (unsplit) shape, read from the built layer object: linear
+        `shape: [output_size, input_size]`, for merged layers `legs` (their `output_sizes`), for
+        QKV layers `legs` q, k, v from the head counts and `heads: [heads, kv_heads]` (the object's
+        `output_sizes` already repeat a KV head replicated across ranks); MoE `experts` and
+        `shape: [intermediate, hidden]` of one expert.  Empty for other kinds."""
+        if kind == "linear":
+            out = {"shape": [layer.output_size, layer.input_size]}
+            if hasattr(layer, "total_num_kv_heads"):
+                q = layer.total_num_heads * layer.head_size
+                kv = layer.total_num_kv_heads * layer.head_size
+                v = layer.total_num_kv_heads * layer.v_head_size
+                out = {"shape": [q + kv + v, layer.input_size], "legs": [q, kv, v],
+                       "heads": [layer.total_num_heads, layer.total_num_kv_heads]}
+            elif hasattr(layer, "output_sizes"):
+                out["legs"] = list(layer.output_sizes)
+            return out
+        if kind == "moe":
+            experts, intermediate, hidden = self.moe_shape(layer)
+            return {"experts": experts, "shape": [intermediate, hidden]}
+        return {}
+
     def finish(self, model, extra_models=()):
         """Returns (quant_calls, modules).  `extra_models` are (tag, model) pairs built after the
         main one (a speculative draft); their entries carry "model": tag."""
@@ -316,11 +341,14 @@ class CallRecorder:
                     row["model"] = tag
                 modules.append(row)
         calls = []
+        by_id = {id(layer): layer for layer in self.layers}
         for c in self.calls:
             lid = c.pop("_layer")
             tag_name = paths.get(lid)
             row = {"prefix": c["prefix"], "module": tag_name[1] if tag_name else None,
-                   "layer_class": c["layer_class"], "kind": c["kind"], "decision": c["decision"], "detail": c["detail"]}
+                   "layer_class": c["layer_class"], "kind": c["kind"]}
+            row.update(self.shape_fields(by_id[lid], c["kind"]))
+            row.update({"decision": c["decision"], "detail": c["detail"]})
             if c.get("stage"):
                 row["stage"] = c["stage"]
             if tag_name and tag_name[0]:

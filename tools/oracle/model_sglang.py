@@ -65,7 +65,8 @@ class SglangModelHarness(SglangHarness):
         from sglang.srt.model_loader import loader, weight_utils
 
         self.rec = CallRecorder(self._classify, self._substitute,
-                                lambda n: n in ALLOWED_BY_ENGINE["sglang"], self._kind, self._before_call)
+                                lambda n: n in ALLOWED_BY_ENGINE["sglang"], self._kind, self._moe_shape,
+                                self._before_call)
         self.rec.wrap_configs(QuantizationConfig)
         self.rec.wrap_methods(QuantizeMethodBase)
         self.rec.wrap_get_quant_config([weight_utils, loader])
@@ -107,6 +108,13 @@ class SglangModelHarness(SglangHarness):
         if isinstance(layer, RadixAttention):
             return "attention"
         return "other"
+
+    @staticmethod
+    def _moe_shape(layer):
+        # FusedMoE keeps only the per-rank intermediate size (intermediate_size // moe_tp_size);
+        # num_experts counts the fused shared-expert slots.
+        return (layer.num_experts, layer.intermediate_size_per_partition * layer.moe_tp_size,
+                layer.hidden_size_unpadded)
 
     def _substitute(self, layer):
         from sglang.srt.layers.linear import LinearBase

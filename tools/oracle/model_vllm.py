@@ -44,7 +44,8 @@ class VllmModelHarness(VllmHarness):
         from vllm.model_executor.model_loader import weight_utils
 
         self.rec = CallRecorder(self._classify, self._substitute,
-                                lambda n: n in ALLOWED_BY_ENGINE["vllm"], self._kind, self._before_call)
+                                lambda n: n in ALLOWED_BY_ENGINE["vllm"], self._kind, self._moe_shape,
+                                self._before_call)
         self.rec.wrap_configs(QuantizationConfig)
         self.rec.wrap_methods(QuantizeMethodBase)
         self.rec.wrap_get_quant_config([weight_utils])
@@ -78,6 +79,12 @@ class VllmModelHarness(VllmHarness):
         if isinstance(layer, (Attention, MLAAttention)):
             return "attention"
         return "other"
+
+    @staticmethod
+    def _moe_shape(layer):
+        # RoutedExperts' own hidden_size is rounded up by the method; the config keeps both.
+        mc = layer.moe_config
+        return layer.global_num_experts, mc.intermediate_size, mc.hidden_dim_unpadded
 
     def _substitute(self, layer):
         from vllm.model_executor.layers.fused_moe import RoutedExperts

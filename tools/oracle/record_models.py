@@ -36,6 +36,7 @@ MODELS_DIR = REPO / "tests" / "data" / "oracle" / "models"
 CASES_DIR = REPO / "tests" / "data" / "oracle" / "cases-models"
 VERSIONS = {"vllm": "vllm 0.33.0", "sglang": "sglang 0.5.23"}
 MARK = "@@MODEL@@"
+SHAPE_KEYS = ("shape", "legs", "heads", "experts")  # a call's logical layer shape
 
 sys.path.insert(0, str(HERE))
 from model_table import DEFAULT_INPUTS, recordings  # noqa: E402
@@ -221,7 +222,9 @@ def case_of(rec: dict, res: dict) -> dict | None:
     cfg = res.get("quantization_config")
     layers, expected = [], []
     for c in calls:
-        layers.append({"prefix": c["prefix"], "kind": c["kind"], "module_class": c["layer_class"]})
+        layer = {"prefix": c["prefix"], "kind": c["kind"], "module_class": c["layer_class"]}
+        layer.update({k: c[k] for k in SHAPE_KEYS if k in c})
+        layers.append(layer)
         expected.append({"prefix": c["prefix"], "decision": c["decision"], "detail": c["detail"]})
     xi = {}
     inp = rec["inputs"]
