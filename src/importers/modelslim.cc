@@ -29,6 +29,7 @@
 namespace quantpath {
 namespace {
 
+using modelslim::AddExact;
 using modelslim::Description;
 using modelslim::WeightKey;
 
@@ -128,15 +129,6 @@ std::vector<std::string> Aliases(const std::string& path) {
     }
   }
   return out;
-}
-
-Status AddExact(std::vector<Rule>* rules, std::set<std::string>* seen, const std::string& path,
-                SiteKindSet kinds, Action action, const Provenance& where) {
-  if (!seen->insert(path).second) return {};
-  QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kExact, path, RegexFlavor::kPythonRe, kinds,
-                                          std::move(action), where));
-  rules->push_back(std::move(rule));
-  return {};
 }
 
 // SGLang's fused lookup: for a prefix whose last segment is a fused name of its section, the

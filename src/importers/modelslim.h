@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,6 +65,11 @@ Result<Description> ReadDescription(const SourceFile& file);
 // `path` with every occurrence of `from` replaced by `to` (Python str.replace), as the engines
 // derive shard names from a fused name.
 std::string ReplaceAll(std::string_view path, std::string_view from, std::string_view to);
+
+// Appends an exact-path rule for `path` unless `seen` already holds it: the first key that names a
+// module decides it, as the engines' dictionary lookups do.
+Status AddExact(std::vector<Rule>* rules, std::set<std::string>* seen, const std::string& path,
+                SiteKindSet kinds, Action action, const Provenance& where);
 
 // The plan SGLang 0.5.23 builds from the description (modelslim_sglang.cc).
 Result<QuantPlan> SglangCurrentPlan(const SourceFile& file, const Dialect& dialect);

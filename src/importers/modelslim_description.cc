@@ -202,4 +202,13 @@ Result<Description> ReadDescription(const SourceFile& file) {
   return d;
 }
 
+Status AddExact(std::vector<Rule>* rules, std::set<std::string>* seen, const std::string& path,
+                SiteKindSet kinds, Action action, const Provenance& where) {
+  if (!seen->insert(path).second) return {};
+  QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kExact, path, RegexFlavor::kPythonRe, kinds,
+                                          std::move(action), where));
+  rules->push_back(std::move(rule));
+  return {};
+}
+
 }  // namespace quantpath::modelslim

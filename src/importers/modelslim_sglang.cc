@@ -332,15 +332,6 @@ std::vector<std::string> Uncandidates(const std::string& path) {
   return out;
 }
 
-Status AddRule(std::vector<Rule>* rules, std::set<std::string>* seen, const std::string& path,
-               SiteKindSet kinds, Action action, const Provenance& where) {
-  if (!seen->insert(path).second) return {};
-  QP_ASSIGN_OR_RETURN(Rule rule, MakeRule(MatchKind::kExact, path, RegexFlavor::kPythonRe, kinds,
-                                          std::move(action), where));
-  rules->push_back(std::move(rule));
-  return {};
-}
-
 }  // namespace
 
 Result<QuantPlan> SglangCurrentPlan(const SourceFile& file, const Dialect& dialect) {
@@ -447,13 +438,13 @@ Result<QuantPlan> SglangCurrentPlan(const SourceFile& file, const Dialect& diale
       }
     }
     for (const std::string& t : targets) {
-      QP_RETURN_IF_ERROR(AddRule(&table.rules, &linear_seen, t, kLinearOnly, e.Linear(t), where));
+      QP_RETURN_IF_ERROR(AddExact(&table.rules, &linear_seen, t, kLinearOnly, e.Linear(t), where));
     }
     // "<experts>.0.<proj>.weight" → the experts layer.
     size_t pos = path.rfind(".0.");
     if (pos != std::string::npos && path.find('.', pos + 3) == std::string::npos) {
       for (const std::string& t : Uncandidates(path.substr(0, pos))) {
-        QP_RETURN_IF_ERROR(AddRule(&table.rules, &moe_seen, t, kMoeOnly, e.Moe(t), where));
+        QP_RETURN_IF_ERROR(AddExact(&table.rules, &moe_seen, t, kMoeOnly, e.Moe(t), where));
       }
     }
   }
