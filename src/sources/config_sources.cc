@@ -32,7 +32,11 @@ Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
   names.insert(names.end(), std::begin(kStandaloneConfigFiles), std::end(kStandaloneConfigFiles));
   for (std::string_view name : names) {
     std::filesystem::path path = dir / name;
-    if (!std::filesystem::is_regular_file(path, ec)) continue;
+    // Absent files are skipped; anything else under the name (a FIFO, a device, a directory, a
+    // dangling symlink) is an error from ReadFile, never a file silently left out.
+    if (std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
+      continue;
+    }
     QP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
     QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, name));
     if (!root.is_object()) {

@@ -1,6 +1,7 @@
 // ConfigSources: which files are read, where the embedded description is found (and which wins),
 // error messages that name the file, document order, and provenance pointers.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -330,6 +331,38 @@ TEST(Accessors, CheckpointQuantizedParams) {
   s.set_checkpoint_quantized_params({"model.layers.0.mlp.down_proj.qweight"});
   ASSERT_TRUE(s.checkpoint_quantized_params().has_value());
   EXPECT_EQ(s.checkpoint_quantized_params()->size(), 1u);
+}
+
+// A config file that is not a regular file is an error naming it, not a missing file (config.json)
+// or a skipped one (quantize_config.json); a FIFO is refused without waiting for a writer.
+TEST(Load, SpecialConfigFilesAreErrorsNamingThem) {
+  {
+    TempFolder dir;
+    ASSERT_EQ(mkfifo((dir.path() / "config.json").c_str(), 0600), 0);
+    Result<ConfigSources> sources = ConfigSources::Load(dir.path());
+    ASSERT_FALSE(sources.ok());
+    EXPECT_NE(sources.status().message().find("config.json: not a regular file"), std::string::npos)
+        << sources.status().message();
+  }
+  {
+    TempFolder dir;
+    dir.Write("config.json", R"({"architectures": ["LlamaForCausalLM"]})");
+    fs::create_symlink("/dev/zero", dir.path() / "quantize_config.json");
+    Result<ConfigSources> sources = ConfigSources::Load(dir.path());
+    ASSERT_FALSE(sources.ok());
+    EXPECT_NE(sources.status().message().find("quantize_config.json: not a regular file"),
+              std::string::npos)
+        << sources.status().message();
+  }
+  {
+    TempFolder dir;
+    fs::create_symlink(dir.path() / "gone.json", dir.path() / "config.json");
+    Result<ConfigSources> sources = ConfigSources::Load(dir.path());
+    ASSERT_FALSE(sources.ok());
+    EXPECT_NE(sources.status().message().find("config.json: cannot open for reading"),
+              std::string::npos)
+        << sources.status().message();
+  }
 }
 
 }  // namespace
