@@ -2,11 +2,16 @@
 // QUANTPATH_CPU_ISA and the QUANTPATH_CPU_DISABLE list.
 #include "quantpath/cpu_features.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <utility>
 #include <vector>
 
 #include "fmt/format.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #if defined(__linux__) && defined(__x86_64__)
 #include <asm/prctl.h>
@@ -70,27 +75,50 @@ bool LinuxGrantsAmxTileData() {
 }
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+// One CPUID leaf's registers.
+struct CpuidRegs {
+  uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+CpuidRegs Cpuid(uint32_t leaf, uint32_t subleaf) {
+  CpuidRegs r;
+  if (!__get_cpuid_count(leaf, subleaf, &r.eax, &r.ebx, &r.ecx, &r.edx)) return {};
+  return r;
+}
+bool Bit(uint32_t reg, int bit) { return (reg >> bit) & 1; }
+#endif
+
+// Read from CPUID and XCR0 directly (Intel SDM vol. 2A, CPUID; vol. 1, 13.3): the same answers
+// as GCC's __builtin_cpu_supports, which clang lacks for several of these names. A feature counts
+// only when the OS saves its registers: YMM state for the VEX features, opmask and ZMM state for
+// AVX-512, tile state for AMX.
 CpuFeatures Detect() {
   CpuFeatures found;
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  // __builtin_cpu_supports also checks that the OS saves the registers (XCR0): AVX state for the
-  // VEX features, opmask and ZMM state for AVX-512, tile state for AMX.
+  const CpuidRegs leaf1 = Cpuid(1, 0);
+  if (!Bit(leaf1.ecx, 27)) return found;  // OSXSAVE: the OS manages extended state
+  uint32_t xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  const bool ymm = (xcr0_low & 0x6) == 0x6;            // SSE and AVX state
+  const bool zmm = ymm && (xcr0_low & 0xE0) == 0xE0;   // opmask, ZMM0-15 upper, ZMM16-31
+  const bool tiles = (xcr0_low & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+  const CpuidRegs leaf7 = Cpuid(7, 0);
+  const CpuidRegs leaf7_1 = leaf7.eax >= 1 ? Cpuid(7, 1) : CpuidRegs{};
   const std::pair<CpuFeature, bool> probes[] = {
-      {CpuFeature::kAvx2, __builtin_cpu_supports("avx2")},
-      {CpuFeature::kFma, __builtin_cpu_supports("fma")},
-      {CpuFeature::kF16c, __builtin_cpu_supports("f16c")},
-      {CpuFeature::kAvx512F, __builtin_cpu_supports("avx512f")},
-      {CpuFeature::kAvx512Bw, __builtin_cpu_supports("avx512bw")},
-      {CpuFeature::kAvx512Vl, __builtin_cpu_supports("avx512vl")},
-      {CpuFeature::kAvx512Dq, __builtin_cpu_supports("avx512dq")},
-      {CpuFeature::kAvx512Vnni, __builtin_cpu_supports("avx512vnni")},
-      {CpuFeature::kAvx512Bf16, __builtin_cpu_supports("avx512bf16")},
-      {CpuFeature::kAvx512Fp16, __builtin_cpu_supports("avx512fp16")},
-      {CpuFeature::kAmxTile, __builtin_cpu_supports("amx-tile")},
-      {CpuFeature::kAmxBf16, __builtin_cpu_supports("amx-bf16")},
-      {CpuFeature::kAmxInt8, __builtin_cpu_supports("amx-int8")},
-      {CpuFeature::kAvxVnni, __builtin_cpu_supports("avxvnni")},
+      {CpuFeature::kAvx2, ymm && Bit(leaf7.ebx, 5)},
+      {CpuFeature::kFma, ymm && Bit(leaf1.ecx, 12)},
+      {CpuFeature::kF16c, ymm && Bit(leaf1.ecx, 29)},
+      {CpuFeature::kAvx512F, zmm && Bit(leaf7.ebx, 16)},
+      {CpuFeature::kAvx512Bw, zmm && Bit(leaf7.ebx, 30)},
+      {CpuFeature::kAvx512Vl, zmm && Bit(leaf7.ebx, 31)},
+      {CpuFeature::kAvx512Dq, zmm && Bit(leaf7.ebx, 17)},
+      {CpuFeature::kAvx512Vnni, zmm && Bit(leaf7.ecx, 11)},
+      {CpuFeature::kAvx512Bf16, zmm && Bit(leaf7_1.eax, 5)},
+      {CpuFeature::kAvx512Fp16, zmm && Bit(leaf7.edx, 23)},
+      {CpuFeature::kAmxTile, tiles && Bit(leaf7.edx, 24)},
+      {CpuFeature::kAmxBf16, tiles && Bit(leaf7.edx, 22)},
+      {CpuFeature::kAmxInt8, tiles && Bit(leaf7.edx, 25)},
+      {CpuFeature::kAvxVnni, ymm && Bit(leaf7_1.eax, 4)},
   };
   for (const auto& [feature, present] : probes) {
     if (present) found = found | CpuFeatures{feature};
