@@ -305,13 +305,17 @@ void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out)
     return;
   }
   uint32_t s = 0;
-  for (char c : subject) {
-    s = Next(s, static_cast<unsigned char>(c));
+  for (size_t i = 0; i < subject.size() && states_.size() > 1; ++i) {
+    s = Next(s, static_cast<unsigned char>(subject[i]));
     for (uint32_t o = states_[s].output; o != 0; o = states_[states_[o].fail].output) {
       const State& hit = states_[o];
       out->insert(out->end(), rules_.begin() + hit.first_rule,
                   rules_.begin() + hit.first_rule + hit.rule_count);
     }
+  }
+  if (out->empty()) {  // no literal occurs: the literal-free rules, already in order
+    out->assign(always_.begin(), always_.end());
+    return;
   }
   out->insert(out->end(), always_.begin(), always_.end());
   std::sort(out->begin(), out->end());
