@@ -7,9 +7,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -272,6 +274,25 @@ struct Rule {
   Provenance source;
 };
 
+class RuleIndex;  // src/ir/rule_index.h
+
+// A rule group's index (RuleIndex), built on first use and then shared by every thread deciding
+// with the group. A copied or assigned group starts without one, since its rules may then be
+// edited; a group's rules must not change once it has decided a site.
+class LazyRuleIndex {
+ public:
+  LazyRuleIndex();
+  ~LazyRuleIndex();
+  LazyRuleIndex(const LazyRuleIndex&);
+  LazyRuleIndex& operator=(const LazyRuleIndex&);
+  const RuleIndex& Get(const std::vector<Rule>& rules) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::atomic<const RuleIndex*> index_{nullptr};
+  mutable std::unique_ptr<const RuleIndex> owned_;
+};
+
 // How a fused site (legs) is resolved within a rule group.
 enum class FusedPolicy : uint8_t {
   kLegsMustAgree,      // every leg resolved separately; disagreement is an error naming them
@@ -291,6 +312,7 @@ struct RuleGroup {
   // `fused`, as engines that look experts up by their checkpoint names do; otherwise by the
   // site's own path.
   bool moe_through_expert_legs = false;
+  LazyRuleIndex index{};  // the planner's screen over `rules`
 };
 
 // What happens to site kinds the rules do not reach.

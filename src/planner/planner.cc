@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/planner.h"
+#include "src/ir/rule_index.h"
 
 namespace quantpath {
 namespace {
@@ -49,8 +50,10 @@ struct Evaluator {
   bool record_trace;
   std::vector<TraceStep>* trace;
 
-  // First rule of `group` hitting `subject`; a matcher failure (regex limit) is an error.
+  // First rule of `group` hitting `subject`; a matcher failure (regex limit) is an error. Without
+  // a trace only the rules the group's index cannot rule out are tried, in the same order.
   GroupOutcome FirstHit(const RuleGroup& group, const std::string& subject) {
+    if (!record_trace) return ScreenedFirstHit(group, subject);
     for (const Rule& rule : group.rules) {
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
@@ -64,6 +67,19 @@ struct Evaluator {
              fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
                          rule.matcher.pattern(), *hit ? "matches" : "does not match", against)});
       }
+      if (*hit) return {&rule, std::nullopt, std::nullopt};
+    }
+    return {};
+  }
+
+  GroupOutcome ScreenedFirstHit(const RuleGroup& group, const std::string& subject) {
+    thread_local std::vector<uint32_t> candidates;
+    group.index.Get(group.rules).Candidates(subject, &candidates);
+    for (uint32_t i : candidates) {
+      const Rule& rule = group.rules[i];
+      if ((rule.kinds & KindBit(site.kind)) == 0) continue;
+      Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
+      if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
       if (*hit) return {&rule, std::nullopt, std::nullopt};
     }
     return {};

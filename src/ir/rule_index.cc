@@ -1,0 +1,347 @@
+// RuleIndex: see rule_index.h. The literal extraction reads Python regex syntax conservatively:
+// whatever it does not fully understand ends the current run of literal characters (losing
+// selectivity, never a match), and anything that could change what a plain character means
+// (alternation at the top, inline flags such as (?i) or (?x)) gives no literal at all.
+#include "src/ir/rule_index.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace quantpath {
+namespace {
+
+bool IsAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+std::string Longest(std::vector<std::string> runs) {
+  std::string best;
+  for (std::string& run : runs) {
+    if (run.size() > best.size()) best = std::move(run);
+  }
+  return best;
+}
+
+// fnmatch: the characters between `*` and `?`, up to the first `[` (a set, or a literal '[').
+std::string GlobLiteral(std::string_view pattern) {
+  std::vector<std::string> runs(1);
+  for (char c : pattern) {
+    if (c == '[') break;
+    if (c == '*' || c == '?') {
+      runs.emplace_back();
+    } else {
+      runs.back() += c;
+    }
+  }
+  return Longest(std::move(runs));
+}
+
+class RegexLiterals {
+ public:
+  explicit RegexLiterals(std::string_view pattern) : p_(pattern) {}
+
+  std::string Longest() {
+    if (HasTopLevelAlternation()) return "";
+    Sequence(0, p_.size());
+    Break();
+    return ok_ ? quantpath::Longest(std::move(runs_)) : "";
+  }
+
+ private:
+  static bool IsQuantifier(char c) { return c == '*' || c == '+' || c == '?' || c == '{'; }
+
+  void Break() {
+    if (!run_.empty()) runs_.push_back(std::move(run_));
+    run_.clear();
+  }
+
+  // Skips a quantifier at i_ (with a lazy or possessive suffix); whether there was one. A '{'
+  // that Python would read literally is skipped too (only selectivity is lost).
+  bool SkipQuantifier(size_t end) {
+    if (i_ >= end || !IsQuantifier(p_[i_])) return false;
+    if (p_[i_] == '{') {
+      const size_t close = p_.find('}', i_);
+      i_ = close == std::string_view::npos || close >= end ? end : close + 1;
+    } else {
+      ++i_;
+    }
+    if (i_ < end && (p_[i_] == '?' || p_[i_] == '+')) ++i_;
+    return true;
+  }
+
+  // The end of the character class opening at `at` (one past its ']').
+  size_t ClassEnd(size_t at) const {
+    size_t j = at + 1;
+    if (j < p_.size() && p_[j] == '^') ++j;
+    if (j < p_.size() && p_[j] == ']') ++j;
+    while (j < p_.size() && p_[j] != ']') j += p_[j] == '\\' ? 2 : 1;
+    return std::min(j + 1, p_.size());
+  }
+
+  // The index of the ')' closing the group opening at `at`, and whether the group has an
+  // alternation of its own.
+  std::pair<size_t, bool> GroupEnd(size_t at) const {
+    int depth = 0;
+    bool alternation = false;
+    size_t j = at;
+    while (j < p_.size()) {
+      const char c = p_[j];
+      if (c == '\\') {
+        j += 2;
+        continue;
+      }
+      if (c == '[') {
+        j = ClassEnd(j);
+        continue;
+      }
+      if (c == '(') ++depth;
+      if (c == ')' && --depth == 0) return {j, alternation};
+      if (c == '|' && depth == 1) alternation = true;
+      ++j;
+    }
+    return {p_.size(), true};
+  }
+
+  bool HasTopLevelAlternation() const {
+    size_t j = 0;
+    while (j < p_.size()) {
+      const char c = p_[j];
+      if (c == '\\') {
+        j += 2;
+      } else if (c == '[') {
+        j = ClassEnd(j);
+      } else if (c == '(') {
+        j = GroupEnd(j).first + 1;
+      } else if (c == '|') {
+        return true;
+      } else {
+        ++j;
+      }
+    }
+    return false;
+  }
+
+  void Group(size_t end) {
+    const size_t open = i_;
+    const auto [close, alternation] = GroupEnd(open);
+    std::string_view head = p_.substr(open + 1);
+    size_t content = open + 1;
+    bool inline_content = true;
+    if (head.starts_with("?:") || head.starts_with("?>")) {
+      content = open + 3;
+    } else if (head.starts_with("?P<") ||
+               (head.starts_with("?<") && !head.starts_with("?<=") && !head.starts_with("?<!"))) {
+      const size_t gt = p_.find('>', open);
+      content = gt == std::string_view::npos ? close : gt + 1;
+    } else if (head.starts_with("?=") || head.starts_with("?!") || head.starts_with("?<") ||
+               head.starts_with("?P") || head.starts_with("?(")) {
+      inline_content = false;  // look-around, reference, conditional
+    } else if (head.starts_with("?")) {
+      // Inline flags (plain characters may not mean themselves), or a comment, which a quantifier
+      // after it skips over ("a(?#x)*" repeats the a).
+      ok_ = false;
+    }
+    i_ = std::min(close + 1, end);
+    if (SkipQuantifier(end) || alternation || !inline_content || close >= end) {
+      Break();
+      return;
+    }
+    const size_t after = i_;
+    i_ = content;
+    Sequence(content, close);
+    i_ = after;
+  }
+
+  void Sequence(size_t begin, size_t end) {
+    i_ = begin;
+    while (i_ < end && ok_) {
+      const char c = p_[i_];
+      const auto byte = static_cast<unsigned char>(c);
+      if (c == '(') {
+        Group(end);
+      } else if (c == '[') {
+        Break();
+        i_ = std::min(ClassEnd(i_), end);
+        SkipQuantifier(end);
+      } else if (c == '\\') {
+        const char d = i_ + 1 < end ? p_[i_ + 1] : '\0';
+        i_ += 2;
+        if (d != '\0' && static_cast<unsigned char>(d) < 0x80 &&
+            std::isalnum(static_cast<unsigned char>(d)) == 0) {
+          if (SkipQuantifier(end)) {
+            Break();
+          } else {
+            run_ += d;
+          }
+          continue;
+        }
+        // A class, anchor, reference or code escape (\x41, \u00e9, \N{…}, \g<1>): its arguments
+        // are skipped with it.
+        Break();
+        while (i_ < end && static_cast<unsigned char>(p_[i_]) < 0x80 &&
+               std::isalnum(static_cast<unsigned char>(p_[i_])) != 0) {
+          ++i_;
+        }
+        if (i_ < end && (p_[i_] == '{' || p_[i_] == '<')) {
+          const size_t close = p_.find(p_[i_] == '{' ? '}' : '>', i_);
+          i_ = close == std::string_view::npos || close >= end ? end : close + 1;
+        }
+        SkipQuantifier(end);
+      } else if (c == '.' || c == '^' || c == '$' || c == ')' || c == '|' || IsQuantifier(c) ||
+                 byte >= 0x80) {
+        Break();
+        ++i_;
+        while (i_ < end && (static_cast<unsigned char>(p_[i_]) & 0xC0) == 0x80) ++i_;
+        SkipQuantifier(end);
+      } else {
+        ++i_;
+        if (SkipQuantifier(end)) {
+          Break();
+        } else {
+          run_ += c;
+        }
+      }
+    }
+  }
+
+  std::string_view p_;
+  size_t i_ = 0;
+  bool ok_ = true;
+  std::string run_;
+  std::vector<std::string> runs_;
+};
+
+}  // namespace
+
+std::string RequiredLiteral(const Matcher& matcher) {
+  const std::string& p = matcher.pattern();
+  switch (matcher.kind()) {
+    case MatchKind::kExact:
+    case MatchKind::kLeadingPath:
+    case MatchKind::kDottedSuffix:
+    case MatchKind::kSubstring:
+      return p;
+    case MatchKind::kGlob:
+      return GlobLiteral(p);
+    case MatchKind::kRegexMatch:
+    case MatchKind::kRegexFullMatch:
+      return RegexLiterals(p).Longest();
+    case MatchKind::kReverseSubstring:
+    case MatchKind::kSubstringIgnoreCase:
+    case MatchKind::kGlobAnySegment:
+    case MatchKind::kClassName:
+      return "";
+  }
+  return "";
+}
+
+RuleIndex::RuleIndex(const std::vector<Rule>& rules) : rule_total_(rules.size()) {
+  // The trie, then the failure links breadth first (Aho–Corasick).
+  std::vector<std::map<unsigned char, uint32_t>> children(1);
+  std::vector<std::vector<uint32_t>> ends(1);
+  for (uint32_t r = 0; r < rules.size(); ++r) {
+    const std::string literal = RequiredLiteral(rules[r].matcher);
+    if (literal.empty()) {
+      always_.push_back(r);
+      continue;
+    }
+    uint32_t s = 0;
+    for (char c : literal) {
+      const auto byte = static_cast<unsigned char>(c);
+      auto it = children[s].find(byte);
+      if (it == children[s].end()) {
+        it = children[s].emplace(byte, static_cast<uint32_t>(children.size())).first;
+        children.emplace_back();
+        ends.emplace_back();
+      }
+      s = it->second;
+    }
+    ends[s].push_back(r);
+  }
+  states_.resize(children.size());
+  for (size_t s = 0; s < children.size(); ++s) {
+    states_[s].first_edge = static_cast<uint32_t>(edges_.size());
+    states_[s].edge_count = static_cast<uint32_t>(children[s].size());
+    for (const auto& [byte, to] : children[s]) edges_.push_back({byte, to});
+    states_[s].first_rule = static_cast<uint32_t>(rules_.size());
+    states_[s].rule_count = static_cast<uint32_t>(ends[s].size());
+    rules_.insert(rules_.end(), ends[s].begin(), ends[s].end());
+  }
+  std::vector<uint32_t> queue;
+  for (const auto& [byte, to] : children[0]) queue.push_back(to);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const uint32_t u = queue[q];
+    State& state = states_[u];
+    state.output = state.rule_count > 0 ? u : states_[state.fail].output;
+    for (const auto& [byte, v] : children[u]) {
+      states_[v].fail = Next(state.fail, byte);
+      queue.push_back(v);
+    }
+  }
+}
+
+uint32_t RuleIndex::Next(uint32_t state, unsigned char byte) const {
+  while (true) {
+    const State& s = states_[state];
+    const Edge* begin = edges_.data() + s.first_edge;
+    const Edge* end = begin + s.edge_count;
+    const Edge* it = std::lower_bound(begin, end, byte,
+                                      [](const Edge& e, unsigned char b) { return e.byte < b; });
+    if (it != end && it->byte == byte) return it->to;
+    if (state == 0) return 0;
+    state = s.fail;
+  }
+}
+
+void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out) const {
+  out->clear();
+  if (!IsAscii(subject)) {
+    for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
+    return;
+  }
+  uint32_t s = 0;
+  for (size_t i = 0; i < subject.size() && states_.size() > 1; ++i) {
+    s = Next(s, static_cast<unsigned char>(subject[i]));
+    for (uint32_t o = states_[s].output; o != 0; o = states_[states_[o].fail].output) {
+      const State& hit = states_[o];
+      out->insert(out->end(), rules_.begin() + hit.first_rule,
+                  rules_.begin() + hit.first_rule + hit.rule_count);
+    }
+  }
+  if (out->empty()) {  // no literal occurs: the literal-free rules, already in order
+    out->assign(always_.begin(), always_.end());
+    return;
+  }
+  out->insert(out->end(), always_.begin(), always_.end());
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+}
+
+LazyRuleIndex::LazyRuleIndex() = default;
+LazyRuleIndex::~LazyRuleIndex() = default;
+LazyRuleIndex::LazyRuleIndex(const LazyRuleIndex&) {}
+
+LazyRuleIndex& LazyRuleIndex::operator=(const LazyRuleIndex& other) {
+  if (this == &other) return *this;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  index_.store(nullptr, std::memory_order_release);
+  owned_.reset();
+  return *this;
+}
+
+const RuleIndex& LazyRuleIndex::Get(const std::vector<Rule>& rules) const {
+  if (const RuleIndex* index = index_.load(std::memory_order_acquire)) return *index;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (owned_ == nullptr) {
+    owned_ = std::make_unique<const RuleIndex>(rules);
+    index_.store(owned_.get(), std::memory_order_release);
+  }
+  return *owned_;
+}
+
+}  // namespace quantpath

@@ -1,0 +1,56 @@
+// RuleIndex: the rules of one group screened at once, so that a path is tested only against the
+// rules that can match it.
+//
+// Each rule gets a literal that every path it matches must contain (the whole pattern for exact,
+// suffix, leading-path and substring rules; the longest run of plain characters a glob or a Python
+// regex cannot match without). One Aho–Corasick automaton over those literals finds, in one pass
+// over a path, every rule whose literal occurs; rules with no such literal (reverse substring,
+// case-insensitive kinds, class names, regexes with alternation or flags) are always candidates.
+// The candidates come out in rule order, and the caller runs each one's own matcher, so the first
+// hit is the per-pattern loop's first hit. A screened-out regex cannot match the path, so it also
+// cannot reach its match limit on it: the answer is Python's, without the backtracking.
+// Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the caller's).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/ir.h"
+
+namespace quantpath {
+
+// The literal every path `matcher` hits must contain; empty when there is none to rely on.
+std::string RequiredLiteral(const Matcher& matcher);
+
+class RuleIndex {
+ public:
+  explicit RuleIndex(const std::vector<Rule>& rules);
+  // The indices of the rules that can match `subject`, ascending, into `out` (cleared first).
+  // A subject that is not ASCII is not screened: every rule is then a candidate.
+  void Candidates(std::string_view subject, std::vector<uint32_t>* out) const;
+
+ private:
+  struct State {
+    uint32_t first_edge = 0;  // edges_[first_edge, first_edge + edge_count), sorted by byte
+    uint32_t edge_count = 0;
+    uint32_t fail = 0;
+    uint32_t output = 0;  // the nearest state (this one or along `fail`) ending a literal; 0 none
+    uint32_t first_rule = 0;  // rules_[first_rule, first_rule + rule_count) end at this state
+    uint32_t rule_count = 0;
+  };
+  struct Edge {
+    unsigned char byte;
+    uint32_t to;
+  };
+  uint32_t Next(uint32_t state, unsigned char byte) const;
+
+  size_t rule_total_ = 0;
+  std::vector<State> states_;
+  std::vector<Edge> edges_;
+  std::vector<uint32_t> rules_;   // per state, the rules whose literal ends there
+  std::vector<uint32_t> always_;  // rules with no literal, ascending
+};
+
+}  // namespace quantpath

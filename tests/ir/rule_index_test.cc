@@ -1,0 +1,167 @@
+// Tests of RuleIndex: the literal each matcher requires must occur in every path Python says it
+// matches (tests/data/patterns/python_answers.json), and the first candidate that hits is the
+// per-pattern loop's first hit.
+#include "src/ir/rule_index.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "quantpath/base.h"
+#include "quantpath/ir.h"
+
+namespace quantpath {
+namespace {
+
+const Json& Answers() {
+  static const Json* answers = [] {
+    auto parsed = ReadJsonFile(QUANTPATH_TEST_DATA "/patterns/python_answers.json");
+    if (!parsed.ok()) {
+      ADD_FAILURE() << parsed.status().message();
+      return new Json();
+    }
+    return new Json(std::move(*parsed));
+  }();
+  return *answers;
+}
+
+Matcher Make(MatchKind kind, std::string pattern, RegexFlavor flavor = RegexFlavor::kPythonRe) {
+  auto m = Matcher::Create(kind, std::move(pattern), flavor);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? *std::move(m) : *Matcher::Create(MatchKind::kExact, "");
+}
+
+std::string Literal(MatchKind kind, std::string pattern) {
+  return RequiredLiteral(Make(kind, std::move(pattern)));
+}
+
+TEST(RequiredLiteral, ReadsPythonRegexConservatively) {
+  EXPECT_EQ(Literal(MatchKind::kRegexFullMatch,
+                    R"((?:language_model\.)?(?:model\.layers\.0\.self_attn\.q_proj))"),
+            "model.layers.0.self_attn.q_proj");
+  EXPECT_EQ(Literal(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*q_a_proj[^.]*)"), "q_a_proj");
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, R"(model\.layers\.1\.self_attn\..*)"),
+            "model.layers.1.self_attn.");
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, "abcd*e"), "abc");      // d may be absent
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, "ab{2}cd"), "cd");      // b's count is not literal
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, "(?:abc)?de"), "de");   // optional group
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, "x(?:ab|cd)y"), "x");   // alternation inside
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, "ab|cd"), "");          // alternation at the top
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, "(?i)mlp"), "");        // flags change letters
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, R"(\x41bc)"), "");      // an escape's arguments
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, R"((?=mlp)\w+)"), "");  // look-ahead
+  EXPECT_EQ(Literal(MatchKind::kRegexMatch, R"(.*[qk]_proj)"), "_proj");
+  EXPECT_EQ(Literal(MatchKind::kGlob, "model.layers.61*"), "model.layers.61");
+  EXPECT_EQ(Literal(MatchKind::kGlob, "*mlp.[gu]*"), "mlp.");
+  EXPECT_EQ(Literal(MatchKind::kDottedSuffix, "o_proj"), "o_proj");
+  EXPECT_EQ(Literal(MatchKind::kReverseSubstring, "experts"), "");
+  EXPECT_EQ(Literal(MatchKind::kClassName, "Linear"), "");
+}
+
+// Python's answers: a pattern's literal occurs in every subject it matches.
+TEST(RequiredLiteral, OccursInEveryPythonMatch) {
+  std::vector<std::string> subjects;
+  for (const Json& s : Answers().Find("subjects")->items()) subjects.push_back(s.string_value());
+  size_t checked = 0;
+  for (const Json& c : Answers().Find("regex_cases")->items()) {
+    const std::string pattern = c.Find("pattern")->string_value();
+    for (const auto& [flavor_key, flavor] : {std::pair{"re", RegexFlavor::kPythonRe},
+                                             std::pair{"regex", RegexFlavor::kPythonRegexModule}}) {
+      const Json* answer = c.Find(flavor_key);
+      if (answer == nullptr || answer->Find("error") != nullptr) continue;
+      for (const auto& [list, kind] : {std::pair{"match", MatchKind::kRegexMatch},
+                                       std::pair{"fullmatch", MatchKind::kRegexFullMatch}}) {
+        auto m = Matcher::Create(kind, pattern, flavor);
+        if (!m.ok()) continue;  // a pattern PCRE2 cannot spell is pyregex's test
+        const std::string literal = RequiredLiteral(*m);
+        for (const Json& hit : answer->Find(list)->items()) {
+          EXPECT_NE(hit.string_value().find(literal), std::string::npos)
+              << JsonQuote(pattern) << " " << flavor_key << "." << list << " literal "
+              << JsonQuote(literal) << " not in " << JsonQuote(hit.string_value());
+          ++checked;
+        }
+      }
+    }
+  }
+  for (const Json& c : Answers().Find("matcher_cases")->items()) {
+    for (MatchKind kind : {MatchKind::kExact, MatchKind::kLeadingPath, MatchKind::kDottedSuffix,
+                           MatchKind::kSubstring, MatchKind::kGlob, MatchKind::kRegexMatch,
+                           MatchKind::kRegexFullMatch}) {
+      if (c.Find("kind")->string_value() != MatchKindName(kind)) continue;
+      const std::string literal = Literal(kind, c.Find("pattern")->string_value());
+      for (const Json& hit : c.Find("hits")->items()) {
+        EXPECT_NE(hit.string_value().find(literal), std::string::npos)
+            << MatchKindName(kind) << " " << JsonQuote(c.Find("pattern")->string_value());
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100u);
+}
+
+Rule MakeRule(MatchKind kind, std::string pattern) {
+  Rule rule;
+  rule.matcher = Make(kind, std::move(pattern));
+  return rule;
+}
+
+// The first candidate that hits is the loop's first hit, for every subject of the answers file.
+TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
+  const std::vector<Rule> rules = {
+      MakeRule(MatchKind::kGlob, "model.layers.61*"),
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*q_a_proj[^.]*)"),
+      MakeRule(MatchKind::kExact, "lm_head"),
+      MakeRule(MatchKind::kSubstring, "mlp.gate"),
+      MakeRule(MatchKind::kReverseSubstring, "model.layers.3.mlp.experts"),
+      MakeRule(MatchKind::kDottedSuffix, "down_proj"),
+      MakeRule(MatchKind::kLeadingPath, "mtp"),
+      MakeRule(MatchKind::kRegexMatch, R"(model\.layers\.\d+\.self_attn\.[qk]_proj)"),
+      MakeRule(MatchKind::kSubstringIgnoreCase, "MLP.GATE"),
+      MakeRule(MatchKind::kGlob, "*"),
+  };
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  size_t subjects = 0;
+  for (const Json& s : Answers().Find("subjects")->items()) {
+    const std::string& path = s.string_value();
+    std::optional<size_t> loop;
+    for (size_t i = 0; i < rules.size() && !loop; ++i) {
+      if (*rules[i].matcher.Matches(path)) loop = i;
+    }
+    index.Candidates(path, &candidates);
+    EXPECT_TRUE(std::is_sorted(candidates.begin(), candidates.end()));
+    std::optional<size_t> screened;
+    for (uint32_t i : candidates) {
+      if (*rules[i].matcher.Matches(path)) {
+        screened = i;
+        break;
+      }
+    }
+    EXPECT_EQ(screened, loop) << JsonQuote(path);
+    ++subjects;
+  }
+  EXPECT_GT(subjects, 20u);
+  // The screen rules out the rest: an embedding path reaches only the literal-free rules and `*`.
+  index.Candidates("model.embed_tokens", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9}));
+}
+
+// Copies start without an index, so a copy's edited rules are indexed afresh.
+TEST(RuleIndex, CopiedGroupIndexesItsOwnRules) {
+  RuleGroup group;
+  group.rules.push_back(MakeRule(MatchKind::kExact, "lm_head"));
+  std::vector<uint32_t> candidates;
+  group.index.Get(group.rules).Candidates("lm_head", &candidates);
+  EXPECT_EQ(candidates, std::vector<uint32_t>{0});
+  RuleGroup copy = group;
+  copy.rules[0] = MakeRule(MatchKind::kExact, "model.embed_tokens");
+  copy.index.Get(copy.rules).Candidates("lm_head", &candidates);
+  EXPECT_TRUE(candidates.empty());
+}
+
+}  // namespace
+}  // namespace quantpath
