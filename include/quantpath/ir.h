@@ -231,6 +231,7 @@ enum class MatchKind : uint8_t {
 std::string_view MatchKindName(MatchKind kind);
 
 class CompiledRegex;  // base/pyregex.h
+class Glob;           // src/ir/glob.h
 
 class Matcher {
  public:
@@ -249,6 +250,7 @@ class Matcher {
   std::string pattern_;
   std::string folded_pattern_;  // lower-cased once, for the case-insensitive kinds
   std::shared_ptr<const CompiledRegex> regex_;
+  std::shared_ptr<const Glob> glob_;  // the glob kinds, read once
 };
 
 // ---------------------------------------------------------------------------------------------

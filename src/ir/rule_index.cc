@@ -5,19 +5,17 @@
 #include "src/ir/rule_index.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
 
+#include "src/ir/glob.h"
+
 namespace quantpath {
 namespace {
-
-bool IsAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-}
 
 std::string Longest(std::vector<std::string> runs) {
   std::string best;
@@ -240,7 +238,26 @@ std::string RequiredLiteral(const Matcher& matcher) {
   return "";
 }
 
-RuleIndex::RuleIndex(const std::vector<Rule>& rules) : rule_total_(rules.size()) {
+// The walk over this thread's last subject for one index: the automaton's position after each
+// byte and the rules whose literals ended there. Paths that follow each other share long prefixes
+// ("model.layers.3.self_attn."), so the next subject resumes after the common prefix instead of
+// starting over.
+struct RuleIndex::Scan {
+  uint64_t index_id = 0;
+  std::string subject;
+  std::vector<uint32_t> cursors;  // cursors[i]: the position after i bytes (cursors[0] = start)
+  std::vector<std::pair<uint32_t, uint32_t>> hits;  // (bytes read when its literal ended, rule)
+  size_t first_non_ascii = std::string::npos;
+};
+
+namespace {
+
+std::atomic<uint64_t> next_index_id{1};
+
+}  // namespace
+
+RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
+    : id_(next_index_id.fetch_add(1, std::memory_order_relaxed)), rule_total_(rules.size()) {
   // The trie, then the failure links breadth first (Aho–Corasick).
   std::vector<std::map<unsigned char, uint32_t>> children(1);
   std::vector<std::vector<uint32_t>> ends(1);
@@ -283,6 +300,29 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules) : rule_total_(rules.size())
       queue.push_back(v);
     }
   }
+  BuildTable(queue, max_table_entries);
+}
+
+void RuleIndex::BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries) {
+  for (const Edge& e : edges_) {
+    if (byte_class_[e.byte] == 0) byte_class_[e.byte] = static_cast<uint16_t>(classes_++);
+  }
+  // Row offsets must leave kHasOutput's bit free.
+  if (states_.size() > std::min<size_t>(max_entries, kHasOutput) / classes_) return;
+  table_.assign(states_.size() * classes_, 0);
+  // A state's row is its failure state's (shallower, so already filled) with its own edges on top.
+  const auto fill = [&](uint32_t s) {
+    uint32_t* row = table_.data() + s * classes_;
+    if (s != 0) std::copy_n(table_.data() + states_[s].fail * classes_, classes_, row);
+    const State& state = states_[s];
+    for (uint32_t e = state.first_edge; e < state.first_edge + state.edge_count; ++e) {
+      const uint32_t to = edges_[e].to;
+      row[byte_class_[edges_[e].byte]] =
+          static_cast<uint32_t>(to * classes_) | (states_[to].output != 0 ? kHasOutput : 0);
+    }
+  };
+  fill(0);
+  for (uint32_t s : breadth_first) fill(s);
 }
 
 uint32_t RuleIndex::Next(uint32_t state, unsigned char byte) const {
@@ -298,25 +338,68 @@ uint32_t RuleIndex::Next(uint32_t state, unsigned char byte) const {
   }
 }
 
-void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out) const {
-  out->clear();
-  if (!IsAscii(subject)) {
-    for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
-    return;
-  }
-  uint32_t s = 0;
-  for (size_t i = 0; i < subject.size() && states_.size() > 1; ++i) {
-    s = Next(s, static_cast<unsigned char>(subject[i]));
+void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) const {
+  const auto emit = [&](uint32_t s, size_t read) {
     for (uint32_t o = states_[s].output; o != 0; o = states_[states_[o].fail].output) {
       const State& hit = states_[o];
-      out->insert(out->end(), rules_.begin() + hit.first_rule,
-                  rules_.begin() + hit.first_rule + hit.rule_count);
+      for (uint32_t r = hit.first_rule; r < hit.first_rule + hit.rule_count; ++r) {
+        scan->hits.emplace_back(static_cast<uint32_t>(read), rules_[r]);
+      }
     }
+  };
+  uint32_t cursor = scan->cursors[from];
+  for (size_t i = from; i < subject.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(subject[i]);
+    if (byte >= 0x80 && scan->first_non_ascii == std::string::npos) scan->first_non_ascii = i;
+    if (!table_.empty()) {
+      const uint32_t entry = table_[cursor + byte_class_[byte]];
+      cursor = entry & ~kHasOutput;
+      if ((entry & kHasOutput) != 0) emit(static_cast<uint32_t>(cursor / classes_), i + 1);
+    } else {
+      cursor = Next(cursor, byte);
+      emit(cursor, i + 1);
+    }
+    scan->cursors.push_back(cursor);
   }
-  if (out->empty()) {  // no literal occurs: the literal-free rules, already in order
+}
+
+void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out) const {
+  out->clear();
+  const auto every_rule = [&] {
+    for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
+  };
+  if (states_.size() <= 1) {  // no literals: every rule is literal-free
+    if (IsAscii(subject)) {
+      out->assign(always_.begin(), always_.end());
+    } else {
+      every_rule();
+    }
+    return;
+  }
+  // One slot per index id, a few per thread: a plan's groups get consecutive ids.
+  thread_local std::array<Scan, 8> scans;
+  Scan& scan = scans[id_ % scans.size()];
+  size_t common = 0;
+  if (scan.index_id == id_) {
+    const size_t limit = std::min(subject.size(), scan.subject.size());
+    while (common < limit && subject[common] == scan.subject[common]) ++common;
+    scan.cursors.resize(common + 1);
+    while (!scan.hits.empty() && scan.hits.back().first > common) scan.hits.pop_back();
+    if (scan.first_non_ascii >= common) scan.first_non_ascii = std::string::npos;
+  } else {
+    scan.index_id = id_;
+    scan.cursors.assign(1, 0);
+    scan.hits.clear();
+    scan.first_non_ascii = std::string::npos;
+  }
+  scan.subject.assign(subject);
+  Continue(subject, common, &scan);
+  if (scan.first_non_ascii != std::string::npos) return every_rule();
+  if (scan.hits.empty()) {  // no literal occurs: the literal-free rules, already in order
     out->assign(always_.begin(), always_.end());
     return;
   }
+  for (const auto& hit : scan.hits) out->push_back(hit.second);
   out->insert(out->end(), always_.begin(), always_.end());
   std::sort(out->begin(), out->end());
   out->erase(std::unique(out->begin(), out->end()), out->end());

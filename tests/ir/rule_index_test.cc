@@ -114,7 +114,9 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
       MakeRule(MatchKind::kGlob, "*"),
   };
   const RuleIndex index(rules);
+  const RuleIndex untabled(rules, /*max_table_entries=*/0);  // walks the trie's edges instead
   std::vector<uint32_t> candidates;
+  std::vector<uint32_t> untabled_candidates;
   size_t subjects = 0;
   for (const Json& s : PythonAnswers().Find("subjects")->items()) {
     const std::string& path = s.string_value();
@@ -124,6 +126,8 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
     }
     index.Candidates(path, &candidates);
     EXPECT_TRUE(std::is_sorted(candidates.begin(), candidates.end()));
+    untabled.Candidates(path, &untabled_candidates);
+    EXPECT_EQ(untabled_candidates, candidates) << JsonQuote(path);
     std::optional<size_t> screened;
     for (uint32_t i : candidates) {
       if (*rules[i].matcher.Matches(path)) {
@@ -138,6 +142,32 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
   // The screen rules out the rest: an embedding path reaches only the literal-free rules and `*`.
   index.Candidates("model.embed_tokens", &candidates);
   EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9}));
+}
+
+// A path resumes the walk over the one before where they share a prefix: what the prefix held
+// stays, what only the previous path held does not, and a non-ASCII byte after the prefix makes
+// every rule a candidate.
+TEST(RuleIndex, ConsecutivePathsSharingAPrefix) {
+  const std::vector<Rule> rules = {
+      MakeRule(MatchKind::kSubstring, "layers.1."),
+      MakeRule(MatchKind::kDottedSuffix, "q_proj"),
+      MakeRule(MatchKind::kExact, "model.layers.1.self_attn.k_proj"),
+      MakeRule(MatchKind::kSubstring, "mlp"),
+  };
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  index.Candidates("model.layers.1.self_attn.q_proj", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 1}));
+  index.Candidates("model.layers.1.self_attn.k_proj", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 2}));
+  index.Candidates("model.layers.1.self_attn.\xc3\xa9", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 1, 2, 3}));
+  index.Candidates("model.layers.1.mlp", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 3}));
+  index.Candidates("model.layers.1", &candidates);
+  EXPECT_TRUE(candidates.empty());
+  index.Candidates("model.layers.1.mlp", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 3}));
 }
 
 // Copies start without an index, so a copy's edited rules are indexed afresh.
