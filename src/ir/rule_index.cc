@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -216,6 +217,17 @@ class RegexLiterals {
 
 }  // namespace
 
+bool MatchesOnlyItsPattern(const Matcher& matcher) {
+  switch (matcher.kind()) {
+    case MatchKind::kExact:
+      return true;
+    case MatchKind::kGlob:  // a glob without wildcards or sets is the name itself
+      return matcher.pattern().find_first_of("*?[") == std::string::npos;
+    default:
+      return false;
+  }
+}
+
 std::string RequiredLiteral(const Matcher& matcher) {
   const std::string& p = matcher.pattern();
   switch (matcher.kind()) {
@@ -261,7 +273,12 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
   // The trie, then the failure links breadth first (Aho–Corasick).
   std::vector<std::map<unsigned char, uint32_t>> children(1);
   std::vector<std::vector<uint32_t>> ends(1);
+  std::vector<std::pair<std::string, uint32_t>> whole;
   for (uint32_t r = 0; r < rules.size(); ++r) {
+    if (MatchesOnlyItsPattern(rules[r].matcher)) {
+      whole.emplace_back(rules[r].matcher.pattern(), r);
+      continue;
+    }
     const std::string literal = RequiredLiteral(rules[r].matcher);
     if (literal.empty()) {
       always_.push_back(r);
@@ -301,6 +318,43 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
     }
   }
   BuildTable(queue, max_table_entries);
+  BuildWhole(std::move(whole));
+}
+
+void RuleIndex::BuildWhole(std::vector<std::pair<std::string, uint32_t>> whole) {
+  if (whole.empty()) return;
+  std::stable_sort(whole.begin(), whole.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t slots = 2;
+  while (slots < 2 * whole.size()) slots *= 2;
+  whole_slots_.assign(slots, WholeSlot{});
+  for (size_t i = 0; i < whole.size();) {
+    size_t j = i;
+    while (j < whole.size() && whole[j].first == whole[i].first) {
+      whole_rules_.push_back(whole[j++].second);
+    }
+    const size_t hash = std::hash<std::string_view>{}(whole[i].first);
+    size_t at = hash & (slots - 1);
+    while (whole_slots_[at].count != 0) at = (at + 1) & (slots - 1);
+    whole_slots_[at] = {hash, static_cast<uint32_t>(whole_texts_.size()),
+                        static_cast<uint32_t>(whole_rules_.size() - (j - i)),
+                        static_cast<uint32_t>(j - i)};
+    whole_texts_.push_back(std::move(whole[i].first));
+    i = j;
+  }
+}
+
+void RuleIndex::AppendWhole(std::string_view subject, std::vector<uint32_t>* out) const {
+  if (whole_slots_.empty()) return;
+  const size_t hash = std::hash<std::string_view>{}(subject);
+  const size_t mask = whole_slots_.size() - 1;
+  for (size_t at = hash & mask; whole_slots_[at].count != 0; at = (at + 1) & mask) {
+    const WholeSlot& slot = whole_slots_[at];
+    if (slot.hash != hash || whole_texts_[slot.text] != subject) continue;
+    out->insert(out->end(), whole_rules_.begin() + slot.first_rule,
+                whole_rules_.begin() + slot.first_rule + slot.count);
+    return;
+  }
 }
 
 void RuleIndex::BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries) {
@@ -366,40 +420,39 @@ void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) cons
 void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out) const {
   out->clear();
   const auto every_rule = [&] {
+    out->clear();
     for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
   };
-  if (states_.size() <= 1) {  // no literals: every rule is literal-free
-    if (IsAscii(subject)) {
-      out->assign(always_.begin(), always_.end());
-    } else {
-      every_rule();
-    }
-    return;
-  }
-  // One slot per index id, a few per thread: a plan's groups get consecutive ids.
-  thread_local std::array<Scan, 8> scans;
-  Scan& scan = scans[id_ % scans.size()];
-  size_t common = 0;
-  if (scan.index_id == id_) {
-    const size_t limit = std::min(subject.size(), scan.subject.size());
-    while (common < limit && subject[common] == scan.subject[common]) ++common;
-    scan.cursors.resize(common + 1);
-    while (!scan.hits.empty() && scan.hits.back().first > common) scan.hits.pop_back();
-    if (scan.first_non_ascii >= common) scan.first_non_ascii = std::string::npos;
+  if (states_.size() <= 1) {  // no literals to scan for
+    if (!IsAscii(subject)) return every_rule();
+    AppendWhole(subject, out);
   } else {
-    scan.index_id = id_;
-    scan.cursors.assign(1, 0);
-    scan.hits.clear();
-    scan.first_non_ascii = std::string::npos;
+    // One slot per index id, a few per thread: a plan's groups get consecutive ids.
+    thread_local std::array<Scan, 8> scans;
+    Scan& scan = scans[id_ % scans.size()];
+    size_t common = 0;
+    if (scan.index_id == id_) {
+      const size_t limit = std::min(subject.size(), scan.subject.size());
+      while (common < limit && subject[common] == scan.subject[common]) ++common;
+      scan.cursors.resize(common + 1);
+      while (!scan.hits.empty() && scan.hits.back().first > common) scan.hits.pop_back();
+      if (scan.first_non_ascii >= common) scan.first_non_ascii = std::string::npos;
+    } else {
+      scan.index_id = id_;
+      scan.cursors.assign(1, 0);
+      scan.hits.clear();
+      scan.first_non_ascii = std::string::npos;
+    }
+    scan.subject.assign(subject);
+    Continue(subject, common, &scan);
+    if (scan.first_non_ascii != std::string::npos) return every_rule();
+    for (const auto& hit : scan.hits) out->push_back(hit.second);
+    AppendWhole(subject, out);
   }
-  scan.subject.assign(subject);
-  Continue(subject, common, &scan);
-  if (scan.first_non_ascii != std::string::npos) return every_rule();
-  if (scan.hits.empty()) {  // no literal occurs: the literal-free rules, already in order
+  if (out->empty()) {  // no literal occurs: the literal-free rules, already in order
     out->assign(always_.begin(), always_.end());
     return;
   }
-  for (const auto& hit : scan.hits) out->push_back(hit.second);
   out->insert(out->end(), always_.begin(), always_.end());
   std::sort(out->begin(), out->end());
   out->erase(std::unique(out->begin(), out->end()), out->end());

@@ -9,10 +9,11 @@
 // The candidates come out in rule order, and the caller runs each one's own matcher, so the first
 // hit is the per-pattern loop's first hit. A screened-out regex cannot match the path, so it also
 // cannot reach its match limit on it: the answer is Python's, without the backtracking.
-// The automaton is a transition table over the literals' bytes (one load per byte of the path),
-// and each thread remembers its walk over the last path per index, so a path sharing a prefix
-// with the one before ("model.layers.3.self_attn.") resumes after it.
-// Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the caller's).
+// Rules that hit only their own pattern (exact names, globs without wildcards) are looked up by
+// the whole path in a hash table instead. The automaton is a transition table over the literals'
+// bytes (one load per byte of the path), and each thread remembers its walk over the last path per
+// index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.") resumes after
+// it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the caller's).
 #pragma once
 
 #include <array>
@@ -20,12 +21,16 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "quantpath/ir.h"
 
 namespace quantpath {
 
+// Whether `matcher` hits exactly one path, its pattern (exact names, globs without wildcards):
+// the index looks such rules up by the whole path instead of scanning for them.
+bool MatchesOnlyItsPattern(const Matcher& matcher);
 // The literal every path `matcher` hits must contain; empty when there is none to rely on.
 std::string RequiredLiteral(const Matcher& matcher);
 
@@ -59,6 +64,9 @@ class RuleIndex {
   void BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries);
   // Scans `subject` from byte `from` on, `scan` holding the walk over the bytes before it.
   void Continue(std::string_view subject, size_t from, Scan* scan) const;
+  // The rules whose pattern is the whole subject (MatchesOnlyItsPattern), into `out`.
+  void BuildWhole(std::vector<std::pair<std::string, uint32_t>> whole);
+  void AppendWhole(std::string_view subject, std::vector<uint32_t>* out) const;
 
   // Names this index to the thread's scan of the last subject it was asked about (an address
   // could be reused by another index).
@@ -76,6 +84,18 @@ class RuleIndex {
   std::vector<Edge> edges_;
   std::vector<uint32_t> rules_;   // per state, the rules whose literal ends there
   std::vector<uint32_t> always_;  // rules with no literal, ascending
+  // Rules matching only their pattern, by pattern: an open-addressing hash table of distinct
+  // patterns (a power of two, at most half full; count 0 = empty), each naming its rules,
+  // ascending.
+  struct WholeSlot {
+    size_t hash = 0;
+    uint32_t text = 0;  // into whole_texts_
+    uint32_t first_rule = 0;
+    uint32_t count = 0;
+  };
+  std::vector<WholeSlot> whole_slots_;
+  std::vector<std::string> whole_texts_;
+  std::vector<uint32_t> whole_rules_;
 };
 
 }  // namespace quantpath

@@ -112,6 +112,8 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
       MakeRule(MatchKind::kRegexMatch, R"(model\.layers\.\d+\.self_attn\.[qk]_proj)"),
       MakeRule(MatchKind::kSubstringIgnoreCase, "MLP.GATE"),
       MakeRule(MatchKind::kGlob, "*"),
+      MakeRule(MatchKind::kGlob, "model.embed_tokens"),  // looked up by the whole path
+      MakeRule(MatchKind::kExact, "model.embed_tokens"),
   };
   const RuleIndex index(rules);
   const RuleIndex untabled(rules, /*max_table_entries=*/0);  // walks the trie's edges instead
@@ -139,8 +141,11 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
     ++subjects;
   }
   EXPECT_GT(subjects, 20u);
-  // The screen rules out the rest: an embedding path reaches only the literal-free rules and `*`.
+  // The screen rules out the rest: an embedding path reaches only the literal-free rules, `*` and
+  // the rules naming it.
   index.Candidates("model.embed_tokens", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9, 10, 11}));
+  index.Candidates("model.embed_tokens.weight", &candidates);
   EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9}));
 }
 
