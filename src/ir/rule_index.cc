@@ -452,7 +452,11 @@ void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out)
     out->clear();
     for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
   };
-  if (states_.size() <= 1) {  // no literals to scan for
+  if (states_.size() <= 1) {     // no literals to scan for
+    if (whole_slots_.empty()) {  // every rule is literal-free
+      out->assign(always_.begin(), always_.end());
+      return;
+    }
     if (!IsAscii(subject)) return every_rule();
     AppendWhole(subject, out);
   } else {

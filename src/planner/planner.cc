@@ -210,6 +210,7 @@ struct Evaluator {
   }
 
   GroupOutcome Evaluate(const RuleGroup& group) {
+    if (group.rules.empty()) return {};  // nothing can hit, and nothing is traced
     // MoE sites are matched by their own path (engines build one module for all experts),
     // unless the group looks experts up through their projections.
     const bool moe_by_path = site.kind == SiteKind::kMoe && !group.moe_through_expert_legs;
@@ -295,7 +296,8 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
 
 bool InBlocks(const std::string& block_name, const LayerSite& site) {
   if (block_name.empty()) return site.in_decoder_block;
-  return site.path.starts_with(block_name + ".") && !site.mtp;
+  return site.path.size() > block_name.size() && site.path.starts_with(block_name) &&
+         site.path[block_name.size()] == '.' && !site.mtp;
 }
 
 std::string PlanSource(const QuantPlan& plan) {
@@ -446,8 +448,13 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
     }
     Decision d;
     if (plan.attention) {
-      d.rule = fmt::format("{}: the engine attaches its KV-cache method to {} only; {} gets none",
-                           PlanSource(plan), Join(plan.attention_classes, ", "), site.module_class);
+      std::string message = "the engine attaches its KV-cache method to ";
+      for (size_t i = 0; i < plan.attention_classes.size(); ++i) {
+        if (i > 0) message += ", ";
+        message += plan.attention_classes[i];
+      }
+      message.append(" only; ").append(site.module_class).append(" gets none");
+      d.rule = PlanRuleText(plan, message);
       d.detail = "get_quant_method returned None";
       return d;
     }
