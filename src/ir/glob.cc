@@ -159,14 +159,15 @@ void ParseGlob(const std::u32string& pat, std::vector<GlobToken>* tokens,
 char32_t CodePoint(char c) { return static_cast<unsigned char>(c); }
 char32_t CodePoint(char32_t c) { return c; }
 
-}  // namespace
-
+// Whether every byte is ASCII: such a text's bytes are its code points.
 bool IsAscii(std::string_view s) {
   for (char c : s) {
     if (static_cast<unsigned char>(c) >= 0x80) return false;
   }
   return true;
 }
+
+}  // namespace
 
 bool GlobSet::Contains(char32_t c) const {
   if (never) return false;

@@ -16,9 +16,6 @@
 
 namespace quantpath {
 
-// Whether every byte is ASCII: such a text's bytes are its code points.
-bool IsAscii(std::string_view s);
-
 // A bracket expression after CPython's reading: a union of ranges (a character is lo == hi),
 // possibly negated; `never` and `any` are translate()'s "(?!)" and "." special cases.
 struct GlobSet {

@@ -13,8 +13,6 @@
 #include <mutex>
 #include <utility>
 
-#include "src/ir/glob.h"
-
 namespace quantpath {
 namespace {
 
@@ -365,10 +363,11 @@ void RuleIndex::BuildWhole(std::vector<std::pair<std::string, uint32_t>> whole) 
     const size_t hash = std::hash<std::string_view>{}(whole[i].first);
     size_t at = hash & (slots - 1);
     while (whole_slots_[at].count != 0) at = (at + 1) & (slots - 1);
-    whole_slots_[at] = {hash, static_cast<uint32_t>(whole_texts_.size()),
+    whole_slots_[at] = {hash, static_cast<uint32_t>(whole_text_.size()),
+                        static_cast<uint32_t>(whole[i].first.size()),
                         static_cast<uint32_t>(whole_rules_.size() - (j - i)),
                         static_cast<uint32_t>(j - i)};
-    whole_texts_.push_back(std::move(whole[i].first));
+    whole_text_ += whole[i].first;
     i = j;
   }
 }
@@ -379,7 +378,10 @@ void RuleIndex::AppendWhole(std::string_view subject, std::vector<uint32_t>* out
   const size_t mask = whole_slots_.size() - 1;
   for (size_t at = hash & mask; whole_slots_[at].count != 0; at = (at + 1) & mask) {
     const WholeSlot& slot = whole_slots_[at];
-    if (slot.hash != hash || whole_texts_[slot.text] != subject) continue;
+    if (slot.hash != hash ||
+        std::string_view(whole_text_).substr(slot.offset, slot.size) != subject) {
+      continue;
+    }
     out->insert(out->end(), whole_rules_.begin() + slot.first_rule,
                 whole_rules_.begin() + slot.first_rule + slot.count);
     return;
@@ -457,8 +459,7 @@ void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out)
       out->assign(always_.begin(), always_.end());
       return;
     }
-    if (!IsAscii(subject)) return every_rule();
-    AppendWhole(subject, out);
+    AppendWhole(subject, out);  // exact on any bytes: ASCII or not
   } else {
     // One slot per index id, a few per thread: a plan's groups get consecutive ids.
     thread_local std::array<Scan, 8> scans;

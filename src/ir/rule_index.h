@@ -42,7 +42,8 @@ class RuleIndex {
 
   explicit RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries = kMaxTableEntries);
   // The indices of the rules that can match `subject`, ascending, into `out` (cleared first).
-  // A subject that is not ASCII is not screened: every rule is then a candidate.
+  // A subject that is not ASCII is not screened by literals: every rule is then a candidate
+  // (unless the index has no literal to scan for; its whole-path lookups are exact on any bytes).
   void Candidates(std::string_view subject, std::vector<uint32_t>* out) const;
 
  private:
@@ -89,12 +90,13 @@ class RuleIndex {
   // ascending.
   struct WholeSlot {
     size_t hash = 0;
-    uint32_t text = 0;  // into whole_texts_
+    uint32_t offset = 0;  // the pattern: whole_text_[offset, offset + size)
+    uint32_t size = 0;
     uint32_t first_rule = 0;
     uint32_t count = 0;
   };
   std::vector<WholeSlot> whole_slots_;
-  std::vector<std::string> whole_texts_;
+  std::string whole_text_;  // the distinct patterns, one after another
   std::vector<uint32_t> whole_rules_;
 };
 

@@ -175,6 +175,23 @@ TEST(RuleIndex, ConsecutivePathsSharingAPrefix) {
   EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 3}));
 }
 
+// An index of whole-path rules alone looks any subject up, ASCII or not.
+TEST(RuleIndex, WholePathLookupsOnAnyBytes) {
+  const std::vector<Rule> rules = {MakeRule(MatchKind::kExact, "model.caf\xc3\xa9"),
+                                   MakeRule(MatchKind::kGlob, "lm_head"),
+                                   MakeRule(MatchKind::kExact, "lm_head")};
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  index.Candidates("model.caf\xc3\xa9", &candidates);
+  EXPECT_EQ(candidates, std::vector<uint32_t>{0});
+  index.Candidates("model.cafe", &candidates);
+  EXPECT_TRUE(candidates.empty());
+  index.Candidates("lm_head", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{1, 2}));
+  index.Candidates("lm_head.x\xc3\xa9", &candidates);
+  EXPECT_TRUE(candidates.empty());
+}
+
 // Copies start without an index, so a copy's edited rules are indexed afresh.
 TEST(RuleIndex, CopiedGroupIndexesItsOwnRules) {
   RuleGroup group;
