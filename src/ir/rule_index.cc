@@ -488,7 +488,20 @@ void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out)
     return;
   }
   out->insert(out->end(), always_.begin(), always_.end());
-  std::sort(out->begin(), out->end());
+  // `out` is a few ascending runs (each literal's rules, the whole-path rules, the literal-free
+  // ones): merged rather than sorted when there are two, left as is when there is one.
+  const auto descent = std::adjacent_find(out->begin(), out->end(), std::greater<uint32_t>());
+  if (descent != out->end()) {
+    const auto second = descent + 1;
+    if (std::is_sorted(second, out->end())) {
+      thread_local std::vector<uint32_t> merged;
+      merged.resize(out->size());
+      std::merge(out->begin(), second, second, out->end(), merged.begin());
+      out->swap(merged);
+    } else {
+      std::sort(out->begin(), out->end());
+    }
+  }
   out->erase(std::unique(out->begin(), out->end()), out->end());
 }
 
