@@ -241,12 +241,14 @@ class Matcher {
                                 RegexFlavor flavor = RegexFlavor::kPythonRe);
   MatchKind kind() const { return kind_; }
   const std::string& pattern() const { return pattern_; }
+  RegexFlavor flavor() const { return flavor_; }
   // Whether the matcher hits. `module_class` is only read by kClassName. A regex hitting its match
   // limit is an error naming the pattern, never a silent miss.
   Result<bool> Matches(std::string_view path, std::string_view module_class = {}) const;
 
  private:
   MatchKind kind_ = MatchKind::kExact;
+  RegexFlavor flavor_ = RegexFlavor::kPythonRe;
   std::string pattern_;
   std::string folded_pattern_;  // lower-cased once, for the case-insensitive kinds
   std::shared_ptr<const CompiledRegex> regex_;

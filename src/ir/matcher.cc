@@ -73,6 +73,7 @@ Result<Matcher> Matcher::Create(MatchKind kind, std::string pattern, RegexFlavor
   }
   Matcher matcher;
   matcher.kind_ = kind;
+  matcher.flavor_ = flavor;
   if (KindInfo(kind).regex) {
     const PyRegexFlavor py = flavor == RegexFlavor::kPythonRegexModule ? PyRegexFlavor::kRegexModule
                                                                        : PyRegexFlavor::kRe;

@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <tuple>
 #include <utility>
 
 namespace quantpath {
@@ -300,7 +302,13 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
   std::vector<std::map<unsigned char, uint32_t>> children(1);
   std::vector<std::vector<uint32_t>> ends(1);
   std::vector<std::pair<std::string, uint32_t>> whole;
+  // A rule the same as an earlier one (matcher and kinds) is never the first hit, since the
+  // earlier one hits wherever it does: it is left out (SGLang's per-layer entries repeat one
+  // last-segment regex per layer).
+  std::set<std::tuple<MatchKind, RegexFlavor, SiteKindSet, std::string_view>> seen;
   for (uint32_t r = 0; r < rules.size(); ++r) {
+    const Matcher& m = rules[r].matcher;
+    if (!seen.emplace(m.kind(), m.flavor(), rules[r].kinds, m.pattern()).second) continue;
     if (MatchesOnlyItsPattern(rules[r].matcher)) {
       whole.emplace_back(rules[r].matcher.pattern(), r);
       continue;

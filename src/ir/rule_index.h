@@ -9,11 +9,13 @@
 // The candidates come out in rule order, and the caller runs each one's own matcher, so the first
 // hit is the per-pattern loop's first hit. A screened-out regex cannot match the path, so it also
 // cannot reach its match limit on it: the answer is Python's, without the backtracking.
-// Rules that hit only their own pattern (exact names, globs without wildcards) are looked up by
-// the whole path in a hash table instead. The automaton is a transition table over the literals'
-// bytes (one load per byte of the path), and each thread remembers its walk over the last path per
-// index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.") resumes after
-// it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the caller's).
+// A rule repeating an earlier one (same matcher, same kinds) is never a candidate: it cannot be
+// the first hit. Rules that hit only their own pattern (exact names, globs without wildcards) are
+// looked up by the whole path in a hash table instead. The automaton is a transition table over the
+// literals' bytes (one load per byte of the path), and each thread remembers its walk over the last
+// path per index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.")
+// resumes after it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the
+// caller's).
 #pragma once
 
 #include <array>

@@ -175,6 +175,25 @@ TEST(RuleIndex, ConsecutivePathsSharingAPrefix) {
   EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 3}));
 }
 
+// A rule repeating an earlier one in matcher and kinds is no candidate; one differing in the
+// regex flavour or the kinds is.
+TEST(RuleIndex, RepeatedRulesAreNoCandidates) {
+  std::vector<Rule> rules = {
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)"),
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)"),
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)"),
+      MakeRule(MatchKind::kExact, "model.layers.0.self_attn.kv_b_proj"),
+      MakeRule(MatchKind::kExact, "model.layers.0.self_attn.kv_b_proj"),
+  };
+  rules[1].matcher = Make(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)",
+                          RegexFlavor::kPythonRegexModule);
+  rules[4].kinds = KindBit(SiteKind::kLinear);
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  index.Candidates("model.layers.0.self_attn.kv_b_proj", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 1, 3, 4}));
+}
+
 // An index of whole-path rules alone looks any subject up, ASCII or not.
 TEST(RuleIndex, WholePathLookupsOnAnyBytes) {
   const std::vector<Rule> rules = {MakeRule(MatchKind::kExact, "model.caf\xc3\xa9"),
