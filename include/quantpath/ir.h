@@ -231,6 +231,7 @@ enum class MatchKind : uint8_t {
 std::string_view MatchKindName(MatchKind kind);
 
 class CompiledRegex;  // base/pyregex.h
+class Glob;           // src/ir/glob.h
 
 class Matcher {
  public:
@@ -240,15 +241,18 @@ class Matcher {
                                 RegexFlavor flavor = RegexFlavor::kPythonRe);
   MatchKind kind() const { return kind_; }
   const std::string& pattern() const { return pattern_; }
+  RegexFlavor flavor() const { return flavor_; }
   // Whether the matcher hits. `module_class` is only read by kClassName. A regex hitting its match
   // limit is an error naming the pattern, never a silent miss.
   Result<bool> Matches(std::string_view path, std::string_view module_class = {}) const;
 
  private:
   MatchKind kind_ = MatchKind::kExact;
+  RegexFlavor flavor_ = RegexFlavor::kPythonRe;
   std::string pattern_;
   std::string folded_pattern_;  // lower-cased once, for the case-insensitive kinds
   std::shared_ptr<const CompiledRegex> regex_;
+  std::shared_ptr<const Glob> glob_;  // the glob kinds, read once
 };
 
 // ---------------------------------------------------------------------------------------------

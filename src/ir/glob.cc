@@ -50,29 +50,6 @@ std::u32string Decode(std::string_view s) {
   return out;
 }
 
-// A bracket expression after CPython's reading: a union of ranges (a character is lo == hi),
-// possibly negated; `never` and `any` are translate()'s "(?!)" and "." special cases.
-struct GlobSet {
-  bool negate = false;
-  bool never = false;
-  bool any = false;
-  std::vector<std::pair<char32_t, char32_t>> ranges;
-
-  bool Contains(char32_t c) const {
-    if (never) return false;
-    if (any) return true;
-    bool in = false;
-    for (const auto& [lo, hi] : ranges) in = in || (lo <= c && c <= hi);
-    return in != negate;
-  }
-};
-
-struct GlobToken {
-  enum Kind { kLiteral, kAny, kStar, kSet } kind = kLiteral;
-  char32_t ch = 0;
-  size_t set = 0;
-};
-
 // One character of translate()'s `stuff`, as the regex set parser will see it: only an unescaped
 // '-' (a range operator translate() left in place) is special.
 struct SetChar {
@@ -179,13 +156,35 @@ void ParseGlob(const std::u32string& pat, std::vector<GlobToken>* tokens,
   }
 }
 
+char32_t CodePoint(char c) { return static_cast<unsigned char>(c); }
+char32_t CodePoint(char32_t c) { return c; }
+
+// Whether every byte is ASCII: such a text's bytes are its code points.
+bool IsAscii(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-bool FnMatch(std::string_view name, std::string_view pattern) {
-  std::vector<GlobToken> tokens;
-  std::vector<GlobSet> sets;
-  ParseGlob(Decode(pattern), &tokens, &sets);
-  const std::u32string text = Decode(name);
+bool GlobSet::Contains(char32_t c) const {
+  if (never) return false;
+  if (any) return true;
+  bool in = false;
+  for (const auto& [lo, hi] : ranges) in = in || (lo <= c && c <= hi);
+  return in != negate;
+}
+
+Glob::Glob(std::string_view pattern) : pattern_(pattern) {
+  ParseGlob(Decode(pattern), &tokens_, &sets_);
+  for (const GlobToken& t : tokens_) literal_ = literal_ && t.kind == GlobToken::kLiteral;
+}
+
+// `text` holds code points: an ASCII name's bytes are its code points, so it is matched as is.
+template <typename Text>
+bool Glob::MatchesText(const Text& text) const {
   const auto one = [&](const GlobToken& t, char32_t c) {
     switch (t.kind) {
       case GlobToken::kLiteral:
@@ -193,7 +192,7 @@ bool FnMatch(std::string_view name, std::string_view pattern) {
       case GlobToken::kAny:
         return true;  // DOTALL: newlines too
       case GlobToken::kSet:
-        return sets[t.set].Contains(c);
+        return sets_[t.set].Contains(c);
       case GlobToken::kStar:
         return false;
     }
@@ -206,10 +205,10 @@ bool FnMatch(std::string_view name, std::string_view pattern) {
   size_t star = std::string::npos;
   size_t star_s = 0;
   while (s < text.size()) {
-    if (t < tokens.size() && tokens[t].kind == GlobToken::kStar) {
+    if (t < tokens_.size() && tokens_[t].kind == GlobToken::kStar) {
       star = t++;
       star_s = s;
-    } else if (t < tokens.size() && one(tokens[t], text[s])) {
+    } else if (t < tokens_.size() && one(tokens_[t], CodePoint(text[s]))) {
       ++t;
       ++s;
     } else if (star != std::string::npos) {
@@ -219,17 +218,25 @@ bool FnMatch(std::string_view name, std::string_view pattern) {
       return false;
     }
   }
-  while (t < tokens.size() && tokens[t].kind == GlobToken::kStar) ++t;
-  return t == tokens.size();
+  while (t < tokens_.size() && tokens_[t].kind == GlobToken::kStar) ++t;
+  return t == tokens_.size();
 }
 
-bool FnMatchAnySegment(std::string_view path, std::string_view pattern) {
+bool Glob::Matches(std::string_view name) const {
+  // Decoding is one-to-one (invalid bytes become lone surrogates, which valid UTF-8 never
+  // yields), so equal code points are equal bytes.
+  if (literal_) return name == pattern_;
+  if (IsAscii(name)) return MatchesText(name);
+  return MatchesText(Decode(name));
+}
+
+bool Glob::MatchesAnySegment(std::string_view path) const {
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
     const std::string_view segment =
         path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (FnMatch(segment, pattern)) return true;
+    if (Matches(segment)) return true;
     if (dot == std::string_view::npos) return false;
     start = dot + 1;
   }

@@ -8,15 +8,49 @@
 // escaping (fnmatch has none), case folding, path-separator rules (that is glob.glob, not fnmatch).
 #pragma once
 
+#include <cstddef>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace quantpath {
 
-// fnmatch.fnmatchcase(name, pattern). Matching is linear in the product of the lengths at worst
-// (no backtracking blow-up).
-bool FnMatch(std::string_view name, std::string_view pattern);
+// A bracket expression after CPython's reading: a union of ranges (a character is lo == hi),
+// possibly negated; `never` and `any` are translate()'s "(?!)" and "." special cases.
+struct GlobSet {
+  bool negate = false;
+  bool never = false;
+  bool any = false;
+  std::vector<std::pair<char32_t, char32_t>> ranges;
 
-// Whether `pattern` fnmatches any one dotted segment of `path` ("a.b.c" → "a", "b", "c").
-bool FnMatchAnySegment(std::string_view path, std::string_view pattern);
+  bool Contains(char32_t c) const;
+};
+
+struct GlobToken {
+  enum Kind { kLiteral, kAny, kStar, kSet } kind = kLiteral;
+  char32_t ch = 0;
+  size_t set = 0;
+};
+
+// A pattern read once, matched many times.
+class Glob {
+ public:
+  explicit Glob(std::string_view pattern);
+  // fnmatch.fnmatchcase(name, pattern). Linear in the product of the lengths at worst (no
+  // backtracking blow-up).
+  bool Matches(std::string_view name) const;
+  // Whether the pattern fnmatches any one dotted segment of `path` ("a.b.c" → "a", "b", "c").
+  bool MatchesAnySegment(std::string_view path) const;
+
+ private:
+  template <typename Text>
+  bool MatchesText(const Text& text) const;
+
+  std::string pattern_;
+  bool literal_ = true;  // no wildcard or set: fnmatch is then byte equality
+  std::vector<GlobToken> tokens_;
+  std::vector<GlobSet> sets_;
+};
 
 }  // namespace quantpath

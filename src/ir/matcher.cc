@@ -9,6 +9,7 @@
 // in path.split("."))`; class name `p.lower() in module_class.lower()`. Case folding is ASCII
 // (module paths and class names are ASCII identifiers).
 #include <array>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -72,10 +73,14 @@ Result<Matcher> Matcher::Create(MatchKind kind, std::string pattern, RegexFlavor
   }
   Matcher matcher;
   matcher.kind_ = kind;
+  matcher.flavor_ = flavor;
   if (KindInfo(kind).regex) {
     const PyRegexFlavor py = flavor == RegexFlavor::kPythonRegexModule ? PyRegexFlavor::kRegexModule
                                                                        : PyRegexFlavor::kRe;
     QP_ASSIGN_OR_RETURN(matcher.regex_, CompiledRegex::Compile(pattern, py));
+  }
+  if (kind == MatchKind::kGlob || kind == MatchKind::kGlobAnySegment) {
+    matcher.glob_ = std::make_shared<const Glob>(pattern);
   }
   if (kind == MatchKind::kSubstringIgnoreCase || kind == MatchKind::kClassName) {
     matcher.folded_pattern_ = ToLower(pattern);
@@ -105,9 +110,9 @@ Result<bool> Matcher::Matches(std::string_view path, std::string_view module_cla
       if (regex_ == nullptr) return InternalError("matcher for " + JsonQuote(p) + " has no regex");
       return regex_->Match(path, kind_ == MatchKind::kRegexFullMatch);
     case MatchKind::kGlob:
-      return FnMatch(path, p);
     case MatchKind::kGlobAnySegment:
-      return FnMatchAnySegment(path, p);
+      if (glob_ == nullptr) return InternalError("matcher for " + JsonQuote(p) + " has no glob");
+      return kind_ == MatchKind::kGlob ? glob_->Matches(path) : glob_->MatchesAnySegment(path);
     case MatchKind::kClassName:
       return Contains(ToLower(module_class), folded_pattern_);
   }

@@ -15,22 +15,28 @@ bool GranularityImplied(QDType t) {
 
 std::string GranularityPart(const TensorQuant& w) {
   switch (w.granularity) {
-    case Granularity::kPerTensor: return "tensor";
-    case Granularity::kPerChannel: return "channel";
+    case Granularity::kPerTensor:
+      return "tensor";
+    case Granularity::kPerChannel:
+      return "channel";
     case Granularity::kGroup:
       return w.group_size ? fmt::format("g{}", *w.group_size) : std::string("group");
     case Granularity::kBlock:
       return w.block_shape ? fmt::format("block{}x{}", (*w.block_shape)[0], (*w.block_shape)[1])
                            : std::string("block");
-    case Granularity::kPerToken: return "token";
+    case Granularity::kPerToken:
+      return "token";
     case Granularity::kTensorGroup:
       return w.group_size ? fmt::format("tg{}", *w.group_size) : std::string("tensor_group");
-    case Granularity::kAttnHead: return "head";
+    case Granularity::kAttnHead:
+      return "head";
   }
   return "?";
 }
 
-void HashCombine(size_t* seed, size_t v) { *seed ^= v + 0x9e3779b97f4a7c15ULL + (*seed << 6) + (*seed >> 2); }
+void HashCombine(size_t* seed, size_t v) {
+  *seed ^= v + 0x9e3779b97f4a7c15ULL + (*seed << 6) + (*seed >> 2);
+}
 
 size_t HashTensor(const TensorQuant& t) {
   size_t h = 0;

@@ -5,19 +5,18 @@
 #include "src/ir/rule_index.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <tuple>
 #include <utility>
 
 namespace quantpath {
 namespace {
-
-bool IsAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-}
 
 std::string Longest(std::vector<std::string> runs) {
   std::string best;
@@ -218,6 +217,17 @@ class RegexLiterals {
 
 }  // namespace
 
+bool MatchesOnlyItsPattern(const Matcher& matcher) {
+  switch (matcher.kind()) {
+    case MatchKind::kExact:
+      return true;
+    case MatchKind::kGlob:  // a glob without wildcards or sets is the name itself
+      return matcher.pattern().find_first_of("*?[") == std::string::npos;
+    default:
+      return false;
+  }
+}
+
 std::string RequiredLiteral(const Matcher& matcher) {
   const std::string& p = matcher.pattern();
   switch (matcher.kind()) {
@@ -240,11 +250,69 @@ std::string RequiredLiteral(const Matcher& matcher) {
   return "";
 }
 
-RuleIndex::RuleIndex(const std::vector<Rule>& rules) : rule_total_(rules.size()) {
+// The walk over this thread's last subject for one index: the automaton's position after each
+// byte and the rules whose literals ended there. Paths that follow each other share long prefixes
+// ("model.layers.3.self_attn."), so the next subject resumes after the common prefix instead of
+// starting over.
+struct RuleIndex::Scan {
+  uint64_t index_id = 0;
+  std::string subject;
+  std::vector<uint32_t> cursors;  // cursors[i]: the position after i bytes (cursors[0] = start)
+  std::vector<std::pair<uint32_t, uint32_t>> hits;  // (bytes read when its literal ended, rule)
+  size_t first_non_ascii = std::string::npos;
+};
+
+namespace {
+
+std::atomic<uint64_t> next_index_id{1};
+
+// Renumbers the trie in depth-first order, so that the states a path walks through one after
+// another (a literal's run of single-child states) have neighbouring rows in the table: a
+// walk reads memory forwards instead of all over it.
+void NumberDepthFirst(std::vector<std::map<unsigned char, uint32_t>>* children,
+                      std::vector<std::vector<uint32_t>>* ends) {
+  const size_t n = children->size();
+  std::vector<uint32_t> order;
+  order.reserve(n);
+  std::vector<uint32_t> stack = {0};
+  while (!stack.empty()) {
+    const uint32_t u = stack.back();
+    stack.pop_back();
+    order.push_back(u);
+    const auto& kids = (*children)[u];
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(it->second);
+  }
+  std::vector<uint32_t> id(n);
+  for (size_t i = 0; i < n; ++i) id[order[i]] = static_cast<uint32_t>(i);
+  std::vector<std::map<unsigned char, uint32_t>> renumbered(n);
+  std::vector<std::vector<uint32_t>> renumbered_ends(n);
+  for (size_t u = 0; u < n; ++u) {
+    for (const auto& [byte, to] : (*children)[u]) renumbered[id[u]].emplace(byte, id[to]);
+    renumbered_ends[id[u]] = std::move((*ends)[u]);
+  }
+  *children = std::move(renumbered);
+  *ends = std::move(renumbered_ends);
+}
+
+}  // namespace
+
+RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
+    : id_(next_index_id.fetch_add(1, std::memory_order_relaxed)), rule_total_(rules.size()) {
   // The trie, then the failure links breadth first (Aho–Corasick).
   std::vector<std::map<unsigned char, uint32_t>> children(1);
   std::vector<std::vector<uint32_t>> ends(1);
+  std::vector<std::pair<std::string, uint32_t>> whole;
+  // A rule the same as an earlier one (matcher and kinds) is never the first hit, since the
+  // earlier one hits wherever it does: it is left out (SGLang's per-layer entries repeat one
+  // last-segment regex per layer).
+  std::set<std::tuple<MatchKind, RegexFlavor, SiteKindSet, std::string_view>> seen;
   for (uint32_t r = 0; r < rules.size(); ++r) {
+    const Matcher& m = rules[r].matcher;
+    if (!seen.emplace(m.kind(), m.flavor(), rules[r].kinds, m.pattern()).second) continue;
+    if (MatchesOnlyItsPattern(rules[r].matcher)) {
+      whole.emplace_back(rules[r].matcher.pattern(), r);
+      continue;
+    }
     const std::string literal = RequiredLiteral(rules[r].matcher);
     if (literal.empty()) {
       always_.push_back(r);
@@ -263,6 +331,7 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules) : rule_total_(rules.size())
     }
     ends[s].push_back(r);
   }
+  NumberDepthFirst(&children, &ends);
   states_.resize(children.size());
   for (size_t s = 0; s < children.size(); ++s) {
     states_[s].first_edge = static_cast<uint32_t>(edges_.size());
@@ -283,6 +352,70 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules) : rule_total_(rules.size())
       queue.push_back(v);
     }
   }
+  BuildTable(queue, max_table_entries);
+  BuildWhole(std::move(whole));
+}
+
+void RuleIndex::BuildWhole(std::vector<std::pair<std::string, uint32_t>> whole) {
+  if (whole.empty()) return;
+  std::stable_sort(whole.begin(), whole.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t slots = 2;
+  while (slots < 2 * whole.size()) slots *= 2;
+  whole_slots_.assign(slots, WholeSlot{});
+  for (size_t i = 0; i < whole.size();) {
+    size_t j = i;
+    while (j < whole.size() && whole[j].first == whole[i].first) {
+      whole_rules_.push_back(whole[j++].second);
+    }
+    const size_t hash = std::hash<std::string_view>{}(whole[i].first);
+    size_t at = hash & (slots - 1);
+    while (whole_slots_[at].count != 0) at = (at + 1) & (slots - 1);
+    whole_slots_[at] = {hash, static_cast<uint32_t>(whole_text_.size()),
+                        static_cast<uint32_t>(whole[i].first.size()),
+                        static_cast<uint32_t>(whole_rules_.size() - (j - i)),
+                        static_cast<uint32_t>(j - i)};
+    whole_text_ += whole[i].first;
+    i = j;
+  }
+}
+
+void RuleIndex::AppendWhole(std::string_view subject, std::vector<uint32_t>* out) const {
+  if (whole_slots_.empty()) return;
+  const size_t hash = std::hash<std::string_view>{}(subject);
+  const size_t mask = whole_slots_.size() - 1;
+  for (size_t at = hash & mask; whole_slots_[at].count != 0; at = (at + 1) & mask) {
+    const WholeSlot& slot = whole_slots_[at];
+    if (slot.hash != hash ||
+        std::string_view(whole_text_).substr(slot.offset, slot.size) != subject) {
+      continue;
+    }
+    out->insert(out->end(), whole_rules_.begin() + slot.first_rule,
+                whole_rules_.begin() + slot.first_rule + slot.count);
+    return;
+  }
+}
+
+void RuleIndex::BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries) {
+  for (const Edge& e : edges_) {
+    if (byte_class_[e.byte] == 0) byte_class_[e.byte] = static_cast<uint16_t>(classes_++);
+  }
+  // Row offsets must leave kHasOutput's bit free.
+  if (states_.size() > std::min<size_t>(max_entries, kHasOutput) / classes_) return;
+  table_.assign(states_.size() * classes_, 0);
+  // A state's row is its failure state's (shallower, so already filled) with its own edges on top.
+  const auto fill = [&](uint32_t s) {
+    uint32_t* row = table_.data() + s * classes_;
+    if (s != 0) std::copy_n(table_.data() + states_[s].fail * classes_, classes_, row);
+    const State& state = states_[s];
+    for (uint32_t e = state.first_edge; e < state.first_edge + state.edge_count; ++e) {
+      const uint32_t to = edges_[e].to;
+      row[byte_class_[edges_[e].byte]] =
+          static_cast<uint32_t>(to * classes_) | (states_[to].output != 0 ? kHasOutput : 0);
+    }
+  };
+  fill(0);
+  for (uint32_t s : breadth_first) fill(s);
 }
 
 uint32_t RuleIndex::Next(uint32_t state, unsigned char byte) const {
@@ -298,27 +431,85 @@ uint32_t RuleIndex::Next(uint32_t state, unsigned char byte) const {
   }
 }
 
-void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out) const {
-  out->clear();
-  if (!IsAscii(subject)) {
-    for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
-    return;
-  }
-  uint32_t s = 0;
-  for (size_t i = 0; i < subject.size() && states_.size() > 1; ++i) {
-    s = Next(s, static_cast<unsigned char>(subject[i]));
+void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) const {
+  const auto emit = [&](uint32_t s, size_t read) {
     for (uint32_t o = states_[s].output; o != 0; o = states_[states_[o].fail].output) {
       const State& hit = states_[o];
-      out->insert(out->end(), rules_.begin() + hit.first_rule,
-                  rules_.begin() + hit.first_rule + hit.rule_count);
+      for (uint32_t r = hit.first_rule; r < hit.first_rule + hit.rule_count; ++r) {
+        scan->hits.emplace_back(static_cast<uint32_t>(read), rules_[r]);
+      }
     }
+  };
+  uint32_t cursor = scan->cursors[from];
+  for (size_t i = from; i < subject.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(subject[i]);
+    if (byte >= 0x80 && scan->first_non_ascii == std::string::npos) scan->first_non_ascii = i;
+    if (!table_.empty()) {
+      const uint32_t entry = table_[cursor + byte_class_[byte]];
+      cursor = entry & ~kHasOutput;
+      if ((entry & kHasOutput) != 0) emit(static_cast<uint32_t>(cursor / classes_), i + 1);
+    } else {
+      cursor = Next(cursor, byte);
+      emit(cursor, i + 1);
+    }
+    scan->cursors.push_back(cursor);
+  }
+}
+
+void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out) const {
+  out->clear();
+  const auto every_rule = [&] {
+    out->clear();
+    for (uint32_t r = 0; r < rule_total_; ++r) out->push_back(r);
+  };
+  if (states_.size() <= 1) {     // no literals to scan for
+    if (whole_slots_.empty()) {  // every rule is literal-free
+      out->assign(always_.begin(), always_.end());
+      return;
+    }
+    AppendWhole(subject, out);  // exact on any bytes: ASCII or not
+  } else {
+    // One slot per index id, a few per thread: a plan's groups get consecutive ids.
+    thread_local std::array<Scan, 8> scans;
+    Scan& scan = scans[id_ % scans.size()];
+    size_t common = 0;
+    if (scan.index_id == id_) {
+      const size_t limit = std::min(subject.size(), scan.subject.size());
+      while (common < limit && subject[common] == scan.subject[common]) ++common;
+      scan.cursors.resize(common + 1);
+      while (!scan.hits.empty() && scan.hits.back().first > common) scan.hits.pop_back();
+      if (scan.first_non_ascii >= common) scan.first_non_ascii = std::string::npos;
+    } else {
+      scan.index_id = id_;
+      scan.cursors.assign(1, 0);
+      scan.hits.clear();
+      scan.first_non_ascii = std::string::npos;
+    }
+    scan.subject.assign(subject);
+    Continue(subject, common, &scan);
+    if (scan.first_non_ascii != std::string::npos) return every_rule();
+    for (const auto& hit : scan.hits) out->push_back(hit.second);
+    AppendWhole(subject, out);
   }
   if (out->empty()) {  // no literal occurs: the literal-free rules, already in order
     out->assign(always_.begin(), always_.end());
     return;
   }
   out->insert(out->end(), always_.begin(), always_.end());
-  std::sort(out->begin(), out->end());
+  // `out` is a few ascending runs (each literal's rules, the whole-path rules, the literal-free
+  // ones): merged rather than sorted when there are two, left as is when there is one.
+  const auto descent = std::adjacent_find(out->begin(), out->end(), std::greater<uint32_t>());
+  if (descent != out->end()) {
+    const auto second = descent + 1;
+    if (std::is_sorted(second, out->end())) {
+      thread_local std::vector<uint32_t> merged;
+      merged.resize(out->size());
+      std::merge(out->begin(), second, second, out->end(), merged.begin());
+      out->swap(merged);
+    } else {
+      std::sort(out->begin(), out->end());
+    }
+  }
   out->erase(std::unique(out->begin(), out->end()), out->end());
 }
 

@@ -9,26 +9,43 @@
 // The candidates come out in rule order, and the caller runs each one's own matcher, so the first
 // hit is the per-pattern loop's first hit. A screened-out regex cannot match the path, so it also
 // cannot reach its match limit on it: the answer is Python's, without the backtracking.
-// Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the caller's).
+// A rule repeating an earlier one (same matcher, same kinds) is never a candidate: it cannot be
+// the first hit. Rules that hit only their own pattern (exact names, globs without wildcards) are
+// looked up by the whole path in a hash table instead. The automaton is a transition table over the
+// literals' bytes (one load per byte of the path), and each thread remembers its walk over the last
+// path per index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.")
+// resumes after it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the
+// caller's).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "quantpath/ir.h"
 
 namespace quantpath {
 
+// Whether `matcher` hits exactly one path, its pattern (exact names, globs without wildcards):
+// the index looks such rules up by the whole path instead of scanning for them.
+bool MatchesOnlyItsPattern(const Matcher& matcher);
 // The literal every path `matcher` hits must contain; empty when there is none to rely on.
 std::string RequiredLiteral(const Matcher& matcher);
 
 class RuleIndex {
  public:
-  explicit RuleIndex(const std::vector<Rule>& rules);
+  // Transition-table entries (states × byte classes) the index may hold; past it (hundreds of
+  // thousands of literal bytes) it keeps only the trie's edges, which are slower to walk.
+  static constexpr size_t kMaxTableEntries = size_t{1} << 22;
+
+  explicit RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries = kMaxTableEntries);
   // The indices of the rules that can match `subject`, ascending, into `out` (cleared first).
-  // A subject that is not ASCII is not screened: every rule is then a candidate.
+  // A subject that is not ASCII is not screened by literals: every rule is then a candidate
+  // (unless the index has no literal to scan for; its whole-path lookups are exact on any bytes).
   void Candidates(std::string_view subject, std::vector<uint32_t>* out) const;
 
  private:
@@ -44,13 +61,45 @@ class RuleIndex {
     unsigned char byte;
     uint32_t to;
   };
+  struct Scan;
+  // The automaton's move from `state` on `byte`, through the failure links.
   uint32_t Next(uint32_t state, unsigned char byte) const;
+  void BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries);
+  // Scans `subject` from byte `from` on, `scan` holding the walk over the bytes before it.
+  void Continue(std::string_view subject, size_t from, Scan* scan) const;
+  // The rules whose pattern is the whole subject (MatchesOnlyItsPattern), into `out`.
+  void BuildWhole(std::vector<std::pair<std::string, uint32_t>> whole);
+  void AppendWhole(std::string_view subject, std::vector<uint32_t>* out) const;
 
+  // Names this index to the thread's scan of the last subject it was asked about (an address
+  // could be reused by another index).
+  uint64_t id_ = 0;
   size_t rule_total_ = 0;
+  // The automaton as a table: byte_class_[b] is 0 for a byte no literal holds, else its column
+  // in table_ (classes_ columns per state); an entry is the next state's row offset, with
+  // kHasOutput set when a literal ends there (its `output` is not 0). Empty when it would exceed
+  // the entry limit.
+  static constexpr uint32_t kHasOutput = uint32_t{1} << 31;
+  std::array<uint16_t, 256> byte_class_{};
+  size_t classes_ = 1;
+  std::vector<uint32_t> table_;
   std::vector<State> states_;
   std::vector<Edge> edges_;
   std::vector<uint32_t> rules_;   // per state, the rules whose literal ends there
   std::vector<uint32_t> always_;  // rules with no literal, ascending
+  // Rules matching only their pattern, by pattern: an open-addressing hash table of distinct
+  // patterns (a power of two, at most half full; count 0 = empty), each naming its rules,
+  // ascending.
+  struct WholeSlot {
+    size_t hash = 0;
+    uint32_t offset = 0;  // the pattern: whole_text_[offset, offset + size)
+    uint32_t size = 0;
+    uint32_t first_rule = 0;
+    uint32_t count = 0;
+  };
+  std::vector<WholeSlot> whole_slots_;
+  std::string whole_text_;  // the distinct patterns, one after another
+  std::vector<uint32_t> whole_rules_;
 };
 
 }  // namespace quantpath

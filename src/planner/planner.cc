@@ -14,28 +14,74 @@ namespace {
 
 // `text` with the site placeholders (kSitePathPlaceholder, kLegNamesPlaceholder) expanded.
 std::string ExpandSitePlaceholders(std::string_view text, const LayerSite& site) {
-  std::vector<std::string> quoted;
-  for (const Leg& leg : site.legs) quoted.push_back(fmt::format("'{}'", leg.name));
-  const std::string legs = "[" + Join(quoted, ", ") + "]";
   std::string out;
+  out.reserve(text.size() + site.path.size());
   size_t i = 0;
   while (i < text.size()) {
-    if (text.substr(i).starts_with(kSitePathPlaceholder)) {
+    const size_t brace = text.find('{', i);
+    out.append(text.substr(i, brace - i));
+    if (brace == std::string_view::npos) break;
+    const std::string_view rest = text.substr(brace);
+    if (rest.starts_with(kSitePathPlaceholder)) {
       out += site.path;
-      i += kSitePathPlaceholder.size();
-    } else if (text.substr(i).starts_with(kLegNamesPlaceholder)) {
-      out += legs;
-      i += kLegNamesPlaceholder.size();
+      i = brace + kSitePathPlaceholder.size();
+    } else if (rest.starts_with(kLegNamesPlaceholder)) {
+      out += '[';
+      for (size_t l = 0; l < site.legs.size(); ++l) {
+        if (l > 0) out += ", ";
+        out += '\'';
+        out += site.legs[l].name;
+        out += '\'';
+      }
+      out += ']';
+      i = brace + kLegNamesPlaceholder.size();
     } else {
-      out += text[i++];
+      out += '{';
+      i = brace + 1;
     }
   }
+  return out;
+}
+
+// "<source>: <message>", the text a Decision names its deciding rule or policy by.
+std::string RuleText(const Provenance& source, std::string_view message) {
+  std::string out;
+  out.reserve(source.file.size() + 1 + source.pointer.size() + 2 + message.size());
+  out += source.file;
+  if (!source.pointer.empty()) {
+    out += '#';
+    out += source.pointer;
+  }
+  out += ": ";
+  out += message;
   return out;
 }
 
 bool HasSitePlaceholder(std::string_view text) {
   return text.find(kSitePathPlaceholder) != std::string_view::npos ||
          text.find(kLegNamesPlaceholder) != std::string_view::npos;
+}
+
+// The names LayerSite::ExpertLegPath(0, leg) (MoE) and LayerSite::LegPath(leg) (other sites)
+// give, written into `out`'s buffers without formatting: the planner builds them for every fused
+// site.
+void BuildLegSubjects(const LayerSite& site, std::vector<std::string>* out) {
+  out->resize(site.legs.size());
+  const bool moe = site.kind == SiteKind::kMoe;
+  const std::string_view parent = ParentPath(site.path);
+  for (size_t i = 0; i < site.legs.size(); ++i) {
+    std::string& subject = (*out)[i];
+    subject.clear();
+    if (moe) {
+      if (site.experts <= 0) continue;
+      subject.append(site.path).append(".0.");
+    } else if (site.path.empty()) {
+      continue;  // an engine that passes an empty prefix never looks at the legs
+    } else if (!parent.empty()) {
+      subject.append(parent).append(".");
+    }
+    subject += site.legs[i].name;
+  }
 }
 
 // The outcome of one rule group for one path or site.
@@ -54,10 +100,13 @@ struct Evaluator {
   const LayerSite& site;
   bool record_trace;
   std::vector<TraceStep>* trace;
+  // The legs' subjects, built on first use and kept for every group (buffers reused across sites).
+  std::vector<std::string>* leg_subjects;
+  bool legs_built = false;
 
   // First rule of `group` hitting `subject`; a matcher failure (regex limit) is an error. Without
   // a trace only the rules the group's index cannot rule out are tried, in the same order.
-  GroupOutcome FirstHit(const RuleGroup& group, const std::string& subject) {
+  GroupOutcome FirstHit(const RuleGroup& group, std::string_view subject) {
     if (!record_trace) return ScreenedFirstHit(group, subject);
     for (const Rule& rule : group.rules) {
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
@@ -68,7 +117,8 @@ struct Evaluator {
                                        ? std::string_view(site.module_class)
                                        : std::string_view(subject);
         trace->push_back(
-            {group.name, subject, rule.matcher.kind(), rule.matcher.pattern(), rule.source, *hit,
+            {group.name, std::string(subject), rule.matcher.kind(), rule.matcher.pattern(),
+             rule.source, *hit,
              fmt::format("{} \"{}\" {} \"{}\"", MatchKindName(rule.matcher.kind()),
                          rule.matcher.pattern(), *hit ? "matches" : "does not match", against)});
       }
@@ -77,7 +127,7 @@ struct Evaluator {
     return {};
   }
 
-  GroupOutcome ScreenedFirstHit(const RuleGroup& group, const std::string& subject) {
+  GroupOutcome ScreenedFirstHit(const RuleGroup& group, std::string_view subject) {
     thread_local std::vector<uint32_t> candidates;
     group.index.Get(group.rules).Candidates(subject, &candidates);
     for (uint32_t i : candidates) {
@@ -113,13 +163,18 @@ struct Evaluator {
   }
 
   // The path a leg is matched under: expert 0's projection for MoE sites.
-  std::string LegSubject(size_t leg) const {
-    return site.kind == SiteKind::kMoe ? site.ExpertLegPath(0, leg) : site.LegPath(leg);
+  const std::string& LegSubject(size_t leg) {
+    if (!legs_built) {
+      BuildLegSubjects(site, leg_subjects);
+      legs_built = true;
+    }
+    return (*leg_subjects)[leg];
   }
 
   // Every leg resolved on its own; they must agree.
   GroupOutcome LegsMustAgree(const RuleGroup& group) {
-    std::vector<const Rule*> hits;
+    thread_local std::vector<const Rule*> hits;
+    hits.clear();
     for (size_t i = 0; i < site.legs.size(); ++i) {
       GroupOutcome leg = FirstHit(group, LegSubject(i));
       if (leg.error) return leg;
@@ -127,18 +182,21 @@ struct Evaluator {
     }
     for (size_t i = 1; i < hits.size(); ++i) {
       if (SameAction(hits[0], hits[i])) continue;
-      std::vector<std::string> parts;
-      for (size_t j = 0; j < hits.size(); ++j) {
-        parts.push_back(fmt::format("{} → {}", site.legs[j].name, Describe(hits[j])));
-      }
+      const auto outcomes = [&] {
+        std::vector<std::string> parts;
+        for (size_t j = 0; j < hits.size(); ++j) {
+          parts.push_back(fmt::format("{} → {}", site.legs[j].name, Describe(hits[j])));
+        }
+        return Join(parts, ", ");
+      };
       std::string message =
           group.disagree_message.empty()
               ? fmt::format("the legs of fused layer {} disagree in rule group \"{}\": {}",
-                            site.path, group.name, Join(parts, ", "))
+                            site.path, group.name, outcomes())
           : HasSitePlaceholder(group.disagree_message)
               ? ExpandSitePlaceholders(group.disagree_message, site)
-              : fmt::format("{} ({}: {})", group.disagree_message, site.path, Join(parts, ", "));
-      return {nullptr, message, std::nullopt};
+              : fmt::format("{} ({}: {})", group.disagree_message, site.path, outcomes());
+      return {nullptr, std::move(message), std::nullopt};
     }
     if (hits.empty() || hits[0] == nullptr) return {};
     return {hits[0], std::nullopt, 0};  // every leg agrees; the first leg's hit is the one taken
@@ -157,6 +215,7 @@ struct Evaluator {
   }
 
   GroupOutcome Evaluate(const RuleGroup& group) {
+    if (group.rules.empty()) return {};  // nothing can hit, and nothing is traced
     // MoE sites are matched by their own path (engines build one module for all experts),
     // unless the group looks experts up through their projections.
     const bool moe_by_path = site.kind == SiteKind::kMoe && !group.moe_through_expert_legs;
@@ -242,11 +301,23 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
 
 bool InBlocks(const std::string& block_name, const LayerSite& site) {
   if (block_name.empty()) return site.in_decoder_block;
-  return site.path.starts_with(block_name + ".") && !site.mtp;
+  return site.path.size() > block_name.size() && site.path.starts_with(block_name) &&
+         site.path[block_name.size()] == '.' && !site.mtp;
 }
 
 std::string PlanSource(const QuantPlan& plan) {
   return plan.sources.empty() ? plan.quant_method : plan.sources.front().ToString();
+}
+
+// "<plan source>: <message>".
+std::string PlanRuleText(const QuantPlan& plan, std::string_view message) {
+  if (!plan.sources.empty()) return RuleText(plan.sources.front(), message);
+  std::string out;
+  out.reserve(plan.quant_method.size() + 2 + message.size());
+  out += plan.quant_method;
+  out += ": ";
+  out += message;
+  return out;
 }
 
 // One rank's shape of a site, as its linear class splits it.
@@ -378,12 +449,17 @@ std::string_view DecisionKindName(DecisionKind kind) {
 Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_trace) {
   if (site.kind == SiteKind::kAttention) {
     if (const Action* action = plan.AttentionFor(site.module_class)) {
-      return FromAction(*action, site, fmt::format("{}: {}", PlanSource(plan), action->message));
+      return FromAction(*action, site, PlanRuleText(plan, action->message));
     }
     Decision d;
     if (plan.attention) {
-      d.rule = fmt::format("{}: the engine attaches its KV-cache method to {} only; {} gets none",
-                           PlanSource(plan), Join(plan.attention_classes, ", "), site.module_class);
+      std::string message = "the engine attaches its KV-cache method to ";
+      for (size_t i = 0; i < plan.attention_classes.size(); ++i) {
+        if (i > 0) message += ", ";
+        message += plan.attention_classes[i];
+      }
+      message.append(" only; ").append(site.module_class).append(" gets none");
+      d.rule = PlanRuleText(plan, message);
       d.detail = "get_quant_method returned None";
       return d;
     }
@@ -415,7 +491,8 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
     return d;
   }
   std::vector<TraceStep> trace;
-  Evaluator evaluator{site, record_trace, &trace};
+  thread_local std::vector<std::string> leg_subjects;
+  Evaluator evaluator{site, record_trace, &trace, &leg_subjects};
   for (const RuleGroup& group : plan.groups) {
     GroupOutcome outcome = evaluator.Evaluate(group);
     if (outcome.error) {
@@ -427,9 +504,8 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
       return d;
     }
     if (outcome.rule != nullptr) {
-      Decision d = FromAction(
-          outcome.rule->action, site,
-          fmt::format("{}: {}", outcome.rule->source.ToString(), outcome.rule->action.message));
+      Decision d = FromAction(outcome.rule->action, site,
+                              RuleText(outcome.rule->source, outcome.rule->action.message));
       d.leg = outcome.leg;
       if (d.leg && site.kind == SiteKind::kMoe) d.expert = 0;  // expert 0 stands for all
       d.matched = d.leg ? evaluator.LegSubject(*d.leg) : site.path;
@@ -441,8 +517,7 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
   if (policy == KindPolicy::kRulesOnly) {
     d.rule = fmt::format("no rule names this {}", SiteKindName(site.kind));
   } else {
-    d = FromAction(plan.default_action, site,
-                   fmt::format("{}: {}", PlanSource(plan), plan.default_action.message));
+    d = FromAction(plan.default_action, site, PlanRuleText(plan, plan.default_action.message));
   }
   d.trace = std::move(trace);
   return d;

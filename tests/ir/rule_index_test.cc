@@ -112,9 +112,13 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
       MakeRule(MatchKind::kRegexMatch, R"(model\.layers\.\d+\.self_attn\.[qk]_proj)"),
       MakeRule(MatchKind::kSubstringIgnoreCase, "MLP.GATE"),
       MakeRule(MatchKind::kGlob, "*"),
+      MakeRule(MatchKind::kGlob, "model.embed_tokens"),  // looked up by the whole path
+      MakeRule(MatchKind::kExact, "model.embed_tokens"),
   };
   const RuleIndex index(rules);
+  const RuleIndex untabled(rules, /*max_table_entries=*/0);  // walks the trie's edges instead
   std::vector<uint32_t> candidates;
+  std::vector<uint32_t> untabled_candidates;
   size_t subjects = 0;
   for (const Json& s : PythonAnswers().Find("subjects")->items()) {
     const std::string& path = s.string_value();
@@ -124,6 +128,8 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
     }
     index.Candidates(path, &candidates);
     EXPECT_TRUE(std::is_sorted(candidates.begin(), candidates.end()));
+    untabled.Candidates(path, &untabled_candidates);
+    EXPECT_EQ(untabled_candidates, candidates) << JsonQuote(path);
     std::optional<size_t> screened;
     for (uint32_t i : candidates) {
       if (*rules[i].matcher.Matches(path)) {
@@ -135,9 +141,74 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
     ++subjects;
   }
   EXPECT_GT(subjects, 20u);
-  // The screen rules out the rest: an embedding path reaches only the literal-free rules and `*`.
+  // The screen rules out the rest: an embedding path reaches only the literal-free rules, `*` and
+  // the rules naming it.
   index.Candidates("model.embed_tokens", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9, 10, 11}));
+  index.Candidates("model.embed_tokens.weight", &candidates);
   EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9}));
+}
+
+// A path resumes the walk over the one before where they share a prefix: what the prefix held
+// stays, what only the previous path held does not, and a non-ASCII byte after the prefix makes
+// every rule a candidate.
+TEST(RuleIndex, ConsecutivePathsSharingAPrefix) {
+  const std::vector<Rule> rules = {
+      MakeRule(MatchKind::kSubstring, "layers.1."),
+      MakeRule(MatchKind::kDottedSuffix, "q_proj"),
+      MakeRule(MatchKind::kExact, "model.layers.1.self_attn.k_proj"),
+      MakeRule(MatchKind::kSubstring, "mlp"),
+  };
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  index.Candidates("model.layers.1.self_attn.q_proj", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 1}));
+  index.Candidates("model.layers.1.self_attn.k_proj", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 2}));
+  index.Candidates("model.layers.1.self_attn.\xc3\xa9", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 1, 2, 3}));
+  index.Candidates("model.layers.1.mlp", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 3}));
+  index.Candidates("model.layers.1", &candidates);
+  EXPECT_TRUE(candidates.empty());
+  index.Candidates("model.layers.1.mlp", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 3}));
+}
+
+// A rule repeating an earlier one in matcher and kinds is no candidate; one differing in the
+// regex flavour or the kinds is.
+TEST(RuleIndex, RepeatedRulesAreNoCandidates) {
+  std::vector<Rule> rules = {
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)"),
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)"),
+      MakeRule(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)"),
+      MakeRule(MatchKind::kExact, "model.layers.0.self_attn.kv_b_proj"),
+      MakeRule(MatchKind::kExact, "model.layers.0.self_attn.kv_b_proj"),
+  };
+  rules[1].matcher = Make(MatchKind::kRegexFullMatch, R"((?:.*\.)?[^.]*kv_b_proj[^.]*)",
+                          RegexFlavor::kPythonRegexModule);
+  rules[4].kinds = KindBit(SiteKind::kLinear);
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  index.Candidates("model.layers.0.self_attn.kv_b_proj", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{0, 1, 3, 4}));
+}
+
+// An index of whole-path rules alone looks any subject up, ASCII or not.
+TEST(RuleIndex, WholePathLookupsOnAnyBytes) {
+  const std::vector<Rule> rules = {MakeRule(MatchKind::kExact, "model.caf\xc3\xa9"),
+                                   MakeRule(MatchKind::kGlob, "lm_head"),
+                                   MakeRule(MatchKind::kExact, "lm_head")};
+  const RuleIndex index(rules);
+  std::vector<uint32_t> candidates;
+  index.Candidates("model.caf\xc3\xa9", &candidates);
+  EXPECT_EQ(candidates, std::vector<uint32_t>{0});
+  index.Candidates("model.cafe", &candidates);
+  EXPECT_TRUE(candidates.empty());
+  index.Candidates("lm_head", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{1, 2}));
+  index.Candidates("lm_head.x\xc3\xa9", &candidates);
+  EXPECT_TRUE(candidates.empty());
 }
 
 // Copies start without an index, so a copy's edited rules are indexed afresh.
