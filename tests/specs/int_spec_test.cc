@@ -236,6 +236,43 @@ TEST(IntSpecTest, CompressedTensorsGroupChannelAndActOrder) {
   }
 }
 
+// compressed-tensors "tensor" strategy: one scale per leg; fused legs must agree on it.
+TEST(IntSpecTest, CompressedTensorsTensorScale) {
+  std::mt19937 rng(11);
+  auto leg_with_scale = [&](int64_t n, float scale) {
+    IntLeg leg = RandomIntLeg(&rng, 8, n, 32, 32, true);
+    for (float& s : leg.scales) s = scale;
+    std::vector<TestTensor> t = CtTensors(leg, "l.p" + std::to_string(n), true, false);
+    t[1] = testing::F16Tensor("l.p" + std::to_string(n) + ".weight_scale", {1}, {scale});
+    return std::make_pair(leg, t);
+  };
+  auto [a, ta] = leg_with_scale(8, 0.0625f);
+  auto [b, tb] = leg_with_scale(4, 0.0625f);
+  std::vector<TestTensor> tensors = ta;
+  tensors.insert(tensors.end(), tb.begin(), tb.end());
+  const auto spec = Spec("int8_tensor", SourceLayout::kCtPackQuantized);
+  Result<LinearParams> p =
+      LoadLegs(*spec, OpenTestCheckpoint(tensors), Request("l", 32, {8, 4}), {"l.p8", "l.p4"});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(Canonical(*p), Stack({a, b}));
+  QuantScheme scheme =
+      IntScheme(8, 0, true, SourceLayout::kCtPackQuantized, ZeroPointConvention::kStored);
+  scheme.weight.granularity = Granularity::kPerTensor;
+  Result<ReferenceLayer> ref =
+      DequantizeReference(OpenTestCheckpoint(tensors), scheme, "l", {"l.p8", "l.p4"}, false);
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  EXPECT_EQ(ref->weight, Stack({a, b}));
+
+  auto [c, tc] = leg_with_scale(4, 0.125f);
+  tensors = ta;
+  tensors.insert(tensors.end(), tc.begin(), tc.end());
+  Result<LinearParams> differ =
+      LoadLegs(*spec, OpenTestCheckpoint(tensors), Request("l", 32, {8, 4}), {"l.p8", "l.p4"});
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("l.p4.weight_scale"), std::string::npos)
+      << differ.status().message();
+}
+
 // Loads `tensors` as one leg "x.proj" of layer "layer.x" and returns the error.
 Status LoadError(std::string_view id, SourceLayout layout, const std::vector<TestTensor>& tensors,
                  int64_t n, int64_t k) {
