@@ -1,6 +1,7 @@
 // The registry of integer source-layout decoders and the checkpoint reads they share.
 #include "src/specs/int_source.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -59,7 +60,8 @@ Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
 
 Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
                                          const IntSourceRequest& request, Slot slot,
-                                         int64_t elements, IntLegCodes* leg) {
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         IntLegCodes* leg) {
   QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, request.prefix,
                                                       request.layout, slot));
   const StDtype dtype = view.info->dtype;
@@ -69,9 +71,12 @@ Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
   }
   leg->scale_dtype = dtype;
   leg->scales_tensor = view.info->name;
-  if (view.info->Elements() != elements) {
-    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {} scales", request.layer,
-                                    view.info->name, ShapeString(view.info->shape), elements));
+  if (std::find(shapes.begin(), shapes.end(), view.info->shape) == shapes.end()) {
+    std::vector<std::string> accepted;
+    for (const std::vector<int64_t>& shape : shapes) accepted.push_back(ShapeString(shape));
+    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {}", request.layer,
+                                    view.info->name, ShapeString(view.info->shape),
+                                    Join(accepted, " or ")));
   }
   return ReadScales(view, request.layer);
 }

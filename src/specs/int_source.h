@@ -59,10 +59,11 @@ Result<IntSourceFn> FindIntSource(SourceLayout layout, std::string_view layer);
 Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
                                              const IntSourceRequest& request, Slot slot,
                                              const std::vector<int64_t>& shape, std::string* name);
-// Reads the `slot` tensor as finite scales (F16, BF16 or F32) of `elements` values.
+// Reads the `slot` tensor as finite scales (F16, BF16 or F32) of one of the `shapes` accepted.
 Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
                                          const IntSourceRequest& request, Slot slot,
-                                         int64_t elements, IntLegCodes* leg);
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         IntLegCodes* leg);
 // Code i of a little-endian bit stream of 32-bit words, `stride` words apart (a column of a
 // row-major matrix has stride = its width): bits [i·b, i·b + b) of the stream.
 uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits);

@@ -82,8 +82,13 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
       }
     }
   }
-  QP_ASSIGN_OR_RETURN(leg.scales, ReadIntScales(checkpoint, r, Slot::kWeightScale,
-                                                r.tensor ? 1 : n * groups, &leg));
+  // Channel scales are [N, 1] as written ([N] accepted); a tensor scale is [1] or [].
+  const std::vector<std::vector<int64_t>> scale_shapes =
+      r.tensor                           ? std::vector<std::vector<int64_t>>{{1}, {}}
+      : r.group == r.cols && groups == 1 ? std::vector<std::vector<int64_t>>{{n, 1}, {n}}
+                                         : std::vector<std::vector<int64_t>>{{n, groups}};
+  QP_ASSIGN_OR_RETURN(leg.scales,
+                      ReadIntScales(checkpoint, r, Slot::kWeightScale, scale_shapes, &leg));
   if (r.act_order) {
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> g_idx,
                         ReadInt32Words(checkpoint, r, Slot::kGIdx, {k}, &leg.g_idx_tensor));

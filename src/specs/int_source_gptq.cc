@@ -46,7 +46,7 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
     }
   }
   QP_ASSIGN_OR_RETURN(std::vector<float> scales,
-                      ReadIntScales(checkpoint, r, Slot::kWeightScale, groups * n, &leg));
+                      ReadIntScales(checkpoint, r, Slot::kWeightScale, {{groups, n}}, &leg));
   leg.scales.resize(scales.size());
   for (int64_t i = 0; i < groups; ++i) {
     for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];

@@ -307,6 +307,11 @@ TEST(IntSpecTest, ErrorsNameTheTensorAndTheLayer) {
   dtype[2].dtype = "I16";
   expect(LoadError("int4_group_32", SourceLayout::kGptqV1, dtype, 16, 64), "x.proj.scales",
          "F16, BF16 or F32");
+  // Scales written transposed ([N, G] instead of GPTQ's [G, N]).
+  std::vector<TestTensor> transposed = t;
+  transposed[2].shape = {16, 2};
+  expect(LoadError("int4_group_32", SourceLayout::kGptqV1, transposed, 16, 64), "x.proj.scales",
+         "expected [2, 16]");
   // A symmetric key with zero points that are not 8.
   IntLeg skewed = leg;
   skewed.zeros[5] = 3;

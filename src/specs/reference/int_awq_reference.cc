@@ -43,6 +43,10 @@ Result<ReferenceLeg> DequantizeAwqLeg(const Checkpoint& checkpoint, const QuantS
                       reference::ReadDoubles(checkpoint, layer, prefix + ".scales", &info));
   const int64_t k = qweight.shape[0];
   const int64_t n = qweight.shape[1] * 8;
+  if (n <= 0 || k <= 0) {
+    return InvalidInput(fmt::format("{}: tensor {} has shape [{}, {}]", layer, qweight.name,
+                                    qweight.shape[0], qweight.shape[1]));
+  }
   const int64_t g = reference::GroupSize(scheme, k);
   const int64_t groups = (k + g - 1) / g;
   if (info.shape != std::vector<int64_t>{groups, n} || qzeros.shape[0] != groups ||
