@@ -20,7 +20,6 @@ struct IntSourceRequest {
   std::string_view layer;
   std::string prefix;  // the leg's module prefix
   SourceLayout layout;
-  ZeroPointConvention zero_convention;  // GPTQ v1: stored minus one
   int bits = 4;
   int64_t group = 0;        // elements per scale along K (cols for channel and tensor keys)
   bool tensor = false;      // one scale for the leg

@@ -37,7 +37,7 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
       std::vector<uint32_t> qzeros,
       ReadInt32Words(checkpoint, r, Slot::kWeightZero, {groups, zero_words}, &leg.zeros_tensor));
   const uint32_t mask = (1u << r.bits) - 1;
-  const uint32_t add = r.zero_convention == ZeroPointConvention::kStoredMinusOne ? 1 : 0;
+  const uint32_t add = r.layout == SourceLayout::kGptqV1 ? 1 : 0;  // v1 stores z − 1
   leg.zeros.resize(static_cast<size_t>(n * groups));
   for (int64_t i = 0; i < groups; ++i) {
     for (int64_t col = 0; col < n; ++col) {

@@ -121,6 +121,10 @@ class IntSpec final : public WeightSpec {
               LinearParams* params) const override {
     QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
     const std::string& layer = params->request.layer;
+    if (params->key != key_) {
+      return InvalidInput(fmt::format("{}: parameters allocated for {} cannot load as {}", layer,
+                                      params->key.ToId(), key_.ToId()));
+    }
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
     QP_ASSIGN_OR_RETURN(specs_internal::IntSourceFn decode,
                         specs_internal::FindIntSource(facts_.layout, layer));
@@ -131,7 +135,6 @@ class IntSpec final : public WeightSpec {
       r.layer = layer;
       r.prefix = leg_prefixes[leg];
       r.layout = facts_.layout;
-      r.zero_convention = facts_.zero_point;
       r.bits = key_.bits;
       r.group = IntGroupOf(key_, g.cols);
       r.tensor = key_.family == kIntTensorFamily;

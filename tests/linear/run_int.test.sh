@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `quantpath run` on integer weight-only layers of the producer-written checkpoints
-# (tests/data/producers: compressed-tensors pack-quantized, auto-round's gptq / awq / auto_round
-# exports): dense and fused layers run on the integer reference kernel within tolerance (exit 0),
+# (tests/data/producers: compressed-tensors pack-quantized, GPTQModel act-order, auto-round's
+# gptq / awq / auto_round exports): dense and fused layers run on the integer reference kernel within tolerance (exit 0),
 # and unusable layers exit 2 naming the tensor and the layer.
 # Usage: run_int.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
@@ -33,7 +33,7 @@ done <<'LIST'
 ct_llama_w4a16_g64_sym int4_group_64
 ct_llama_w4a16_g64_asym int4_group_64_zp
 ct_llama_w4a16_channel int4_channel
-ct_llama_w4a16_g64_actorder_weight int4_group_64
+gm_llama_gptq_w4g64_sym_desc_act int4_group_64_actorder
 ar_llama_auto_gptq_w4g64_sym int4_group_64
 ar_llama_auto_gptq_w4g64_asym int4_group_64_zp
 ar_llama_auto_awq_w4g64_asym int4_group_64_zp

@@ -1,9 +1,10 @@
 // The integer weight-only specs on checkpoints written by the producers themselves
-// (tests/data/producers, see its SOURCES.md): for every quantized linear of each folder, through
-// the pipeline (importer → plan → materialize → IntSpec → Linear),
+// (tests/data/producers, see its SOURCES.md; GPTQModel's act-order folder has a permuted g_idx):
+// for every quantized linear of each folder, through the pipeline (importer → plan → materialize
+// → IntSpec → Linear),
 //   1. the fp64 reference, rounded to the dtype of the producer's saved dequantization (its scale
-//      dtype: bf16 for compressed-tensors, fp16 for auto-round), equals it exactly, value for
-//      value (bit for bit but for the sign of zeros);
+//      dtype: bf16 for compressed-tensors, fp16 for auto-round and GPTQModel), equals it exactly,
+//      value for value (bit for bit but for the sign of zeros);
 //   2. the canonical weights the kernel sees (a Linear run on the identity gives Wᵀ exactly)
 //      equal the reference exactly (both are exact in fp32);
 //   3. a seeded run is within the family's tolerance.
@@ -117,7 +118,7 @@ TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
 INSTANTIATE_TEST_SUITE_P(
     Producers, IntProducersTest,
     ::testing::Values("ct_llama_w4a16_g64_sym", "ct_llama_w4a16_g64_asym", "ct_llama_w4a16_channel",
-                      "ct_llama_w4a16_g64_actorder_weight", "ar_llama_auto_gptq_w4g64_sym",
+                      "gm_llama_gptq_w4g64_sym_desc_act", "ar_llama_auto_gptq_w4g64_sym",
                       "ar_llama_auto_gptq_w4g64_asym", "ar_llama_auto_awq_w4g64_asym",
                       "ar_llama_auto_round_w4g64_sym", "ar_llama_auto_round_w4g64_asym"),
     [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
