@@ -1,13 +1,15 @@
 // Integer weight families: int<b>_group_<g>[_zp][_actorder], int<b>_channel[_zp], int<b>_tensor
-// (b = 2 … 8). Layout, as `plan` counts it (the loaders arrive with the integer specs):
-//   W        [N, K] b-bit codes packed along each row, low bits first: N · ceil(K·b / 8) bytes.
-//   scales   16-bit (the params dtype, as GPTQ, AWQ, AutoRound and compressed-tensors store them):
-//            group: [N, ceil(K / g)]; channel: [N]; tensor: one fp32 value.
-//   zeros    _zp only, b-bit codes packed like W: group [N, ceil(K / g)], channel [N].
-//   g_idx    _actorder only: [K] int32, the group of each input column (kernels permute X).
+// (b = 2 … 8): id grammar, slots, bytes and materialize candidates. The canonical layout is
+// documented bit by bit in int_family.h; the spec and its loaders are int_spec.cc and
+// int_source_*.cc. Bytes, as `plan` counts them:
+//   W        N · ceil(K·b / 8).
+//   scales   16-bit: group N · ceil(K / g) · 2, channel N · 2; tensor: one fp32 value.
+//   zeros    _zp only, b-bit codes: group N · ceil(ceil(K / g)·b / 8), channel ceil(N·b / 8).
+//   perm     _actorder only: K · 4 (int32).
 #include "fmt/format.h"
+#include "src/specs/int_family.h"
+#include "src/specs/spec_common.h"
 #include "src/specs/spec_id_grammar.h"
-#include "src/specs/storage_only_family.h"
 
 namespace quantpath {
 namespace {
@@ -50,11 +52,24 @@ SpecKey IntKey(SpecFamily family, const QuantScheme& scheme) {
   return key;
 }
 
-constexpr SpecFamily kIntGroup{"int_group"};
-constexpr SpecFamily kIntChannel{"int_channel"};
-constexpr SpecFamily kIntTensor{"int_tensor"};
+constexpr SpecFamily kIntGroup = kIntGroupFamily;
+constexpr SpecFamily kIntChannel = kIntChannelFamily;
+constexpr SpecFamily kIntTensor = kIntTensorFamily;
 
-class IntGroupFamily final : public specs_internal::StorageOnlyFamily {
+// What the three rows share: the spec and its tolerance.
+class IntFamilyRow : public SpecFamilyRow {
+ public:
+  Result<std::unique_ptr<WeightSpec>> Make(const SpecKey& key, const ActivationQuant& act,
+                                           const LoadFacts& facts) const final {
+    return specs_internal::MakeIntSpec(key, act, facts);
+  }
+  // Dequantized weights are exact in fp32 ((q − z) has at most 9 bits, the scale 11 or 8), so
+  // only the fp32 accumulation differs from double: about sqrt(K) · 2^-24 of the output's scale,
+  // well inside 1e-4 for real K.
+  double Tolerance(const SpecKey&, ActMode) const final { return 1e-4; }
+};
+
+class IntGroupFamily final : public IntFamilyRow {
  public:
   SpecFamily family() const override { return kIntGroup; }
   std::string_view name() const override { return "int_group"; }
@@ -111,7 +126,7 @@ class IntGroupFamily final : public specs_internal::StorageOnlyFamily {
   }
 };
 
-class IntChannelFamily final : public specs_internal::StorageOnlyFamily {
+class IntChannelFamily final : public IntFamilyRow {
  public:
   SpecFamily family() const override { return kIntChannel; }
   std::string_view name() const override { return "int_channel"; }
@@ -156,7 +171,7 @@ class IntChannelFamily final : public specs_internal::StorageOnlyFamily {
   }
 };
 
-class IntTensorFamily final : public specs_internal::StorageOnlyFamily {
+class IntTensorFamily final : public IntFamilyRow {
  public:
   SpecFamily family() const override { return kIntTensor; }
   std::string_view name() const override { return "int_tensor"; }

@@ -29,7 +29,8 @@ constexpr SourceTensor kGptq[] = {{S::kWeight, ".qweight", true},
                                   {S::kWeightZero, ".qzeros", true},
                                   {S::kWeightScale, ".scales", true},
                                   {S::kGIdx, ".g_idx", false}};
-// compressed-tensors pack-quantized: weight_packed [N, K / (32 / bits)] int32, weight_shape [2].
+// compressed-tensors pack-quantized: weight_packed [N, ceil(K·bits / 32)] int32, weight_shape [2],
+// weight_zero_point [ceil(N·bits / 32), groups] int32 (asymmetric), weight_g_idx [K] (actorder).
 constexpr SourceTensor kCtPack[] = {{S::kWeight, ".weight_packed", true},
                                     {S::kWeightScale, ".weight_scale", true},
                                     {S::kWeightZero, ".weight_zero_point", false},

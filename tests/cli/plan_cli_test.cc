@@ -198,17 +198,17 @@ TEST(PlanCli, ConfigOnlyFoldersReportPublishedSizes) {
   }
 }
 
-// A layout whose loader is not in this build still has its bytes, through its family's row: 4-bit
-// weights plus one fp16 scale per group of 128 (Llama-2-13B GPTQ, symmetric, so no zero points).
-TEST(PlanCli, BytesOfALayoutWithoutALoaderCountScales) {
+// An integer layout's bytes come from its family's row: 4-bit weights plus one fp16 scale per
+// group of 128 (Llama-2-13B GPTQ, symmetric, so no zero points), with a kernel in this build.
+TEST(PlanCli, BytesOfAnIntegerLayoutCountScales) {
   auto r = RunCli("plan tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ --json");
   ASSERT_EQ(r.exit_code, 0);
   Json plan = ParseOrDie(r.out);
   const Json* down = FindLayer(plan, "model.layers.0.mlp.down_proj");
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->Find("spec_id")->string_value(), "int4_group_128");
-  EXPECT_NE(down->Find("spec_note")->string_value().find("not implemented in this build"),
-            std::string::npos);
+  EXPECT_TRUE(down->Find("kernel_available")->bool_value());
+  EXPECT_TRUE(down->Find("spec_note")->is_null()) << down->Find("spec_note")->string_value();
   const int64_t n = 5120, k = 13824;
   EXPECT_EQ(down->Find("bytes")->int_value(), n * k / 2 + n * k / 128 * 2);
 }

@@ -1,0 +1,95 @@
+// The registry of integer source-layout decoders and the checkpoint reads they share.
+#include "src/specs/int_source.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "fmt/format.h"
+#include "src/specs/spec_common.h"
+
+namespace quantpath::specs_internal {
+namespace {
+
+struct Decoders {
+  std::mutex mu;
+  std::map<SourceLayout, IntSourceFn> by_layout;
+};
+
+Decoders& IntDecoders() {
+  static Decoders* decoders = new Decoders();  // never destroyed: used at exit
+  return *decoders;
+}
+
+}  // namespace
+
+IntSourceRegistrar::IntSourceRegistrar(SourceLayout layout, IntSourceFn decode) {
+  Decoders& d = IntDecoders();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.by_layout.emplace(layout, decode);
+}
+
+Result<IntSourceFn> FindIntSource(SourceLayout layout, std::string_view layer) {
+  Decoders& d = IntDecoders();
+  std::lock_guard<std::mutex> lock(d.mu);
+  auto it = d.by_layout.find(layout);
+  if (it == d.by_layout.end()) {
+    return Unsupported(fmt::format("{}: integer weights in source layout {} cannot be loaded",
+                                   layer, SourceLayoutName(layout)));
+  }
+  return it->second;
+}
+
+Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
+                                             const IntSourceRequest& request, Slot slot,
+                                             const std::vector<int64_t>& shape, std::string* name) {
+  QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, request.prefix,
+                                                      request.layout, slot));
+  *name = view.info->name;
+  if (view.info->dtype != StDtype::kI32) {
+    return InvalidInput(fmt::format("{}: tensor {} is {}, but packed integer codes are I32",
+                                    request.layer, view.info->name, StDtypeName(view.info->dtype)));
+  }
+  QP_RETURN_IF_ERROR(ExpectShape(view, request.layer, shape));
+  std::vector<uint32_t> words(static_cast<size_t>(view.info->Elements()));
+  // The mapped bytes need not be 4-byte aligned: copy.
+  std::memcpy(words.data(), view.bytes.data(), words.size() * 4);
+  return words;
+}
+
+Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
+                                         const IntSourceRequest& request, Slot slot,
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         IntLegCodes* leg) {
+  QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, request.prefix,
+                                                      request.layout, slot));
+  const StDtype dtype = view.info->dtype;
+  if (dtype != StDtype::kF16 && dtype != StDtype::kBF16 && dtype != StDtype::kF32) {
+    return InvalidInput(fmt::format("{}: tensor {} is {}, but scales are F16, BF16 or F32",
+                                    request.layer, view.info->name, StDtypeName(dtype)));
+  }
+  leg->scale_dtype = dtype;
+  leg->scales_tensor = view.info->name;
+  if (std::find(shapes.begin(), shapes.end(), view.info->shape) == shapes.end()) {
+    std::vector<std::string> accepted;
+    for (const std::vector<int64_t>& shape : shapes) accepted.push_back(ShapeString(shape));
+    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {}", request.layer,
+                                    view.info->name, ShapeString(view.info->shape),
+                                    Join(accepted, " or ")));
+  }
+  return ReadScales(view, request.layer);
+}
+
+uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits) {
+  const int64_t bit = i * bits;
+  const int64_t word = bit / 32;
+  const int shift = static_cast<int>(bit % 32);
+  uint64_t value = words[word * stride] >> shift;
+  // A code that crosses a word (3-bit GPTQ, dense compressed-tensors packing) takes its high
+  // bits from the next word.
+  if (shift + bits > 32) value |= static_cast<uint64_t>(words[(word + 1) * stride]) << (32 - shift);
+  return static_cast<uint32_t>(value) & ((1u << bits) - 1);
+}
+
+}  // namespace quantpath::specs_internal

@@ -1,0 +1,70 @@
+// The checkpoint source layouts of the integer specs: each layout's file (int_source_gptq.cc,
+// int_source_awq.cc, int_source_ct.cc) registers a decoder that reads one leg into unpacked codes,
+// zero points and scales in [rows, groups] order; IntSpec repacks them into the canonical layout
+// (int_family.h). Decoders check every tensor's dtype and shape and name tensor and layer.
+// Non-goals: the fp64 reference (src/specs/reference/int_*.cc decodes the same files apart).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/checkpoint.h"
+#include "quantpath/specs.h"
+
+namespace quantpath::specs_internal {
+
+// What a decoder is asked for: one leg of `rows` × `cols` (the whole leg, not a rank's slice).
+struct IntSourceRequest {
+  std::string_view layer;
+  std::string prefix;  // the leg's module prefix
+  SourceLayout layout;
+  int bits = 4;
+  int64_t group = 0;        // elements per scale along K (cols for channel and tensor keys)
+  bool tensor = false;      // one scale for the leg
+  bool zero_point = false;  // asymmetric: the canonical layout keeps zero points
+  bool act_order = false;   // read g_idx
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t groups() const { return (cols + group - 1) / group; }
+};
+
+// One leg, unpacked. Codes and zero points are unsigned b-bit values with W = (q − z) · s.
+struct IntLegCodes {
+  std::vector<uint8_t> codes;  // [rows, cols]
+  // [rows, groups]; the source's zero points where it stores them even for symmetric schemes
+  // (GPTQ, AWQ), empty where it stores none (compressed-tensors symmetric).
+  std::vector<uint8_t> zeros;
+  std::string zeros_tensor;   // the tensor the zero points came from, for messages
+  std::vector<float> scales;  // [rows, groups], or one value for tensor keys
+  StDtype scale_dtype = StDtype::kF16;
+  std::string scales_tensor;
+  std::vector<int32_t> g_idx;  // [cols] when act_order
+  std::string g_idx_tensor;
+};
+
+using IntSourceFn = Result<IntLegCodes> (*)(const Checkpoint& checkpoint,
+                                            const IntSourceRequest& request);
+
+// Registers the decoder of one source layout from its own file.
+struct IntSourceRegistrar {
+  IntSourceRegistrar(SourceLayout layout, IntSourceFn decode);
+};
+// The decoder of `layout`; Unsupported naming the layout and the layer when there is none.
+Result<IntSourceFn> FindIntSource(SourceLayout layout, std::string_view layer);
+
+// Reads the `slot` tensor of the request's layout as int32 words of exactly `shape` (dtype I32).
+Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
+                                             const IntSourceRequest& request, Slot slot,
+                                             const std::vector<int64_t>& shape, std::string* name);
+// Reads the `slot` tensor as finite scales (F16, BF16 or F32) of one of the `shapes` accepted.
+Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
+                                         const IntSourceRequest& request, Slot slot,
+                                         const std::vector<std::vector<int64_t>>& shapes,
+                                         IntLegCodes* leg);
+// Code i of a little-endian bit stream of 32-bit words, `stride` words apart (a column of a
+// row-major matrix has stride = its width): bits [i·b, i·b + b) of the stream.
+uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits);
+
+}  // namespace quantpath::specs_internal

@@ -1,0 +1,294 @@
+// IntSpec: integer weight-only layers (int<b>_group_<g>[_zp][_actorder], int<b>_channel[_zp],
+// int<b>_tensor) in the canonical layout of int_family.h, loaded from GPTQ v1 / v2, AWQ gemm and
+// compressed-tensors pack-quantized checkpoints through the decoders of int_source.h.
+//
+// Load, per leg: decode the source into unpacked codes, zero points and scales; check what the
+// key implies (a symmetric key needs the source's zero points, where it stores them, to be
+// 2^(b-1); an act-order key needs groups of exactly g columns, and every fused leg the same
+// g_idx, since the legs share X); then pack the codes along K in act-order column order, the
+// scales in the 16-bit dtype the checkpoint stores (kept exactly: no rounding), and the zero
+// points. ProcessAfterLoading has nothing left to convert.
+// Non-goals: tensor-parallel slices and MoE experts (not yet), activation quantization (W8A8,
+// W4A8: other families' modes), quantizing high-precision weights at load time.
+#include <algorithm>
+#include <numeric>
+
+#include "fmt/format.h"
+#include "quantpath/numeric.h"
+#include "src/specs/int_family.h"
+#include "src/specs/int_source.h"
+#include "src/specs/spec_common.h"
+
+namespace quantpath {
+namespace {
+
+using specs_internal::IntLegCodes;
+using specs_internal::IntSourceRequest;
+using specs_internal::ShardGeometry;
+
+// Stores `value` as element i of a 16- or 32-bit float tensor; false when the tensor's dtype
+// cannot hold it exactly.
+bool StoreExact(ParamTensor* tensor, int64_t i, float value) {
+  switch (tensor->dtype()) {
+    case QDType::kBF16:
+      tensor->data<uint16_t>()[i] = FloatToBf16(value);
+      break;
+    case QDType::kFP16:
+      tensor->data<uint16_t>()[i] = FloatToFp16(value);
+      break;
+    default:
+      tensor->data<float>()[i] = value;
+      break;
+  }
+  return LoadFloat(*tensor, i) == value;
+}
+
+std::optional<QDType> SixteenBit(StDtype dtype) {
+  if (dtype == StDtype::kF16) return QDType::kFP16;
+  if (dtype == StDtype::kBF16) return QDType::kBF16;
+  return std::nullopt;
+}
+
+// The canonical column order of an act-order leg: input columns sorted by group, stably. Every
+// group must hold exactly g columns (the last one the remainder), so that canonical group j is
+// columns [j·g, (j+1)·g).
+Result<std::vector<int32_t>> ActOrderPermutation(const IntLegCodes& leg,
+                                                 const IntSourceRequest& r) {
+  const int64_t groups = r.groups();
+  std::vector<int64_t> count(static_cast<size_t>(groups), 0);
+  for (int64_t c = 0; c < r.cols; ++c) {
+    const int32_t gi = leg.g_idx[c];
+    if (gi < 0 || gi >= groups) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} maps input column {} to group {}, but the "
+                      "layer has {} groups of {}",
+                      r.layer, leg.g_idx_tensor, c, gi, groups, r.group));
+    }
+    ++count[gi];
+  }
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const int64_t expected = std::min(r.group, r.cols - gi * r.group);
+    if (count[gi] != expected) {
+      return InvalidInput(fmt::format(
+          "{}: tensor {} puts {} input columns in group {}; the act-order layout needs {}", r.layer,
+          leg.g_idx_tensor, count[gi], gi, expected));
+    }
+  }
+  std::vector<int32_t> perm(static_cast<size_t>(r.cols));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int32_t a, int32_t b) { return leg.g_idx[a] < leg.g_idx[b]; });
+  return perm;
+}
+
+class IntSpec final : public WeightSpec {
+ public:
+  IntSpec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
+      : key_(key), activation_(activation), facts_(facts) {}
+
+  const SpecKey& key() const override { return key_; }
+  const ActivationQuant& activation() const override { return activation_; }
+  const LoadFacts& facts() const override { return facts_; }
+
+  Result<LinearParams> Allocate(const AllocationRequest& request) const override {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    LinearParams params = specs_internal::NewParams(request, g, key_);
+    const QDType code = IntCodeDtype(key_.bits);
+    params.tensor(Slot::kWeight) = ParamTensor(code, g.rows, g.cols);
+    // The 16-bit dtype is replaced by the checkpoint's own at load (same bytes).
+    const QDType scale = request.params_dtype == QDType::kFP16 ? QDType::kFP16 : QDType::kBF16;
+    if (key_.family == kIntTensorFamily) {
+      params.tensor(Slot::kWeightScale) = ParamTensor(QDType::kFP32, 1, 1);
+    } else {
+      params.tensor(Slot::kWeightScale) = ParamTensor(scale, g.rows, Groups(g.cols));
+    }
+    if (key_.zero_point) {
+      params.tensor(Slot::kWeightZero) = key_.family == kIntGroupFamily
+                                             ? ParamTensor(code, g.rows, Groups(g.cols))
+                                             : ParamTensor(code, 1, g.rows);
+    }
+    if (key_.act_order) params.tensor(Slot::kGIdx) = ParamTensor(QDType::kFP32, 1, g.cols);
+    return params;
+  }
+
+  Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    QP_ASSIGN_OR_RETURN(int64_t bytes, LayoutBytes(key_, g.rows, g.cols, 16));
+    return bytes + specs_internal::BiasBytes(request, g);
+  }
+
+  Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
+              LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
+    const std::string& layer = params->request.layer;
+    if (params->key != key_) {
+      return InvalidInput(fmt::format("{}: parameters allocated for {} cannot load as {}", layer,
+                                      params->key.ToId(), key_.ToId()));
+    }
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
+    QP_ASSIGN_OR_RETURN(specs_internal::IntSourceFn decode,
+                        specs_internal::FindIntSource(facts_.layout, layer));
+    std::vector<int32_t> perm;
+    std::vector<int32_t> first_g_idx;
+    for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
+      IntSourceRequest r;
+      r.layer = layer;
+      r.prefix = leg_prefixes[leg];
+      r.layout = facts_.layout;
+      r.bits = key_.bits;
+      r.group = IntGroupOf(key_, g.cols);
+      r.tensor = key_.family == kIntTensorFamily;
+      r.zero_point = key_.zero_point;
+      r.act_order = key_.act_order;
+      r.rows = g.full_leg_rows[leg];
+      r.cols = g.cols;
+      QP_ASSIGN_OR_RETURN(IntLegCodes codes, decode(checkpoint, r));
+      QP_RETURN_IF_ERROR(CheckSymmetric(codes, r));
+      if (key_.act_order) {
+        if (leg == 0) {
+          QP_ASSIGN_OR_RETURN(perm, ActOrderPermutation(codes, r));
+          first_g_idx = codes.g_idx;
+          std::copy(perm.begin(), perm.end(), params->tensor(Slot::kGIdx).data<int32_t>());
+        } else if (codes.g_idx != first_g_idx) {
+          return InvalidInput(fmt::format(
+              "{}: tensor {} differs from the first leg's g_idx; the fused legs share one input "
+              "order",
+              layer, codes.g_idx_tensor));
+        }
+      }
+      StoreCodes(codes, r, perm, g.leg_offsets[leg], params);
+      QP_RETURN_IF_ERROR(StoreScales(codes, r, leg, g.leg_offsets[leg], params));
+    }
+    QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
+    params->loaded = true;
+    return {};
+  }
+
+  Status ProcessAfterLoading(LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
+    params->processed = true;  // Load wrote the canonical layout directly
+    return {};
+  }
+
+ private:
+  int64_t Groups(int64_t cols) const {
+    const int64_t group = IntGroupOf(key_, cols);
+    return (cols + group - 1) / group;
+  }
+
+  Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
+    if (request.tp_size > 1) {
+      return Unsupported(
+          fmt::format("{}: {} with tensor-parallel size {}: integer weights are not split "
+                      "across ranks yet",
+                      request.layer, key_.ToId(), request.tp_size));
+    }
+    return g;
+  }
+
+  // A symmetric key drops the zero points: the source's, where it stores them, must be 2^(b-1).
+  Status CheckSymmetric(const IntLegCodes& codes, const IntSourceRequest& r) const {
+    if (key_.zero_point || codes.zeros.empty()) return {};
+    const uint8_t implied = static_cast<uint8_t>(1u << (key_.bits - 1));
+    const int64_t groups = r.tensor ? 1 : r.groups();
+    for (size_t i = 0; i < codes.zeros.size(); ++i) {
+      if (codes.zeros[i] == implied) continue;
+      return InvalidInput(fmt::format(
+          "{}: the scheme is symmetric, but tensor {} holds zero point {} (row {}, group {}), "
+          "not {}",
+          r.layer, codes.zeros_tensor, codes.zeros[i], i / groups, i % groups, implied));
+    }
+    return {};
+  }
+
+  void StoreCodes(const IntLegCodes& codes, const IntSourceRequest& r,
+                  const std::vector<int32_t>& perm, int64_t row_offset,
+                  LinearParams* params) const {
+    ParamTensor& w = params->tensor(Slot::kWeight);
+    for (int64_t row = 0; row < r.rows; ++row) {
+      uint8_t* dst = w.data<uint8_t>() + (row_offset + row) * w.row_bytes();
+      const uint8_t* src = codes.codes.data() + row * r.cols;
+      for (int64_t j = 0; j < r.cols; ++j) {
+        WriteCode(dst, j, key_.bits, src[perm.empty() ? j : perm[j]]);
+      }
+    }
+    if (!key_.zero_point) return;
+    ParamTensor& z = params->tensor(Slot::kWeightZero);
+    const int64_t groups = r.groups();
+    for (int64_t row = 0; row < r.rows; ++row) {
+      for (int64_t i = 0; i < groups; ++i) {
+        const uint8_t zero = codes.zeros[row * groups + i];
+        if (key_.family == kIntGroupFamily) {
+          WriteCode(z.data<uint8_t>() + (row_offset + row) * z.row_bytes(), i, key_.bits, zero);
+        } else {
+          WriteCode(z.data<uint8_t>(), row_offset + row, key_.bits, zero);
+        }
+      }
+    }
+  }
+
+  Status StoreScales(const IntLegCodes& codes, const IntSourceRequest& r, size_t leg,
+                     int64_t row_offset, LinearParams* params) const {
+    ParamTensor& s = params->tensor(Slot::kWeightScale);
+    if (key_.family == kIntTensorFamily) {
+      if (leg > 0 && s.data<float>()[0] != codes.scales[0]) {
+        return InvalidInput(fmt::format(
+            "{}: tensor {} is {}, the first leg's scale {}; {} stores one scale per layer", r.layer,
+            codes.scales_tensor, codes.scales[0], s.data<float>()[0], key_.ToId()));
+      }
+      s.data<float>()[0] = codes.scales[0];
+      return {};
+    }
+    // The first leg's 16-bit dtype is kept as stored (the bytes are the same either way).
+    const std::optional<QDType> stored = SixteenBit(codes.scale_dtype);
+    if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), s.cols());
+    const int64_t groups = s.cols();
+    for (int64_t row = 0; row < r.rows; ++row) {
+      for (int64_t i = 0; i < groups; ++i) {
+        const float value = codes.scales[row * groups + i];
+        if (StoreExact(&s, (row_offset + row) * groups + i, value)) continue;
+        return InvalidInput(fmt::format(
+            "{}: tensor {} holds {} at row {}, group {}, which {} cannot hold exactly; {} keeps "
+            "16-bit scales",
+            r.layer, codes.scales_tensor, value, row, i, QDTypeName(s.dtype()), key_.ToId()));
+      }
+    }
+    return {};
+  }
+
+  const SpecKey key_;
+  const ActivationQuant activation_;
+  const LoadFacts facts_;
+};
+
+}  // namespace
+
+namespace specs_internal {
+
+Result<std::unique_ptr<WeightSpec>> MakeIntSpec(const SpecKey& key, const ActivationQuant& act,
+                                                const LoadFacts& facts) {
+  if (act.mode != ActMode::kNone) {
+    return Unsupported(
+        fmt::format("{} with {} activations has no kernel mode yet", key.ToId(), act.ToString()));
+  }
+  switch (facts.layout) {
+    case SourceLayout::kGptqV1:
+    case SourceLayout::kGptqV2:
+    case SourceLayout::kAwqGemm:
+    case SourceLayout::kCtPackQuantized:
+      break;
+    case SourceLayout::kAwqGemv:
+      return Unsupported(fmt::format(
+          "{}: the AWQ gemv layout (qweight [N, K / 8], padded scales) is not supported; "
+          "AutoAWQ's gemm export loads",
+          key.ToId()));
+    default:
+      return Unsupported(fmt::format("{}: integer weights in source layout {} cannot be loaded",
+                                     key.ToId(), SourceLayoutName(facts.layout)));
+  }
+  return std::unique_ptr<WeightSpec>(std::make_unique<IntSpec>(key, act, facts));
+}
+
+}  // namespace specs_internal
+}  // namespace quantpath
