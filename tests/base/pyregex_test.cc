@@ -12,6 +12,7 @@
 
 #include "quantpath/base.h"
 #include "src/base/pyregex.h"
+#include "tests/ir/python_answers.h"
 
 namespace quantpath {
 namespace {
@@ -29,22 +30,10 @@ struct RegexCase {
 // gtest prints a failing parameter with this instead of its bytes.
 void PrintTo(const RegexCase& c, std::ostream* os) { *os << JsonQuote(c.pattern); }
 
-const Json& Answers() {
-  static const Json* answers = [] {
-    auto parsed = ReadJsonFile(QUANTPATH_TEST_DATA "/patterns/python_answers.json");
-    if (!parsed.ok()) {
-      ADD_FAILURE() << parsed.status().message();
-      return new Json();
-    }
-    return new Json(std::move(*parsed));
-  }();
-  return *answers;
-}
-
 std::vector<RegexCase> LoadCases() {
   std::vector<RegexCase> cases;
-  const Json* subjects = Answers().Find("subjects");
-  const Json* list = Answers().Find("regex_cases");
+  const Json* subjects = PythonAnswers().Find("subjects");
+  const Json* list = PythonAnswers().Find("regex_cases");
   if (subjects == nullptr || list == nullptr) return cases;
   for (const Json& item : list->items()) {
     RegexCase c;

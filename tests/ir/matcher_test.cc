@@ -11,6 +11,7 @@
 
 #include "quantpath/base.h"
 #include "quantpath/ir.h"
+#include "tests/ir/python_answers.h"
 
 namespace quantpath {
 namespace {
@@ -61,21 +62,9 @@ struct Subject {
   std::string module_class;
 };
 
-const Json& Answers() {
-  static const Json* answers = [] {
-    auto parsed = ReadJsonFile(QUANTPATH_TEST_DATA "/patterns/python_answers.json");
-    if (!parsed.ok()) {
-      ADD_FAILURE() << parsed.status().message();
-      return new Json();
-    }
-    return new Json(std::move(*parsed));
-  }();
-  return *answers;
-}
-
 std::vector<Subject> Subjects() {
   std::vector<Subject> subjects;
-  if (const Json* list = Answers().Find("matcher_subjects")) {
+  if (const Json* list = PythonAnswers().Find("matcher_subjects")) {
     for (const Json& s : list->items()) {
       subjects.push_back({s.Find("path")->string_value(), s.Find("class")->string_value()});
     }
@@ -85,7 +74,7 @@ std::vector<Subject> Subjects() {
 
 std::vector<MatcherCase> LoadCases() {
   std::vector<MatcherCase> cases;
-  const Json* list = Answers().Find("matcher_cases");
+  const Json* list = PythonAnswers().Find("matcher_cases");
   if (list == nullptr) return cases;
   for (const Json& item : list->items()) {
     MatcherCase c;

@@ -13,21 +13,10 @@
 
 #include "quantpath/base.h"
 #include "quantpath/ir.h"
+#include "tests/ir/python_answers.h"
 
 namespace quantpath {
 namespace {
-
-const Json& Answers() {
-  static const Json* answers = [] {
-    auto parsed = ReadJsonFile(QUANTPATH_TEST_DATA "/patterns/python_answers.json");
-    if (!parsed.ok()) {
-      ADD_FAILURE() << parsed.status().message();
-      return new Json();
-    }
-    return new Json(std::move(*parsed));
-  }();
-  return *answers;
-}
 
 Matcher Make(MatchKind kind, std::string pattern, RegexFlavor flavor = RegexFlavor::kPythonRe) {
   auto m = Matcher::Create(kind, std::move(pattern), flavor);
@@ -65,9 +54,10 @@ TEST(RequiredLiteral, ReadsPythonRegexConservatively) {
 // Python's answers: a pattern's literal occurs in every subject it matches.
 TEST(RequiredLiteral, OccursInEveryPythonMatch) {
   std::vector<std::string> subjects;
-  for (const Json& s : Answers().Find("subjects")->items()) subjects.push_back(s.string_value());
+  for (const Json& s : PythonAnswers().Find("subjects")->items())
+    subjects.push_back(s.string_value());
   size_t checked = 0;
-  for (const Json& c : Answers().Find("regex_cases")->items()) {
+  for (const Json& c : PythonAnswers().Find("regex_cases")->items()) {
     const std::string pattern = c.Find("pattern")->string_value();
     for (const auto& [flavor_key, flavor] : {std::pair{"re", RegexFlavor::kPythonRe},
                                              std::pair{"regex", RegexFlavor::kPythonRegexModule}}) {
@@ -87,7 +77,7 @@ TEST(RequiredLiteral, OccursInEveryPythonMatch) {
       }
     }
   }
-  for (const Json& c : Answers().Find("matcher_cases")->items()) {
+  for (const Json& c : PythonAnswers().Find("matcher_cases")->items()) {
     for (MatchKind kind : {MatchKind::kExact, MatchKind::kLeadingPath, MatchKind::kDottedSuffix,
                            MatchKind::kSubstring, MatchKind::kGlob, MatchKind::kRegexMatch,
                            MatchKind::kRegexFullMatch}) {
@@ -126,7 +116,7 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
   const RuleIndex index(rules);
   std::vector<uint32_t> candidates;
   size_t subjects = 0;
-  for (const Json& s : Answers().Find("subjects")->items()) {
+  for (const Json& s : PythonAnswers().Find("subjects")->items()) {
     const std::string& path = s.string_value();
     std::optional<size_t> loop;
     for (size_t i = 0; i < rules.size() && !loop; ++i) {
