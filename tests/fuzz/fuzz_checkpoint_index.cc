@@ -22,7 +22,8 @@ std::filesystem::path Folder() {
     const std::string header = R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
     std::string file(8, '\0');
     for (size_t i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-    std::ofstream(d / "model-00001-of-00001.safetensors", std::ios::binary) << file << header << 'x';
+    std::ofstream(d / "model-00001-of-00001.safetensors", std::ios::binary)
+        << file << header << 'x';
     return d;
   }();
   return dir;

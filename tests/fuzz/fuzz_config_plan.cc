@@ -1,7 +1,8 @@
 // libFuzzer target: config files → every importer and dialect → the model's sites → decisions.
 // The input is config.json, optionally followed by NUL-separated hf_quant_config.json,
 // quantize_config.json and quant_model_description.json (seeds are real config.json files).
-// seeds: tests/data/corpus/*/config.json tests/data/corpus/*/hf_quant_config.json tests/data/models/*/config.json examples/*/config.json
+// seeds: tests/data/corpus/*/config.json tests/data/corpus/*/hf_quant_config.json
+// seeds: tests/data/models/*/config.json examples/*/config.json
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target for a fixed number of inputs with a fixed seed (-seed=1), starting from
-# the repository files its source's `// seeds:` line names (globs relative to the repository root).
+# the repository files its source's `// seeds:` lines name (globs relative to the repository root).
 # The seeds are copied to a temporary folder and what the run adds goes to another, so nothing is
 # written into the tree; on a failure both, with the crashing input, are kept and named.
 # Usage: run_target.sh BINARY SOURCE RUNS [LIBFUZZER_OPTION...]   (ctest's fuzz.* and scripts/fuzz)
@@ -14,7 +14,7 @@ binary=$1 source=$2 runs=$3
 shift 3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 name=$(basename "$source" .cc)
-read -r -a globs <<<"$(sed -n 's|^// seeds: ||p' "$source")"
+read -r -a globs <<<"$(sed -n 's|^// seeds: ||p' "$source" | tr '\n' ' ')"
 if ((${#globs[@]} == 0)); then
   echo "$source: no '// seeds:' line" >&2
   exit 2
