@@ -136,7 +136,7 @@ void PlanWithParsing(benchmark::State& state, const fs::path& dir, std::string_v
   const double start = ThreadCpuMicros();
   for (auto _ : state) {
     Model model = Open(dir, engine);
-    std::vector<LayerDecision> layers = DecideAll(model);
+    std::vector<LayerDecision> layers = DecideAll(model).value();
     sites = layers.size();
     benchmark::DoNotOptimize(layers);
   }

@@ -163,9 +163,26 @@ struct JsonLimits {
   int max_depth = 256;                    // QUANTPATH_MAX_JSON_DEPTH
   int64_t max_values = int64_t{4} << 20;  // QUANTPATH_MAX_JSON_VALUES
 };
-// The defaults, changed by the environment variables above (read once). An unusable value is
-// reported by ParseJson / ReadFile, naming the variable.
-Result<JsonLimits> CurrentJsonLimits();
+
+// Every bound on untrusted input, each with a default far above every published model (DeepSeek-R1
+// has 163 shards and 91k tensors) and the environment variable that changes it. A limit that is
+// hit is an error naming the file and the variable, never a stall or an abort.
+struct InputLimits {
+  JsonLimits json;
+  int64_t header_bytes = 100'000'000;  // QUANTPATH_MAX_HEADER_BYTES, as the safetensors reference
+  int64_t tensors = int64_t{1} << 21;  // QUANTPATH_MAX_TENSORS, in one checkpoint
+  int64_t shards = 16384;              // QUANTPATH_MAX_SHARDS, in one checkpoint
+  int64_t regex_chars = 1 << 16;       // QUANTPATH_MAX_REGEX_CHARS, per pattern
+  // Counted PCRE2 steps (machine-independent, unlike a timer): per match, and for every match of
+  // one plan together, so many rules that each backtrack just under the per-match limit cannot
+  // multiply into minutes over a large model.
+  int64_t regex_match_steps = 1'000'000;   // QUANTPATH_MAX_REGEX_MATCH_STEPS
+  int64_t regex_plan_steps = 100'000'000;  // QUANTPATH_MAX_REGEX_PLAN_STEPS
+};
+// The environment's limits, read now: an unusable value is an error naming the variable.
+Result<InputLimits> ReadInputLimits();
+// ReadInputLimits() as it was at first use, for the rest of the process.
+const Result<InputLimits>& CurrentLimits();
 
 // Parses `text`. `file` only names the input in error messages. Duplicate object keys, NaN and
 // Infinity (which Python's json writes), integers outside 64 bits, text over the size limit and

@@ -99,8 +99,14 @@ struct LayerDecision {
                                  // spec
 };
 
-// Every site of `model`, in site order, without traces.
-std::vector<LayerDecision> DecideAll(const Model& model);
+// The planner's decisions for `sites`, in order, without traces, with every regex match of the
+// plan under one step budget (InputLimits::regex_plan_steps). A regex limit, per match or per
+// plan, is the result (kLimit naming the rule's file and key, the pattern and the layer), never a
+// layer's decision: it says the config cannot be decided at all.
+Result<std::vector<Decision>> DecidePlanSites(const QuantPlan& plan,
+                                              const std::vector<LayerSite>& sites);
+// Every site of `model`, in site order, decided as DecidePlanSites does.
+Result<std::vector<LayerDecision>> DecideAll(const Model& model);
 // Bytes of the parameters that are not sites (norms, other tensors), in the checkpoint dtype,
 // through the unquantized family's row.
 int64_t OtherBytes(const Model& model);
@@ -120,6 +126,7 @@ struct ExplainedLayer {
   ResolvedSite resolved;
   LayerDecision layer;  // layer.decision.trace holds every rule tried
 };
+// Its regex limits are DecideAll's (one budget for the layer's whole trace).
 Result<ExplainedLayer> DecideLayer(const Model& model, std::string_view path);
 
 // ---------------------------------------------------------------------------------------------

@@ -4,9 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <unordered_set>
 
 #include "fmt/format.h"
@@ -159,19 +157,6 @@ std::optional<BadToken> FindBadToken(std::string_view text, int max_depth) {
   return std::nullopt;
 }
 
-Result<int64_t> LimitFromEnv(const char* name, int64_t fallback, int64_t max) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long long parsed = std::strtoll(value, &end, 10);
-  if (errno != 0 || *end != '\0' || parsed < 1 || parsed > max) {
-    return InvalidInput(
-        fmt::format("{}: expected an integer in [1, {}], got \"{}\"", name, max, value));
-  }
-  return parsed;
-}
-
 void AppendJson(const Json& v, int indent, int level, std::string* out) {
   auto newline = [&](int l) {
     if (indent > 0) {
@@ -320,23 +305,9 @@ bool Json::operator==(const Json& other) const {
          items_ == other.items_ && members_ == other.members_;
 }
 
-Result<JsonLimits> CurrentJsonLimits() {
-  static const Result<JsonLimits> limits = []() -> Result<JsonLimits> {
-    JsonLimits l;
-    QP_ASSIGN_OR_RETURN(l.max_bytes,
-                        LimitFromEnv("QUANTPATH_MAX_JSON_BYTES", l.max_bytes, int64_t{1} << 40));
-    QP_ASSIGN_OR_RETURN(l.max_values,
-                        LimitFromEnv("QUANTPATH_MAX_JSON_VALUES", l.max_values, int64_t{1} << 40));
-    QP_ASSIGN_OR_RETURN(int64_t depth, LimitFromEnv("QUANTPATH_MAX_JSON_DEPTH", l.max_depth, 1024));
-    l.max_depth = static_cast<int>(depth);
-    return l;
-  }();
-  return limits;
-}
-
 Result<Json> ParseJson(std::string_view text, std::string_view file) {
-  QP_ASSIGN_OR_RETURN(JsonLimits limits, CurrentJsonLimits());
-  return ParseJson(text, file, limits);
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  return ParseJson(text, file, limits.json);
 }
 
 Result<Json> ParseJson(std::string_view text, std::string_view file, const JsonLimits& limits) {

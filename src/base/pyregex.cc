@@ -5,6 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -43,7 +44,6 @@ struct ThreadMatchState {
     // Only whether a match exists is needed, so one ovector pair is enough.
     data = pcre2_match_data_create(1, nullptr);
     if (context == nullptr) return;
-    pcre2_set_match_limit(context, kPyRegexMatchLimit);
     pcre2_set_depth_limit(context, kPyRegexDepthLimit);
     pcre2_set_heap_limit(context, kPyRegexHeapLimitKiB);
     if (jit_stack != nullptr) pcre2_jit_stack_assign(context, nullptr, jit_stack);
@@ -164,36 +164,90 @@ size_t CompiledRegex::CacheSize() {
   return cache.entries.size();
 }
 
-Result<bool> CompiledRegex::Match(std::string_view subject, bool full) const {
+namespace {
+
+thread_local RegexStepBudget* current_budget = nullptr;
+
+constexpr int64_t kFirstTierSteps = 32;
+constexpr int64_t kTierGrowth = 16;
+
+}  // namespace
+
+RegexStepBudget::RegexStepBudget(int64_t steps) : steps_(steps), outer_(current_budget) {
+  current_budget = this;
+}
+
+RegexStepBudget::~RegexStepBudget() { current_budget = outer_; }
+
+int CompiledRegex::Run(std::string_view subject, bool full, uint32_t steps) const {
   ThreadMatchState& state = LocalMatchState();
-  if (!state.ok()) return InternalError("out of memory creating PCRE2 match state");
+  pcre2_set_match_limit(state.context, steps);
   static const char kEmpty[] = "";
   const char* data = subject.data() != nullptr ? subject.data() : kEmpty;
-  const int rc =
-      pcre2_match(full ? impl_->full_code : impl_->match_code, reinterpret_cast<PCRE2_SPTR>(data),
-                  subject.size(), 0, 0, state.data, state.context);
-  if (rc >= 0) return true;  // 0: matched, ovector too small for the groups (not needed)
+  return pcre2_match(full ? impl_->full_code : impl_->match_code,
+                     reinterpret_cast<PCRE2_SPTR>(data), subject.size(), 0, 0, state.data,
+                     state.context);
+}
+
+Result<bool> CompiledRegex::Match(std::string_view subject, bool full) const {
+  if (!LocalMatchState().ok()) return InternalError("out of memory creating PCRE2 match state");
+  const Result<InputLimits>& limits = CurrentLimits();
+  if (!limits.ok()) return limits.status();
+  const int64_t per_match = limits->regex_match_steps;
+  RegexStepBudget* budget = current_budget;
+  int rc = 0;
+  bool budget_spent = false;
+  if (budget == nullptr) {
+    rc = Run(subject, full, static_cast<uint32_t>(per_match));
+  } else {
+    for (int64_t tier = kFirstTierSteps;; tier *= kTierGrowth) {
+      const int64_t left = budget->steps_ - budget->spent_;
+      const int64_t steps = std::min({tier, per_match, left});
+      if (steps <= 0) {
+        budget_spent = true;
+        break;
+      }
+      rc = Run(subject, full, static_cast<uint32_t>(steps));
+      budget->spent_ += steps;
+      if (rc != PCRE2_ERROR_MATCHLIMIT || steps == per_match) break;
+      if (steps == left) {
+        budget_spent = true;
+        break;
+      }
+    }
+  }
+  if (rc >= 0 && !budget_spent) return true;  // 0: matched, ovector too small for the groups
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   std::string what;
-  switch (rc) {
-    case PCRE2_ERROR_MATCHLIMIT:
-      what = "match limit (" + std::to_string(kPyRegexMatchLimit) + " steps)";
-      break;
-    case PCRE2_ERROR_DEPTHLIMIT:
-      what = "depth limit (" + std::to_string(kPyRegexDepthLimit) + ")";
-      break;
-    case PCRE2_ERROR_HEAPLIMIT:
-      what = "heap limit (" + std::to_string(kPyRegexHeapLimitKiB) + " KiB)";
-      break;
-    case PCRE2_ERROR_JIT_STACKLIMIT:
-      what = "JIT stack limit (" + std::to_string(kPyRegexJitStackBytes) + " bytes)";
-      break;
-    default:
-      break;
+  if (budget_spent) {
+    what = "regex step budget of one plan (" + std::to_string(budget->steps_) +
+           " steps, QUANTPATH_MAX_REGEX_PLAN_STEPS)";
+  } else {
+    switch (rc) {
+      case PCRE2_ERROR_MATCHLIMIT:
+        what = "match limit (" + std::to_string(per_match) +
+               " steps, QUANTPATH_MAX_REGEX_MATCH_STEPS)";
+        break;
+      case PCRE2_ERROR_DEPTHLIMIT:
+        what = "depth limit (" + std::to_string(kPyRegexDepthLimit) + ")";
+        break;
+      case PCRE2_ERROR_HEAPLIMIT:
+        what = "heap limit (" + std::to_string(kPyRegexHeapLimitKiB) + " KiB)";
+        break;
+      case PCRE2_ERROR_JIT_STACKLIMIT:
+        what = "JIT stack limit (" + std::to_string(kPyRegexJitStackBytes) + " bytes)";
+        break;
+      default:
+        break;
+    }
   }
   if (!what.empty()) {
-    return LimitError("regex " + Quoted(pattern_) + " on " + Quoted(subject) + ": hit the " + what +
-                      "; the pattern backtracks too much to decide");
+    Status error =
+        LimitError("regex " + Quoted(pattern_) + " on " + Quoted(subject) + ": hit the " + what +
+                   (budget_spent ? "; the rules together backtrack too much to decide"
+                                 : "; the pattern backtracks too much to decide"));
+    if (budget != nullptr && budget->limit_error_.ok()) budget->limit_error_ = error;
+    return error;
   }
   if (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21) {
     return InvalidInput("regex " + Quoted(pattern_) + ": subject " + Quoted(subject) +

@@ -53,14 +53,42 @@ namespace quantpath {
 
 enum class PyRegexFlavor { kRe, kRegexModule };
 
-// Match-time limits. A module path is a few hundred characters; a pattern that needs more steps
-// than this on one is pathological backtracking, reported instead of stalling the caller.
-inline constexpr uint32_t kPyRegexMatchLimit = 1'000'000;  // pcre2_set_match_limit
-inline constexpr uint32_t kPyRegexDepthLimit = 10'000;     // pcre2_set_depth_limit (interpreter)
+// Match-time limits besides the step counts of InputLimits (regex_match_steps per match,
+// regex_plan_steps under a RegexStepBudget).
+inline constexpr uint32_t kPyRegexDepthLimit = 10'000;  // pcre2_set_depth_limit (interpreter)
 inline constexpr uint32_t kPyRegexHeapLimitKiB = 64 * 1024;
 inline constexpr size_t kPyRegexJitStackBytes = 1 << 20;
 // Compile() keeps this many compiled patterns; the cache is emptied when it is full.
 inline constexpr size_t kPyRegexCacheCapacity = 4096;
+
+// Steps for every CompiledRegex::Match made on this thread while it lives: one plan opens one
+// (the pipeline does, per plan, explained layer, diff run and match case), so that many rules that
+// each backtrack just under the per-match limit stop with a limit error instead of multiplying
+// into minutes over a large model. Steps are PCRE2's own count, so the verdict does not depend on
+// the machine: a match runs under limits of 32, 512, 8192, … steps (×16, up to the per-match
+// limit) until one suffices, and is charged the limits of the runs it took: an ordinary match (a
+// few steps) costs one run and 32 steps, a backtracking one at most 17 times the steps it needed
+// and 1.07 times the time of its last run. Budgets nest; the innermost is charged.
+class RegexStepBudget {
+ public:
+  explicit RegexStepBudget(int64_t steps);
+  ~RegexStepBudget();
+  RegexStepBudget(const RegexStepBudget&) = delete;
+  RegexStepBudget& operator=(const RegexStepBudget&) = delete;
+
+  int64_t steps() const { return steps_; }
+  int64_t spent() const { return spent_; }
+  // The first limit error a match under this budget returned (the per-match limit, or the budget
+  // spent), or null.
+  const Status* limit_error() const { return limit_error_.ok() ? nullptr : &limit_error_; }
+
+ private:
+  friend class CompiledRegex;
+  int64_t steps_;
+  int64_t spent_ = 0;
+  Status limit_error_;
+  RegexStepBudget* outer_;
+};
 
 class CompiledRegex {
  public:
@@ -73,7 +101,8 @@ class CompiledRegex {
   CompiledRegex& operator=(const CompiledRegex&) = delete;
 
   // re.match (anchored at the start) when !full, re.fullmatch when full. Thread-safe. A subject
-  // that is not UTF-8 is kInvalidInput; exceeding a match limit is kLimit naming the pattern.
+  // that is not UTF-8 is kInvalidInput; exceeding a match limit or the thread's RegexStepBudget is
+  // kLimit naming the pattern, the subject and the setting that changes the limit.
   Result<bool> Match(std::string_view subject, bool full) const;
   const std::string& pattern() const { return pattern_; }
   PyRegexFlavor flavor() const { return flavor_; }
@@ -90,6 +119,9 @@ class CompiledRegex {
   PyRegexFlavor flavor_ = PyRegexFlavor::kRe;
   std::string pcre2_pattern_;
   std::unique_ptr<Impl> impl_;
+
+  // pcre2_match's return code under a match limit of `steps`.
+  int Run(std::string_view subject, bool full, uint32_t steps) const;
 };
 
 }  // namespace quantpath

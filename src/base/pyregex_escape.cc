@@ -156,8 +156,10 @@ Result<Translation> Translator::Run(std::string_view pattern) {
   if (!DecodeUtf8(pattern, &chars, &bad)) {
     return InvalidInput("pattern is not valid UTF-8 (byte " + std::to_string(bad) + ")");
   }
-  if (chars.size() > kMaxPatternChars) {
-    return LimitError("pattern is longer than " + std::to_string(kMaxPatternChars) + " characters");
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  if (static_cast<int64_t>(chars.size()) > limits.regex_chars) {
+    return LimitError("pattern is longer than " + std::to_string(limits.regex_chars) +
+                      " characters (QUANTPATH_MAX_REGEX_CHARS)");
   }
   length_ = chars.size();
   for (size_t i = 0; i < chars.size(); ++i) {

@@ -30,7 +30,6 @@ inline constexpr uint64_t kPyMaxGroups = 1073741823u;  // _sre.MAXGROUPS
 inline constexpr uint64_t kPcre2MaxRepeat = 65535;
 // Untrusted input must not exhaust the stack of the recursive parser.
 inline constexpr int kMaxNesting = 200;
-inline constexpr size_t kMaxPatternChars = 1 << 16;
 
 struct Translation {
   std::string pcre2;   // PCRE2 syntax, plain ASCII; the caller wraps it for match / fullmatch

@@ -53,8 +53,8 @@ std::string ToLower(std::string_view s) {
 }
 
 Result<std::string> ReadFile(const std::filesystem::path& path) {
-  QP_ASSIGN_OR_RETURN(JsonLimits limits, CurrentJsonLimits());
-  return ReadFile(path, limits.max_bytes, "QUANTPATH_MAX_JSON_BYTES");
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  return ReadFile(path, limits.json.max_bytes, "QUANTPATH_MAX_JSON_BYTES");
 }
 
 Result<std::string> ReadFile(const std::filesystem::path& path, int64_t max_bytes,

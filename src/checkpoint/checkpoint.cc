@@ -110,6 +110,13 @@ struct Checkpoint::Impl {
       return InvalidInput(
           fmt::format("{}: expected an object with a \"weight_map\" object", index));
     }
+    QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+    if (static_cast<int64_t>(weight_map->members().size()) > limits.tensors) {
+      return LimitError(
+          fmt::format("{}: \"weight_map\" lists {} tensors, over the limit of {} "
+                      "(QUANTPATH_MAX_TENSORS)",
+                      index, weight_map->members().size(), limits.tensors));
+    }
     std::unordered_map<std::string, size_t> shard_by_name;
     for (const auto& [tensor, value] : weight_map->members()) {
       if (!value.is_string()) {
@@ -131,6 +138,12 @@ struct Checkpoint::Impl {
       }
       std::string shard = shard_path.lexically_normal().string();
       auto [it, added] = shard_by_name.try_emplace(shard, shards.size());
+      if (added && static_cast<int64_t>(shards.size()) == limits.shards) {
+        return LimitError(
+            fmt::format("{}: \"weight_map\" names more than {} shard files "
+                        "(QUANTPATH_MAX_SHARDS)",
+                        index, limits.shards));
+      }
       if (added) AddShard(shard);
       shards[it->second]->listed.push_back(tensor);
       shard_of.emplace(tensor, it->second);
@@ -167,6 +180,13 @@ struct Checkpoint::Impl {
 
   // Without an index every file is opened now: the headers are the only map of names to files.
   Status OpenAll(const std::vector<std::string>& files) {
+    QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+    if (static_cast<int64_t>(files.size()) > limits.shards) {
+      return LimitError(
+          fmt::format("{}: {} safetensors files, over the limit of {} "
+                      "(QUANTPATH_MAX_SHARDS)",
+                      dir.string(), files.size(), limits.shards));
+    }
     for (const std::string& name : files) {
       size_t i = AddShard(name);
       QP_ASSIGN_OR_RETURN(const SafetensorsFile* file, OpenShard(i));
@@ -176,6 +196,12 @@ struct Checkpoint::Impl {
           return InvalidInput(fmt::format("{}: tensor \"{}\" is in both {} and {}", dir.string(),
                                           t.name, shards[it->second]->name, name));
         }
+      }
+      if (static_cast<int64_t>(shard_of.size()) > limits.tensors) {
+        return LimitError(
+            fmt::format("{}: the safetensors files up to {} hold {} tensors, over "
+                        "the limit of {} (QUANTPATH_MAX_TENSORS)",
+                        dir.string(), name, shard_of.size(), limits.tensors));
       }
     }
     return {};

@@ -15,7 +15,6 @@ namespace quantpath {
 namespace {
 
 // safetensors' MAX_HEADER_SIZE: headers beyond it are refused before any parsing.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr uint64_t kLengthBytes = 8;
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
@@ -201,9 +200,11 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte
   for (int i = 7; i >= 0; --i) {
     header_bytes = (header_bytes << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
   }
-  if (header_bytes > kMaxHeaderBytes) {
-    return LimitError(fmt::format("{}: header length {} exceeds the limit of {} bytes", file,
-                                  header_bytes, kMaxHeaderBytes));
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  if (header_bytes > static_cast<uint64_t>(limits.header_bytes)) {
+    return LimitError(fmt::format(
+        "{}: header length {} exceeds the limit of {} bytes (QUANTPATH_MAX_HEADER_BYTES)", file,
+        header_bytes, limits.header_bytes));
   }
   if (kLengthBytes + header_bytes > file_size) {
     return InvalidInput(fmt::format("{}: header length {} runs past the end of the file ({} bytes)",
@@ -222,13 +223,19 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte
   }
   // ParseJson validates UTF-8 and rejects duplicate keys, naming the file and the key. The header
   // has its own size limit (above); nesting and the value count keep the JSON limits.
-  QP_ASSIGN_OR_RETURN(JsonLimits limits, CurrentJsonLimits());
-  limits.max_bytes = static_cast<int64_t>(kMaxHeaderBytes);
-  QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, file, limits));
+  JsonLimits json_limits = limits.json;
+  json_limits.max_bytes = limits.header_bytes;
+  QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, file, json_limits));
   if (!root.is_object()) {
     return InvalidInput(fmt::format("{}: the header must be a JSON object", file));
   }
 
+  if (static_cast<int64_t>(root.members().size()) > limits.tensors + 1) {  // + __metadata__
+    return LimitError(
+        fmt::format("{}: the header lists {} tensors, over the limit of {} "
+                    "(QUANTPATH_MAX_TENSORS)",
+                    file, root.members().size(), limits.tensors));
+  }
   std::vector<TensorInfo> tensors;
   tensors.reserve(root.members().size());
   for (const auto& [name, entry] : root.members()) {

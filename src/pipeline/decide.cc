@@ -8,6 +8,7 @@
 #include "quantpath/kernels.h"
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
+#include "src/base/pyregex.h"
 
 namespace quantpath {
 namespace {
@@ -77,6 +78,16 @@ void DecideKvCache(const QuantPlan& plan, QDType torch_dtype, LayerDecision* lay
   layer->bytes = 0;  // the KV cache is not a weight
 }
 
+// The regex limit `site`'s decision met under `budget`, as the whole plan's error: the planner
+// stops a site at its first matcher failure, so that decision's detail names the rule.
+Status RegexLimitOf(const RegexStepBudget& budget, const LayerSite& site,
+                    const Decision& decision) {
+  if (budget.limit_error() == nullptr) return {};
+  const std::string& what =
+      decision.kind == DecisionKind::kError ? decision.detail : budget.limit_error()->message();
+  return LimitError(fmt::format("{} (layer {})", what, site.path));
+}
+
 LayerDecision Assign(const Model& model, const LayerSite& site, Decision decision) {
   LayerDecision layer;
   layer.site = &site;
@@ -95,11 +106,26 @@ LayerDecision Assign(const Model& model, const LayerSite& site, Decision decisio
 
 }  // namespace
 
-std::vector<LayerDecision> DecideAll(const Model& model) {
+Result<std::vector<Decision>> DecidePlanSites(const QuantPlan& plan,
+                                              const std::vector<LayerSite>& sites) {
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  RegexStepBudget budget(limits.regex_plan_steps);
+  std::vector<Decision> decisions;
+  decisions.reserve(sites.size());
+  for (const LayerSite& site : sites) {
+    decisions.push_back(DecideSite(plan, site, false));
+    QP_RETURN_IF_ERROR(RegexLimitOf(budget, site, decisions.back()));
+  }
+  return decisions;
+}
+
+Result<std::vector<LayerDecision>> DecideAll(const Model& model) {
+  QP_ASSIGN_OR_RETURN(std::vector<Decision> decisions,
+                      DecidePlanSites(model.plan, model.sites.sites));
   std::vector<LayerDecision> layers;
-  layers.reserve(model.sites.sites.size());
-  for (const LayerSite& site : model.sites.sites) {
-    layers.push_back(Assign(model, site, DecideSite(model.plan, site, false)));
+  layers.reserve(decisions.size());
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    layers.push_back(Assign(model, model.sites.sites[i], std::move(decisions[i])));
   }
   return layers;
 }
@@ -120,7 +146,11 @@ int CountErrors(const std::vector<LayerDecision>& layers) {
 
 Result<ExplainedLayer> DecideLayer(const Model& model, std::string_view path) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
-  LayerDecision layer = Assign(model, *resolved.site, DecideSite(model.plan, *resolved.site, true));
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  RegexStepBudget budget(limits.regex_plan_steps);
+  Decision decision = DecideSite(model.plan, *resolved.site, true);
+  QP_RETURN_IF_ERROR(RegexLimitOf(budget, *resolved.site, decision));
+  LayerDecision layer = Assign(model, *resolved.site, std::move(decision));
   return ExplainedLayer{std::move(resolved), std::move(layer)};
 }
 

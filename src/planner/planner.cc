@@ -45,6 +45,11 @@ struct GroupOutcome {
   std::optional<size_t> leg;         // the leg whose hit decided; none for the site's own path
 };
 
+// A matcher's failure (a regex limit) named by the rule's place in the config.
+std::string MatcherError(const Rule& rule, const Status& status) {
+  return rule.source.ToString() + ": " + status.message();
+}
+
 struct Evaluator {
   const LayerSite& site;
   bool record_trace;
@@ -57,7 +62,7 @@ struct Evaluator {
     for (const Rule& rule : group.rules) {
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
-      if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
+      if (!hit.ok()) return {nullptr, MatcherError(rule, hit.status()), std::nullopt};
       if (record_trace) {
         std::string_view against = rule.matcher.kind() == MatchKind::kClassName
                                        ? std::string_view(site.module_class)
@@ -79,7 +84,7 @@ struct Evaluator {
       const Rule& rule = group.rules[i];
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
       Result<bool> hit = rule.matcher.Matches(subject, site.module_class);
-      if (!hit.ok()) return {nullptr, hit.status().message(), std::nullopt};
+      if (!hit.ok()) return {nullptr, MatcherError(rule, hit.status()), std::nullopt};
       if (*hit) return {&rule, std::nullopt, std::nullopt};
     }
     return {};

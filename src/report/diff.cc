@@ -38,7 +38,7 @@ Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffO
     NameFindingTensors(run.sites, &*run.plan);
     // Traces are recorded later, for the sites that differ only: a plan with hundreds of
     // exclusions would otherwise keep millions of steps.
-    run.decisions = DecideSites(*run.plan, run.sites.sites);
+    QP_ASSIGN_OR_RETURN(run.decisions, DecidePlanSites(*run.plan, run.sites.sites));
     const std::optional<AttentionHeads> heads = ReadAttentionHeads(sources);
     for (size_t i = 0; i < run.decisions.size(); ++i) {
       ApplyShapeChecks(*run.plan, run.sites.sites[i], options.launch.tp_size, heads,

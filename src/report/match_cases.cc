@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "quantpath/pipeline.h"
 #include "quantpath/report.h"
 
 namespace quantpath {
@@ -284,13 +285,23 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   Result<QuantPlan> plan = ImportForEngine(sources, *dialect, forced, model_class);
   // The case's config.json is a stand-in without head counts: a QKV layer's come with it.
   const std::optional<AttentionHeads> config_heads = ReadAttentionHeads(sources);
-  for (const auto& [site, heads, partitions] : sites) {
-    if (!plan.ok()) {
-      // The engine raised while reading the config: every layer reports that error.
-      result.decisions.push_back({site.path, "error", "from_config " + plan.status().message()});
-      continue;
+  if (!plan.ok()) {
+    // The engine raised while reading the config: every layer reports that error.
+    for (const CaseLayer& layer : sites) {
+      result.decisions.push_back(
+          {layer.site.path, "error", "from_config " + plan.status().message()});
     }
-    Decision d = DecideSite(*plan, site, false);
+    return result;
+  }
+  std::vector<LayerSite> plain_sites;
+  plain_sites.reserve(sites.size());
+  for (const CaseLayer& layer : sites) plain_sites.push_back(layer.site);
+  Result<std::vector<Decision>> decided = DecidePlanSites(*plan, plain_sites);
+  if (!decided.ok()) return decided.status().WithContext(Where(file, c));
+  std::vector<Decision>& decisions = *decided;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const auto& [site, heads, partitions] = sites[i];
+    Decision& d = decisions[i];
     const int64_t tp_size = sources.launch().tp_size;
     if (partitions.empty()) {
       ApplyShapeChecks(*plan, site, tp_size, heads ? heads : config_heads, &d);

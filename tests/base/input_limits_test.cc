@@ -1,6 +1,7 @@
 // Untrusted JSON and files: every limit gives an error naming the file, in time and memory
 // linear in what is read, and special files are refused without blocking.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,6 +129,62 @@ TEST_F(ReadFileTest, SizeLimitNamesTheSetting) {
   ASSERT_FALSE(capped.ok());
   EXPECT_EQ(capped.status().message(),
             file.string() + ": 8 bytes, over the limit of 4 bytes (QUANTPATH_MAX_JSON_BYTES)");
+}
+
+// Each variable of InputLimits, read from the environment; an unusable value names it.
+TEST(InputLimits, EveryVariableChangesItsLimit) {
+  struct Setting {
+    const char* variable;
+    int64_t InputLimits::*field;
+  };
+  const Setting settings[] = {
+      {"QUANTPATH_MAX_HEADER_BYTES", &InputLimits::header_bytes},
+      {"QUANTPATH_MAX_TENSORS", &InputLimits::tensors},
+      {"QUANTPATH_MAX_SHARDS", &InputLimits::shards},
+      {"QUANTPATH_MAX_REGEX_CHARS", &InputLimits::regex_chars},
+      {"QUANTPATH_MAX_REGEX_MATCH_STEPS", &InputLimits::regex_match_steps},
+      {"QUANTPATH_MAX_REGEX_PLAN_STEPS", &InputLimits::regex_plan_steps},
+      {"QUANTPATH_MAX_JSON_BYTES", nullptr},
+      {"QUANTPATH_MAX_JSON_VALUES", nullptr},
+      {"QUANTPATH_MAX_JSON_DEPTH", nullptr},
+  };
+  const InputLimits defaults;
+  for (const Setting& s : settings) {
+    ASSERT_EQ(setenv(s.variable, "7", 1), 0);
+    Result<InputLimits> read = ReadInputLimits();
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    if (s.field != nullptr) {
+      EXPECT_EQ((*read).*s.field, 7) << s.variable;
+      EXPECT_NE(defaults.*s.field, 7) << s.variable;
+    }
+    for (const char* bad : {"0", "-3", "12x", "99999999999999999999"}) {
+      ASSERT_EQ(setenv(s.variable, bad, 1), 0);
+      Result<InputLimits> refused = ReadInputLimits();
+      ASSERT_FALSE(refused.ok()) << s.variable << "=" << bad;
+      EXPECT_EQ(
+          refused.status().message().rfind(std::string(s.variable) + ": expected an integer", 0),
+          0u)
+          << refused.status().message();
+    }
+    ASSERT_EQ(unsetenv(s.variable), 0);
+  }
+  ASSERT_EQ(setenv("QUANTPATH_MAX_JSON_DEPTH", "9", 1), 0);
+  EXPECT_EQ(ReadInputLimits()->json.max_depth, 9);
+  ASSERT_EQ(setenv("QUANTPATH_MAX_JSON_BYTES", "9", 1), 0);
+  EXPECT_EQ(ReadInputLimits()->json.max_bytes, 9);
+  ASSERT_EQ(setenv("QUANTPATH_MAX_JSON_VALUES", "9", 1), 0);
+  EXPECT_EQ(ReadInputLimits()->json.max_values, 9);
+  for (const char* v :
+       {"QUANTPATH_MAX_JSON_DEPTH", "QUANTPATH_MAX_JSON_BYTES", "QUANTPATH_MAX_JSON_VALUES"}) {
+    ASSERT_EQ(unsetenv(v), 0);
+  }
+  // PCRE2 holds a match limit in 32 bits, and deeper JSON would exhaust the tree walks' stack.
+  ASSERT_EQ(setenv("QUANTPATH_MAX_REGEX_MATCH_STEPS", "4294967296", 1), 0);
+  EXPECT_FALSE(ReadInputLimits().ok());
+  ASSERT_EQ(unsetenv("QUANTPATH_MAX_REGEX_MATCH_STEPS"), 0);
+  ASSERT_EQ(setenv("QUANTPATH_MAX_JSON_DEPTH", "1025", 1), 0);
+  EXPECT_FALSE(ReadInputLimits().ok());
+  ASSERT_EQ(unsetenv("QUANTPATH_MAX_JSON_DEPTH"), 0);
 }
 
 }  // namespace

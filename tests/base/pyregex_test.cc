@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -174,11 +173,10 @@ TEST(PyRegex, CatastrophicBacktrackingIsALimitErrorNotAHang) {
   for (const char* pattern : {"(a+)+$", "(a|aa)+$", "(.*a){20}$"}) {
     auto c = CompiledRegex::Compile(pattern, PyRegexFlavor::kRe);
     ASSERT_TRUE(c.ok()) << c.status().message();
-    const auto start = std::chrono::steady_clock::now();
+    RegexStepBudget budget(int64_t{1} << 40);
     auto got = (*c)->Match(subject, false);
-    const auto seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 5.0) << pattern;
+    // The runs under 32, 512, 8192 and 131072 steps, and the last at the per-match limit.
+    EXPECT_EQ(budget.spent(), 1'139'808) << pattern;
     if (got.ok()) {
       EXPECT_FALSE(*got) << pattern;
     } else {
@@ -191,6 +189,52 @@ TEST(PyRegex, CatastrophicBacktrackingIsALimitErrorNotAHang) {
   auto got = (*nested)->Match(subject, false);
   EXPECT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), ErrorCode::kLimit);
+}
+
+// Steps are counted per plan: ordinary matches cost one run under the first tier, a backtracking
+// one the tiers it needed, and once the budget is spent every later match is the budget's error.
+TEST(RegexStepBudget, ChargesTiersAndStopsWhenSpent) {
+  auto plain = CompiledRegex::Compile(R"(model\.layers\.\d+\.mlp\..*)", PyRegexFlavor::kRe);
+  auto slow = CompiledRegex::Compile("(?:.*.*.*.*)[0-9]{9}", PyRegexFlavor::kRe);
+  ASSERT_TRUE(plain.ok() && slow.ok());
+  const std::string path = "model.layers.100.mlp.gate_proj";
+  {
+    RegexStepBudget budget(1'000'000);
+    EXPECT_TRUE(*(*plain)->Match(path, true));
+    EXPECT_FALSE(*(*plain)->Match("lm_head", true));
+    EXPECT_EQ(budget.spent(), 64);  // 32 per match
+    Result<bool> backtracked = (*slow)->Match(path, false);
+    ASSERT_TRUE(backtracked.ok()) << backtracked.status().message();
+    EXPECT_FALSE(*backtracked);
+    // About 61k steps here: the runs under 32, 512, 8192 and 131072 steps.
+    EXPECT_EQ(budget.spent(), 64 + 32 + 512 + 8192 + 131072);
+    EXPECT_EQ(budget.limit_error(), nullptr);
+  }
+  {
+    RegexStepBudget budget(50'000);
+    Result<bool> spent = (*slow)->Match(path, false);
+    ASSERT_FALSE(spent.ok());
+    EXPECT_EQ(spent.status().code(), ErrorCode::kLimit);
+    EXPECT_EQ(spent.status().message(),
+              "regex \"(?:.*.*.*.*)[0-9]{9}\" on \"model.layers.100.mlp.gate_proj\": hit the regex "
+              "step budget of one plan (50000 steps, QUANTPATH_MAX_REGEX_PLAN_STEPS); the rules "
+              "together backtrack too much to decide");
+    EXPECT_EQ(budget.spent(), 50'000);
+    ASSERT_NE(budget.limit_error(), nullptr);
+    EXPECT_EQ(budget.limit_error()->message(), spent.status().message());
+    // Spent: even a match of a few steps is refused, without running.
+    EXPECT_FALSE((*plain)->Match(path, true).ok());
+    {
+      // An inner budget is charged instead, and the outer one is back when it ends.
+      RegexStepBudget inner(1000);
+      EXPECT_TRUE(*(*plain)->Match(path, true));
+      EXPECT_EQ(inner.spent(), 32);
+    }
+    EXPECT_FALSE((*plain)->Match(path, true).ok());
+  }
+  // Without a budget only the per-match limit applies.
+  EXPECT_TRUE(*(*plain)->Match(path, true));
+  EXPECT_FALSE(*(*slow)->Match(path, false));
 }
 
 TEST(PyRegex, CompileIsCachedPerPatternAndFlavor) {

@@ -148,7 +148,7 @@ TEST(ImportForEngine, Qwen35MapsAutoRoundAwqExclusions) {
 // Bytes from DESIGN.md's layout formulas, computed here from the shapes alone.
 TEST(DecideAll, EverySiteWithItsSpecAndBytes) {
   const Model model = OpenOrDie(kDeepseekTiny);
-  const std::vector<LayerDecision> layers = DecideAll(model);
+  const std::vector<LayerDecision> layers = DecideAll(model).value();
   ASSERT_EQ(layers.size(), model.sites.sites.size());
   EXPECT_EQ(CountErrors(layers), 0);
   for (size_t i = 0; i < layers.size(); ++i) EXPECT_EQ(layers[i].site, &model.sites.sites[i]);
@@ -188,7 +188,7 @@ TEST(DecideAll, EverySiteWithItsSpecAndBytes) {
 // unquantized and names the attached method.
 TEST(DecideAll, AnEngineKvMethodWithoutASchemeIsAnAutoCache) {
   const Model model = OpenOrDie(kDeepseekTiny, "vllm");
-  const std::vector<LayerDecision> layers = DecideAll(model);
+  const std::vector<LayerDecision> layers = DecideAll(model).value();
   const LayerDecision* attn = Find(layers, "model.layers.0.self_attn.attn");
   ASSERT_NE(attn, nullptr);
   EXPECT_EQ(DecideSite(model.plan, *attn->site).kind, DecisionKind::kQuantized);
@@ -203,7 +203,7 @@ TEST(DecideAll, AnEngineKvMethodWithoutASchemeIsAnAutoCache) {
 
 TEST(DecideAll, AKvCacheSchemeQuantizesAttention) {
   const Model model = OpenOrDie(DeepseekFolder("ct-kv", std::string(kCtByName)));
-  const std::vector<LayerDecision> layers = DecideAll(model);
+  const std::vector<LayerDecision> layers = DecideAll(model).value();
   const LayerDecision* attn = Find(layers, "model.layers.0.self_attn.attn");
   ASSERT_NE(attn, nullptr);
   EXPECT_EQ(attn->decision.kind, DecisionKind::kQuantized);
@@ -218,7 +218,7 @@ TEST(DecideAll, AKvCacheSchemeQuantizesAttention) {
 // cases-new/vllm-fp8.json vllm-fp8-kv-per-attention-class), while SGLang's RadixAttention does.
 TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
   const Model vllm = OpenOrDie(kDeepseekTiny, "vllm@0.33");
-  const std::vector<LayerDecision> vllm_layers = DecideAll(vllm);
+  const std::vector<LayerDecision> vllm_layers = DecideAll(vllm).value();
   const LayerDecision* mla = Find(vllm_layers, "model.layers.0.self_attn.attn");
   ASSERT_NE(mla, nullptr);
   EXPECT_EQ(mla->site->module_class, "MLAAttention");
@@ -228,7 +228,7 @@ TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
   EXPECT_FALSE(mla->kv->engine_method);
 
   const Model sglang = OpenOrDie(kDeepseekTiny, "sglang@0.5.23");
-  const std::vector<LayerDecision> sglang_layers = DecideAll(sglang);
+  const std::vector<LayerDecision> sglang_layers = DecideAll(sglang).value();
   const LayerDecision* mqa = Find(sglang_layers, "model.layers.0.self_attn.attn_mqa");
   ASSERT_NE(mqa, nullptr);
   ASSERT_TRUE(mqa->kv.has_value());
@@ -237,7 +237,7 @@ TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
 
   // A GQA model's Attention still gets the method under vllm@0.33.
   const Model llama = OpenOrDie(kLlamaTiny, "vllm@0.33");
-  const std::vector<LayerDecision> llama_layers = DecideAll(llama);
+  const std::vector<LayerDecision> llama_layers = DecideAll(llama).value();
   int attention = 0;
   for (const LayerDecision& l : llama_layers) {
     if (l.site->kind != SiteKind::kAttention) continue;
@@ -251,13 +251,13 @@ TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
   // CompressedTensorsKVCacheMethod with the scheme.
   const std::string ct = DeepseekFolder("ct-kv-classes", std::string(kCtByName));
   const Model ct_vllm = OpenOrDie(ct, "vllm@0.33");
-  const std::vector<LayerDecision> ct_vllm_layers = DecideAll(ct_vllm);
+  const std::vector<LayerDecision> ct_vllm_layers = DecideAll(ct_vllm).value();
   const LayerDecision* ct_mla = Find(ct_vllm_layers, "model.layers.0.self_attn.attn");
   ASSERT_NE(ct_mla, nullptr);
   EXPECT_EQ(ct_mla->decision.kind, DecisionKind::kUnquantized);
   EXPECT_FALSE(ct_mla->kv->scheme.has_value());
   const Model ct_sglang = OpenOrDie(ct, "sglang@0.5.23");
-  const std::vector<LayerDecision> ct_sglang_layers = DecideAll(ct_sglang);
+  const std::vector<LayerDecision> ct_sglang_layers = DecideAll(ct_sglang).value();
   const LayerDecision* ct_mqa = Find(ct_sglang_layers, "model.layers.0.self_attn.attn_mqa");
   ASSERT_NE(ct_mqa, nullptr);
   EXPECT_EQ(ct_mqa->decision.kind, DecisionKind::kQuantized);
@@ -272,7 +272,7 @@ TEST(DecideAll, SglangCompressedTensorsWithoutKvSchemeAttachesNothing) {
   ASSERT_NE(kv, std::string::npos);
   no_kv = no_kv.substr(0, no_kv.rfind(',', kv)) + "}";
   const Model model = OpenOrDie(DeepseekFolder("ct-no-kv", no_kv), "sglang@0.5.23");
-  const std::vector<LayerDecision> layers = DecideAll(model);
+  const std::vector<LayerDecision> layers = DecideAll(model).value();
   const LayerDecision* mqa = Find(layers, "model.layers.0.self_attn.attn_mqa");
   ASSERT_NE(mqa, nullptr);
   EXPECT_EQ(mqa->decision.kind, DecisionKind::kUnquantized);
@@ -284,8 +284,8 @@ TEST(DecideAll, SglangCompressedTensorsWithoutKvSchemeAttachesNothing) {
 TEST(DecideAll, KernelAvailabilityIsReportedNotChosen) {
   const Model cpu = OpenOrDie(kDeepseekTiny, "native", "cpu");
   const Model gpu = OpenOrDie(kDeepseekTiny, "native", "sm90");
-  const std::vector<LayerDecision> on_cpu = DecideAll(cpu);
-  const std::vector<LayerDecision> on_gpu = DecideAll(gpu);
+  const std::vector<LayerDecision> on_cpu = DecideAll(cpu).value();
+  const std::vector<LayerDecision> on_gpu = DecideAll(gpu).value();
   ASSERT_EQ(on_cpu.size(), on_gpu.size());
   for (size_t i = 0; i < on_cpu.size(); ++i) {
     EXPECT_EQ(on_cpu[i].spec, on_gpu[i].spec) << on_cpu[i].site->path;

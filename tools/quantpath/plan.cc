@@ -25,7 +25,9 @@ int RunPlan(const PlanArgs& args) {
   if (!options.ok()) return ReportBadInput(options.status().message());
   Result<Model> model = OpenModel(args.dir.empty() ? DefaultExampleDir() : args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
-  const std::vector<LayerDecision> layers = DecideAll(*model);
+  Result<std::vector<LayerDecision>> decided = DecideAll(*model);
+  if (!decided.ok()) return ReportBadInput(decided.status().message());
+  const std::vector<LayerDecision>& layers = *decided;
   if (args.json) {
     std::cout << ToJson(PlanToJson(*model, layers), 1) << "\n";
   } else {
