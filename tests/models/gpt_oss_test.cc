@@ -39,6 +39,7 @@ TEST(GptOss, SitesOfOneLayer) {
   EXPECT_EQ(m.sites.size(), static_cast<size_t>(2 + 5 * kLayers));
   EXPECT_EQ(m.sites.front().path, "model.embed_tokens");
   EXPECT_EQ(m.sites.back().path, "lm_head");
+  EXPECT_EQ(m.sites.back().params, kVocab * kHidden);  // untied, no bias
   const std::vector<std::string> layer = {
       "model.layers.7.self_attn.qkv_proj", "model.layers.7.self_attn.o_proj",
       "model.layers.7.self_attn.attn", "model.layers.7.mlp.router", "model.layers.7.mlp.experts"};

@@ -1,6 +1,6 @@
 // Fuzz-style test: seeded mutations of real quantization configs go through the whole decision
 // path (sources → importer → sites → planner) under every dialect, and must end in a decision or
-// an error with a message — never a crash or a hang. Run it under the asan preset too.
+// an error with a message — never a crash or a hang. The sanitize preset adds ASan + UBSan.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -39,10 +39,15 @@ void GemmRowwise(const LinearParams& params, const ActivationQuant& act, const C
   const int64_t k = params.cols;
   const std::vector<float> xq = PrepareActivations(params, act, x);
   const ParamTensor& bias = params.tensor(Slot::kBias);
+  // Without OpenMP (QUANTPATH_OPENMP=OFF) the loop runs on one thread, with the same results.
+#ifdef _OPENMP
 #pragma omp parallel
+#endif
   {
     std::vector<float> row(static_cast<size_t>(k));
+#ifdef _OPENMP
 #pragma omp for schedule(static)
+#endif
     for (int64_t j = 0; j < n; ++j) {
       dequantize_row(j, row.data());
       const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
