@@ -14,7 +14,6 @@
 #include <numeric>
 
 #include "fmt/format.h"
-#include "quantpath/numeric.h"
 #include "src/specs/int_family.h"
 #include "src/specs/int_source.h"
 #include "src/specs/spec_common.h"
@@ -29,17 +28,7 @@ using specs_internal::ShardGeometry;
 // Stores `value` as element i of a 16- or 32-bit float tensor; false when the tensor's dtype
 // cannot hold it exactly.
 bool StoreExact(ParamTensor* tensor, int64_t i, float value) {
-  switch (tensor->dtype()) {
-    case QDType::kBF16:
-      tensor->data<uint16_t>()[i] = FloatToBf16(value);
-      break;
-    case QDType::kFP16:
-      tensor->data<uint16_t>()[i] = FloatToFp16(value);
-      break;
-    default:
-      tensor->data<float>()[i] = value;
-      break;
-  }
+  specs_internal::StoreFloat(tensor, i, value);
   return LoadFloat(*tensor, i) == value;
 }
 

@@ -10,7 +10,12 @@
 namespace quantpath::specs_internal {
 namespace {
 
-// Writes `value` as element i of a bf16 / fp16 / fp32 parameter.
+bool IsHighPrecision(QDType dtype) {
+  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
+}
+
+}  // namespace
+
 void StoreFloat(ParamTensor* tensor, int64_t i, float value) {
   switch (tensor->dtype()) {
     case QDType::kBF16:
@@ -24,12 +29,6 @@ void StoreFloat(ParamTensor* tensor, int64_t i, float value) {
       break;
   }
 }
-
-bool IsHighPrecision(QDType dtype) {
-  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
-}
-
-}  // namespace
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
   std::vector<std::string> parts;

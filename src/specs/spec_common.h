@@ -40,6 +40,9 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request);
 // Bytes of this rank's bias (params dtype), 0 without one.
 int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometry);
 
+// Writes `value` as element i of a bf16 / fp16 / fp32 parameter, rounded to its dtype.
+void StoreFloat(ParamTensor* tensor, int64_t i, float value);
+
 // Fills the geometry-derived fields of fresh parameters (rows, cols, legs, bias).
 LinearParams NewParams(const AllocationRequest& request, const ShardGeometry& geometry,
                        const SpecKey& key);

@@ -66,23 +66,9 @@ Result<ReferenceLeg> DequantizeCtLeg(const Checkpoint& checkpoint, const QuantSc
       }
     }
   }
-  std::vector<int32_t> group_of(static_cast<size_t>(k));
-  for (int64_t c = 0; c < k; ++c) group_of[c] = static_cast<int32_t>(c / g);
-  if (scheme.weight.load.act_order) {
-    QP_ASSIGN_OR_RETURN(reference::Int32Tensor g_idx,
-                        reference::ReadInt32(checkpoint, layer, prefix + ".weight_g_idx", 1));
-    if (g_idx.shape[0] != k) {
-      return InvalidInput(fmt::format("{}: tensor {} has {} entries, not K = {}", layer, g_idx.name,
-                                      g_idx.shape[0], k));
-    }
-    for (int64_t c = 0; c < k; ++c) {
-      if (g_idx.values[c] < 0 || g_idx.values[c] >= groups) {
-        return InvalidInput(
-            fmt::format("{}: tensor {} names group {}", layer, g_idx.name, g_idx.values[c]));
-      }
-    }
-    group_of = g_idx.values;
-  }
+  QP_ASSIGN_OR_RETURN(
+      std::vector<int32_t> group_of,
+      reference::GroupOfColumns(checkpoint, scheme, layer, prefix + ".weight_g_idx", k, g, groups));
   ReferenceLeg leg{n, k, std::vector<double>(static_cast<size_t>(n * k))};
   for (int64_t row = 0; row < n; ++row) {
     for (int64_t c = 0; c < k; ++c) {

@@ -39,23 +39,9 @@ Result<ReferenceLeg> DequantizeGptqLeg(const Checkpoint& checkpoint, const Quant
         layer, qweight.name, qweight.shape[0], qweight.shape[1], qzeros.shape[0], qzeros.shape[1],
         scales.size(), bits, n, k, g));
   }
-  std::vector<int32_t> group_of(static_cast<size_t>(k));
-  for (int64_t c = 0; c < k; ++c) group_of[c] = static_cast<int32_t>(c / g);
-  if (scheme.weight.load.act_order) {
-    QP_ASSIGN_OR_RETURN(reference::Int32Tensor g_idx,
-                        reference::ReadInt32(checkpoint, layer, prefix + ".g_idx", 1));
-    if (g_idx.shape[0] != k) {
-      return InvalidInput(fmt::format("{}: tensor {} has {} entries, not K = {}", layer, g_idx.name,
-                                      g_idx.shape[0], k));
-    }
-    for (int64_t c = 0; c < k; ++c) {
-      if (g_idx.values[c] < 0 || g_idx.values[c] >= groups) {
-        return InvalidInput(
-            fmt::format("{}: tensor {} names group {}", layer, g_idx.name, g_idx.values[c]));
-      }
-    }
-    group_of = g_idx.values;
-  }
+  QP_ASSIGN_OR_RETURN(
+      std::vector<int32_t> group_of,
+      reference::GroupOfColumns(checkpoint, scheme, layer, prefix + ".g_idx", k, g, groups));
   const bool minus_one = kLayout == SourceLayout::kGptqV1;
   const int64_t mask = (int64_t{1} << bits) - 1;
   ReferenceLeg leg{n, k, std::vector<double>(static_cast<size_t>(n * k))};

@@ -50,4 +50,24 @@ int64_t GroupSize(const QuantScheme& scheme, int64_t k) {
   return k;
 }
 
+Result<std::vector<int32_t>> GroupOfColumns(const Checkpoint& checkpoint, const QuantScheme& scheme,
+                                            std::string_view layer, const std::string& g_idx_name,
+                                            int64_t k, int64_t g, int64_t groups) {
+  std::vector<int32_t> group_of(static_cast<size_t>(k));
+  for (int64_t c = 0; c < k; ++c) group_of[c] = static_cast<int32_t>(c / g);
+  if (!scheme.weight.load.act_order) return group_of;
+  QP_ASSIGN_OR_RETURN(Int32Tensor g_idx, ReadInt32(checkpoint, layer, g_idx_name, 1));
+  if (g_idx.shape[0] != k) {
+    return InvalidInput(fmt::format("{}: tensor {} has {} entries, not K = {}", layer, g_idx.name,
+                                    g_idx.shape[0], k));
+  }
+  for (int64_t c = 0; c < k; ++c) {
+    if (g_idx.values[c] < 0 || g_idx.values[c] >= groups) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} names group {}", layer, g_idx.name, g_idx.values[c]));
+    }
+  }
+  return g_idx.values;
+}
+
 }  // namespace quantpath::reference

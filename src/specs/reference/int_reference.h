@@ -1,5 +1,5 @@
 // Reads shared by the integer reference entries (int_gptq_reference.cc, int_awq_reference.cc,
-// int_ct_reference.cc): raw int32 tensors, bits of packed words, and the group of a column.
+// int_ct_reference.cc): raw int32 tensors, bits of packed words, and the group of each column.
 #pragma once
 
 #include <cstdint>
@@ -32,5 +32,11 @@ Result<int> IntBits(const QuantScheme& scheme, std::string_view layer);
 
 // Elements per scale along K for a scheme: group_size for group scales, K otherwise.
 int64_t GroupSize(const QuantScheme& scheme, int64_t k);
+
+// The group of each of the k input columns: c / g, or with act-order the checkpoint's `g_idx_name`
+// ([k] int32, each entry below `groups`). Errors name the tensor and the layer.
+Result<std::vector<int32_t>> GroupOfColumns(const Checkpoint& checkpoint, const QuantScheme& scheme,
+                                            std::string_view layer, const std::string& g_idx_name,
+                                            int64_t k, int64_t g, int64_t groups);
 
 }  // namespace quantpath::reference
