@@ -34,13 +34,12 @@ Result<ReferenceLeg> DequantizeAwqLeg(const Checkpoint& checkpoint, const QuantS
   if (bits != 4) {
     return Unsupported(fmt::format("{}: AWQ gemm stores 4-bit weights, not {}-bit", layer, bits));
   }
-  QP_ASSIGN_OR_RETURN(reference::Int32Tensor qweight,
-                      reference::ReadInt32(checkpoint, layer, prefix + ".qweight", 2));
-  QP_ASSIGN_OR_RETURN(reference::Int32Tensor qzeros,
-                      reference::ReadInt32(checkpoint, layer, prefix + ".qzeros", 2));
-  TensorInfo info;
-  QP_ASSIGN_OR_RETURN(std::vector<double> scales,
-                      reference::ReadDoubles(checkpoint, layer, prefix + ".scales", &info));
+  QP_ASSIGN_OR_RETURN(reference::PackedIntTensors t,
+                      reference::ReadPackedIntTensors(checkpoint, layer, prefix));
+  const reference::Int32Tensor& qweight = t.qweight;
+  const reference::Int32Tensor& qzeros = t.qzeros;
+  const std::vector<double>& scales = t.scales;
+  const TensorInfo& info = t.scales_info;
   const int64_t k = qweight.shape[0];
   const int64_t n = qweight.shape[1] * 8;
   if (n <= 0 || k <= 0) {

@@ -16,13 +16,12 @@ template <SourceLayout kLayout>
 Result<ReferenceLeg> DequantizeGptqLeg(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                        std::string_view layer, const std::string& prefix) {
   QP_ASSIGN_OR_RETURN(const int bits, reference::IntBits(scheme, layer));
-  QP_ASSIGN_OR_RETURN(reference::Int32Tensor qweight,
-                      reference::ReadInt32(checkpoint, layer, prefix + ".qweight", 2));
-  QP_ASSIGN_OR_RETURN(reference::Int32Tensor qzeros,
-                      reference::ReadInt32(checkpoint, layer, prefix + ".qzeros", 2));
-  TensorInfo info;
-  QP_ASSIGN_OR_RETURN(std::vector<double> scales,
-                      reference::ReadDoubles(checkpoint, layer, prefix + ".scales", &info));
+  QP_ASSIGN_OR_RETURN(reference::PackedIntTensors t,
+                      reference::ReadPackedIntTensors(checkpoint, layer, prefix));
+  const reference::Int32Tensor& qweight = t.qweight;
+  const reference::Int32Tensor& qzeros = t.qzeros;
+  const std::vector<double>& scales = t.scales;
+  const TensorInfo& info = t.scales_info;
   const int64_t n = qweight.shape[1];
   const int64_t k = qweight.shape[0] * 32 / bits;
   if (n <= 0 || k <= 0) {

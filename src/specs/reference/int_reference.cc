@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "src/specs/reference/reference_io.h"
 
 namespace quantpath::reference {
 
@@ -68,6 +69,15 @@ Result<std::vector<int32_t>> GroupOfColumns(const Checkpoint& checkpoint, const 
     }
   }
   return g_idx.values;
+}
+
+Result<PackedIntTensors> ReadPackedIntTensors(const Checkpoint& checkpoint, std::string_view layer,
+                                              const std::string& prefix) {
+  PackedIntTensors t;
+  QP_ASSIGN_OR_RETURN(t.qweight, ReadInt32(checkpoint, layer, prefix + ".qweight", 2));
+  QP_ASSIGN_OR_RETURN(t.qzeros, ReadInt32(checkpoint, layer, prefix + ".qzeros", 2));
+  QP_ASSIGN_OR_RETURN(t.scales, ReadDoubles(checkpoint, layer, prefix + ".scales", &t.scales_info));
+  return t;
 }
 
 }  // namespace quantpath::reference

@@ -27,6 +27,17 @@ Result<Int32Tensor> ReadInt32(const Checkpoint& checkpoint, std::string_view lay
 int64_t BitField(const std::vector<int32_t>& words, int64_t offset, int64_t stride, int64_t first,
                  int bits);
 
+// The tensors of a GPTQ or AWQ layer under `prefix`: `qweight` and `qzeros` as int32 matrices,
+// `scales` as doubles with its header entry. Errors name the tensor and the layer.
+struct PackedIntTensors {
+  Int32Tensor qweight;
+  Int32Tensor qzeros;
+  std::vector<double> scales;
+  TensorInfo scales_info;
+};
+Result<PackedIntTensors> ReadPackedIntTensors(const Checkpoint& checkpoint, std::string_view layer,
+                                              const std::string& prefix);
+
 // The integer bits of `scheme` (2 … 8), or an error naming the layer.
 Result<int> IntBits(const QuantScheme& scheme, std::string_view layer);
 
