@@ -3,7 +3,8 @@
 // Goals: OpenModel (sources → importer with the dialect's HF→engine name mapper → sites),
 // DecideAll (a decision per site, with its physical spec, stored bytes and whether this build has
 // a kernel for it), DecideLayer (one layer as a user names it, with its trace), LoadLayer
-// (materialize → load → Linear) and the double-precision reference it is measured against. Every
+// (materialize → load → Linear), LoadExperts (the same for every expert of an MoE layer) and the
+// double-precision reference they are measured against. Every
 // command, the Python module and embedders go through it, so they cannot disagree.
 // Non-goals: formatting output (reports), argument parsing (the CLI).
 #pragma once
@@ -170,5 +171,50 @@ struct LayerRun {
   bool pass() const;  // rel finite and within tol
 };
 Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);
+
+// ---------------------------------------------------------------------------------------------
+// Loading and measuring the experts of one MoE layer
+
+// One expert, loaded as SplitExpertRequest (specs.h) splits it: w13 = gate_proj and up_proj fused
+// ([2I, H], legs in the site's order), w2 = down_proj ([H, I]).
+struct LoadedExpert {
+  Linear w13;
+  Linear w2;
+  std::vector<std::string> w13_prefixes;  // the checkpoint prefixes of gate and up
+  std::vector<std::string> w2_prefixes;   // the checkpoint prefix of down
+};
+
+// Every expert of an moe site, in expert order, each through its own spec (of one SpecKey).
+struct LoadedExperts {
+  ResolvedSite resolved;
+  Decision decision;
+  QuantScheme scheme;
+  SpecKey key;
+  ActivationQuant activation;
+  Checkpoint checkpoint;
+  std::vector<LoadedExpert> experts;
+};
+
+// Resolves `path` to an moe site, decides it, and loads every expert from the checkpoint
+// prefixes the site names (LayerSite::ExpertLegPath: `…mlp.experts.N.gate_proj` in Qwen3-MoE,
+// DeepSeek-V3/R1, Kimi-K2 and GLM-4.5). Errors: not an moe site, a decision of error, no spec,
+// a missing or misshapen expert tensor (naming the tensor, the expert and the layer).
+Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path);
+
+// RunSeeded for experts: `expert` runs that one expert, nullopt runs every expert on the same
+// input (y [E, m, N]). w13 multiplies X [m, H] (RandomInput of `seed`), w2 its own X [m, I] of
+// the same seed, since the product of the two is not what a kernel of either is measured on. The
+// reference is DequantizeReference over the expert's own prefixes; max_abs, mean_abs and rel are
+// taken over every expert that ran (rel divides by the largest |Y_ref| among them) and time_ms
+// sums their Forward calls.
+struct ExpertsRun {
+  std::optional<int64_t> expert;  // the expert that ran; nullopt: every expert
+  int64_t experts = 0;            // how many ran
+  LayerRun w13;
+  LayerRun w2;
+  bool pass() const { return w13.pass() && w2.pass(); }
+};
+Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint64_t seed,
+                                    std::optional<int64_t> expert);
 
 }  // namespace quantpath

@@ -60,6 +60,10 @@ std::string ExplainToText(const ExplainedLayer& layer);
 // The `run --json` object and the human report.
 Json RunToJson(const LoadedLayer& layer, const LayerRun& run, uint64_t seed);
 std::string RunToText(const LoadedLayer& layer, const LayerRun& run);
+// The same for the experts of an MoE layer (`run --layer …experts [--expert K]`): one entry per
+// projection (w13, w2) under "projections" (docs/json/run.md).
+Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_t seed);
+std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run);
 
 // `match` without --verify: [{"id", "decisions": [{"prefix", "decision", "detail"}]}].
 Json CaseResultsToJson(const std::vector<CaseResult>& results);

@@ -11,7 +11,7 @@
 // that kernels see one layout per SpecKey. A double-precision dequantization, keyed by source
 // layout and written apart from the specs, is the oracle of `run` and of the kernel tests.
 // Non-goals: config files and dialects (importers), choosing among candidates (materialize),
-// matrix products (kernels), MoE expert loading (not yet).
+// matrix products (kernels).
 #pragma once
 
 #include <array>
@@ -198,6 +198,19 @@ struct AllocationRequest {
   int tp_size = 1;
   Parallel parallel = Parallel::kReplicated;
 };
+
+// An MoE request (experts > 0, shape = one expert's [I, H]) as each expert is loaded: `w13`, its
+// gate and up projections fused as one [2I, H] layer (legs I and I, column-parallel, like a dense
+// gate_up_proj) and `w2`, its down projection [H, I] (row-parallel). Every expert loads into its
+// own pair of parameters (act-order checkpoints give each expert its own g_idx, which one stacked
+// GEMM could not share); StorageBytes counts `experts` such pairs. `request.leg_names` names the
+// expert's legs (gate, up, down) when given; experts stored with gate and up already fused
+// (gpt-oss) are Unsupported. Errors name the layer.
+struct ExpertRequests {
+  AllocationRequest w13;
+  AllocationRequest w2;
+};
+Result<ExpertRequests> SplitExpertRequest(const AllocationRequest& request);
 
 // A layer's parameters in the layout of `key`, for this rank.
 struct LinearParams {

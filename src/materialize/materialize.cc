@@ -97,27 +97,16 @@ Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& reques
     return spec.ok() ? (*spec)->StorageBytes(r) : LayoutStorageBytes(key, r);
   };
   if (request.experts <= 0) return bytes_of(request);
-  const auto [intermediate, hidden] = request.shape;
-  if (request.tp_size < 1 || intermediate % request.tp_size != 0) {
-    return InvalidInput(
-        fmt::format("{}: MoE intermediate size {} is not divisible by "
-                    "tensor-parallel size {}",
-                    request.layer, intermediate, request.tp_size));
+  // Each expert stores its own w13 and w2 (SplitExpertRequest), as LoadExperts allocates them.
+  QP_ASSIGN_OR_RETURN(const ExpertRequests split, SplitExpertRequest(request));
+  QP_ASSIGN_OR_RETURN(const int64_t w13, bytes_of(split.w13));
+  QP_ASSIGN_OR_RETURN(const int64_t w2, bytes_of(split.w2));
+  int64_t total = 0;
+  if (__builtin_mul_overflow(w13 + w2, request.experts, &total)) {
+    return InvalidInput(fmt::format("{}: {} experts of {} bytes do not fit in 64 bits",
+                                    request.layer, request.experts, w13 + w2));
   }
-  const int64_t slice = intermediate / request.tp_size;
-  AllocationRequest projection;
-  projection.layer = request.layer;
-  projection.params_dtype = request.params_dtype;
-  projection.device = request.device;
-  int64_t per_expert = 0;
-  for (std::array<int64_t, 2> shape :
-       {std::array<int64_t, 2>{slice, hidden}, std::array<int64_t, 2>{slice, hidden},
-        std::array<int64_t, 2>{hidden, slice}}) {
-    projection.shape = shape;
-    QP_ASSIGN_OR_RETURN(int64_t bytes, bytes_of(projection));
-    per_expert += bytes;
-  }
-  return per_expert * request.experts;
+  return total;
 }
 
 AllocationRequest RequestForSite(const LayerSite& site, QDType params_dtype,
@@ -125,11 +114,10 @@ AllocationRequest RequestForSite(const LayerSite& site, QDType params_dtype,
   AllocationRequest request;
   request.layer = site.path;
   if (site.shape) request.shape = *site.shape;
-  if (site.kind != SiteKind::kMoe) {
-    for (const Leg& leg : site.legs) {
-      request.leg_rows.push_back(leg.rows);
-      request.leg_names.push_back(leg.name);
-    }
+  // An moe site's legs are one expert's: their names only (SplitExpertRequest builds the rows).
+  for (const Leg& leg : site.legs) {
+    if (site.kind != SiteKind::kMoe) request.leg_rows.push_back(leg.rows);
+    request.leg_names.push_back(leg.name);
   }
   request.params_dtype = params_dtype;
   request.device = device;

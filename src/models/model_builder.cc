@@ -64,15 +64,16 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
         .fuses_shared_experts = true,
         .shared_experts_after_routed = true,
         .glm4_moe_attention_configured = false,
+        .qwen3_moe_attention_configured = false,
         .qwen3_5_language = "model.language_model",
         .qwen3_5_lm_head = "lm_head",
         .qwen3_5_visual = "visual",
         .qwen3_5_visual_qkv = "qkv_proj",
         .qwen3_5_visual_configured = false,
-        .embedding_without_quant_config = {"DeepseekV3ForCausalLM", "Glm4MoeForCausalLM",
-                                           "GptOssForCausalLM", "GPTBigCodeForCausalLM",
-                                           "PhiForCausalLM", "Qwen3_5ForConditionalGeneration",
-                                           "Qwen3_5MoeForConditionalGeneration"}};
+        .embedding_without_quant_config = {
+            "DeepseekV3ForCausalLM", "Glm4MoeForCausalLM", "GptOssForCausalLM",
+            "GPTBigCodeForCausalLM", "PhiForCausalLM", "Qwen3_5ForConditionalGeneration",
+            "Qwen3_5MoeForConditionalGeneration", "Qwen3MoeForCausalLM"}};
     DialectNames sglang_current = sglang;
     sglang_current.dialect = DialectId::kSglangCurrent;
     std::array<DialectNames, kDialectCount> table;

@@ -92,6 +92,8 @@ struct DialectNames {
   // SGLang's glm4_moe.py builds the attention module (RadixAttention) without a quantization
   // config.
   bool glm4_moe_attention_configured = true;
+  // SGLang's qwen3_moe.py builds the attention module (RadixAttention) without one too.
+  bool qwen3_moe_attention_configured = true;
   // Qwen3.5 (Qwen3_5ForConditionalGeneration): the prefixes the engine passes for the language
   // model, its head and the vision tower (checkpoint: model.language_model, lm_head,
   // model.visual), the name of a vision block's packed qkv (SGLang: qkv_proj), and whether the
@@ -105,7 +107,7 @@ struct DialectNames {
   bool qwen3_5_mtp_head = false;
   // Architectures whose token embedding the engine builds without a quantization config (no
   // get_quant_method call): vLLM's gpt_oss.py, glm4_moe.py, qwen3_5.py; SGLang's deepseek_v2.py,
-  // glm4_moe.py, gpt_oss.py, gpt_bigcode.py, phi.py, qwen3_5.py.
+  // glm4_moe.py, gpt_oss.py, gpt_bigcode.py, phi.py, qwen3_5.py, qwen3_moe.py (Qwen2MoeModel).
   std::vector<std::string_view> embedding_without_quant_config = {};
 };
 const DialectNames& NamesFor(const Dialect& dialect);
@@ -314,6 +316,7 @@ Status BuildQwenV1(const ArchInput& input, ModelSites* out);
 Status BuildGptBigCode(const ArchInput& input, ModelSites* out);
 Status BuildPhi(const ArchInput& input, ModelSites* out);
 Status BuildGlm4Moe(const ArchInput& input, ModelSites* out);
+Status BuildQwen3Moe(const ArchInput& input, ModelSites* out);
 Status BuildQwen3_5(const ArchInput& input, ModelSites* out);
 Status BuildMolmo(const ArchInput& input, ModelSites* out);
 

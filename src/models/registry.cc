@@ -28,7 +28,7 @@ struct ArchEntry {
 // Kimi-K2 (`model_type kimi_k2`) names DeepseekV3ForCausalLM and is served by that row. Qwen3.5's
 // dense and MoE wrappers share one builder, which picks the MLP from the text config's
 // model_type as vLLM does.
-constexpr std::array<ArchEntry, 12> kArchitectures = {{
+constexpr std::array<ArchEntry, 13> kArchitectures = {{
     {"LlamaForCausalLM", &models::BuildLlama, "model.layers"},
     {"Qwen2ForCausalLM", &models::BuildQwen2, "model.layers"},
     {"Qwen3ForCausalLM", &models::BuildQwen3, "model.layers"},
@@ -38,6 +38,7 @@ constexpr std::array<ArchEntry, 12> kArchitectures = {{
     {"GPTBigCodeForCausalLM", &models::BuildGptBigCode, "transformer.h"},
     {"PhiForCausalLM", &models::BuildPhi, "model.layers"},
     {"Glm4MoeForCausalLM", &models::BuildGlm4Moe, "model.layers"},
+    {"Qwen3MoeForCausalLM", &models::BuildQwen3Moe, "model.layers"},
     {"Qwen3_5ForConditionalGeneration", &models::BuildQwen3_5, "model.language_model.layers"},
     {"Qwen3_5MoeForConditionalGeneration", &models::BuildQwen3_5, "model.language_model.layers"},
     {"MolmoForCausalLM", &models::BuildMolmo, "model.transformer.blocks"},

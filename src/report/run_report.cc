@@ -1,5 +1,8 @@
 // One layer's Forward against the double-precision reference (docs/json/run.md).
 #include <cmath>
+#include <initializer_list>
+#include <string>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/report.h"
@@ -9,6 +12,34 @@ namespace quantpath {
 namespace {
 
 Json Number(double v) { return std::isfinite(v) ? Json::Double(v) : Json::Null(); }
+
+// w13 or w2 of the experts that ran, with its shape [N, K] and the leg names it holds.
+Json ProjectionToJson(std::string_view name, const Linear& linear, const LayerSite& site,
+                      std::initializer_list<size_t> legs, const LayerRun& run) {
+  std::vector<Json> leg_names;
+  for (size_t leg : legs) leg_names.push_back(Json::String(site.legs[leg].name));
+  return Json::Object({{"name", Json::String(std::string(name))},
+                       {"legs", Json::Array(std::move(leg_names))},
+                       {"n", Json::Int(linear.out_features())},
+                       {"k", Json::Int(linear.in_features())},
+                       {"kernel", Json::String(run.kernel)},
+                       {"max_abs", Number(run.max_abs)},
+                       {"mean_abs", Number(run.mean_abs)},
+                       {"rel", Number(run.rel)},
+                       {"tol", Number(run.tol)},
+                       {"time_ms", Number(run.time_ms)},
+                       {"pass", Json::Bool(run.pass())}});
+}
+
+std::string ErrorHeader() {
+  return fmt::format("{:<12} {:<12} {:<12} {:<12} {:<12}", "max_abs", "mean_abs", "rel", "tol",
+                     "time_ms");
+}
+
+std::string ErrorRow(const LayerRun& run) {
+  return fmt::format("{:<12.3e} {:<12.3e} {:<12.3e} {:<12.1e} {:<12.3f}", run.max_abs, run.mean_abs,
+                     run.rel, run.tol, run.time_ms);
+}
 
 }  // namespace
 
@@ -34,10 +65,42 @@ std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
   out += fmt::format("layer    {}\nspec_id  {}\nkernel   {}\nact      {}\nm        {}\n",
                      layer.resolved.site->path, layer.key.ToId(), run.kernel,
                      layer.activation.ToString(), run.m);
-  out += fmt::format("{:<12} {:<12} {:<12} {:<12} {:<12}\n", "max_abs", "mean_abs", "rel", "tol",
-                     "time_ms");
-  out += fmt::format("{:<12.3e} {:<12.3e} {:<12.3e} {:<12.1e} {:<12.3f}\n", run.max_abs,
-                     run.mean_abs, run.rel, run.tol, run.time_ms);
+  out += ErrorHeader() + "\n" + ErrorRow(run) + "\n";
+  out += run.pass() ? "ok\n" : "above tolerance\n";
+  return out;
+}
+
+Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_t seed) {
+  const LayerSite& site = *layer.resolved.site;
+  const LoadedExpert& front = layer.experts.at(static_cast<size_t>(run.expert.value_or(0)));
+  return Json::Object(
+      {{"layer", Json::String(site.path)},
+       {"resolved", NonEmptyOrNull(layer.resolved.note)},
+       {"spec_id", Json::String(layer.key.ToId())},
+       {"activation", Json::String(layer.activation.ToString())},
+       {"m", Json::Int(run.w13.m)},
+       {"seed", Json::Int(static_cast<int64_t>(seed))},
+       {"expert", run.expert ? Json::Int(*run.expert) : Json::Null()},
+       {"experts", Json::Int(run.experts)},
+       {"projections", Json::Array({ProjectionToJson("w13", front.w13, site, {0, 1}, run.w13),
+                                    ProjectionToJson("w2", front.w2, site, {2}, run.w2)})},
+       {"pass", Json::Bool(run.pass())}});
+}
+
+std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) {
+  const LayerSite& site = *layer.resolved.site;
+  std::string out;
+  if (!layer.resolved.note.empty()) out += "note: " + layer.resolved.note + "\n";
+  const std::string experts = run.expert ? fmt::format("{} of {}", *run.expert, site.experts)
+                                         : fmt::format("all {}, one input", run.experts);
+  out += fmt::format("layer    {}\nexperts  {}\nspec_id  {}\nact      {}\nm        {}\n", site.path,
+                     experts, layer.key.ToId(), layer.activation.ToString(), run.w13.m);
+  out += fmt::format("{:<5} {:<28} {}  kernel\n", "proj", "legs", ErrorHeader());
+  const auto row = [&](std::string_view name, std::string legs, const LayerRun& r) {
+    out += fmt::format("{:<5} {:<28} {}  {}\n", name, legs, ErrorRow(r), r.kernel);
+  };
+  row("w13", site.legs[0].name + "+" + site.legs[1].name, run.w13);
+  row("w2", site.legs[2].name, run.w2);
   out += run.pass() ? "ok\n" : "above tolerance\n";
   return out;
 }

@@ -65,9 +65,10 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
         fmt::format("{}: params dtype {} is not bf16, fp16 or fp32", layer, QDTypeName(dtype)));
   }
   if (request.experts > 0) {
-    return Unsupported(
-        fmt::format("{}: loading MoE expert weights ({} experts) is not implemented yet", layer,
-                    request.experts));
+    return InvalidInput(
+        fmt::format("{}: an MoE layer ({} experts) is allocated expert by expert, as the w13 and "
+                    "w2 requests SplitExpertRequest makes",
+                    layer, request.experts));
   }
   if (request.tp_size < 1 || request.tp_rank < 0 || request.tp_rank >= request.tp_size) {
     return InvalidInput(fmt::format("{}: tensor-parallel rank {} of size {} is out of range", layer,
@@ -112,6 +113,51 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
   g.has_bias = request.bias && (!row || request.tp_rank == 0);
   return g;
 }
+
+}  // namespace quantpath::specs_internal
+
+namespace quantpath {
+
+Result<ExpertRequests> SplitExpertRequest(const AllocationRequest& request) {
+  const std::string& layer = request.layer;
+  if (request.experts <= 0) {
+    return InvalidInput(
+        fmt::format("{}: not an MoE request (experts = {})", layer, request.experts));
+  }
+  const std::vector<std::string>& names = request.leg_names;
+  if (names.size() == 2) {
+    return Unsupported(
+        fmt::format("{}: experts stored with fused {} and {} tensors are not loaded yet", layer,
+                    names[0], names[1]));
+  }
+  if (!names.empty() && names.size() != 3) {
+    return InvalidInput(
+        fmt::format("{}: an expert has gate, up and down projections, found {} "
+                    "leg names",
+                    layer, names.size()));
+  }
+  const auto [intermediate, hidden] = request.shape;
+  ExpertRequests out;
+  out.w13 = request;
+  out.w13.experts = 0;
+  out.w13.shape = {2 * intermediate, hidden};
+  out.w13.leg_rows = {intermediate, intermediate};
+  out.w13.parallel = Parallel::kColumn;
+  out.w2 = request;
+  out.w2.experts = 0;
+  out.w2.shape = {hidden, intermediate};
+  out.w2.leg_rows = {};
+  out.w2.parallel = Parallel::kRow;
+  if (names.size() == 3) {
+    out.w13.leg_names = {names[0], names[1]};
+    out.w2.leg_names = {names[2]};
+  }
+  return out;
+}
+
+}  // namespace quantpath
+
+namespace quantpath::specs_internal {
 
 int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometry) {
   return geometry.has_bias ? geometry.rows * Info(request.params_dtype).bits / 8 : 0;

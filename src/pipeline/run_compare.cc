@@ -1,0 +1,44 @@
+// The seeded input of `run` and its error against the double-precision reference.
+#include "src/pipeline/run_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "quantpath/numeric.h"
+
+namespace quantpath::pipeline_internal {
+
+std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint16_t> x(static_cast<size_t>(count));
+  for (uint16_t& v : x) {
+    const double u = static_cast<double>(rng() >> 11) * 0x1p-53;
+    v = FloatToBf16(static_cast<float>(2.0 * u - 1.0));
+  }
+  return x;
+}
+
+void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
+                     const ActivationQuant& act, const std::vector<uint16_t>& x, int64_t m) {
+  std::vector<double> xd(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xd[i] = Bf16ToFloat(x[i]);
+  const std::vector<double> xq =
+      QuantizeActivationsReference(xd, m, ref.cols, act, ref.input_scale);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ref.rows; ++j) {
+      double acc = ref.bias.empty() ? 0.0 : ref.bias[j];
+      for (int64_t c = 0; c < ref.cols; ++c) {
+        acc += xq[i * ref.cols + c] * ref.weight[j * ref.cols + c];
+      }
+      const double diff = std::fabs(y[i * y_stride + j] - acc);
+      // A NaN stays (std::max keeps its first argument), so the run cannot pass.
+      max_abs = std::isnan(diff) ? diff : std::max(max_abs, diff);
+      sum_abs += diff;
+      max_ref = std::max(max_ref, std::fabs(acc));
+    }
+  }
+  count += m * ref.rows;
+}
+
+}  // namespace quantpath::pipeline_internal

@@ -1,0 +1,32 @@
+// Internal to src/pipeline: the seeded input and the error measure of `run`, shared by dense and
+// MoE layers so that both are measured the same way (pipeline.h RunSeeded states the formulas).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "quantpath/specs.h"
+
+namespace quantpath::pipeline_internal {
+
+// Seeded input values, bf16-representable, in [-1, 1).
+std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count);
+
+// Errors of Y against the reference product, accumulated over one or several products (the
+// experts of an MoE layer), so that rel divides by the largest reference value of them all.
+struct ErrorStats {
+  double max_abs = 0;
+  double sum_abs = 0;
+  int64_t count = 0;
+  double max_ref = 0;
+
+  // Adds Y [m, ref.rows] against X' · W_refᵀ + bias, X' = X [m, ref.cols] quantized as `act`
+  // says. `y_stride` is the distance between rows of Y (ref.rows when Y holds only this product).
+  void Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
+           const ActivationQuant& act, const std::vector<uint16_t>& x, int64_t m);
+  double mean_abs() const { return count > 0 ? sum_abs / static_cast<double>(count) : 0; }
+  double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
+};
+
+}  // namespace quantpath::pipeline_internal

@@ -1,0 +1,240 @@
+// MoE experts on the Qwen3-MoE checkpoints written by the producers themselves
+// (tests/data/producers, see its SOURCES.md: 2 layers × 4 experts, each expert's gate, up and down
+// [128, 128]; GPTQModel's act-order folder gives every expert its own g_idx). For both moe sites
+// of each folder, through the pipeline (importer → plan → materialize → spec → one Linear pair per
+// expert):
+//   1. the plan has a spec, a kernel and bytes for the site, and the bytes are what the loaded
+//      experts hold;
+//   2. each expert's fp64 reference, rounded to the dtype of the producer's saved dequantization,
+//      equals it exactly, leg by leg (`…experts.3.down_proj.weight`);
+//   3. for weight-only families, the canonical weights the kernel sees (a Linear run on the
+//      identity gives Wᵀ exactly) equal the reference;
+//   4. seeded runs, of one expert and of every expert on the same input, are within tolerance.
+// Then errors: a missing expert tensor and a misshapen one name the tensor, the expert and the
+// layer.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "fmt/format.h"
+#include "quantpath/numeric.h"
+#include "quantpath/pipeline.h"
+#include "tests/specs/test_checkpoint.h"
+
+namespace quantpath {
+namespace {
+
+const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
+
+float SavedValue(const TensorView& view, int64_t i) {
+  if (view.info->dtype == StDtype::kF32) {
+    float value;
+    std::memcpy(&value, view.bytes.data() + 4 * i, 4);
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, view.bytes.data() + 2 * i, 2);
+  return view.info->dtype == StDtype::kBF16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
+}
+float Rounded(StDtype dtype, double value) {
+  const float f = static_cast<float>(value);
+  if (dtype == StDtype::kBF16) return Bf16ToFloat(FloatToBf16(f));
+  if (dtype == StDtype::kF16) return Fp16ToFloat(FloatToFp16(f));
+  return f;
+}
+
+Result<Model> Open(const std::string& dir) {
+  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu"));
+  return OpenModel(dir, options);
+}
+
+// Compares the reference of `prefixes` (stacked) with the producer's saved legs; returns the
+// reference.
+ReferenceLayer CheckAgainstProducer(const LoadedExperts& layer,
+                                    const std::vector<std::string>& prefixes,
+                                    const SafetensorsFile& saved) {
+  Result<ReferenceLayer> ref =
+      DequantizeReference(layer.checkpoint, layer.scheme, "test", prefixes, false);
+  EXPECT_TRUE(ref.ok()) << ref.status().message();
+  if (!ref.ok()) return {};
+  const int64_t k = ref->cols;
+  int64_t row = 0;
+  for (const std::string& prefix : prefixes) {
+    const TensorInfo* info = saved.Find(prefix + ".weight");
+    EXPECT_NE(info, nullptr) << prefix;
+    if (info == nullptr) return {};
+    EXPECT_EQ(info->shape, (std::vector<int64_t>{128, k}));
+    const TensorView view = saved.View(*info);
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < info->shape[0] * k; ++i) {
+      // As values: a zero's sign may differ where a negative scale multiplies q − z = 0.
+      if (Rounded(info->dtype, ref->weight[row * k + i]) != SavedValue(view, i)) ++mismatches;
+    }
+    EXPECT_EQ(mismatches, 0) << prefix;
+    row += info->shape[0];
+  }
+  EXPECT_EQ(row, ref->rows);
+  return std::move(*ref);
+}
+
+// Linear(I) = Wᵀ: one exact product per output for a weight-only spec.
+void CheckCanonicalWeights(const Linear& linear, const ReferenceLayer& ref) {
+  const int64_t k = ref.cols;
+  std::vector<float> identity(static_cast<size_t>(k * k), 0.0f);
+  for (int64_t i = 0; i < k; ++i) identity[i * k + i] = 1.0f;
+  Result<std::vector<float>> wt = linear.Forward(identity, k);
+  ASSERT_TRUE(wt.ok()) << wt.status().message();
+  int64_t differ = 0;
+  for (int64_t n = 0; n < ref.rows; ++n) {
+    for (int64_t c = 0; c < k; ++c) {
+      if (double{(*wt)[c * ref.rows + n]} != ref.weight[n * k + c]) ++differ;
+    }
+  }
+  EXPECT_EQ(differ, 0);
+}
+
+class MoeProducersTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
+  const std::string dir = kProducers + GetParam();
+  Result<Model> model = Open(dir);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
+  ASSERT_TRUE(layers.ok()) << layers.status().message();
+  Result<std::shared_ptr<const SafetensorsFile>> saved =
+      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+
+  int sites = 0;
+  for (const LayerDecision& decision : *layers) {
+    if (decision.site->kind != SiteKind::kMoe) continue;
+    const std::string& path = decision.site->path;
+    SCOPED_TRACE(path);
+    ASSERT_EQ(decision.decision.kind, DecisionKind::kQuantized);
+    ASSERT_TRUE(decision.spec.has_value()) << decision.spec_note;
+    EXPECT_EQ(decision.kernel_available, true);
+    ASSERT_TRUE(decision.bytes.has_value()) << decision.spec_note;
+
+    Result<LoadedExperts> loaded = LoadExperts(*model, path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    ASSERT_EQ(loaded->experts.size(), 4u);
+    EXPECT_EQ(loaded->key, *decision.spec);
+    int64_t held = 0;
+    for (size_t e = 0; e < loaded->experts.size(); ++e) {
+      SCOPED_TRACE(e);
+      const LoadedExpert& expert = loaded->experts[e];
+      EXPECT_EQ(expert.w13.out_features(), 256);
+      EXPECT_EQ(expert.w13.in_features(), 128);
+      EXPECT_EQ(expert.w2.out_features(), 128);
+      EXPECT_EQ(expert.w2.in_features(), 128);
+      EXPECT_EQ(expert.w2_prefixes,
+                (std::vector<std::string>{fmt::format("{}.{}.down_proj", path, e)}));
+      held += expert.w13.params().WeightBytes() + expert.w2.params().WeightBytes();
+      const ReferenceLayer w13 = CheckAgainstProducer(*loaded, expert.w13_prefixes, **saved);
+      const ReferenceLayer w2 = CheckAgainstProducer(*loaded, expert.w2_prefixes, **saved);
+      if (loaded->activation.mode == ActMode::kNone) {
+        CheckCanonicalWeights(expert.w13, w13);
+        CheckCanonicalWeights(expert.w2, w2);
+      }
+    }
+    EXPECT_EQ(held, *decision.bytes);
+
+    for (std::optional<int64_t> which : {std::optional<int64_t>(3), std::optional<int64_t>()}) {
+      Result<ExpertsRun> run = RunExpertsSeeded(*loaded, 5, 11, which);
+      ASSERT_TRUE(run.ok()) << run.status().message();
+      EXPECT_EQ(run->experts, which ? 1 : 4);
+      EXPECT_TRUE(run->w13.pass()) << "w13 rel " << run->w13.rel << " tol " << run->w13.tol;
+      EXPECT_TRUE(run->w2.pass()) << "w2 rel " << run->w2.rel << " tol " << run->w2.tol;
+      EXPECT_GT(run->w13.rel, 0.0);  // the kernel is not the reference
+    }
+    ++sites;
+  }
+  EXPECT_EQ(sites, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Producers, MoeProducersTest,
+                         ::testing::Values("ct_qwen3moe_w4a16_g64_sym", "ct_qwen3moe_fp8_dynamic",
+                                           "ct_qwen3moe_fp8_block",
+                                           "ar_qwen3moe_auto_round_w4g64_sym",
+                                           "gm_qwen3moe_gptq_w4g64_sym_desc_act"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+// A copy of the compressed-tensors W4A16 fixture with `edit` applied to its tensors.
+std::filesystem::path EditedFixture(
+    const std::function<void(std::vector<testing::TestTensor>*)>& edit) {
+  const std::filesystem::path from = kProducers + "ct_qwen3moe_w4a16_g64_sym";
+  const std::filesystem::path dir = testing::FreshDir();
+  std::filesystem::copy_file(from / "config.json", dir / "config.json");
+  Result<std::shared_ptr<const SafetensorsFile>> file =
+      SafetensorsFile::Open(from / "model.safetensors");
+  EXPECT_TRUE(file.ok()) << file.status().message();
+  std::vector<testing::TestTensor> tensors;
+  for (const TensorInfo& info : (*file)->tensors()) {
+    const TensorView view = (*file)->View(info);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(view.bytes.data());
+    tensors.push_back({info.name, std::string(StDtypeName(info.dtype)), info.shape,
+                       std::vector<uint8_t>(bytes, bytes + view.bytes.size())});
+  }
+  edit(&tensors);
+  testing::WriteSafetensors(dir / "model.safetensors", tensors);
+  return dir;
+}
+
+std::string LoadError(const std::filesystem::path& dir, const std::string& layer) {
+  Result<Model> model = Open(dir.string());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return "";
+  Result<LoadedExperts> loaded = LoadExperts(*model, layer);
+  EXPECT_FALSE(loaded.ok());
+  return loaded.ok() ? "" : loaded.status().message();
+}
+
+TEST(MoeLoadErrors, MissingExpertTensorNamesTensorExpertAndLayer) {
+  const std::string missing = "model.layers.1.mlp.experts.2.up_proj.weight_scale";
+  const std::string message = LoadError(
+      EditedFixture([&](std::vector<testing::TestTensor>* tensors) {
+        std::erase_if(*tensors, [&](const testing::TestTensor& t) { return t.name == missing; });
+      }),
+      "model.layers.1.mlp.experts");
+  EXPECT_NE(message.find(missing), std::string::npos) << message;
+  EXPECT_NE(message.find("model.layers.1.mlp.experts, expert 2 (w13)"), std::string::npos)
+      << message;
+}
+
+TEST(MoeLoadErrors, MisshapenExpertTensorNamesTensorExpertAndLayer) {
+  const std::string misshapen = "model.layers.0.mlp.experts.3.down_proj.weight_packed";
+  const std::string message =
+      LoadError(EditedFixture([&](std::vector<testing::TestTensor>* tensors) {
+                  for (testing::TestTensor& t : *tensors) {
+                    if (t.name == misshapen) t.shape = {64, 32};  // same bytes, other shape
+                  }
+                }),
+                "model.layers.0.mlp.experts");
+  EXPECT_NE(message.find(misshapen), std::string::npos) << message;
+  EXPECT_NE(message.find("model.layers.0.mlp.experts, expert 3 (w2)"), std::string::npos)
+      << message;
+}
+
+TEST(MoeLoadErrors, ExpertOutOfRangeAndDenseLayers) {
+  Result<Model> model = Open(kProducers + "ct_qwen3moe_w4a16_g64_sym");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Result<LoadedExperts> loaded = LoadExperts(*model, "model.layers.0.mlp.experts");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  Result<ExpertsRun> run = RunExpertsSeeded(*loaded, 2, 0, 4);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("expert 4 is out of range"), std::string::npos)
+      << run.status().message();
+  Result<LoadedExperts> dense = LoadExperts(*model, "model.layers.0.self_attn.o_proj");
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.status().message().find("not the experts of an MoE layer"), std::string::npos);
+  Result<LoadedLayer> whole = LoadLayer(*model, "model.layers.0.mlp.experts");
+  ASSERT_FALSE(whole.ok());
+  EXPECT_NE(whole.status().message().find("LoadExperts"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quantpath
