@@ -43,9 +43,9 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme);
 // LinearParams::WeightBytes() reports after Allocate), through the family's row.
 //   fp8_block_128_128 on [168, 256] = 168 · 256 + ceil(168/128) · ceil(256/128) · 4 = 43024.
 // An MoE request (experts > 0, shape = one expert's [intermediate, hidden]) counts every expert's
-// w13 (gate and up fused, [2 · intermediate, hidden], column-parallel) and w2 (down,
-// [hidden, intermediate], row-parallel) as SplitExpertRequest makes them and LoadExperts stores
-// them; intermediate is split by tensor parallelism.
+// gate and up [intermediate, hidden] and down [hidden, intermediate] projections, each with its
+// own scale grid as checkpoints store them and LoadExperts holds them (ExpertProjectionRequests);
+// intermediate is split by tensor parallelism.
 // Errors: an unregistered family; a request that does not add up or that the layout cannot hold
 // (the same checks Allocate makes).
 Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request);

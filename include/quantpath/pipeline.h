@@ -175,13 +175,11 @@ Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);
 // ---------------------------------------------------------------------------------------------
 // Loading and measuring the experts of one MoE layer
 
-// One expert, loaded as SplitExpertRequest (specs.h) splits it: w13 = gate_proj and up_proj fused
-// ([2I, H], legs in the site's order), w2 = down_proj ([H, I]).
+// One expert, loaded as ExpertProjectionRequests (specs.h) splits it: one Linear per projection,
+// in the site's leg order (gate_proj [I, H], up_proj [I, H], down_proj [H, I]).
 struct LoadedExpert {
-  Linear w13;
-  Linear w2;
-  std::vector<std::string> w13_prefixes;  // the checkpoint prefixes of gate and up
-  std::vector<std::string> w2_prefixes;   // the checkpoint prefix of down
+  std::vector<Linear> projections;
+  std::vector<std::string> prefixes;  // the checkpoint prefix of each projection
 };
 
 // Every expert of an moe site, in expert order, each through its own spec (of one SpecKey).
@@ -202,11 +200,12 @@ struct LoadedExperts {
 Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path);
 
 // RunSeeded for experts: `expert` runs that one expert, nullopt runs every expert on the same
-// input (y [E, m, N]). w13 multiplies X [m, H] (RandomInput of `seed`), w2 its own X [m, I] of
-// the same seed, since the product of the two is not what a kernel of either is measured on. The
-// reference is DequantizeReference over the expert's own prefixes; max_abs, mean_abs and rel are
-// taken over every expert that ran (rel divides by the largest |Y_ref| among them) and time_ms
-// sums their Forward calls.
+// input (y [E, m, N]). Two products are measured, as the engines' fused MoE computes them: w13,
+// gate and up on X [m, H] (RandomInput of `seed`; N = 2I, the two projections' outputs side by
+// side), and w2, down on its own X [m, I] of the same seed (measured on its own input, not on the
+// w13 output, since each is a kernel of its own). The reference is DequantizeReference over the
+// expert's own prefixes; max_abs, mean_abs and rel are taken over every expert that ran (rel
+// divides by the largest |Y_ref| among them) and time_ms sums their Forward calls.
 struct ExpertsRun {
   std::optional<int64_t> expert;  // the expert that ran; nullopt: every expert
   int64_t experts = 0;            // how many ran

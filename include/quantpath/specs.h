@@ -199,18 +199,15 @@ struct AllocationRequest {
   Parallel parallel = Parallel::kReplicated;
 };
 
-// An MoE request (experts > 0, shape = one expert's [I, H]) as each expert is loaded: `w13`, its
-// gate and up projections fused as one [2I, H] layer (legs I and I, column-parallel, like a dense
-// gate_up_proj) and `w2`, its down projection [H, I] (row-parallel). Every expert loads into its
-// own pair of parameters (act-order checkpoints give each expert its own g_idx, which one stacked
-// GEMM could not share); StorageBytes counts `experts` such pairs. `request.leg_names` names the
-// expert's legs (gate, up, down) when given; experts stored with gate and up already fused
-// (gpt-oss) are Unsupported. Errors name the layer.
-struct ExpertRequests {
-  AllocationRequest w13;
-  AllocationRequest w2;
-};
-Result<ExpertRequests> SplitExpertRequest(const AllocationRequest& request);
+// An MoE request (experts > 0, shape = one expert's [I, H]) as each expert's projections are
+// loaded: gate and up [I, H] (column-parallel) and down [H, I] (row-parallel), each a plain
+// request of its own, in that order. Every expert holds its own parameters per projection, in the
+// family's canonical layout, as a dense layer of that shape would: act-order checkpoints give each
+// expert its own g_idx, which one GEMM over stacked experts could not share, and block-fp8 experts
+// whose I is not a multiple of the block keep one scale grid per projection as stored.
+// StorageBytes counts `experts` such triples. `request.leg_names` names the three legs when given;
+// experts stored with gate and up already fused (gpt-oss) are Unsupported. Errors name the layer.
+Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const AllocationRequest& request);
 
 // A layer's parameters in the layout of `key`, for this rank.
 struct LinearParams {

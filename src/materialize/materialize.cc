@@ -97,14 +97,19 @@ Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& reques
     return spec.ok() ? (*spec)->StorageBytes(r) : LayoutStorageBytes(key, r);
   };
   if (request.experts <= 0) return bytes_of(request);
-  // Each expert stores its own w13 and w2 (SplitExpertRequest), as LoadExperts allocates them.
-  QP_ASSIGN_OR_RETURN(const ExpertRequests split, SplitExpertRequest(request));
-  QP_ASSIGN_OR_RETURN(const int64_t w13, bytes_of(split.w13));
-  QP_ASSIGN_OR_RETURN(const int64_t w2, bytes_of(split.w2));
+  // Each expert stores its own projections (ExpertProjectionRequests), as LoadExperts allocates
+  // them.
+  QP_ASSIGN_OR_RETURN(const std::vector<AllocationRequest> projections,
+                      ExpertProjectionRequests(request));
+  int64_t per_expert = 0;
+  for (const AllocationRequest& projection : projections) {
+    QP_ASSIGN_OR_RETURN(const int64_t bytes, bytes_of(projection));
+    per_expert += bytes;
+  }
   int64_t total = 0;
-  if (__builtin_mul_overflow(w13 + w2, request.experts, &total)) {
+  if (__builtin_mul_overflow(per_expert, request.experts, &total)) {
     return InvalidInput(fmt::format("{}: {} experts of {} bytes do not fit in 64 bits",
-                                    request.layer, request.experts, w13 + w2));
+                                    request.layer, request.experts, per_expert));
   }
   return total;
 }
@@ -114,7 +119,8 @@ AllocationRequest RequestForSite(const LayerSite& site, QDType params_dtype,
   AllocationRequest request;
   request.layer = site.path;
   if (site.shape) request.shape = *site.shape;
-  // An moe site's legs are one expert's: their names only (SplitExpertRequest builds the rows).
+  // An moe site's legs are one expert's: their names only (ExpertProjectionRequests builds the
+  // shapes).
   for (const Leg& leg : site.legs) {
     if (site.kind != SiteKind::kMoe) request.leg_rows.push_back(leg.rows);
     request.leg_names.push_back(leg.name);

@@ -1,6 +1,5 @@
 // One layer's Forward against the double-precision reference (docs/json/run.md).
 #include <cmath>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -13,15 +12,20 @@ namespace {
 
 Json Number(double v) { return std::isfinite(v) ? Json::Double(v) : Json::Null(); }
 
-// w13 or w2 of the experts that ran, with its shape [N, K] and the leg names it holds.
-Json ProjectionToJson(std::string_view name, const Linear& linear, const LayerSite& site,
-                      std::initializer_list<size_t> legs, const LayerRun& run) {
+// w13 or w2 of the experts that ran: legs [first, last) of one expert, their outputs side by
+// side ([N, K] with N the legs' rows together).
+Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, const LayerSite& site,
+                      size_t first, size_t last, const LayerRun& run) {
   std::vector<Json> leg_names;
-  for (size_t leg : legs) leg_names.push_back(Json::String(site.legs[leg].name));
+  int64_t n = 0;
+  for (size_t leg = first; leg < last; ++leg) {
+    leg_names.push_back(Json::String(site.legs[leg].name));
+    n += expert.projections[leg].out_features();
+  }
   return Json::Object({{"name", Json::String(std::string(name))},
                        {"legs", Json::Array(std::move(leg_names))},
-                       {"n", Json::Int(linear.out_features())},
-                       {"k", Json::Int(linear.in_features())},
+                       {"n", Json::Int(n)},
+                       {"k", Json::Int(expert.projections[first].in_features())},
                        {"kernel", Json::String(run.kernel)},
                        {"max_abs", Number(run.max_abs)},
                        {"mean_abs", Number(run.mean_abs)},
@@ -73,6 +77,7 @@ std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
 Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_t seed) {
   const LayerSite& site = *layer.resolved.site;
   const LoadedExpert& front = layer.experts.at(static_cast<size_t>(run.expert.value_or(0)));
+  const size_t down = front.projections.size() - 1;  // gate, up, down
   return Json::Object(
       {{"layer", Json::String(site.path)},
        {"resolved", NonEmptyOrNull(layer.resolved.note)},
@@ -82,8 +87,8 @@ Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_
        {"seed", Json::Int(static_cast<int64_t>(seed))},
        {"expert", run.expert ? Json::Int(*run.expert) : Json::Null()},
        {"experts", Json::Int(run.experts)},
-       {"projections", Json::Array({ProjectionToJson("w13", front.w13, site, {0, 1}, run.w13),
-                                    ProjectionToJson("w2", front.w2, site, {2}, run.w2)})},
+       {"projections", Json::Array({ProjectionToJson("w13", front, site, 0, down, run.w13),
+                                    ProjectionToJson("w2", front, site, down, down + 1, run.w2)})},
        {"pass", Json::Bool(run.pass())}});
 }
 

@@ -66,8 +66,8 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
   }
   if (request.experts > 0) {
     return InvalidInput(
-        fmt::format("{}: an MoE layer ({} experts) is allocated expert by expert, as the w13 and "
-                    "w2 requests SplitExpertRequest makes",
+        fmt::format("{}: an MoE layer ({} experts) is allocated expert by expert, as the "
+                    "projection requests ExpertProjectionRequests makes",
                     layer, request.experts));
   }
   if (request.tp_size < 1 || request.tp_rank < 0 || request.tp_rank >= request.tp_size) {
@@ -118,41 +118,37 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
 
 namespace quantpath {
 
-Result<ExpertRequests> SplitExpertRequest(const AllocationRequest& request) {
+Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const AllocationRequest& request) {
   const std::string& layer = request.layer;
   if (request.experts <= 0) {
     return InvalidInput(
         fmt::format("{}: not an MoE request (experts = {})", layer, request.experts));
   }
-  const std::vector<std::string>& names = request.leg_names;
+  std::vector<std::string> names = request.leg_names;
   if (names.size() == 2) {
     return Unsupported(
         fmt::format("{}: experts stored with fused {} and {} tensors are not loaded yet", layer,
                     names[0], names[1]));
   }
-  if (!names.empty() && names.size() != 3) {
+  if (names.empty()) names = {"gate_proj", "up_proj", "down_proj"};
+  if (names.size() != 3) {
     return InvalidInput(
-        fmt::format("{}: an expert has gate, up and down projections, found {} "
-                    "leg names",
-                    layer, names.size()));
+        fmt::format("{}: an expert has gate, up and down projections, found {} leg names", layer,
+                    names.size()));
   }
   const auto [intermediate, hidden] = request.shape;
-  ExpertRequests out;
-  out.w13 = request;
-  out.w13.experts = 0;
-  out.w13.shape = {2 * intermediate, hidden};
-  out.w13.leg_rows = {intermediate, intermediate};
-  out.w13.parallel = Parallel::kColumn;
-  out.w2 = request;
-  out.w2.experts = 0;
-  out.w2.shape = {hidden, intermediate};
-  out.w2.leg_rows = {};
-  out.w2.parallel = Parallel::kRow;
-  if (names.size() == 3) {
-    out.w13.leg_names = {names[0], names[1]};
-    out.w2.leg_names = {names[2]};
+  std::vector<AllocationRequest> projections;
+  for (size_t leg = 0; leg < names.size(); ++leg) {
+    AllocationRequest& p = projections.emplace_back(request);
+    const bool down = leg == 2;
+    p.experts = 0;
+    p.shape = down ? std::array<int64_t, 2>{hidden, intermediate}
+                   : std::array<int64_t, 2>{intermediate, hidden};
+    p.leg_rows = {};
+    p.leg_names = {names[leg]};
+    p.parallel = down ? Parallel::kRow : Parallel::kColumn;
   }
-  return out;
+  return projections;
 }
 
 }  // namespace quantpath

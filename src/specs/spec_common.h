@@ -34,7 +34,7 @@ struct ShardGeometry {
 
 // Validates `request` (positive shape, legs adding up to N, tensor-parallel sizes that divide, a
 // bf16 / fp16 / fp32 params dtype) and computes this rank's geometry. An MoE request is an error:
-// its experts load as the plain requests SplitExpertRequest makes. Errors name the layer.
+// its experts load as the plain requests ExpertProjectionRequests makes. Errors name the layer.
 Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request);
 
 // Bytes of this rank's bias (params dtype), 0 without one.

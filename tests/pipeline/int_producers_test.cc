@@ -42,8 +42,7 @@ float Rounded(StDtype dtype, double value) {
   return f;
 }
 
-// Two layers × (qkv, o, gate_up, down) each. The Qwen3-MoE folders wait for that architecture's
-// model description (its sites have no shapes yet) and for MoE loading.
+// Two layers × (qkv, o, gate_up, down) each. The Qwen3-MoE folders: moe_producers_test.cc.
 class IntProducersTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {

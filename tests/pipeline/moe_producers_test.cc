@@ -1,12 +1,12 @@
 // MoE experts on the Qwen3-MoE checkpoints written by the producers themselves
 // (tests/data/producers, see its SOURCES.md: 2 layers × 4 experts, each expert's gate, up and down
-// [128, 128]; GPTQModel's act-order folder gives every expert its own g_idx). For both moe sites
-// of each folder, through the pipeline (importer → plan → materialize → spec → one Linear pair per
-// expert):
+// [128, 128]; GPTQModel's act-order folder gives every expert its own g_idx). Each folder's fused
+// qkv_proj and its o_proj load and run within tolerance. For both moe sites of each folder,
+// through the pipeline (importer → plan → materialize → spec → one Linear per expert projection):
 //   1. the plan has a spec, a kernel and bytes for the site, and the bytes are what the loaded
 //      experts hold;
-//   2. each expert's fp64 reference, rounded to the dtype of the producer's saved dequantization,
-//      equals it exactly, leg by leg (`…experts.3.down_proj.weight`);
+//   2. each expert projection's fp64 reference, rounded to the dtype of the producer's saved
+//      dequantization, equals it exactly (`…experts.3.down_proj.weight`);
 //   3. for weight-only families, the canonical weights the kernel sees (a Linear run on the
 //      identity gives Wᵀ exactly) equal the reference;
 //   4. seeded runs, of one expert and of every expert on the same input, are within tolerance.
@@ -50,32 +50,25 @@ Result<Model> Open(const std::string& dir) {
   return OpenModel(dir, options);
 }
 
-// Compares the reference of `prefixes` (stacked) with the producer's saved legs; returns the
+// Compares the reference of one projection with the producer's saved dequantization; returns the
 // reference.
-ReferenceLayer CheckAgainstProducer(const LoadedExperts& layer,
-                                    const std::vector<std::string>& prefixes,
+ReferenceLayer CheckAgainstProducer(const LoadedExperts& layer, const std::string& prefix,
                                     const SafetensorsFile& saved) {
   Result<ReferenceLayer> ref =
-      DequantizeReference(layer.checkpoint, layer.scheme, "test", prefixes, false);
+      DequantizeReference(layer.checkpoint, layer.scheme, "test", {prefix}, false);
   EXPECT_TRUE(ref.ok()) << ref.status().message();
   if (!ref.ok()) return {};
-  const int64_t k = ref->cols;
-  int64_t row = 0;
-  for (const std::string& prefix : prefixes) {
-    const TensorInfo* info = saved.Find(prefix + ".weight");
-    EXPECT_NE(info, nullptr) << prefix;
-    if (info == nullptr) return {};
-    EXPECT_EQ(info->shape, (std::vector<int64_t>{128, k}));
-    const TensorView view = saved.View(*info);
-    int64_t mismatches = 0;
-    for (int64_t i = 0; i < info->shape[0] * k; ++i) {
-      // As values: a zero's sign may differ where a negative scale multiplies q − z = 0.
-      if (Rounded(info->dtype, ref->weight[row * k + i]) != SavedValue(view, i)) ++mismatches;
-    }
-    EXPECT_EQ(mismatches, 0) << prefix;
-    row += info->shape[0];
+  const TensorInfo* info = saved.Find(prefix + ".weight");
+  EXPECT_NE(info, nullptr) << prefix;
+  if (info == nullptr) return {};
+  EXPECT_EQ(info->shape, (std::vector<int64_t>{ref->rows, ref->cols}));
+  const TensorView view = saved.View(*info);
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < ref->rows * ref->cols; ++i) {
+    // As values: a zero's sign may differ where a negative scale multiplies q − z = 0.
+    if (Rounded(info->dtype, ref->weight[i]) != SavedValue(view, i)) ++mismatches;
   }
-  EXPECT_EQ(row, ref->rows);
+  EXPECT_EQ(mismatches, 0) << prefix;
   return std::move(*ref);
 }
 
@@ -108,7 +101,18 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
   ASSERT_TRUE(saved.ok()) << saved.status().message();
 
   int sites = 0;
+  int fused = 0;
   for (const LayerDecision& decision : *layers) {
+    // The attention projections plan with vLLM's fused qkv_proj and load as dense layers.
+    if (decision.site->kind == SiteKind::kLinear) {
+      SCOPED_TRACE(decision.site->path);
+      fused += decision.site->legs.size() == 3 ? 1 : 0;
+      Result<LoadedLayer> dense = LoadLayer(*model, decision.site->path);
+      ASSERT_TRUE(dense.ok()) << dense.status().message();
+      Result<LayerRun> run = RunSeeded(*dense, 5, 11);
+      ASSERT_TRUE(run.ok()) << run.status().message();
+      EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
+    }
     if (decision.site->kind != SiteKind::kMoe) continue;
     const std::string& path = decision.site->path;
     SCOPED_TRACE(path);
@@ -125,18 +129,18 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
     for (size_t e = 0; e < loaded->experts.size(); ++e) {
       SCOPED_TRACE(e);
       const LoadedExpert& expert = loaded->experts[e];
-      EXPECT_EQ(expert.w13.out_features(), 256);
-      EXPECT_EQ(expert.w13.in_features(), 128);
-      EXPECT_EQ(expert.w2.out_features(), 128);
-      EXPECT_EQ(expert.w2.in_features(), 128);
-      EXPECT_EQ(expert.w2_prefixes,
-                (std::vector<std::string>{fmt::format("{}.{}.down_proj", path, e)}));
-      held += expert.w13.params().WeightBytes() + expert.w2.params().WeightBytes();
-      const ReferenceLayer w13 = CheckAgainstProducer(*loaded, expert.w13_prefixes, **saved);
-      const ReferenceLayer w2 = CheckAgainstProducer(*loaded, expert.w2_prefixes, **saved);
-      if (loaded->activation.mode == ActMode::kNone) {
-        CheckCanonicalWeights(expert.w13, w13);
-        CheckCanonicalWeights(expert.w2, w2);
+      ASSERT_EQ(expert.projections.size(), 3u);
+      EXPECT_EQ(expert.prefixes,
+                (std::vector<std::string>{fmt::format("{}.{}.gate_proj", path, e),
+                                          fmt::format("{}.{}.up_proj", path, e),
+                                          fmt::format("{}.{}.down_proj", path, e)}));
+      for (size_t leg = 0; leg < 3; ++leg) {
+        const Linear& linear = expert.projections[leg];
+        EXPECT_EQ(linear.out_features(), 128);
+        EXPECT_EQ(linear.in_features(), 128);
+        held += linear.params().WeightBytes();
+        const ReferenceLayer ref = CheckAgainstProducer(*loaded, expert.prefixes[leg], **saved);
+        if (loaded->activation.mode == ActMode::kNone) CheckCanonicalWeights(linear, ref);
       }
     }
     EXPECT_EQ(held, *decision.bytes);
@@ -152,6 +156,7 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
     ++sites;
   }
   EXPECT_EQ(sites, 2);
+  EXPECT_EQ(fused, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Producers, MoeProducersTest,
@@ -201,7 +206,7 @@ TEST(MoeLoadErrors, MissingExpertTensorNamesTensorExpertAndLayer) {
       }),
       "model.layers.1.mlp.experts");
   EXPECT_NE(message.find(missing), std::string::npos) << message;
-  EXPECT_NE(message.find("model.layers.1.mlp.experts, expert 2 (w13)"), std::string::npos)
+  EXPECT_NE(message.find("model.layers.1.mlp.experts, expert 2 (up_proj)"), std::string::npos)
       << message;
 }
 
@@ -215,7 +220,7 @@ TEST(MoeLoadErrors, MisshapenExpertTensorNamesTensorExpertAndLayer) {
                 }),
                 "model.layers.0.mlp.experts");
   EXPECT_NE(message.find(misshapen), std::string::npos) << message;
-  EXPECT_NE(message.find("model.layers.0.mlp.experts, expert 3 (w2)"), std::string::npos)
+  EXPECT_NE(message.find("model.layers.0.mlp.experts, expert 3 (down_proj)"), std::string::npos)
       << message;
 }
 
