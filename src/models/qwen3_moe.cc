@@ -55,10 +55,10 @@ Result<std::vector<bool>> ReadMlpOnlyLayers(const ConfigReader& c, int64_t layer
   for (size_t i = 0; i < list->items().size(); ++i) {
     const Json& item = list->items()[i];
     if (!item.is_int() || item.int_value() < 0 || item.int_value() >= layers) {
-      return InvalidInput(
-          fmt::format("{}/{}: {} needs a layer index from 0 to {}, found {}",
-                      c.Where("mlp_only_layers"), i, c.architecture(), layers - 1,
-                      item.is_int() ? std::to_string(item.int_value()) : item.TypeName()));
+      return InvalidInput(fmt::format(
+          "{}/{}: {} needs a layer index from 0 to {}, found {}", c.Where("mlp_only_layers"), i,
+          c.architecture(), layers - 1,
+          item.is_int() ? std::to_string(item.int_value()) : std::string(item.TypeName())));
     }
     dense[static_cast<size_t>(item.int_value())] = true;
   }

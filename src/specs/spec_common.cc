@@ -65,7 +65,7 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
         fmt::format("{}: params dtype {} is not bf16, fp16 or fp32", layer, QDTypeName(dtype)));
   }
   if (request.experts > 0) {
-    return InvalidInput(
+    return Unsupported(
         fmt::format("{}: an MoE layer ({} experts) is allocated expert by expert, as the "
                     "projection requests ExpertProjectionRequests makes",
                     layer, request.experts));

@@ -33,8 +33,9 @@ struct ShardGeometry {
 };
 
 // Validates `request` (positive shape, legs adding up to N, tensor-parallel sizes that divide, a
-// bf16 / fp16 / fp32 params dtype) and computes this rank's geometry. An MoE request is an error:
-// its experts load as the plain requests ExpertProjectionRequests makes. Errors name the layer.
+// bf16 / fp16 / fp32 params dtype) and computes this rank's geometry. An MoE request is
+// Unsupported: its experts load as the plain requests ExpertProjectionRequests makes. Errors name
+// the layer.
 Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request);
 
 // Bytes of this rank's bias (params dtype), 0 without one.

@@ -107,6 +107,12 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
     if (decision.site->kind == SiteKind::kLinear) {
       SCOPED_TRACE(decision.site->path);
       fused += decision.site->legs.size() == 3 ? 1 : 0;
+      // Block fp8 cannot hold this tiny model's k_proj and v_proj (64 rows) in 128-row blocks.
+      if (!decision.bytes) {
+        EXPECT_NE(decision.spec_note.find("k_proj is not"), std::string::npos)
+            << decision.spec_note;
+        continue;
+      }
       Result<LoadedLayer> dense = LoadLayer(*model, decision.site->path);
       ASSERT_TRUE(dense.ok()) << dense.status().message();
       Result<LayerRun> run = RunSeeded(*dense, 5, 11);
