@@ -25,7 +25,7 @@ struct TraceStep {
   std::string pattern;
   Provenance source;
   bool hit = false;
-  std::string reason;  // why it hit or missed, in words
+  std::string reason;   // why it hit or missed, in words
 };
 
 struct Decision {

@@ -205,8 +205,9 @@ struct AllocationRequest {
 // family's canonical layout, as a dense layer of that shape would: act-order checkpoints give each
 // expert its own g_idx, which one GEMM over stacked experts could not share, and block-fp8 experts
 // whose I is not a multiple of the block keep one scale grid per projection as stored.
-// StorageBytes counts `experts` such triples. `request.leg_names` names the three legs when given;
-// experts stored with gate and up already fused (gpt-oss) are Unsupported. Errors name the layer.
+// StorageBytes counts `experts` such triples. `request.leg_names` names the three legs when given
+// (gpt-oss's two, gate_up_proj and down_proj, name the gate and up halves alike). Errors name the
+// layer.
 Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const AllocationRequest& request);
 
 // A layer's parameters in the layout of `key`, for this rank.

@@ -76,6 +76,12 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path) {
   if (decision.kind == DecisionKind::kError) {
     return InvalidInput(fmt::format("{}: decided error: {}", site.path, decision.detail));
   }
+  // ExpertProjectionRequests' order: gate_proj, up_proj, down_proj, one checkpoint prefix each.
+  if (site.legs.size() != 3) {
+    return Unsupported(
+        fmt::format("{}: experts stored with gate and up fused ({}) are not loaded yet", site.path,
+                    site.legs.empty() ? std::string("no legs") : site.legs.front().name));
+  }
   QuantScheme scheme = decision.scheme.value_or(QuantScheme{});
   QP_ASSIGN_OR_RETURN(
       const std::vector<AllocationRequest> requests,

@@ -125,12 +125,9 @@ Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const Allocation
         fmt::format("{}: not an MoE request (experts = {})", layer, request.experts));
   }
   std::vector<std::string> names = request.leg_names;
-  if (names.size() == 2) {
-    return Unsupported(
-        fmt::format("{}: experts stored with fused {} and {} tensors are not loaded yet", layer,
-                    names[0], names[1]));
-  }
   if (names.empty()) names = {"gate_proj", "up_proj", "down_proj"};
+  // gpt-oss stores gate and up as one gate_up_proj: its halves are still two [I, H] products.
+  if (names.size() == 2) names = {names[0], names[0], names[1]};
   if (names.size() != 3) {
     return InvalidInput(
         fmt::format("{}: an expert has gate, up and down projections, found {} leg names", layer,

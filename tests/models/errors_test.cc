@@ -122,11 +122,11 @@ TEST(ModelErrors, UnknownArchitectureListsSupportedOnes) {
   for (const std::string& name : SupportedArchitectures()) parts.push_back(name);
   ExpectError(Config("MambaForCausalLM", kLlamaFields), ErrorCode::kUnsupported, parts);
   EXPECT_EQ(SupportedArchitectures(),
-            (std::vector<std::string>{"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                      "DeepseekV3ForCausalLM", "GptOssForCausalLM",
-                                      "QWenLMHeadModel", "GPTBigCodeForCausalLM", "PhiForCausalLM",
-                                      "Glm4MoeForCausalLM", "Qwen3_5ForConditionalGeneration",
-                                      "Qwen3_5MoeForConditionalGeneration", "MolmoForCausalLM"}));
+            (std::vector<std::string>{
+                "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "DeepseekV3ForCausalLM",
+                "GptOssForCausalLM", "QWenLMHeadModel", "GPTBigCodeForCausalLM", "PhiForCausalLM",
+                "Glm4MoeForCausalLM", "Qwen3MoeForCausalLM", "Qwen3_5ForConditionalGeneration",
+                "Qwen3_5MoeForConditionalGeneration", "MolmoForCausalLM"}));
 }
 
 TEST(ModelErrors, ArchitecturesFieldItself) {

@@ -43,10 +43,22 @@ TEST(ExpertProjectionRequests, GateUpAndDownOfOneExpert) {
   EXPECT_EQ(down->src_col, 48);
 }
 
-TEST(ExpertProjectionRequests, Errors) {
+// gpt-oss's experts: gate_up_proj holds both [I, H] halves.
+TEST(ExpertProjectionRequests, FusedGateUpCountsBothHalves) {
   AllocationRequest fused = Moe();
   fused.leg_names = {"gate_up_proj", "down_proj"};
-  EXPECT_EQ(ExpertProjectionRequests(fused).status().code(), ErrorCode::kUnsupported);
+  Result<std::vector<AllocationRequest>> r = ExpertProjectionRequests(fused);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[1].leg_names, (std::vector<std::string>{"gate_up_proj"}));
+  EXPECT_EQ((*r)[1].shape, (std::array<int64_t, 2>{96, 64}));
+  EXPECT_EQ((*r)[2].leg_names, (std::vector<std::string>{"down_proj"}));
+}
+
+TEST(ExpertProjectionRequests, Errors) {
+  AllocationRequest odd = Moe();
+  odd.leg_names = {"w1", "w2", "w3", "w4"};
+  EXPECT_FALSE(ExpertProjectionRequests(odd).ok());
   AllocationRequest dense = Moe();
   dense.experts = 0;
   EXPECT_FALSE(ExpertProjectionRequests(dense).ok());
