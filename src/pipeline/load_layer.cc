@@ -31,9 +31,7 @@ std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count) {
 
 // Fills the error fields of `run` from Y and the reference product of X.
 void Compare(const std::vector<float>& y, const ReferenceLayer& ref, const ActivationQuant& act,
-             const std::vector<uint16_t>& x, int64_t m, LayerRun* run) {
-  std::vector<double> xd(x.size());
-  for (size_t i = 0; i < x.size(); ++i) xd[i] = Bf16ToFloat(x[i]);
+             const std::vector<double>& xd, int64_t m, LayerRun* run) {
   const std::vector<double> xq =
       QuantizeActivationsReference(xd, m, ref.cols, act, ref.input_scale);
   double max_ref = 0;
@@ -80,9 +78,8 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path) {
       Linear linear,
       LoadLinear(std::move(*spec), RequestForSite(site, model.sites.torch_dtype, model.device),
                  checkpoint, prefixes, std::move(dispatcher)));
-  return LoadedLayer{
-      std::move(resolved), std::move(decision),   std::move(scheme),   key,
-      activation,          std::move(checkpoint), std::move(prefixes), std::move(linear)};
+  return LoadedLayer{std::move(resolved),   std::move(decision), std::move(scheme), key, activation,
+                     std::move(checkpoint), std::move(prefixes), std::move(linear)};
 }
 
 Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
@@ -93,31 +90,60 @@ Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
 
 bool LayerRun::pass() const { return std::isfinite(rel) && rel <= tol; }
 
-Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed) {
-  if (m < 1 || m > 65536) {
-    return InvalidInput(fmt::format("m = {}: expected 1 to 65536 rows", m));
-  }
+Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
   const Linear& linear = layer.linear;
-  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel,
-                      linear.KernelFor(m, QDType::kBF16, QDType::kFP32));
+  const int64_t m = x.rows;
   const int64_t k = linear.in_features();
   const int64_t n = linear.out_features();
-  const std::vector<uint16_t> x = RandomInput(seed, m * k);
-  std::vector<float> y(static_cast<size_t>(m * n));
-  const ConstMatrix xm{QDType::kBF16, x.data(), m, k};
-  const MutableMatrix ym{QDType::kFP32, y.data(), m, n};
+  const std::string& path = layer.resolved.site->path;
+  if (m < 1 || m > 65536 || x.cols != k) {
+    return InvalidInput(fmt::format("{}: input of {} x {}: expected [M, {}] with 1 <= M <= 65536",
+                                    path, m, x.cols, k));
+  }
+  // X in double for the reference, and the matrix the kernel reads (fp16 widened to fp32).
+  std::vector<double> xd(static_cast<size_t>(m * k));
+  std::vector<float> widened;
+  ConstMatrix xm = x;
+  const auto* bits = static_cast<const uint16_t*>(x.data);
+  switch (x.dtype) {
+    case QDType::kBF16:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Bf16ToFloat(bits[i]);
+      break;
+    case QDType::kFP16:
+      widened.resize(xd.size());
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = widened[i] = Fp16ToFloat(bits[i]);
+      xm = ConstMatrix{QDType::kFP32, widened.data(), m, k};
+      break;
+    case QDType::kFP32:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = static_cast<const float*>(x.data)[i];
+      break;
+    default:
+      return InvalidInput(fmt::format("{}: input dtype {}: expected bf16, fp16 or fp32", path,
+                                      QDTypeName(x.dtype)));
+  }
+  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, linear.KernelFor(m, xm.dtype, QDType::kFP32));
+  LayerRun run;
+  run.y.resize(static_cast<size_t>(m * n));
+  const MutableMatrix ym{QDType::kFP32, run.y.data(), m, n};
   QP_RETURN_IF_ERROR(linear.Forward(xm, ym));  // warm-up
   const auto start = std::chrono::steady_clock::now();
   QP_RETURN_IF_ERROR(linear.Forward(xm, ym));
-  LayerRun run;
   run.time_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   run.kernel = std::string(kernel->name());
   run.m = m;
   QP_ASSIGN_OR_RETURN(ReferenceLayer ref, LoadReference(layer));
-  Compare(y, ref, layer.activation, x, m, &run);
+  Compare(run.y, ref, layer.activation, xd, m, &run);
   run.tol = ToleranceFor(layer.key, layer.activation.mode);
   return run;
+}
+
+Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed) {
+  if (m < 1 || m > 65536) {
+    return InvalidInput(fmt::format("m = {}: expected 1 to 65536 rows", m));
+  }
+  const std::vector<uint16_t> x = RandomInput(seed, m * layer.linear.in_features());
+  return RunOnInput(layer, ConstMatrix{QDType::kBF16, x.data(), m, layer.linear.in_features()});
 }
 
 }  // namespace quantpath
