@@ -111,7 +111,9 @@ class Loader {
     }
     if (site.kind == SiteKind::kEmbedding) return LoadEmbedding(site, decision, load);
     const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
-    QP_ASSIGN_OR_RETURN(LoadedLayer layer, LoadLayer(model_, path));
+    Result<LoadedLayer> loaded = LoadLayer(model_, path);
+    if (!loaded.ok()) return WithFiles(loaded.status(), LegPrefixes(site));
+    LoadedLayer& layer = *loaded;
     // The tensors of the layer's source layout under each of its prefixes (SourceTensors is the
     // one table loaders and `check` share), and its bias. An optional tensor counts only when the
     // loaded layer holds its slot: one the spec had no use for (a zero point on a symmetric
@@ -176,6 +178,27 @@ class Loader {
     return Status();
   }
 
+  // `status` (a layer's loader error, which names the tensor and the layer) with the files that
+  // hold the layer's tensors, so that the message names the file too.
+  Status WithFiles(const Status& status, const std::vector<std::string>& prefixes) const {
+    std::vector<std::string> files;
+    for (const std::string& name : checkpoint_.TensorNames()) {
+      const bool of_layer = std::any_of(prefixes.begin(), prefixes.end(),
+                                        [&](const auto& p) { return name.starts_with(p + "."); });
+      if (!of_layer) continue;
+      Result<TensorView> view = checkpoint_.Get(name);
+      if (!view.ok()) continue;
+      if (std::find(files.begin(), files.end(), view->file) == files.end()) {
+        files.emplace_back(view->file);
+      }
+    }
+    if (files.empty()) return status;
+    std::string list;
+    for (const std::string& file : files) list += (list.empty() ? "" : ", ") + file;
+    return Status(status.code(),
+                  fmt::format("{} (the layer's tensors are in {})", status.message(), list));
+  }
+
   // A plain tensor as the engines hold it: converted to the model's dtype (torch_dtype), as the
   // layers' unquantized parameters are.
   int64_t HeldBytes(const TensorInfo& info) const {
@@ -212,7 +235,7 @@ class Loader {
       out->bytes_held += HeldBytes(*view.info);
     }
     out->bytes_read += out->other_bytes;
-    if (extra.empty()) return Status();
+    if (extra.empty()) return CheckOthers(names);
     std::string list;
     for (size_t i = 0; i < extra.size() && i < 5; ++i) {
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(extra[i]));
@@ -223,6 +246,45 @@ class Loader {
         "{} checkpoint tensor{} consumed by no layer and not a known non-layer parameter (a "
         "norm's weight or bias, a rotary inv_freq): {}",
         extra.size(), extra.size() == 1 ? "" : "s", list));
+  }
+
+  // No non-layer tensor is missing: the norms of decoder block 0 are in every other block (MTP
+  // blocks may have more), and all of them together hold the architecture's other_params (the
+  // final norm has no block to compare with).
+  Status CheckOthers(const std::vector<std::string>& names) const {
+    const std::string blocks = model_.sites.decoder_blocks + ".";
+    std::vector<std::string> indices;  // of the non-MTP decoder blocks, in site order
+    for (const LayerSite& site : model_.sites.sites) {
+      if (site.mtp || blocks.size() == 1 || !site.checkpoint_path.starts_with(blocks)) continue;
+      const std::string rest = site.checkpoint_path.substr(blocks.size());
+      const std::string index = rest.substr(0, rest.find('.'));
+      if (std::find(indices.begin(), indices.end(), index) == indices.end()) {
+        indices.push_back(index);
+      }
+    }
+    int64_t elements = 0;
+    for (const std::string& name : names) {
+      if (!IsOtherParam(name) || name.ends_with(".inv_freq")) continue;
+      QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+      elements += view.info->Elements();
+      if (indices.empty() || !name.starts_with(blocks + indices.front() + ".")) continue;
+      const std::string suffix = name.substr(blocks.size() + indices.front().size());
+      for (const std::string& index : indices) {
+        const std::string expected = blocks + index + suffix;
+        if (!checkpoint_.Has(expected)) {
+          return InvalidInput(fmt::format(
+              "tensor {} of layer {}{} is not in the checkpoint (decoder block {} has {})",
+              expected, blocks, index, indices.front(), name));
+        }
+      }
+    }
+    if (elements != model_.sites.other_params) {
+      return InvalidInput(fmt::format(
+          "the checkpoint's norm tensors hold {} parameters, but config.json's {} has {} outside "
+          "its layer sites: a norm is missing or has another shape",
+          elements, model_.sites.architecture, model_.sites.other_params));
+    }
+    return Status();
   }
 
   const Model& model_;

@@ -218,6 +218,17 @@ TEST(LoadCli, AMissingTensorIsAnErrorNamingItAndItsLayer) {
   EditedFixture embedding("load_missing_embedding", "producers/mo_llama_fp8",
                           [](auto& t) { Remove(t, "model.embed_tokens.weight"); });
   ExpectBadInputNaming(embedding.path(), {"model.embed_tokens.weight", "model.embed_tokens"});
+  // Norms: one missing from a decoder block is named with its block; the final norm, which has
+  // no block to compare with, through the architecture's count of other parameters (640 = 5 ×
+  // hidden 128).
+  EditedFixture block_norm("load_missing_block_norm", "producers/mo_llama_fp8", [](auto& t) {
+    Remove(t, "model.layers.1.post_attention_layernorm.weight");
+  });
+  ExpectBadInputNaming(block_norm.path(),
+                       {"model.layers.1.post_attention_layernorm.weight", "layer model.layers.1 "});
+  EditedFixture final_norm("load_missing_final_norm", "producers/ct_llama_w4a16_g64_sym",
+                           [](auto& t) { Remove(t, "model.norm.weight"); });
+  ExpectBadInputNaming(final_norm.path(), {"hold 512 parameters", "has 640"});
 }
 
 TEST(LoadCli, AChangedShapeIsAnErrorNamingTheTensorAndTheLayer) {
@@ -225,8 +236,9 @@ TEST(LoadCli, AChangedShapeIsAnErrorNamingTheTensorAndTheLayer) {
   EditedFixture packed("load_shape_packed", "producers/ct_llama_w4a16_g64_asym", [](auto& t) {
     Find(t, "model.layers.0.mlp.down_proj.weight_packed").shape = {64, 64};
   });
-  ExpectBadInputNaming(packed.path(), {"model.layers.0.mlp.down_proj.weight_packed",
-                                       "model.layers.0.mlp.down_proj"});
+  ExpectBadInputNaming(
+      packed.path(), {"model.layers.0.mlp.down_proj.weight_packed", "model.layers.0.mlp.down_proj",
+                      packed.path() + "/model.safetensors"});
   EditedFixture fp8("load_shape_fp8", "producers/mo_llama_fp8", [](auto& t) {
     Find(t, "model.layers.1.self_attn.o_proj.weight").shape = {64, 256};
   });
