@@ -106,8 +106,10 @@ class Loader {
       return Status();
     }
     if (site.kind == SiteKind::kLmHead && site.params == 0) {
+      // A copy some checkpoints still store is skipped by the engines: read, not held.
       load->note = "tied to the embedding: the head uses its weight";
-      return Status();
+      const std::string& prefix = site.checkpoint_path.empty() ? site.path : site.checkpoint_path;
+      return Consume(prefix + ".weight", load);
     }
     if (site.kind == SiteKind::kEmbedding) return LoadEmbedding(site, decision, load);
     const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
@@ -132,8 +134,9 @@ class Loader {
     };
     for (const std::string& prefix : ConsumedPrefixes(site, layer)) {
       for (const SourceTensor& tensor : SourceTensors(layout)) {
-        if (consumes(tensor))
+        if (consumes(tensor)) {
           QP_RETURN_IF_ERROR(Consume(prefix + std::string(tensor.suffix), load));
+        }
       }
       if (!params.tensor(Slot::kBias).empty()) QP_RETURN_IF_ERROR(Consume(prefix + ".bias", load));
     }

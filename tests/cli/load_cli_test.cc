@@ -166,13 +166,19 @@ TEST(LoadCli, PrintsProgressAndASummary) {
 class EditedFixture {
  public:
   EditedFixture(const std::string& name, const std::string& fixture,
-                const std::function<void(std::vector<st_test::RawTensor>&)>& edit)
+                const std::function<void(std::vector<st_test::RawTensor>&)>& edit,
+                const std::function<void(std::string&)>& edit_config = {})
       : dir_(name) {
     const fs::path source = DataDir(fixture);
     for (const auto& entry : fs::directory_iterator(source)) {
       if (entry.path().extension() != ".safetensors") {
         fs::copy_file(entry.path(), dir_.path() / entry.path().filename());
       }
+    }
+    if (edit_config) {
+      std::string config = ReadAll(source / "config.json");
+      edit_config(config);
+      st_test::WriteFile(dir_.path() / "config.json", config);
     }
     std::vector<st_test::RawTensor> tensors = ReadTensors(source / "model.safetensors");
     edit(tensors);
@@ -248,6 +254,33 @@ TEST(LoadCli, AChangedShapeIsAnErrorNamingTheTensorAndTheLayer) {
     Find(t, "model.embed_tokens.weight").shape = {64, 256};
   });
   ExpectBadInputNaming(embedding.path(), {"model.embed_tokens.weight", "[64, 256]"});
+}
+
+TEST(LoadCli, ATiedHeadIsReportedNotLoaded) {
+  const auto tie = [](std::string& config) {
+    const std::string untied = "\"tie_word_embeddings\": false";
+    ASSERT_NE(config.find(untied), std::string::npos);
+    config.replace(config.find(untied), untied.size(), "\"tie_word_embeddings\": true");
+  };
+  EditedFixture tied(
+      "load_tied", "producers/ct_llama_w4a16_g64_sym", [](auto& t) { Remove(t, "lm_head.weight"); },
+      tie);
+  auto result = RunCli("load " + tied.path() + " --json");
+  ASSERT_EQ(result.exit_code, 0) << RunCli("load " + tied.path(), true).out;
+  const Json load = ParseOrDie(result.out);
+  EXPECT_EQ(load.Find("loaded_per_kind")->Find("lm_head")->int_value(), 0);
+  EXPECT_EQ(load.Find("not_loaded")->int_value(), 3);  // two attention sites and the head
+  const Json& head = load.Find("sites")->items().back();
+  EXPECT_EQ(head.Find("path")->string_value(), "lm_head");
+  EXPECT_FALSE(head.Find("loaded")->bool_value());
+  EXPECT_NE(head.Find("note")->string_value().find("tied"), std::string::npos);
+  // A copy the checkpoint still stores is read and skipped, as the engines do.
+  EditedFixture stored(
+      "load_tied_stored", "producers/ct_llama_w4a16_g64_sym", [](auto&) {}, tie);
+  const Json with_copy = ParseOrDie(RunCli("load " + stored.path() + " --json").out);
+  EXPECT_EQ(with_copy.Find("bytes_read")->int_value() - load.Find("bytes_read")->int_value(),
+            128 * 128 * 2);
+  EXPECT_EQ(with_copy.Find("bytes_held")->int_value(), load.Find("bytes_held")->int_value());
 }
 
 TEST(LoadCli, ALayerThatCannotBeLoadedIsAnErrorNamingIt) {
