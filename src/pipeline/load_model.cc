@@ -158,7 +158,10 @@ class Loader {
       return InvalidInput(
           fmt::format("{}: tensor {} is missing from the checkpoint", site.path, name));
     }
-    QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+    // Read through a checkpoint of its own, dropped with the copy, so that the pages it maps
+    // leave the resident set too, as LoadLayer's do.
+    QP_ASSIGN_OR_RETURN(Checkpoint own, Checkpoint::Open(model_.dir));
+    QP_ASSIGN_OR_RETURN(TensorView view, own.Get(name));
     const TensorInfo& info = *view.info;
     if (site.shape && info.shape != std::vector<int64_t>(site.shape->begin(), site.shape->end())) {
       return InvalidInput(fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", view.file,
