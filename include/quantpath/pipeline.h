@@ -9,7 +9,9 @@
 // Non-goals: formatting output (reports), argument parsing (the CLI).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -168,7 +170,8 @@ struct LayerRun {
   double rel = 0;
   double tol = 0;
   double time_ms = 0;
-  bool pass() const;  // rel finite and within tol
+  std::vector<float> y;  // Y [m, N] of the timed Forward, row-major
+  bool pass() const;     // rel finite and within tol
 };
 Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);
 
@@ -215,5 +218,76 @@ struct ExpertsRun {
 };
 Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint64_t seed,
                                     std::optional<int64_t> expert);
+
+// The same on given activations (`run --input`): X [m, K] in bf16, fp16 or fp32, row-major. bf16
+// and fp32 reach the kernel as they are; fp16 is widened to fp32 first (exactly), as no kernel
+// reads fp16. The reference uses the same values in double. Errors: a shape that is not
+// [m, in_features] or another dtype, naming the layer.
+Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x);
+
+// ---------------------------------------------------------------------------------------------
+// Loading a whole model (`quantpath load`)
+
+// What became of one site.
+struct SiteLoad {
+  const LayerSite* site = nullptr;  // into Model::sites
+  bool loaded = false;              // through LoadLayer (or held as stored, for an embedding)
+  std::string spec_id;              // the spec it was loaded into; empty when not loaded
+  std::string note;                 // why it was not loaded ("attention: …"); empty when loaded
+  int64_t bytes_read = 0;           // the checkpoint tensors it consumed
+  int64_t bytes_held = 0;           // what it holds once loaded (LinearParams::WeightBytes)
+  int64_t tensors = 0;              // how many checkpoint tensors it consumed
+};
+
+struct LoadProgress {
+  size_t done = 0;  // sites finished, this one included
+  size_t total = 0;
+  const SiteLoad* last = nullptr;  // the site just finished
+  int64_t bytes_read = 0;          // so far
+};
+using LoadProgressFn = std::function<void(const LoadProgress&)>;
+
+struct LoadModelOptions {
+  int64_t tp_rank = 0;      // this rank of Model::launch.tp_size
+  LoadProgressFn progress;  // called after every site, in site order; may be empty
+};
+
+struct ModelLoad {
+  std::vector<SiteLoad> sites;  // one per Model::sites entry, in order
+  // Loaded sites per SiteKind (indexed by the enum's value).
+  std::array<int64_t, 6> loaded_per_kind{};
+  int64_t layers_loaded = 0;
+  int64_t not_loaded = 0;
+  // Checkpoint tensors that are not sites (norms, rotary tables), matched by LoadModel's rules.
+  int64_t other_tensors = 0;
+  int64_t other_bytes = 0;  // their bytes as stored (read; held at the model's dtype)
+  int64_t tensors = 0;      // every checkpoint tensor (all consumed, or LoadModel fails)
+  int64_t bytes_read = 0;   // sites' and other tensors' bytes
+  int64_t bytes_held = 0;
+  // Largest bytes_held of one site: with layers dropped after loading, what the layers add to
+  // the peak.
+  int64_t largest_layer_bytes = 0;
+  double seconds = 0;
+  // User + system CPU time of the process while loading: on a busy machine, what the load cost
+  // apart from waiting for a core.
+  double cpu_seconds = 0;
+  double gb_per_s = 0;         // bytes_read / seconds / 1e9
+  int64_t peak_rss_bytes = 0;  // getrusage ru_maxrss of the process, at the end
+};
+
+// Loads every site of `model`, one at a time, through LoadLayer (decision → materialize → spec →
+// load → process; LoadExperts for an moe site), and drops each layer once measured, so the layers add at most the largest
+// one to the peak. An embedding is a plain tensor: its weight is read (copied) and held at the
+// model's dtype, as are the non-layer tensors. Sites that hold no checkpoint weights of their
+// own (attention, a head tied to the embedding) are reported as not loaded, with why.
+// Every checkpoint tensor must be consumed: by a layer (the tensors of its source layout,
+// SourceTensors, under each leg prefix, and its `.bias`; an optional one only when the layer
+// holds its slot, GPTQ's g_idx always), by an embedding, or by the non-layer rules
+// (`<…norm>.weight` / `.bias` where the module's last segment ends in "norm",
+// `….rotary_emb.inv_freq`); any other tensor is an error naming it and its file.
+// Errors name the layer, and the tensor and file where one is at fault: a layer LoadLayer cannot
+// load, a decision of error, a missing tensor, a shape that differs;
+// --tp above 1 is kUnsupported until the specs slice.
+Result<ModelLoad> LoadModel(const Model& model, const LoadModelOptions& options = {});
 
 }  // namespace quantpath

@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
+#include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
 #include "src/pipeline/run_compare.h"
 
@@ -57,35 +58,64 @@ Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
 
 bool LayerRun::pass() const { return std::isfinite(rel) && rel <= tol; }
 
-Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed) {
-  if (m < 1 || m > 65536) {
-    return InvalidInput(fmt::format("m = {}: expected 1 to 65536 rows", m));
-  }
+Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
   const Linear& linear = layer.linear;
-  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel,
-                      linear.KernelFor(m, QDType::kBF16, QDType::kFP32));
+  const int64_t m = x.rows;
   const int64_t k = linear.in_features();
   const int64_t n = linear.out_features();
-  const std::vector<uint16_t> x = pipeline_internal::RandomInput(seed, m * k);
-  std::vector<float> y(static_cast<size_t>(m * n));
-  const ConstMatrix xm{QDType::kBF16, x.data(), m, k};
-  const MutableMatrix ym{QDType::kFP32, y.data(), m, n};
+  const std::string& path = layer.resolved.site->path;
+  if (m < 1 || m > 65536 || x.cols != k) {
+    return InvalidInput(fmt::format("{}: input of {} x {}: expected [M, {}] with 1 <= M <= 65536",
+                                    path, m, x.cols, k));
+  }
+  // X in double for the reference, and the matrix the kernel reads (fp16 widened to fp32).
+  std::vector<double> xd(static_cast<size_t>(m * k));
+  std::vector<float> widened;
+  ConstMatrix xm = x;
+  const auto* bits = static_cast<const uint16_t*>(x.data);
+  switch (x.dtype) {
+    case QDType::kBF16:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Bf16ToFloat(bits[i]);
+      break;
+    case QDType::kFP16:
+      widened.resize(xd.size());
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = widened[i] = Fp16ToFloat(bits[i]);
+      xm = ConstMatrix{QDType::kFP32, widened.data(), m, k};
+      break;
+    case QDType::kFP32:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = static_cast<const float*>(x.data)[i];
+      break;
+    default:
+      return InvalidInput(fmt::format("{}: input dtype {}: expected bf16, fp16 or fp32", path,
+                                      QDTypeName(x.dtype)));
+  }
+  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, linear.KernelFor(m, xm.dtype, QDType::kFP32));
+  LayerRun run;
+  run.y.resize(static_cast<size_t>(m * n));
+  const MutableMatrix ym{QDType::kFP32, run.y.data(), m, n};
   QP_RETURN_IF_ERROR(linear.Forward(xm, ym));  // warm-up
   const auto start = std::chrono::steady_clock::now();
   QP_RETURN_IF_ERROR(linear.Forward(xm, ym));
-  LayerRun run;
   run.time_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   run.kernel = std::string(kernel->name());
   run.m = m;
   QP_ASSIGN_OR_RETURN(ReferenceLayer ref, LoadReference(layer));
   pipeline_internal::ErrorStats stats;
-  stats.Add(y, n, ref, layer.activation, x, m);
+  stats.Add(run.y, n, ref, layer.activation, xd, m);
   run.max_abs = stats.max_abs;
   run.mean_abs = stats.mean_abs();
   run.rel = stats.rel();
   run.tol = ToleranceFor(layer.key, layer.activation.mode);
   return run;
+}
+
+Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed) {
+  if (m < 1 || m > 65536) {
+    return InvalidInput(fmt::format("m = {}: expected 1 to 65536 rows", m));
+  }
+  const std::vector<uint16_t> x = pipeline_internal::RandomInput(seed, m * layer.linear.in_features());
+  return RunOnInput(layer, ConstMatrix{QDType::kBF16, x.data(), m, layer.linear.in_features()});
 }
 
 }  // namespace quantpath

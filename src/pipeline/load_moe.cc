@@ -32,6 +32,7 @@ Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64
   QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, front.KernelFor(m, QDType::kBF16, QDType::kFP32));
   const std::vector<uint16_t> x = pipeline_internal::RandomInput(seed, m * k);
   const ConstMatrix xm{QDType::kBF16, x.data(), m, k};
+  const std::vector<double> xd = pipeline_internal::Bf16ToDouble(x);
   pipeline_internal::ErrorStats stats;
   LayerRun run;
   run.kernel = std::string(kernel->name());
@@ -53,7 +54,7 @@ Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64
                           DequantizeReference(layer.checkpoint, layer.scheme,
                                               ExpertLayer(site, e, site.legs[leg].name),
                                               {expert.prefixes[leg]}, site.bias));
-      stats.Add(y, n, ref, layer.activation, x, m);
+      stats.Add(y, n, ref, layer.activation, xd, m);
     }
   }
   run.max_abs = stats.max_abs;

@@ -19,12 +19,16 @@ std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count) {
   return x;
 }
 
-void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
-                     const ActivationQuant& act, const std::vector<uint16_t>& x, int64_t m) {
+std::vector<double> Bf16ToDouble(std::span<const uint16_t> x) {
   std::vector<double> xd(x.size());
   for (size_t i = 0; i < x.size(); ++i) xd[i] = Bf16ToFloat(x[i]);
+  return xd;
+}
+
+void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
+                     const ActivationQuant& act, std::span<const double> x, int64_t m) {
   const std::vector<double> xq =
-      QuantizeActivationsReference(xd, m, ref.cols, act, ref.input_scale);
+      QuantizeActivationsReference(x, m, ref.cols, act, ref.input_scale);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < ref.rows; ++j) {
       double acc = ref.bias.empty() ? 0.0 : ref.bias[j];

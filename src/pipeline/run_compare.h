@@ -12,6 +12,8 @@ namespace quantpath::pipeline_internal {
 
 // Seeded input values, bf16-representable, in [-1, 1).
 std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count);
+// bf16 values in double.
+std::vector<double> Bf16ToDouble(std::span<const uint16_t> x);
 
 // Errors of Y against the reference product, accumulated over one or several products (the
 // experts of an MoE layer), so that rel divides by the largest reference value of them all.
@@ -22,9 +24,10 @@ struct ErrorStats {
   double max_ref = 0;
 
   // Adds Y [m, ref.rows] against X' · W_refᵀ + bias, X' = X [m, ref.cols] quantized as `act`
-  // says. `y_stride` is the distance between rows of Y (ref.rows when Y holds only this product).
+  // says, X in double. `y_stride` is the distance between rows of Y (ref.rows when Y holds only
+  // this product).
   void Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
-           const ActivationQuant& act, const std::vector<uint16_t>& x, int64_t m);
+           const ActivationQuant& act, std::span<const double> x, int64_t m);
   double mean_abs() const { return count > 0 ? sum_abs / static_cast<double>(count) : 0; }
   double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
 };

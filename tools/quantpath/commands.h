@@ -22,6 +22,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddMatchCommand(CLI::App& app, int* exit_code);
 void AddDiffCommand(CLI::App& app, int* exit_code);
+void AddLoadCommand(CLI::App& app, int* exit_code);
 
 // --dtype, --tp and --speculative, shared by the commands that decide layers (plan, explain,
 // diff); OpenOptions::Parse checks them.

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   int exit_code = kExitOk;
   AddPlanCommand(app, &exit_code);
   AddExplainCommand(app, &exit_code);
+  AddLoadCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
   AddMatchCommand(app, &exit_code);
   AddDiffCommand(app, &exit_code);

@@ -1,12 +1,17 @@
-// quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--json]
+// quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--input X.safetensors]
+//               [--output Y.safetensors] [--engine E] [--quantization NAME] [--json]
 //
-// Loads one layer the way an engine would and compares one Forward on seeded input with the
-// double-precision reference (pipeline.h RunSeeded says exactly how). An MoE layer runs each
-// expert's w13 (gate and up) and w2 (down), for expert K or every expert (RunExpertsSeeded).
-// Exit 1 when rel > tol (or is not finite), 2 for unusable input.
+// Loads one layer the way an engine would and compares one Forward with the double-precision
+// reference, on seeded input (pipeline.h RunSeeded says exactly how) or on the tensor `x` of
+// --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
+// finite), 2 for unusable input. An MoE layer runs each expert's w13 (gate and up) and w2 (down),
+// for expert K or every expert (RunExpertsSeeded), on seeded input.
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
+#include "fmt/format.h"
+#include "quantpath/checkpoint_writer.h"
 #include "quantpath/pipeline.h"
 #include "quantpath/report.h"
 #include "tools/quantpath/commands.h"
@@ -22,6 +27,12 @@ struct RunArgs {
   int64_t m = 4;
   uint64_t seed = 0;
   bool json = false;
+  // --engine, --quantization
+  std::string engine = "native";
+  std::string quantization;
+  // --input, --output
+  std::string input;
+  std::string output;
 };
 
 int RunExperts(const Model& model, const RunArgs& args) {
@@ -37,21 +48,113 @@ int RunExperts(const Model& model, const RunArgs& args) {
   return run->pass() ? kExitOk : kExitFindings;
 }
 
+// X as read from --input, in an aligned buffer of its own dtype.
+struct InputMatrix {
+  QDType dtype = QDType::kFP32;
+  int64_t rows = 0;
+  std::vector<uint16_t> half;  // bf16 or fp16
+  std::vector<float> single;   // fp32
+  ConstMatrix View(int64_t cols) const {
+    return {dtype, dtype == QDType::kFP32 ? static_cast<const void*>(single.data()) : half.data(),
+            rows, cols};
+  }
+};
+
+// The tensor `x` [M, K] of `path`, in bf16, fp16 or fp32.
+Result<InputMatrix> ReadInput(const std::string& path, int64_t k) {
+  QP_ASSIGN_OR_RETURN(std::shared_ptr<const SafetensorsFile> file, SafetensorsFile::Open(path));
+  const std::string expected = fmt::format("expected [M, {}] in BF16, F16 or F32", k);
+  const TensorInfo* info = file->Find("x");
+  if (info == nullptr) return InvalidInput(fmt::format("{}: no tensor x ({})", path, expected));
+  std::string shape;
+  for (int64_t d : info->shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  if (info->shape.size() != 2 || info->shape[1] != k || info->shape[0] < 1) {
+    return InvalidInput(fmt::format("{}: tensor x: shape [{}], {}", path, shape, expected));
+  }
+  InputMatrix x;
+  x.rows = info->shape[0];
+  const TensorView view = file->View(*info);
+  switch (info->dtype) {
+    case StDtype::kBF16:
+    case StDtype::kF16: {
+      x.dtype = info->dtype == StDtype::kBF16 ? QDType::kBF16 : QDType::kFP16;
+      QP_ASSIGN_OR_RETURN(x.half, CopyTensor<uint16_t>(view));
+      break;
+    }
+    case StDtype::kF32: {
+      QP_ASSIGN_OR_RETURN(x.single, CopyTensor<float>(view));
+      break;
+    }
+    default:
+      return InvalidInput(
+          fmt::format("{}: tensor x: dtype {}, {}", path, StDtypeName(info->dtype), expected));
+  }
+  return x;
+}
+
+Result<LayerRun> RunGivenInput(const LoadedLayer& layer, const std::string& path) {
+  const int64_t k = layer.linear.in_features();
+  QP_ASSIGN_OR_RETURN(InputMatrix x, ReadInput(path, k));
+  return RunOnInput(layer, x.View(k));
+}
+
+// --output must not name --input (an atomic rename would replace it).
+Status CheckOutputPath(const RunArgs& args) {
+  std::error_code error;
+  if (!args.input.empty() && std::filesystem::equivalent(args.input, args.output, error)) {
+    return InvalidInput(fmt::format("--output {} is the input file", args.output));
+  }
+  return Status();
+}
+
+Status WriteOutput(const std::string& path, const LayerRun& run, int64_t n) {
+  const TensorToWrite y{
+      "y", StDtype::kF32, {run.m, n}, std::as_bytes(std::span<const float>(run.y))};
+  return WriteSafetensors(path, std::span<const TensorToWrite>(&y, 1));
+}
+
 int RunLayer(const RunArgs& args) {
   if (args.m < 1 || args.m > 65536) return ReportBadInput("--m: expected 1 to 65536 rows");
-  Result<Model> model = OpenModel(args.dir, OpenOptions{});
+  if (!args.output.empty()) {
+    if (Status s = CheckOutputPath(args); !s.ok()) return ReportBadInput(s.message());
+  }
+  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, "cpu");
+  if (!options.ok()) return ReportBadInput(options.status().message());
+  Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ResolvedSite> resolved = ResolveLayer(model->sites, args.layer);
-  if (resolved.ok() && resolved->site->kind == SiteKind::kMoe) return RunExperts(*model, args);
+  if (resolved.ok() && resolved->site->kind == SiteKind::kMoe) {
+    if (!args.input.empty() || !args.output.empty()) {
+      return ReportBadInput("--input/--output: an MoE layer runs on seeded input only");
+    }
+    return RunExperts(*model, args);
+  }
   if (args.expert) return ReportBadInput("--expert: only an MoE layer (kind moe) has experts");
   Result<LoadedLayer> layer = LoadLayer(*model, args.layer);
   if (!layer.ok()) return ReportBadInput(layer.status().message());
-  Result<LayerRun> run = RunSeeded(*layer, args.m, args.seed);
+  Result<LayerRun> run =
+      args.input.empty() ? RunSeeded(*layer, args.m, args.seed) : RunGivenInput(*layer, args.input);
   if (!run.ok()) return ReportBadInput(run.status().message());
+  if (!args.output.empty()) {
+    if (Status s = WriteOutput(args.output, *run, layer->linear.out_features()); !s.ok()) {
+      return ReportBadInput(s.message());
+    }
+  }
   if (args.json) {
-    std::cout << ToJson(RunToJson(*layer, *run, args.seed)) << "\n";
+    Json json = RunToJson(*layer, *run, args.seed);
+    for (auto& [key, value] : json.mutable_members()) {
+      if (key == "seed" && !args.input.empty()) value = Json::Null();
+    }
+    const auto path_or_null = [](const std::string& p) {
+      return p.empty() ? Json::Null() : Json::String(p);
+    };
+    json.mutable_members().emplace_back("input", path_or_null(args.input));
+    json.mutable_members().emplace_back("output", path_or_null(args.output));
+    std::cout << ToJson(json) << "\n";
   } else {
+    if (!args.input.empty()) std::cout << "input    " << args.input << " (x)\n";
     std::cout << RunToText(*layer, *run);
+    if (!args.output.empty()) std::cout << "output   " << args.output << " (y)\n";
   }
   return run->pass() ? kExitOk : kExitFindings;
 }
@@ -61,16 +164,24 @@ int RunLayer(const RunArgs& args) {
 void AddRunCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "Load one layer, run it on seeded input and compare with an fp64 reference");
+      "run", "Load one layer, run it on seeded or given input and compare with an fp64 reference");
   cmd->add_option("model_dir", args->dir, "Model folder")->required();
   cmd->add_option("--layer", args->layer, "Layer (execution name, leg or HF name)")->required();
   CLI::Option* expert =
       cmd->add_option("--expert", args->expert_index,
                       "MoE layers: run this expert's w13 (gate+up) and w2 (down); default: every "
                       "expert on the same input");
-  cmd->add_option("--m", args->m, "Rows of the input (default 4)");
+  cmd->add_option("--m", args->m, "Rows of the seeded input (default 4)");
   cmd->add_option("--seed", args->seed, "Seed of the input (default 0)");
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/run.md)");
+  // --engine, --quantization: decide the layer as plan does.
+  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
+  cmd->add_option("--quantization", args->quantization, "Force the format");
+  // --input, --output: given activations in, the result out.
+  cmd->add_option("--input", args->input,
+                  "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m and --seed)");
+  cmd->add_option("--output", args->output,
+                  "Write y [M, N] fp32 to this safetensors file (atomically; never the input)");
   cmd->callback([args, exit_code, expert] {
     if (expert->count() > 0) args->expert = args->expert_index;
     *exit_code = RunLayer(*args);

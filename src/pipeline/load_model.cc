@@ -1,0 +1,338 @@
+// Loads a whole model site by site through LoadLayer, accounting for every checkpoint tensor: a
+// tensor no layer and no known non-layer parameter consumed is an error, never a silent pass.
+// Layers are dropped once measured (load-and-drop): the figures say what loading costs and that
+// every layer loads, without holding the model; the peak is the largest layer plus what the
+// memory-mapped files keep resident.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <unordered_set>
+
+#include "fmt/format.h"
+#include "quantpath/materialize.h"
+#include "quantpath/pipeline.h"
+
+namespace quantpath {
+namespace {
+
+std::string ShapeText(std::span<const int64_t> shape) {
+  std::string text;
+  for (int64_t d : shape) text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + text + "]";
+}
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// The non-layer parameters every supported architecture stores: normalisation weights and biases
+// (the module's last segment ends in "norm": input_layernorm, post_attention_layernorm, norm,
+// q_norm, k_norm, …) and the rotary tables older checkpoints save (vLLM skips those).
+bool IsOtherParam(std::string_view name) {
+  if (name.ends_with(".rotary_emb.inv_freq")) return true;
+  for (std::string_view suffix : {".weight", ".bias"}) {
+    if (!name.ends_with(suffix)) continue;
+    std::string_view module = name.substr(0, name.size() - suffix.size());
+    const size_t dot = module.rfind('.');
+    std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);
+    return last.ends_with("norm");
+  }
+  return false;
+}
+
+class Loader {
+ public:
+  Loader(const Model& model, Checkpoint checkpoint)
+      : model_(model), checkpoint_(std::move(checkpoint)) {}
+
+  Result<ModelLoad> Run(const LoadModelOptions& options) {
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = CpuSeconds();
+    QP_ASSIGN_OR_RETURN(std::vector<LayerDecision> decisions, DecideAll(model_));
+    ModelLoad out;
+    out.sites.reserve(model_.sites.sites.size());
+    for (size_t i = 0; i < model_.sites.sites.size(); ++i) {
+      const LayerSite& site = model_.sites.sites[i];
+      SiteLoad load;
+      load.site = &site;
+      QP_RETURN_IF_ERROR(LoadSite(site, decisions[i], &load));
+      out.bytes_read += load.bytes_read;
+      out.bytes_held += load.bytes_held;
+      if (load.loaded) {
+        ++out.layers_loaded;
+        ++out.loaded_per_kind[static_cast<size_t>(site.kind)];
+        out.largest_layer_bytes = std::max(out.largest_layer_bytes, load.bytes_held);
+      } else {
+        ++out.not_loaded;
+      }
+      out.sites.push_back(std::move(load));
+      if (options.progress) {
+        options.progress(
+            LoadProgress{i + 1, model_.sites.sites.size(), &out.sites.back(), out.bytes_read});
+      }
+    }
+    QP_RETURN_IF_ERROR(ConsumeOthers(&out));
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.gb_per_s = out.seconds > 0 ? static_cast<double>(out.bytes_read) / out.seconds / 1e9 : 0;
+    out.cpu_seconds = CpuSeconds() - cpu_start;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    out.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // kilobytes on Linux
+    return out;
+  }
+
+ private:
+  Status LoadSite(const LayerSite& site, const LayerDecision& decision, SiteLoad* load) {
+    if (site.kind == SiteKind::kAttention) {
+      load->note = "attention: no weights of its own (the KV cache is allocated at run time)";
+      return Status();
+    }
+    if (site.kind == SiteKind::kLmHead && site.params == 0) {
+      // A copy some checkpoints still store is skipped by the engines: read, not held.
+      load->note = "tied to the embedding: the head uses its weight";
+      const std::string& prefix = site.checkpoint_path.empty() ? site.path : site.checkpoint_path;
+      return Consume(prefix + ".weight", load);
+    }
+    if (site.kind == SiteKind::kEmbedding) return LoadEmbedding(site, decision, load);
+    const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
+    if (site.kind == SiteKind::kMoe) return LoadMoe(site, path, load);
+    Result<LoadedLayer> loaded = LoadLayer(model_, path);
+    if (!loaded.ok()) return WithFiles(loaded.status(), LegPrefixes(site));
+    const LoadedLayer& layer = *loaded;
+    QP_RETURN_IF_ERROR(ConsumeLayer(layer.linear.params(), layer.scheme.weight.load.layout,
+                                    layer.leg_prefixes, load));
+    load->loaded = true;
+    load->spec_id = layer.key.ToId();
+    load->bytes_held = layer.linear.params().WeightBytes();  // the bias slot included
+    return Status();
+  }
+
+  // Every expert of an moe site, one Linear per projection (LoadExperts).
+  Status LoadMoe(const LayerSite& site, const std::string& path, SiteLoad* load) {
+    Result<LoadedExperts> loaded = LoadExperts(model_, path);
+    if (!loaded.ok()) {
+      std::vector<std::string> prefixes;
+      for (int64_t e = 0; e < site.experts; ++e) {
+        for (size_t leg = 0; leg < site.legs.size(); ++leg) {
+          prefixes.push_back(site.ExpertLegPath(e, leg));
+        }
+      }
+      return WithFiles(loaded.status(), prefixes);
+    }
+    const SourceLayout layout = loaded->scheme.weight.load.layout;
+    for (const LoadedExpert& expert : loaded->experts) {
+      for (size_t p = 0; p < expert.projections.size(); ++p) {
+        const LinearParams& params = expert.projections[p].params();
+        QP_RETURN_IF_ERROR(ConsumeLayer(params, layout, {expert.prefixes[p]}, load));
+        load->bytes_held += params.WeightBytes();
+      }
+    }
+    load->loaded = true;
+    load->spec_id = loaded->key.ToId();
+    return Status();
+  }
+
+  // The tensors of a loaded layer's source layout under each of its prefixes (SourceTensors is
+  // the one table loaders and `check` share), and its bias. An optional tensor counts only when
+  // the loaded layer holds its slot: one the spec had no use for (a zero point on a symmetric
+  // layer, an input scale on a dynamic one, a bias the site does not have) stays unconsumed and
+  // is named at the end, as the engines' weight loaders reject it.
+  Status ConsumeLayer(const LinearParams& params, SourceLayout layout,
+                      const std::vector<std::string>& prefixes, SiteLoad* load) {
+    const auto consumes = [&](const SourceTensor& tensor) {
+      // Required tensors are read by every loader of the layout (validated where not kept, as
+      // symmetric GPTQ's qzeros), slotless ones only to validate or decode others.
+      if (tensor.required || !tensor.slot) return true;
+      // GPTQ writers always store g_idx; the engines load it and use it only with act-order.
+      const bool gptq = layout == SourceLayout::kGptqV1 || layout == SourceLayout::kGptqV2;
+      if (*tensor.slot == Slot::kGIdx && gptq) return true;
+      return !params.tensor(*tensor.slot).empty();
+    };
+    for (const std::string& prefix : prefixes) {
+      for (const SourceTensor& tensor : SourceTensors(layout)) {
+        if (consumes(tensor)) {
+          QP_RETURN_IF_ERROR(Consume(prefix + std::string(tensor.suffix), load));
+        }
+      }
+      if (!params.tensor(Slot::kBias).empty()) QP_RETURN_IF_ERROR(Consume(prefix + ".bias", load));
+    }
+    return Status();
+  }
+
+  // An embedding is a plain tensor: read (copied, as an engine copies it into its own buffer)
+  // and held as stored.
+  Status LoadEmbedding(const LayerSite& site, const LayerDecision& decision, SiteLoad* load) {
+    const std::string prefix = site.checkpoint_path.empty() ? site.path : site.checkpoint_path;
+    const std::string name = prefix + ".weight";
+    if (decision.decision.kind == DecisionKind::kQuantized) {
+      return Unsupported(fmt::format("{}: a quantized embedding cannot be loaded yet", site.path));
+    }
+    if (!checkpoint_.Has(name)) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} is missing from the checkpoint", site.path, name));
+    }
+    // Read through a checkpoint of its own, dropped with the copy, so that the pages it maps
+    // leave the resident set too, as LoadLayer's do.
+    QP_ASSIGN_OR_RETURN(Checkpoint own, Checkpoint::Open(model_.dir));
+    QP_ASSIGN_OR_RETURN(TensorView view, own.Get(name));
+    const TensorInfo& info = *view.info;
+    if (site.shape && info.shape != std::vector<int64_t>(site.shape->begin(), site.shape->end())) {
+      return InvalidInput(fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", view.file,
+                                      name, site.path, ShapeText(info.shape),
+                                      ShapeText(*site.shape)));
+    }
+    if (info.dtype != StDtype::kBF16 && info.dtype != StDtype::kF16 &&
+        info.dtype != StDtype::kF32) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} of layer {}: dtype {}, expected BF16, F16 "
+                      "or F32",
+                      view.file, name, site.path, StDtypeName(info.dtype)));
+    }
+    std::vector<std::byte> copy(view.bytes.size());
+    std::memcpy(copy.data(), view.bytes.data(), copy.size());
+    QP_RETURN_IF_ERROR(Consume(name, load));
+    load->loaded = true;
+    load->spec_id = decision.spec ? decision.spec->ToId() : "";
+    load->bytes_held = HeldBytes(info);
+    return Status();
+  }
+
+  // `status` (a layer's loader error, which names the tensor and the layer) with the files that
+  // hold the layer's tensors, so that the message names the file too.
+  Status WithFiles(const Status& status, const std::vector<std::string>& prefixes) const {
+    std::vector<std::string> files;
+    for (const std::string& name : checkpoint_.TensorNames()) {
+      const bool of_layer = std::any_of(prefixes.begin(), prefixes.end(),
+                                        [&](const auto& p) { return name.starts_with(p + "."); });
+      if (!of_layer) continue;
+      Result<TensorView> view = checkpoint_.Get(name);
+      if (!view.ok()) continue;
+      if (std::find(files.begin(), files.end(), view->file) == files.end()) {
+        files.emplace_back(view->file);
+      }
+    }
+    if (files.empty()) return status;
+    std::string list;
+    for (const std::string& file : files) list += (list.empty() ? "" : ", ") + file;
+    return Status(status.code(),
+                  fmt::format("{} (the layer's tensors are in {})", status.message(), list));
+  }
+
+  // A plain tensor as the engines hold it: converted to the model's dtype (torch_dtype), as the
+  // layers' unquantized parameters are.
+  int64_t HeldBytes(const TensorInfo& info) const {
+    return info.Elements() * (Info(model_.sites.torch_dtype).bits / 8);
+  }
+
+  // Marks `name` consumed by `load` when the checkpoint has it (absent optional tensors are the
+  // spec's business: LoadLayer has already failed on a missing required one).
+  Status Consume(const std::string& name, SiteLoad* load) {
+    if (!checkpoint_.Has(name) || !consumed_.insert(name).second) return Status();
+    QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+    load->bytes_read += static_cast<int64_t>(view.bytes.size());
+    ++load->tensors;
+    return Status();
+  }
+
+  // Reads the non-layer parameters and fails on any tensor left over.
+  Status ConsumeOthers(ModelLoad* out) {
+    std::vector<std::string> extra;
+    const std::vector<std::string> names = checkpoint_.TensorNames();
+    out->tensors = static_cast<int64_t>(names.size());
+    std::vector<std::byte> buffer;
+    for (const std::string& name : names) {
+      if (consumed_.contains(name)) continue;
+      if (!IsOtherParam(name)) {
+        extra.push_back(name);
+        continue;
+      }
+      QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+      buffer.resize(view.bytes.size());
+      std::memcpy(buffer.data(), view.bytes.data(), buffer.size());
+      ++out->other_tensors;
+      out->other_bytes += static_cast<int64_t>(buffer.size());
+      out->bytes_held += HeldBytes(*view.info);
+    }
+    out->bytes_read += out->other_bytes;
+    if (extra.empty()) return CheckOthers(names);
+    std::string list;
+    for (size_t i = 0; i < extra.size() && i < 5; ++i) {
+      QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(extra[i]));
+      list += fmt::format("{}{} ({})", i ? ", " : "", extra[i], view.file);
+    }
+    if (extra.size() > 5) list += fmt::format(" and {} more", extra.size() - 5);
+    return InvalidInput(fmt::format(
+        "{} checkpoint tensor{} consumed by no layer and not a known non-layer parameter (a "
+        "norm's weight or bias, a rotary inv_freq): {}",
+        extra.size(), extra.size() == 1 ? "" : "s", list));
+  }
+
+  // No non-layer tensor is missing: the norms of decoder block 0 are in every other block (MTP
+  // blocks may have more), and all of them together hold the architecture's other_params (the
+  // final norm has no block to compare with).
+  Status CheckOthers(const std::vector<std::string>& names) const {
+    const std::string blocks = model_.sites.decoder_blocks + ".";
+    std::vector<std::string> indices;  // of the non-MTP decoder blocks, in site order
+    for (const LayerSite& site : model_.sites.sites) {
+      if (site.mtp || blocks.size() == 1 || !site.checkpoint_path.starts_with(blocks)) continue;
+      const std::string rest = site.checkpoint_path.substr(blocks.size());
+      const std::string index = rest.substr(0, rest.find('.'));
+      if (std::find(indices.begin(), indices.end(), index) == indices.end()) {
+        indices.push_back(index);
+      }
+    }
+    int64_t elements = 0;
+    for (const std::string& name : names) {
+      if (!IsOtherParam(name) || name.ends_with(".inv_freq")) continue;
+      QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+      elements += view.info->Elements();
+      if (indices.empty() || !name.starts_with(blocks + indices.front() + ".")) continue;
+      const std::string suffix = name.substr(blocks.size() + indices.front().size());
+      for (const std::string& index : indices) {
+        const std::string expected = blocks + index + suffix;
+        if (!checkpoint_.Has(expected)) {
+          return InvalidInput(fmt::format(
+              "tensor {} of layer {}{} is not in the checkpoint (decoder block {} has {})",
+              expected, blocks, index, indices.front(), name));
+        }
+      }
+    }
+    if (elements != model_.sites.other_params) {
+      return InvalidInput(fmt::format(
+          "the checkpoint's norm tensors hold {} parameters, but config.json's {} has {} outside "
+          "its layer sites: a norm is missing or has another shape",
+          elements, model_.sites.architecture, model_.sites.other_params));
+    }
+    return Status();
+  }
+
+  const Model& model_;
+  Checkpoint checkpoint_;
+  std::unordered_set<std::string> consumed_;
+};
+
+}  // namespace
+
+Result<ModelLoad> LoadModel(const Model& model, const LoadModelOptions& options) {
+  const int64_t tp = model.launch.tp_size;
+  if (options.tp_rank < 0 || options.tp_rank >= tp) {
+    return InvalidInput(
+        fmt::format("--rank {}: expected 0 to {} for --tp {}", options.tp_rank, tp - 1, tp));
+  }
+  if (tp > 1) {
+    return Unsupported(fmt::format(
+        "--tp {}: this build loads whole layers only; tensor-parallel shards are not loadable yet",
+        tp));
+  }
+  QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
+  QP_RETURN_IF_ERROR(checkpoint.Validate());
+  return Loader(model, std::move(checkpoint)).Run(options);
+}
+
+}  // namespace quantpath

@@ -1,0 +1,163 @@
+// quantpath load MODEL_DIR [--quantization NAME] [--engine E] [--tp N --rank R] [--json]
+//
+// Loads every layer of the model through its spec (the pipeline's LoadModel) and reports what it
+// cost: layers, bytes read, bytes held, GB/s, peak RSS, seconds. Progress goes to stderr: a bar
+// on a terminal, a line every 10% otherwise. Exit 0 when every layer loaded and every checkpoint
+// tensor was consumed, 2 otherwise (stderr names the layer, the tensor and the file).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "fmt/format.h"
+#include "quantpath/pipeline.h"
+#include "tools/quantpath/commands.h"
+
+namespace quantpath::cli {
+namespace {
+
+struct LoadArgs {
+  std::string dir;
+  std::string engine = "native";
+  std::string quantization;
+  int64_t tp_size = 1;
+  int64_t tp_rank = 0;
+  bool json = false;
+};
+
+constexpr SiteKind kKinds[] = {SiteKind::kLinear, SiteKind::kLmHead, SiteKind::kEmbedding,
+                               SiteKind::kRouter, SiteKind::kMoe,    SiteKind::kAttention};
+
+// Decimal units, as GB/s is: "512 B", "221.5 kB", "983.63 MB", "1.23 GB".
+std::string Bytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b < 1e3) return fmt::format("{} B", bytes);
+  if (b < 1e6) return fmt::format("{:.1f} kB", b / 1e3);
+  if (b < 1e9) return fmt::format("{:.2f} MB", b / 1e6);
+  return fmt::format("{:.2f} GB", b / 1e9);
+}
+
+// A bar redrawn in place on a terminal; elsewhere (logs, pipes) a line at every tenth.
+LoadProgressFn ProgressPrinter() {
+  if (isatty(STDERR_FILENO)) {
+    return [](const LoadProgress& p) {
+      constexpr size_t kWidth = 30;
+      const size_t filled = p.total ? p.done * kWidth / p.total : kWidth;
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu sites  %s", std::string(filled, '#').c_str(),
+                   std::string(kWidth - filled, ' ').c_str(), p.done, p.total,
+                   Bytes(p.bytes_read).c_str());
+      if (p.done == p.total) std::fputc('\n', stderr);
+    };
+  }
+  return [last_tenth = size_t{0}](const LoadProgress& p) mutable {
+    const size_t tenth = p.total ? p.done * 10 / p.total : 10;
+    if (tenth == last_tenth) return;
+    last_tenth = tenth;
+    std::fprintf(stderr, "load: %zu%% (%zu/%zu sites, %s read)\n", tenth * 10, p.done, p.total,
+                 Bytes(p.bytes_read).c_str());
+  };
+}
+
+std::string Summary(const ModelLoad& load) {
+  std::string kinds;
+  for (SiteKind kind : kKinds) {
+    if (int64_t n = load.loaded_per_kind[static_cast<size_t>(kind)]) {
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, SiteKindName(kind));
+    }
+  }
+  std::string out;
+  // Sites not loaded, grouped by why, with a few of their paths.
+  std::map<std::string, std::vector<std::string>> skipped;
+  for (const SiteLoad& site : load.sites) {
+    if (!site.loaded) skipped[site.note].push_back(site.site->path);
+  }
+  for (const auto& [note, paths] : skipped) {
+    std::string some;
+    for (size_t i = 0; i < paths.size() && i < 3; ++i) some += (i ? ", " : "") + paths[i];
+    if (paths.size() > 3) some += ", …";
+    out += fmt::format("not loaded: {} site{}: {} ({})\n", paths.size(),
+                       paths.size() == 1 ? "" : "s", note, some);
+  }
+  out +=
+      fmt::format("other tensors (norms): {}, {}\n", load.other_tensors, Bytes(load.other_bytes));
+  out += fmt::format(
+      "loaded {} layers ({}) · {} tensors · read {} · held {} · {:.2f} GB/s · peak RSS {} · "
+      "{:.3f} s ({:.3f} s CPU)\n",
+      load.layers_loaded, kinds, load.tensors, Bytes(load.bytes_read), Bytes(load.bytes_held),
+      load.gb_per_s, Bytes(load.peak_rss_bytes), load.seconds, load.cpu_seconds);
+  return out;
+}
+
+Json NullIfEmpty(const std::string& s) { return s.empty() ? Json::Null() : Json::String(s); }
+
+Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load) {
+  std::vector<Json::Member> per_kind;
+  for (SiteKind kind : kKinds) {
+    per_kind.emplace_back(std::string(SiteKindName(kind)),
+                          Json::Int(load.loaded_per_kind[static_cast<size_t>(kind)]));
+  }
+  std::vector<Json> sites;
+  for (const SiteLoad& site : load.sites) {
+    sites.push_back(
+        Json::Object({{"path", Json::String(site.site->path)},
+                      {"kind", Json::String(std::string(SiteKindName(site.site->kind)))},
+                      {"loaded", Json::Bool(site.loaded)},
+                      {"spec_id", NullIfEmpty(site.spec_id)},
+                      {"note", NullIfEmpty(site.note)},
+                      {"tensors", Json::Int(site.tensors)},
+                      {"bytes_read", Json::Int(site.bytes_read)},
+                      {"bytes_held", Json::Int(site.bytes_held)}}));
+  }
+  return Json::Object({{"model", Json::String(model.dir)},
+                       {"engine", Json::String(std::string(model.plan.dialect.name))},
+                       {"tp_size", Json::Int(args.tp_size)},
+                       {"tp_rank", Json::Int(args.tp_rank)},
+                       {"layers_loaded", Json::Int(load.layers_loaded)},
+                       {"loaded_per_kind", Json::Object(std::move(per_kind))},
+                       {"not_loaded", Json::Int(load.not_loaded)},
+                       {"tensors", Json::Int(load.tensors)},
+                       {"other_tensors", Json::Int(load.other_tensors)},
+                       {"other_bytes", Json::Int(load.other_bytes)},
+                       {"bytes_read", Json::Int(load.bytes_read)},
+                       {"bytes_held", Json::Int(load.bytes_held)},
+                       {"largest_layer_bytes", Json::Int(load.largest_layer_bytes)},
+                       {"seconds", Json::Double(load.seconds)},
+                       {"cpu_seconds", Json::Double(load.cpu_seconds)},
+                       {"gb_per_s", Json::Double(load.gb_per_s)},
+                       {"peak_rss_bytes", Json::Int(load.peak_rss_bytes)},
+                       {"sites", Json::Array(std::move(sites))}});
+}
+
+int RunLoad(const LoadArgs& args) {
+  Result<OpenOptions> options =
+      OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp_size);
+  if (!options.ok()) return ReportBadInput(options.status().message());
+  Result<Model> model = OpenModel(args.dir, *options);
+  if (!model.ok()) return ReportBadInput(model.status().message());
+  Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{args.tp_rank, ProgressPrinter()});
+  if (!load.ok()) return ReportBadInput(load.status().message());
+  if (args.json) {
+    std::cout << ToJson(LoadToJson(*model, args, *load)) << "\n";
+  } else {
+    std::cout << Summary(*load);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddLoadCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<LoadArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "load", "Load every layer of a model through its spec and report bytes, speed and memory");
+  cmd->add_option("model_dir", args->dir, "Model folder")->required();
+  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
+  cmd->add_option("--quantization", args->quantization, "Force the format");
+  cmd->add_option("--tp", args->tp_size, "Tensor-parallel size");
+  cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
+  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/load.md)");
+  cmd->callback([args, exit_code] { *exit_code = RunLoad(*args); });
+}
+
+}  // namespace quantpath::cli
