@@ -129,7 +129,9 @@ TEST_P(TpShardsTest, RanksAddUpToTheWholeLayer) {
     double max_ref = 0;
     for (int64_t j = 0; j < n; ++j) {
       // Every row once per rank (row parallel), or held by at least one rank (column).
-      if (row_parallel) ASSERT_EQ(covered[j], c.tp) << "row " << j;
+      if (row_parallel) {
+        ASSERT_EQ(covered[j], c.tp) << "row " << j;
+      }
       ASSERT_GE(covered[j], 1) << "row " << j;
       for (int64_t i = 0; i < kM; ++i) {
         max_diff = std::max(max_diff, std::fabs(sum[i * n + j] - (*y_whole)[i * n + j]));
@@ -137,12 +139,21 @@ TEST_P(TpShardsTest, RanksAddUpToTheWholeLayer) {
       }
     }
     const double rel = max_diff / max_ref;
-    // Ranks quantize their own slice of X (per token: a row rank's absmax is its columns'), so
-    // against the whole layer the error may be each side's.
-    EXPECT_LE(rel, 2 * tol) << (row_parallel ? "row" : "column");
+    // Where every rank quantizes X as the whole layer does (column ranks take all of X; a static
+    // scale; 1 × 128 groups inside a row rank's columns), the sum differs from the whole layer's
+    // only by fp32 accumulation order: the weight-only tolerance. A row rank quantizing its
+    // columns per token or per tensor takes their own absmax (as vLLM's ranks do), so its X is
+    // rounded to other fp8 values than the whole layer's: measured up to 4.7e-2 on these K of
+    // 128 and 256, bounded at 1e-1 (a wrong slice is off by O(1)).
+    const ActMode mode = whole->activation.mode;
+    const bool requantized =
+        row_parallel && (mode == ActMode::kDynamicPerToken || mode == ActMode::kDynamicPerTensor);
+    const double bound = requantized ? 1e-1 : ToleranceFor(whole->key, ActMode::kNone);
+    EXPECT_LE(rel, bound) << (row_parallel ? "row" : "column");
     std::cout << c.dir << " tp " << c.tp << " " << site.path << " " << whole->key.ToId()
               << (row_parallel ? " row" : " column") << ": ranks vs reference rel " << worst_rank
-              << ", sum vs tp 1 rel " << rel << " (tol " << tol << ")\n";
+              << ", sum vs tp 1 rel " << rel << " (rank tol " << tol << ", sum bound " << bound
+              << ")\n";
   }
   EXPECT_EQ(split, c.split);
 }
@@ -152,7 +163,8 @@ TEST_P(TpShardsTest, RanksAddUpToTheWholeLayer) {
 //   --tp 2: every layer splits (9): q 64 rows per rank and the KV head on both ranks; K of o and
 //   down halves to 64 and 128, whole groups of 64.
 //   --tp 4: qkv does not (2 heads); o does not for groups of 64 (K 32 per rank); gate_up, down and
-//   lm_head do (5).
+//   lm_head do (5). Act-order (GPTQModel desc_act) splits the same way: a row rank's 64 or 128
+//   columns fall in any of the groups.
 //   fp8 block 128×128: --tp 2 splits gate_up (128 rows per leg), down (K 128) and lm_head (5);
 //   q's 64 rows and o's 64 columns are half blocks.
 //   fp8 per-tensor / per-channel: as bf16 at --tp 2 (9) and --tp 4 (gate_up, down, lm_head,
@@ -174,6 +186,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"producers/ar_llama_auto_round_w4g64_sym", 2, 9},
                       Case{"producers/ar_llama_auto_round_w4g64_sym", 4, 5},
                       Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 2, 9},
+                      Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 4, 5},
                       Case{"producers/ct_llama_fp8_dynamic", 2, 9},
                       Case{"producers/ct_llama_fp8_dynamic", 4, 7},
                       Case{"producers/ct_llama_fp8_block", 2, 5},

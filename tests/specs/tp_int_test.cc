@@ -115,8 +115,8 @@ TEST_P(TpIntTest, EveryRankHoldsItsSlice) {
   for (Parallel parallel : {Parallel::kColumn, Parallel::kRow}) {
     for (int size : {2, 4}) {
       for (int rank = 0; rank < size; ++rank) {
-        SCOPED_TRACE(testing::Message() << (parallel == Parallel::kRow ? "row" : "column")
-                                        << " rank " << rank << " of " << size);
+        SCOPED_TRACE(::testing::Message() << (parallel == Parallel::kRow ? "row" : "column")
+                                          << " rank " << rank << " of " << size);
         const AllocationRequest request = Request(k, legs, parallel, rank, size);
         Result<LinearParams> p = spec->Allocate(request);
         ASSERT_TRUE(p.ok()) << p.status().message();
