@@ -149,9 +149,9 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
   Result<AllocationRequest> request = RankRequest(model, site, tp, tp_rank, heads);
   Status fits = request.ok() ? (*spec)->StorageBytes(*request).status() : request.status();
   if (!fits.ok()) {
-    if (tp == 1) return fits;
-    return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(),
-                                           LegalTpSizes(**spec, model, site, heads)));
+    const std::string legal = tp == 1 ? "" : LegalTpSizes(**spec, model, site, heads);
+    if (legal.empty()) return fits;  // not a matter of the split
+    return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
   }
   QP_ASSIGN_OR_RETURN(RankSlice slice, RankSliceOf(*request));
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));

@@ -158,6 +158,35 @@ TEST_P(TpShardsTest, RanksAddUpToTheWholeLayer) {
   EXPECT_EQ(split, c.split);
 }
 
+std::string LoadError(const std::string& dir, int tp, const std::string& layer, int rank = 0) {
+  Result<Model> model = Open(dir, tp);
+  if (!model.ok()) return "open: " + model.status().message();
+  Result<LoadedLayer> loaded = LoadLayer(*model, layer, rank);
+  return loaded.ok() ? "" : loaded.status().message();
+}
+
+TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
+  EXPECT_EQ(LoadError("producers/ct_llama_fp8_block", 2, "model.layers.0.self_attn.o_proj"),
+            "model.layers.0.self_attn.o_proj: fp8_block_128_128 with tensor-parallel size 2 splits "
+            "K = 128 into slices of 64 columns, which is not a multiple of the block's 128 "
+            "columns; legal --tp: 1");
+  EXPECT_EQ(LoadError("producers/ct_llama_w4a16_g64_sym", 4, "model.layers.1.self_attn.qkv_proj"),
+            "model.layers.1.self_attn.qkv_proj: 2 attention heads are not divisible by "
+            "tensor-parallel size 4; legal --tp: 1, 2");
+  // K 128 in groups of 64 splits in two at most; bf16 lm_head rows (vocab 128) in up to 64.
+  EXPECT_EQ(
+      LoadError("producers/ar_llama_auto_gptq_w4g64_sym", 4, "model.layers.0.self_attn.o_proj"),
+      "model.layers.0.self_attn.o_proj: int4_group_64 with tensor-parallel size 4 splits K = "
+      "128 into slices of 32 columns, which is not a multiple of the group size 64; legal "
+      "--tp: 1, 2");
+  EXPECT_EQ(
+      LoadError("producers/ar_llama_auto_gptq_w4g64_sym", 3, "lm_head"),
+      "lm_head: N = 128 of the weight is not divisible by tensor-parallel size 3; legal --tp: "
+      "1, 2, 4, 8, 16, 32, 64");
+  EXPECT_EQ(LoadError("producers/ct_llama_w4a16_g64_sym", 2, "lm_head", 2),
+            "lm_head: rank 2 is not one of the 2 tensor-parallel ranks");
+}
+
 // Llama fixtures (SOURCES.md): 2 layers of qkv [128 + 64 + 64, 128] (2 heads, 1 KV head of 64),
 // o [128, 128], gate_up [256 + 256, 128], down [128, 256], and lm_head [128, 128] (bf16).
 //   --tp 2: every layer splits (9): q 64 rows per rank and the KV head on both ranks; K of o and
