@@ -100,6 +100,16 @@ Result<AllocationRequest> RankRequest(const Model& model, const LayerSite& site,
   request.tp_rank = rank;
   request.parallel = ParallelOf(site);
   if (request.parallel != Parallel::kColumn || tp == 1) return request;
+  const std::string& cls = site.module_class;
+  if (site.legs.empty() &&
+      (cls.find("QKV") != std::string::npos || cls.find("Merged") != std::string::npos)) {
+    // The checkpoint stores the projections as one tensor; vLLM cuts it into its projections
+    // before splitting each, which needs their widths.
+    return Unsupported(fmt::format(
+        "{}: {} stores its projections as one tensor; splitting it across tensor-parallel ranks "
+        "is not implemented",
+        site.path, cls));
+  }
   QP_RETURN_IF_ERROR(CheckQkvHeads(site, tp, heads));
   const std::optional<RankShape> shape = RankShapeOf(site, tp, heads);
   if (shape && shape->partitions.size() == site.legs.size() && !site.legs.empty()) {
