@@ -144,20 +144,36 @@ struct LoadedLayer {
   ActivationQuant activation;
   Checkpoint checkpoint;
   std::vector<std::string> leg_prefixes;  // checkpoint module prefix of each fused leg
+  RankSlice slice;                        // where this rank's rows and columns lie in the layer
   Linear linear;
 };
 
 // Resolves `path`, decides it, materializes its spec on the model's device, opens the checkpoint
-// and loads the layer into a Linear. Errors: a site kind that has no Forward (embedding, moe,
-// attention), a decision of error, no spec or no weights; each names the layer.
-Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path);
+// and loads rank `tp_rank`'s shard of the layer (of model.launch.tp_size ranks) into a Linear.
+// Errors: a site kind that has no Forward (embedding, moe, attention), a decision of error, no
+// spec or no weights, a rank out of range; each names the layer. A split that does not divide
+// names the dimension and ends with the sizes that do ("; legal --tp: 1, 2, 4", up to 64).
+//
+// How sites split (docs/architecture.md, "Tensor parallelism"): by module class as vLLM does —
+// RowParallelLinear along K (the bias on rank 0), the column classes along each fused leg's rows
+// (QKVParallelLinear with fewer KV heads than ranks: one whole KV head per rank, as
+// RankShapeOf says), ParallelLMHead along the vocabulary rows (unpadded), anything else
+// replicated.
+Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank = 0);
 
 // The layer's weights dequantized to double straight from the checkpoint tensors, without the
-// spec (the oracle LoadLayer's Linear is compared with).
+// spec (the oracle LoadLayer's Linear is compared with): this rank's slice of the whole layer's.
 Result<ReferenceLayer> LoadReference(const LoadedLayer& layer);
 
+// RunSeeded's input of `layer`: the seeded X [m, K] of the whole layer (below), and of a
+// row-parallel rank its columns, so the ranks of one seed add up to the whole layer's run.
+std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t seed);
+
 // One Forward on seeded input compared with the double-precision reference.
-//   X [m, K]: X[i] = bf16(2u − 1), u = (mt19937_64(seed)() >> 11) · 2^-53, in bf16; Y is fp32.
+//   X [m, K]: X[i] = bf16(2u − 1), u = (mt19937_64(seed)() >> 11) · 2^-53, in bf16, K the whole
+//   layer's; a row-parallel rank takes its columns of it (SeededInput). Y is fp32: on a
+//   row-parallel rank the partial sum of its columns (the bias on rank 0 only), on a column rank
+//   its rows of the output.
 //   Y_ref = X' · W_refᵀ + bias in double, X' = X quantized as the spec's activation mode says
 //   (QuantizeActivationsReference). max_abs = max |Y − Y_ref|, mean_abs = mean |Y − Y_ref|,
 //   rel = max_abs / max |Y_ref|, tol = ToleranceFor(family, activation mode), time_ms = one
@@ -287,7 +303,7 @@ struct ModelLoad {
 // `….rotary_emb.inv_freq`); any other tensor is an error naming it and its file.
 // Errors name the layer, and the tensor and file where one is at fault: a layer LoadLayer cannot
 // load, a decision of error, a missing tensor, a shape that differs;
-// --tp above 1 is kUnsupported until the specs slice.
+// --tp above 1 is kUnsupported (one layer's shard loads through LoadLayer).
 Result<ModelLoad> LoadModel(const Model& model, const LoadModelOptions& options = {});
 
 }  // namespace quantpath

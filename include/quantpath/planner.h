@@ -53,6 +53,20 @@ struct AttentionHeads {
   int64_t heads = 0;
   int64_t kv_heads = 0;
 };
+// One rank's shape of a site, as its linear class splits it.
+struct RankShape {
+  bool split = false;               // tp > 1 splits the checked dimension
+  bool merged_column = false;       // a column-parallel class with one partition per leg
+  int64_t input = 0;                // K per rank
+  std::vector<int64_t> partitions;  // output_partition_sizes
+  int64_t moe_intermediate = 0;
+};
+// The per-rank shape of `site` at tensor-parallel size `tp` by its module_class (column-, row-
+// parallel, replicated, merged; QKV by `heads`, a KV head replicated below one per rank; MoE by
+// the experts' intermediate size); nullopt for a class it cannot place or sizes that do not
+// divide. ApplyShapeChecks and the tensor-parallel loader share it.
+std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
+                                     const std::optional<AttentionHeads>& heads);
 // config.json's num_attention_heads and num_key_value_heads (the text config's); nullopt when it
 // does not give them.
 std::optional<AttentionHeads> ReadAttentionHeads(const ConfigSources& sources);

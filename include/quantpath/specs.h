@@ -180,7 +180,8 @@ float LoadFloat(const ParamTensor& tensor, int64_t i);
 // How a layer is split across tensor-parallel ranks.
 enum class Parallel : uint8_t {
   kReplicated,  // every rank holds the whole weight
-  kColumn,      // output rows split: each fused leg is split into tp_size equal slices
+  kColumn,      // output rows split: each fused leg is split into tp_size equal slices (or as
+                // AllocationRequest::rank_leg_rows says)
   kRow,         // input columns split into tp_size equal slices; the bias lives on rank 0
 };
 
@@ -197,7 +198,26 @@ struct AllocationRequest {
   int tp_rank = 0;
   int tp_size = 1;
   Parallel parallel = Parallel::kReplicated;
+  // Column splits: this rank's rows of each leg, where the layer's class does not cut every leg
+  // into tp_size equal slices: vLLM's QKVParallelLinear with fewer KV heads than ranks gives each
+  // rank one whole KV head, held by tp_size / kv_heads consecutive ranks. A leg of R rows with r
+  // rows per rank has R / r distinct slices, slice i held by ranks [i·t, (i+1)·t), t = tp_size /
+  // (R / r). Empty: leg_rows / tp_size.
+  std::vector<int64_t> rank_leg_rows;
 };
+
+// Where one rank's slice lies in the whole layer: the whole layer's row of each of the rank's
+// rows (legs in order, each leg's slice), its columns, and whether it adds the bias (every rank
+// of a column or replicated layer, rank 0 of a row-parallel one).
+struct RankSlice {
+  std::vector<int64_t> rows;  // [this rank's N]
+  int64_t first_col = 0;
+  int64_t cols = 0;
+  bool bias = false;
+};
+// The slice of `request`'s rank, with the checks every spec makes (legs that add up, sizes that
+// divide); errors name the layer and the dimension.
+Result<RankSlice> RankSliceOf(const AllocationRequest& request);
 
 // An MoE request (experts > 0, shape = one expert's [I, H]) as each expert's projections are
 // loaded: gate and up [I, H] (column-parallel) and down [H, I] (row-parallel), each a plain
@@ -392,6 +412,11 @@ struct ReferenceRegistrar {
 Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                            std::string_view layer,
                                            const std::vector<std::string>& leg_prefixes, bool bias);
+
+// The rank's slice of a whole layer's reference (`whole` from DequantizeReference, `slice` from
+// RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, the same
+// input scale.
+ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slice);
 
 // Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), with
 // the conventions above, in double. `static_scale` is used by kStaticPerTensor. Activations are

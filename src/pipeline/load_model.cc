@@ -327,8 +327,9 @@ Result<ModelLoad> LoadModel(const Model& model, const LoadModelOptions& options)
   }
   if (tp > 1) {
     return Unsupported(fmt::format(
-        "--tp {}: this build loads whole layers only; tensor-parallel shards are not loadable yet",
-        tp));
+        "--tp {}: load reads whole models only (one rank's embeddings, norms and experts are not "
+        "split yet); `run --tp {} --rank R` loads one layer's shard",
+        tp, tp));
   }
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
   QP_RETURN_IF_ERROR(checkpoint.Validate());

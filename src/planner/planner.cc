@@ -320,14 +320,7 @@ std::string PlanRuleText(const QuantPlan& plan, std::string_view message) {
   return out;
 }
 
-// One rank's shape of a site, as its linear class splits it.
-struct RankShape {
-  bool split = false;               // tp > 1 splits the checked dimension
-  bool merged_column = false;       // a column-parallel class with one partition per leg
-  int64_t input = 0;                // K per rank
-  std::vector<int64_t> partitions;  // output_partition_sizes
-  int64_t moe_intermediate = 0;
-};
+}  // namespace
 
 std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
                                      const std::optional<AttentionHeads>& heads) {
@@ -376,6 +369,8 @@ std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
   r.partitions = std::move(sizes);
   return r;
 }
+
+namespace {
 
 // The first of the plan's create_weights checks the site's per-rank shape fails, as its text.
 std::optional<std::string> FailedShapeCheck(const QuantPlan& plan, const LayerSite& site,

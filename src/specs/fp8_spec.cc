@@ -9,14 +9,17 @@
 //   per-tensor scale    one value ([] or [1]); broadcast after loading to the rows of its leg, so
 //                       fused legs keep their own scales (lossless).
 //   per-channel scale   [rows] or [rows, 1].
-//   block scale         [ceil(rows/bn), ceil(K/bk)].
+//   block scale         [ceil(rows/bn), ceil(K/bk)] (ModelOpt FP8_PB_WO: [ceil(rows/bn), 1,
+//                       ceil(K/bk), 1], a scalar for one block); each leg keeps its own grid
+//                       (fp8_family.h).
 //   input_scale         static activations: one value per leg; the layer uses their max, since
 //                       the legs share one X.
-// Fused legs on a block grid: every leg but the last must be a multiple of bn rows (DeepSeek's
-// fused_qkv_a_proj = 1536 + 576 is legal); with a tensor-parallel split every leg's slice must be
-// (column parallel) and K's slice must be a multiple of bk (row parallel), as vLLM requires.
+// Fused legs on block grids: any leg widths (one grid per leg). A tensor-parallel split keeps
+// whole blocks: each leg's slice starts on a block row and is a multiple of bn rows or ends with
+// the leg (a replicated KV head), and K's slice is a multiple of bk (row parallel).
 // Non-goals: e5m2 weights, quantizing high-precision checkpoints at load time, MoE experts.
 #include <algorithm>
+#include <span>
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
@@ -47,42 +50,50 @@ std::string LegList(const AllocationRequest& request, const std::vector<int64_t>
   return Join(parts, ", ");
 }
 
-// The block grid's alignment rules for fused legs and tensor-parallel slices.
+// A tensor-parallel slice keeps whole blocks of each leg's grid.
 Status CheckBlockAlignment(const AllocationRequest& request, const ShardGeometry& g,
                            const Fp8BlockLayout& block, const SpecKey& key) {
-  const bool tp_split = request.tp_size > 1 && request.parallel == Parallel::kColumn;
-  if (request.tp_size > 1 && request.parallel == Parallel::kRow && g.cols % block.block_k != 0) {
+  if (g.cols != g.full_cols && g.cols % block.block_k != 0) {
     return InvalidInput(fmt::format(
         "{}: {} with tensor-parallel size {} splits K = {} into slices of {} columns, which is "
         "not a multiple of the block's {} columns",
         request.layer, key.ToId(), request.tp_size, g.full_cols, g.cols, block.block_k));
   }
-  const size_t legs = g.leg_rows.size();
-  const size_t checked = tp_split ? legs : legs - 1;
-  for (size_t leg = 0; leg < checked; ++leg) {
-    if (g.leg_rows[leg] % block.block_n == 0) continue;
-    if (tp_split) {
-      return InvalidInput(fmt::format(
-          "{}: {} with tensor-parallel size {} gives each rank slices of {} ({}), and {} is not "
-          "a multiple of the block's {} rows",
-          request.layer, key.ToId(), request.tp_size, legs > 1 ? "the fused legs" : "the weight",
-          LegList(request, g.leg_rows), LegName(request, leg), block.block_n));
+  for (size_t leg = 0; leg < g.leg_rows.size(); ++leg) {
+    const bool ends_leg = g.leg_src_rows[leg] + g.leg_rows[leg] == g.full_leg_rows[leg];
+    if (g.leg_src_rows[leg] % block.block_n == 0 &&
+        (g.leg_rows[leg] % block.block_n == 0 || ends_leg)) {
+      continue;
     }
     return InvalidInput(fmt::format(
-        "{}: {} needs every fused leg but the last to be a multiple of the block's {} rows; legs "
-        "{}: {} is not",
-        request.layer, key.ToId(), block.block_n, LegList(request, g.full_leg_rows),
-        LegName(request, leg)));
+        "{}: {} with tensor-parallel size {} gives each rank slices of {} ({}), and {} is not "
+        "a multiple of the block's {} rows",
+        request.layer, key.ToId(), request.tp_size,
+        g.leg_rows.size() > 1 ? "the fused legs" : "the weight", LegList(request, g.leg_rows),
+        LegName(request, leg), block.block_n));
   }
   return {};
 }
 
-// Bytes of one [rows, cols] weight of an fp8 key, scales included.
-int64_t BytesOf(const SpecKey& key, int64_t rows, int64_t cols) {
-  if (key.family == kFp8BlockFamily) {
-    return Fp8BlockLayout{key.block[0], key.block[1]}.BytesFor(rows, cols);
+// A leg's block grid [rows, cols] as checkpoints write it: [rows, cols], or ModelOpt FP8_PB_WO's
+// amax shape [rows, 1, cols, 1] (the same values in the same order), a scalar for one block.
+Status ExpectBlockGrid(const TensorView& view, std::string_view layer, int64_t rows, int64_t cols) {
+  const std::vector<int64_t>& shape = view.info->shape;
+  if (shape == std::vector<int64_t>{rows, cols} ||
+      shape == std::vector<int64_t>{rows, 1, cols, 1} || (shape.empty() && rows * cols == 1)) {
+    return {};
   }
-  return Fp8RowScaledLayout{}.BytesFor(rows, cols);
+  return InvalidInput(
+      fmt::format("{}: tensor {} has shape {}, expected [{}, {}] (or [{}, 1, {}, 1])", layer,
+                  view.info->name, specs_internal::ShapeString(shape), rows, cols, rows, cols));
+}
+
+// Bytes of this rank's weight of an fp8 key, scales included.
+int64_t BytesOf(const SpecKey& key, const ShardGeometry& g) {
+  if (key.family == kFp8BlockFamily) {
+    return Fp8BlockLayout{key.block[0], key.block[1]}.BytesForLegs(g.leg_rows, g.cols);
+  }
+  return Fp8RowScaledLayout{}.BytesFor(g.rows, g.cols);
 }
 
 class Fp8Spec final : public WeightSpec {
@@ -101,7 +112,7 @@ class Fp8Spec final : public WeightSpec {
     if (key_.family == kFp8BlockFamily) {
       const Fp8BlockLayout block = Layout();
       params.tensor(Slot::kWeightScale) =
-          ParamTensor(QDType::kFP32, block.ScaleRows(g.rows), block.ScaleCols(g.cols));
+          ParamTensor(QDType::kFP32, block.ScaleRowsOfLegs(g.leg_rows), block.ScaleCols(g.cols));
     } else {
       params.tensor(Slot::kWeightScale) = ParamTensor(QDType::kFP32, g.rows, 1);
     }
@@ -117,7 +128,7 @@ class Fp8Spec final : public WeightSpec {
 
   Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
-    return BytesOf(key_, g.rows, g.cols) + specs_internal::BiasBytes(request, g);
+    return BytesOf(key_, g) + specs_internal::BiasBytes(request, g);
   }
 
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
@@ -225,13 +236,15 @@ class Fp8Spec final : public WeightSpec {
     {
       const Fp8BlockLayout block = Layout();
       QP_RETURN_IF_ERROR(
-          ExpectShape(view, layer, {block.ScaleRows(full_rows), block.ScaleCols(g.full_cols)}));
+          ExpectBlockGrid(view, layer, block.ScaleRows(full_rows), block.ScaleCols(g.full_cols)));
       QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
-      // Slices start on block boundaries (CheckBlockAlignment), so they are whole grid cells.
+      // Slices start on block boundaries (CheckBlockAlignment), so they are whole grid cells; the
+      // leg's grid follows the grids of the legs before it.
       const int64_t src_cols = block.ScaleCols(g.full_cols);
       const int64_t first_row = g.leg_src_rows[leg] / block.block_n;
       const int64_t first_col = g.src_col / block.block_k;
-      const int64_t dst_row = g.leg_offsets[leg] / block.block_n;
+      const int64_t dst_row =
+          block.ScaleRowsOfLegs(std::span<const int64_t>(g.leg_rows).first(leg));
       const int64_t cols = scales.cols();
       for (int64_t r = 0; r < block.ScaleRows(g.leg_rows[leg]); ++r) {
         std::copy_n(scale.begin() + (first_row + r) * src_cols + first_col, cols,
@@ -309,7 +322,10 @@ class Fp8FamilyRow : public SpecFamilyRow {
     return slots;
   }
   int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
-    return BytesOf(key, rows, cols);
+    if (key.family == kFp8BlockFamily) {
+      return Fp8BlockLayout{key.block[0], key.block[1]}.BytesFor(rows, cols);
+    }
+    return Fp8RowScaledLayout{}.BytesFor(rows, cols);
   }
   Result<std::unique_ptr<WeightSpec>> Make(const SpecKey& key, const ActivationQuant& act,
                                            const LoadFacts& facts) const override {

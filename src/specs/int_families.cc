@@ -103,7 +103,7 @@ class IntGroupFamily final : public IntFamilyRow {
   int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
     const int64_t groups = (cols + key.group - 1) / key.group;
     return rows * Packed(cols, key.bits) + rows * groups * kScaleBytes +
-           (key.zero_point ? rows * Packed(groups, key.bits) : 0) + (key.act_order ? cols * 4 : 0);
+           (key.zero_point ? rows * Packed(groups, key.bits) : 0) + (key.act_order ? cols * 8 : 0);
   }
   std::vector<SpecCandidate> Candidates() const override {
     return {{"integer weights with 1-D group scales", "any",

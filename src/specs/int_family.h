@@ -13,12 +13,16 @@
 //   zeros    _zp only: the true zero point z as b-bit codes packed like the weight: group
 //            ParamTensor(kINT<b>, N, ceil(K / g)), channel ParamTensor(kINT<b>, 1, N) (one row of
 //            N codes). Without _zp, z = 2^(b-1) (the symmetric formats' offset).
-//   perm     _actorder only (slot g_idx): [1, K] int32 values in a 32-bit slot; canonical column
-//            j holds input column perm[j]. At load the columns are sorted by their act-order
-//            group (stable), so group j / g covers canonical columns [j·g, (j+1)·g) as in any
-//            group layout, and kernels read X[:, perm[j]] for column j (or scatter the
-//            dequantized row back through perm).
-//   W[n][perm[j]] = (q[n][j] − z[n][j / g]) · s[n][j / g]   (perm = identity without act-order).
+//   perm     _actorder only (slot g_idx): [2, K] int32 values in a 32-bit slot. Row 0, perm:
+//            canonical column j holds input column perm[j]; row 1, group: the group of
+//            canonical column j (non-decreasing). At load the columns are sorted by their
+//            act-order group (stable), so each group's columns are one run, and kernels read
+//            X[:, perm[j]] for column j (or scatter the dequantized row back through perm).
+//            Unsplit, and on column-parallel ranks, group[j] = j / g (every group holds exactly
+//            g columns). A row-parallel rank sorts its own columns, whose groups are whatever
+//            g_idx says (runs of any length, as vLLM splits g_idx with the rows), and stores the
+//            scales and zeros of every group of the whole K: [N, ceil(K_full / g)].
+//   W[n][perm[j]] = (q[n][j] − z[n][gi]) · s[n][gi], gi = group[j] with act-order, else j / g.
 // Why sort instead of keeping g_idx: a group's scale then covers a contiguous run of columns,
 // which fast kernels need, and the permutation of X is one gather per forward (vLLM's Marlin and
 // exllama paths do the same). The price is that every act-order group must hold exactly g columns

@@ -81,6 +81,20 @@ Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
   return ReadScales(view, request.layer);
 }
 
+IntPackedDims PackedDimsOf(SourceLayout layout, bool zero_point) {
+  switch (layout) {
+    case SourceLayout::kGptqV1:
+    case SourceLayout::kGptqV2:
+      return {.k = true, .n = true};  // qzeros exist for symmetric checkpoints too
+    case SourceLayout::kAwqGemm:
+      return {.k = false, .n = true};
+    case SourceLayout::kCtPackQuantized:
+      return {.k = true, .n = zero_point};
+    default:
+      return {};
+  }
+}
+
 uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits) {
   const int64_t bit = i * bits;
   const int64_t word = bit / 32;

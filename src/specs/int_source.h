@@ -63,6 +63,15 @@ Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
                                          const IntSourceRequest& request, Slot slot,
                                          const std::vector<std::vector<int64_t>>& shapes,
                                          IntLegCodes* leg);
+// The dimensions a source layout packs into int32 words, which a tensor-parallel slice must cut
+// on a word boundary: K (GPTQ qweight, compressed-tensors weight_packed), N (AWQ qweight and
+// qzeros, GPTQ qzeros, compressed-tensors asymmetric weight_zero_point).
+struct IntPackedDims {
+  bool k = false;
+  bool n = false;
+};
+IntPackedDims PackedDimsOf(SourceLayout layout, bool zero_point);
+
 // Code i of a little-endian bit stream of 32-bit words, `stride` words apart (a column of a
 // row-major matrix has stride = its width): bits [i·b, i·b + b) of the stream.
 uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits);

@@ -8,8 +8,13 @@
 // g_idx, since the legs share X); then pack the codes along K in act-order column order, the
 // scales in the 16-bit dtype the checkpoint stores (kept exactly: no rounding), and the zero
 // points. ProcessAfterLoading has nothing left to convert.
-// Non-goals: tensor-parallel slices and MoE experts (not yet), activation quantization (W8A8,
-// W4A8: other families' modes), quantizing high-precision weights at load time.
+// Tensor-parallel ranks decode each whole leg and keep their slice: rows [leg_src_rows,
+// +leg_rows) of each leg, columns [src_col, +cols), and the groups of those columns. A row split
+// keeps whole groups and both splits cut the source's int32 words on a word (PackedDimsOf), as
+// vLLM's create_weights requires. An act-order rank sorts its own columns by group and keeps
+// every group's scales (ActOrderOf, int_family.h).
+// Non-goals: MoE experts (not yet), activation quantization (W8A8, W4A8: other families' modes),
+// quantizing high-precision weights at load time.
 #include <algorithm>
 #include <numeric>
 
@@ -38,11 +43,16 @@ std::optional<QDType> SixteenBit(StDtype dtype) {
   return std::nullopt;
 }
 
-// The canonical column order of an act-order leg: input columns sorted by group, stably. Every
-// group must hold exactly g columns (the last one the remainder), so that canonical group j is
-// columns [j·g, (j+1)·g).
-Result<std::vector<int32_t>> ActOrderPermutation(const IntLegCodes& leg,
-                                                 const IntSourceRequest& r) {
+// An act-order rank's column order: perm[j] = the rank's input column of canonical column j,
+// its columns [first_col, first_col + cols) sorted by group, stably; group[j] = that column's
+// group. Every group of the whole leg must hold exactly g columns (the last one the remainder),
+// so that unsplit, group[j] = j / g.
+struct ActOrder {
+  std::vector<int32_t> perm;
+  std::vector<int32_t> group;
+};
+Result<ActOrder> ActOrderOf(const IntLegCodes& leg, const IntSourceRequest& r, int64_t first_col,
+                            int64_t cols) {
   const int64_t groups = r.groups();
   std::vector<int64_t> count(static_cast<size_t>(groups), 0);
   for (int64_t c = 0; c < r.cols; ++c) {
@@ -63,11 +73,14 @@ Result<std::vector<int32_t>> ActOrderPermutation(const IntLegCodes& leg,
           leg.g_idx_tensor, count[gi], gi, expected));
     }
   }
-  std::vector<int32_t> perm(static_cast<size_t>(r.cols));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::stable_sort(perm.begin(), perm.end(),
-                   [&](int32_t a, int32_t b) { return leg.g_idx[a] < leg.g_idx[b]; });
-  return perm;
+  const int32_t* g_idx = leg.g_idx.data() + first_col;
+  ActOrder order;
+  order.perm.resize(static_cast<size_t>(cols));
+  std::iota(order.perm.begin(), order.perm.end(), 0);
+  std::stable_sort(order.perm.begin(), order.perm.end(),
+                   [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
+  for (int32_t c : order.perm) order.group.push_back(g_idx[c]);
+  return order;
 }
 
 class IntSpec final : public WeightSpec {
@@ -89,20 +102,30 @@ class IntSpec final : public WeightSpec {
     if (key_.family == kIntTensorFamily) {
       params.tensor(Slot::kWeightScale) = ParamTensor(QDType::kFP32, 1, 1);
     } else {
-      params.tensor(Slot::kWeightScale) = ParamTensor(scale, g.rows, Groups(g.cols));
+      params.tensor(Slot::kWeightScale) = ParamTensor(scale, g.rows, ScaleGroups(g));
     }
     if (key_.zero_point) {
       params.tensor(Slot::kWeightZero) = key_.family == kIntGroupFamily
-                                             ? ParamTensor(code, g.rows, Groups(g.cols))
+                                             ? ParamTensor(code, g.rows, ScaleGroups(g))
                                              : ParamTensor(code, 1, g.rows);
     }
-    if (key_.act_order) params.tensor(Slot::kGIdx) = ParamTensor(QDType::kFP32, 1, g.cols);
+    // Rows perm and group of int32 values, in a 32-bit slot.
+    if (key_.act_order) params.tensor(Slot::kGIdx) = ParamTensor(QDType::kFP32, 2, g.cols);
     return params;
   }
 
   Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
     QP_ASSIGN_OR_RETURN(int64_t bytes, LayoutBytes(key_, g.rows, g.cols, 16));
+    // An act-order row rank keeps every group's scales (and zeros), not only its columns'.
+    const int64_t more = ScaleGroups(g) - Groups(g.cols);
+    if (more > 0) {
+      const int64_t groups = ScaleGroups(g);
+      bytes += g.rows * more * 2;
+      if (key_.zero_point) {
+        bytes += g.rows * ((groups * key_.bits + 7) / 8 - (Groups(g.cols) * key_.bits + 7) / 8);
+      }
+    }
     return bytes + specs_internal::BiasBytes(request, g);
   }
 
@@ -117,7 +140,7 @@ class IntSpec final : public WeightSpec {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
     QP_ASSIGN_OR_RETURN(specs_internal::IntSourceFn decode,
                         specs_internal::FindIntSource(facts_.layout, layer));
-    std::vector<int32_t> perm;
+    ActOrder order;
     std::vector<int32_t> first_g_idx;
     for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
       IntSourceRequest r;
@@ -125,19 +148,21 @@ class IntSpec final : public WeightSpec {
       r.prefix = leg_prefixes[leg];
       r.layout = facts_.layout;
       r.bits = key_.bits;
-      r.group = IntGroupOf(key_, g.cols);
+      r.group = IntGroupOf(key_, g.full_cols);
       r.tensor = key_.family == kIntTensorFamily;
       r.zero_point = key_.zero_point;
       r.act_order = key_.act_order;
       r.rows = g.full_leg_rows[leg];
-      r.cols = g.cols;
+      r.cols = g.full_cols;
       QP_ASSIGN_OR_RETURN(IntLegCodes codes, decode(checkpoint, r));
       QP_RETURN_IF_ERROR(CheckSymmetric(codes, r));
       if (key_.act_order) {
         if (leg == 0) {
-          QP_ASSIGN_OR_RETURN(perm, ActOrderPermutation(codes, r));
+          QP_ASSIGN_OR_RETURN(order, ActOrderOf(codes, r, g.src_col, g.cols));
           first_g_idx = codes.g_idx;
-          std::copy(perm.begin(), perm.end(), params->tensor(Slot::kGIdx).data<int32_t>());
+          int32_t* slot = params->tensor(Slot::kGIdx).data<int32_t>();
+          std::copy(order.perm.begin(), order.perm.end(), slot);
+          std::copy(order.group.begin(), order.group.end(), slot + g.cols);
         } else if (codes.g_idx != first_g_idx) {
           return InvalidInput(fmt::format(
               "{}: tensor {} differs from the first leg's g_idx; the fused legs share one input "
@@ -145,8 +170,8 @@ class IntSpec final : public WeightSpec {
               layer, codes.g_idx_tensor));
         }
       }
-      StoreCodes(codes, r, perm, g.leg_offsets[leg], params);
-      QP_RETURN_IF_ERROR(StoreScales(codes, r, leg, g.leg_offsets[leg], params));
+      StoreCodes(codes, r, order.perm, g, leg, params);
+      QP_RETURN_IF_ERROR(StoreScales(codes, r, g, leg, params));
     }
     QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
     params->loaded = true;
@@ -164,14 +189,48 @@ class IntSpec final : public WeightSpec {
     const int64_t group = IntGroupOf(key_, cols);
     return (cols + group - 1) / group;
   }
+  // Groups of scales a rank stores: its columns', or with act-order every group of the whole K
+  // (a rank's columns fall in whichever groups g_idx says, as in vLLM's exllama path).
+  int64_t ScaleGroups(const ShardGeometry& g) const {
+    return key_.act_order ? (g.full_cols + key_.group - 1) / key_.group : Groups(g.cols);
+  }
+  // The first group of this rank's scales in the checkpoint's.
+  int64_t FirstGroup(const ShardGeometry& g) const {
+    return key_.act_order ? 0 : g.src_col / IntGroupOf(key_, g.full_cols);
+  }
 
   Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
-    if (request.tp_size > 1) {
-      return Unsupported(
-          fmt::format("{}: {} with tensor-parallel size {}: integer weights are not split "
-                      "across ranks yet",
-                      request.layer, key_.ToId(), request.tp_size));
+    const int tp = request.tp_size;
+    const int64_t group = IntGroupOf(key_, g.full_cols);
+    const specs_internal::IntPackedDims packed =
+        specs_internal::PackedDimsOf(facts_.layout, key_.zero_point);
+    if (g.cols != g.full_cols) {
+      if (key_.family == kIntGroupFamily && g.cols % group != 0) {
+        return InvalidInput(fmt::format(
+            "{}: {} with tensor-parallel size {} splits K = {} into slices of {} columns, which "
+            "is not a multiple of the group size {}",
+            request.layer, key_.ToId(), tp, g.full_cols, g.cols, group));
+      }
+      if (packed.k && g.cols * key_.bits % 32 != 0) {
+        return InvalidInput(fmt::format(
+            "{}: {} with tensor-parallel size {} splits K = {} into slices of {} columns, which "
+            "do not fill whole int32 words of {}-bit codes ({})",
+            request.layer, key_.ToId(), tp, g.full_cols, g.cols, key_.bits,
+            SourceLayoutName(facts_.layout)));
+      }
+    }
+    for (size_t leg = 0; leg < g.leg_rows.size(); ++leg) {
+      if (!packed.n || g.leg_rows[leg] == g.full_leg_rows[leg] ||
+          (g.leg_rows[leg] * key_.bits % 32 == 0 && g.leg_src_rows[leg] * key_.bits % 32 == 0)) {
+        continue;
+      }
+      return InvalidInput(fmt::format(
+          "{}: {} with tensor-parallel size {} splits N = {} of {} into slices of {} rows, which "
+          "do not fill whole int32 words of {}-bit codes ({})",
+          request.layer, key_.ToId(), tp, g.full_leg_rows[leg],
+          specs_internal::LegLabel(request, leg), g.leg_rows[leg], key_.bits,
+          SourceLayoutName(facts_.layout)));
     }
     return g;
   }
@@ -191,23 +250,29 @@ class IntSpec final : public WeightSpec {
     return {};
   }
 
+  // Packs this rank's slice of one decoded leg: rows [leg_src_rows, +leg_rows), columns
+  // [src_col, +cols) (in the rank's act-order order with act-order), and its groups' zeros.
   void StoreCodes(const IntLegCodes& codes, const IntSourceRequest& r,
-                  const std::vector<int32_t>& perm, int64_t row_offset,
+                  const std::vector<int32_t>& perm, const ShardGeometry& g, size_t leg,
                   LinearParams* params) const {
     ParamTensor& w = params->tensor(Slot::kWeight);
-    for (int64_t row = 0; row < r.rows; ++row) {
+    const int64_t row_offset = g.leg_offsets[leg];
+    const int64_t src_row = g.leg_src_rows[leg];
+    for (int64_t row = 0; row < g.leg_rows[leg]; ++row) {
       uint8_t* dst = w.data<uint8_t>() + (row_offset + row) * w.row_bytes();
-      const uint8_t* src = codes.codes.data() + row * r.cols;
-      for (int64_t j = 0; j < r.cols; ++j) {
+      const uint8_t* src = codes.codes.data() + (src_row + row) * r.cols + g.src_col;
+      for (int64_t j = 0; j < g.cols; ++j) {
         WriteCode(dst, j, key_.bits, src[perm.empty() ? j : perm[j]]);
       }
     }
     if (!key_.zero_point) return;
     ParamTensor& z = params->tensor(Slot::kWeightZero);
     const int64_t groups = r.groups();
-    for (int64_t row = 0; row < r.rows; ++row) {
-      for (int64_t i = 0; i < groups; ++i) {
-        const uint8_t zero = codes.zeros[row * groups + i];
+    const int64_t first_group = FirstGroup(g);
+    const int64_t rank_groups = key_.family == kIntGroupFamily ? z.cols() : 1;
+    for (int64_t row = 0; row < g.leg_rows[leg]; ++row) {
+      for (int64_t i = 0; i < rank_groups; ++i) {
+        const uint8_t zero = codes.zeros[(src_row + row) * groups + first_group + i];
         if (key_.family == kIntGroupFamily) {
           WriteCode(z.data<uint8_t>() + (row_offset + row) * z.row_bytes(), i, key_.bits, zero);
         } else {
@@ -217,8 +282,8 @@ class IntSpec final : public WeightSpec {
     }
   }
 
-  Status StoreScales(const IntLegCodes& codes, const IntSourceRequest& r, size_t leg,
-                     int64_t row_offset, LinearParams* params) const {
+  Status StoreScales(const IntLegCodes& codes, const IntSourceRequest& r, const ShardGeometry& g,
+                     size_t leg, LinearParams* params) const {
     ParamTensor& s = params->tensor(Slot::kWeightScale);
     if (key_.family == kIntTensorFamily) {
       if (leg > 0 && s.data<float>()[0] != codes.scales[0]) {
@@ -233,14 +298,18 @@ class IntSpec final : public WeightSpec {
     const std::optional<QDType> stored = SixteenBit(codes.scale_dtype);
     if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), s.cols());
     const int64_t groups = s.cols();
-    for (int64_t row = 0; row < r.rows; ++row) {
+    const int64_t src_groups = r.groups();
+    const int64_t first_group = FirstGroup(g);
+    for (int64_t row = 0; row < g.leg_rows[leg]; ++row) {
+      const int64_t src_row = g.leg_src_rows[leg] + row;
       for (int64_t i = 0; i < groups; ++i) {
-        const float value = codes.scales[row * groups + i];
-        if (StoreExact(&s, (row_offset + row) * groups + i, value)) continue;
+        const float value = codes.scales[src_row * src_groups + first_group + i];
+        if (StoreExact(&s, (g.leg_offsets[leg] + row) * groups + i, value)) continue;
         return InvalidInput(fmt::format(
             "{}: tensor {} holds {} at row {}, group {}, which {} cannot hold exactly; {} keeps "
             "16-bit scales",
-            r.layer, codes.scales_tensor, value, row, i, QDTypeName(s.dtype()), key_.ToId()));
+            r.layer, codes.scales_tensor, value, src_row, first_group + i, QDTypeName(s.dtype()),
+            key_.ToId()));
       }
     }
     return {};

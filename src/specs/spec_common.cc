@@ -53,6 +53,12 @@ std::optional<StDtype> StorageDtypeOf(QDType dtype) {
   }
 }
 
+std::string LegLabel(const AllocationRequest& request, size_t leg) {
+  if (leg < request.leg_names.size()) return "leg " + request.leg_names[leg];
+  if (request.leg_rows.size() > 1) return fmt::format("leg {}", leg);
+  return "the weight";
+}
+
 Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
   const auto [n, k] = request.shape;
   const std::string& layer = request.layer;
@@ -98,16 +104,29 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
     return InvalidInput(
         fmt::format("{}: K = {} is not divisible by tensor-parallel size {}", layer, k, tp));
   }
-  for (int64_t full : g.full_leg_rows) {
-    if (column && full % tp != 0) {
-      return InvalidInput(
-          fmt::format("{}: fused leg widths {} are not all divisible by tensor-parallel size {}",
-                      layer, ShapeString(g.full_leg_rows), tp));
+  const std::vector<int64_t>& rank_rows = request.rank_leg_rows;
+  if (column && !rank_rows.empty() && rank_rows.size() != g.full_leg_rows.size()) {
+    return InvalidInput(fmt::format("{}: {} per-rank leg widths given for {} legs", layer,
+                                    rank_rows.size(), g.full_leg_rows.size()));
+  }
+  for (size_t leg = 0; leg < g.full_leg_rows.size(); ++leg) {
+    const int64_t full = g.full_leg_rows[leg];
+    int64_t rows = full;
+    int64_t src = 0;
+    if (column) {
+      // `slices` distinct slices of `rows` rows, each held by tp / slices consecutive ranks.
+      rows = rank_rows.empty() ? full / tp : rank_rows[leg];
+      const int64_t slices = rows > 0 && full % rows == 0 ? full / rows : 0;
+      if (slices == 0 || tp % slices != 0) {
+        return InvalidInput(
+            fmt::format("{}: N = {} of {} is not divisible by tensor-parallel size {}", layer, full,
+                        LegLabel(request, leg), tp));
+      }
+      src = request.tp_rank / (tp / slices) * rows;
     }
-    const int64_t rows = column ? full / tp : full;
     g.leg_offsets.push_back(g.rows);
     g.leg_rows.push_back(rows);
-    g.leg_src_rows.push_back(column ? rows * request.tp_rank : 0);
+    g.leg_src_rows.push_back(src);
     g.rows += rows;
   }
   g.has_bias = request.bias && (!row || request.tp_rank == 0);
@@ -312,3 +331,23 @@ Status ExpectLoadedNotProcessed(const LinearParams& params) {
 }
 
 }  // namespace quantpath::specs_internal
+
+namespace quantpath {
+
+Result<RankSlice> RankSliceOf(const AllocationRequest& request) {
+  QP_ASSIGN_OR_RETURN(specs_internal::ShardGeometry g, specs_internal::ComputeGeometry(request));
+  RankSlice slice;
+  int64_t leg_start = 0;
+  for (size_t leg = 0; leg < g.leg_rows.size(); ++leg) {
+    for (int64_t r = 0; r < g.leg_rows[leg]; ++r) {
+      slice.rows.push_back(leg_start + g.leg_src_rows[leg] + r);
+    }
+    leg_start += g.full_leg_rows[leg];
+  }
+  slice.first_col = g.src_col;
+  slice.cols = g.cols;
+  slice.bias = g.has_bias;
+  return slice;
+}
+
+}  // namespace quantpath

@@ -38,6 +38,10 @@ struct ShardGeometry {
 // the layer.
 Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request);
 
+// "leg q_proj" (named legs), "leg 1" (unnamed fused legs) or "the weight" (one leg), for
+// messages about one leg's dimension.
+std::string LegLabel(const AllocationRequest& request, size_t leg);
+
 // Bytes of this rank's bias (params dtype), 0 without one.
 int64_t BiasBytes(const AllocationRequest& request, const ShardGeometry& geometry);
 

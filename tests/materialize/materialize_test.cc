@@ -185,10 +185,19 @@ TEST(StorageBytesTest, Errors) {
   EXPECT_FALSE(StorageBytes(SpecKey{SpecFamily("no_such_family")}, Request({8, 8})).ok());
   EXPECT_FALSE(
       StorageBytes(*ParseSpecId("fp8_block_128_128"), Request({8, 8}, {4, 3})).ok());  // legs ≠ N
-  Result<int64_t> legs =
-      StorageBytes(*ParseSpecId("fp8_block_128_128"), Request({512, 256}, {256, 64, 192}));
+  // A column split that cuts a block of a leg.
+  AllocationRequest split = Request({512, 256}, {256, 256});
+  split.parallel = Parallel::kColumn;
+  split.tp_size = 4;
+  Result<int64_t> legs = StorageBytes(*ParseSpecId("fp8_block_128_128"), split);
   ASSERT_FALSE(legs.ok());
   EXPECT_NE(legs.status().message().find("multiple of the block's 128 rows"), std::string::npos);
+}
+
+TEST(StorageBytesTest, BlockGridsPerFusedLeg) {
+  // 256 + 64 + 192 rows: grids of 2, 1 and 2 rows (a shared grid would have 4), 2 columns each.
+  EXPECT_EQ(*StorageBytes(*ParseSpecId("fp8_block_128_128"), Request({512, 256}, {256, 64, 192})),
+            512 * 256 + (2 + 1 + 2) * 2 * 4);
 }
 
 LayerSite QkvSite() {

@@ -355,12 +355,13 @@ TEST(IntSpecTest, RefusesWhatItCannotLoad) {
   ct.layout = SourceLayout::kCtPackQuantized;
   EXPECT_FALSE(
       MakeSpec(Key("int8_channel"), {ActMode::kDynamicPerToken, 0, QDType::kINT8}, ct).ok());
+  // Tensor-parallel slices that cut a group: tests/specs/tp_int_test.cc.
   AllocationRequest tp = Request("layer.x", 64, {16});
-  tp.tp_size = 2;
-  tp.parallel = Parallel::kColumn;
+  tp.tp_size = 4;
+  tp.parallel = Parallel::kRow;
   Result<LinearParams> p = Spec("int4_group_32", SourceLayout::kCtPackQuantized)->Allocate(tp);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(p.status().code(), ErrorCode::kInvalidInput);
   // 3-bit compressed-tensors packing differs across releases.
   std::mt19937 rng(10);
   const IntLeg leg = RandomIntLeg(&rng, 3, 16, 64, 32, true);

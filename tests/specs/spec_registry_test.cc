@@ -150,7 +150,7 @@ TEST(StorageOnlyFamiliesTest, IdsAndBytes) {
       // 4-bit codes: 8 × 256 / 2; scales 8 × 2 groups × 2 bytes; zeros 8 × ceil(2 × 4 / 8).
       {"int4_group_128", 8, 256, 1024 + 32},
       {"int4_group_128_zp", 8, 256, 1024 + 32 + 8},
-      {"int3_group_128_zp_actorder", 8, 256, 768 + 32 + 8 + 1024},
+      {"int3_group_128_zp_actorder", 8, 256, 768 + 32 + 8 + 2048},
       {"int8_channel", 8, 256, 2048 + 16},
       {"int4_channel_zp", 8, 256, 1024 + 16 + 4},
       {"int8_tensor", 8, 256, 2048 + 4},

@@ -135,5 +135,88 @@ TEST(TensorParallelTest, SplitsMustDivide) {
             std::string::npos);
 }
 
+TEST(TensorParallelTest, ReplicatedKvHeadsFollowTheRanksLegRows) {
+  // q: 4 heads of 1 row, k and v: 2 heads of 1 row, at --tp 4: one q head per rank and each KV
+  // head on two consecutive ranks (vLLM's QKVParallelLinear with fewer KV heads than ranks).
+  std::mt19937 rng(3);
+  const std::vector<float> q = testing::RandomBf16Values(&rng, 4 * 2);
+  const std::vector<float> k = testing::RandomBf16Values(&rng, 2 * 2);
+  const std::vector<float> v = testing::RandomBf16Values(&rng, 2 * 2);
+  Checkpoint checkpoint = testing::OpenTestCheckpoint({Bf16Tensor("q.weight", {4, 2}, q),
+                                                       Bf16Tensor("k.weight", {2, 2}, k),
+                                                       Bf16Tensor("v.weight", {2, 2}, v)});
+  const auto spec = TestSpec(kBf16Key);
+  for (int rank = 0; rank < 4; ++rank) {
+    AllocationRequest request;
+    request.layer = "qkv_proj";
+    request.shape = {8, 2};
+    request.leg_rows = {4, 2, 2};
+    request.rank_leg_rows = {1, 1, 1};
+    request.parallel = Parallel::kColumn;
+    request.tp_size = 4;
+    request.tp_rank = rank;
+    Result<LinearParams> params = spec->Allocate(request);
+    ASSERT_TRUE(params.ok()) << params.status().message();
+    ASSERT_TRUE(spec->Load(checkpoint, {"q", "k", "v"}, &*params).ok());
+    const int kv = rank / 2;
+    for (int64_t c = 0; c < 2; ++c) {
+      EXPECT_EQ(At(params->tensor(Slot::kWeight), 0, c), q[rank * 2 + c]) << rank;
+      EXPECT_EQ(At(params->tensor(Slot::kWeight), 1, c), k[kv * 2 + c]) << rank;
+      EXPECT_EQ(At(params->tensor(Slot::kWeight), 2, c), v[kv * 2 + c]) << rank;
+    }
+    Result<RankSlice> slice = RankSliceOf(request);
+    ASSERT_TRUE(slice.ok());
+    EXPECT_EQ(slice->rows, (std::vector<int64_t>{rank, 4 + kv, 6 + kv}));
+  }
+  // Three KV heads cannot be shared evenly by four ranks.
+  AllocationRequest odd;
+  odd.layer = "qkv_proj";
+  odd.shape = {10, 2};
+  odd.leg_rows = {4, 3, 3};
+  odd.leg_names = {"q_proj", "k_proj", "v_proj"};
+  odd.rank_leg_rows = {1, 1, 1};
+  odd.parallel = Parallel::kColumn;
+  odd.tp_size = 4;
+  EXPECT_EQ(spec->Allocate(odd).status().message(),
+            "qkv_proj: N = 3 of leg k_proj is not divisible by tensor-parallel size 4");
+}
+
+TEST(TensorParallelTest, BlockGridsArePerLeg) {
+  // q/k/v of 128 + 64 + 64 rows with 128 × 128 blocks: three grids of one row each, though the
+  // legs together are two block rows.
+  std::mt19937 rng(4);
+  std::vector<testing::TestTensor> tensors;
+  std::vector<std::vector<float>> scales;
+  for (const auto& [leg, rows] : {std::pair{"q", 128}, std::pair{"k", 64}, std::pair{"v", 64}}) {
+    const std::string p = leg;
+    tensors.push_back(Fp8Tensor(p + ".weight", {rows, 256}, RandomFp8(&rng, rows * 256)));
+    scales.push_back(testing::RandomScales(&rng, 2));
+    tensors.push_back(F32Tensor(p + ".weight_scale_inv", {1, 2}, scales.back()));
+  }
+  Checkpoint checkpoint = testing::OpenTestCheckpoint(tensors);
+  const auto spec = TestSpec(Fp8BlockKey(128, 128), {});
+  AllocationRequest request;
+  request.layer = "qkv_proj";
+  request.shape = {256, 256};
+  request.leg_rows = {128, 64, 64};
+  Result<LinearParams> params = spec->Allocate(request);
+  ASSERT_TRUE(params.ok()) << params.status().message();
+  ASSERT_TRUE(spec->Load(checkpoint, {"q", "k", "v"}, &*params).ok());
+  const ParamTensor& grid = params->tensor(Slot::kWeightScale);
+  ASSERT_EQ(grid.rows(), 3);
+  for (int64_t leg = 0; leg < 3; ++leg) {
+    for (int64_t j = 0; j < 2; ++j) EXPECT_EQ(At(grid, leg, j), scales[leg][j]) << leg;
+  }
+  EXPECT_EQ(*spec->StorageBytes(request), 256 * 256 + 3 * 2 * 4);
+  EXPECT_EQ(*spec->StorageBytes(request), params->WeightBytes());
+  // At --tp 2 q's 64 rows per rank are half a block.
+  request.parallel = Parallel::kColumn;
+  request.tp_size = 2;
+  request.rank_leg_rows = {64, 64, 64};
+  EXPECT_NE(spec->Allocate(request).status().message().find("and leg 0 is not a multiple of the "
+                                                            "block's 128 rows"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace quantpath

@@ -1,7 +1,8 @@
-// quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--input X.safetensors]
-//               [--output Y.safetensors] [--engine E] [--quantization NAME] [--json]
+// quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--tp N --rank R]
+//               [--input X.safetensors] [--output Y.safetensors] [--engine E]
+//               [--quantization NAME] [--json]
 //
-// Loads one layer the way an engine would and compares one Forward with the double-precision
+// Loads one layer the way an engine would (rank R's shard of N with --tp) and compares one Forward with the double-precision
 // reference, on seeded input (pipeline.h RunSeeded says exactly how) or on the tensor `x` of
 // --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
 // finite), 2 for unusable input. An MoE layer runs each expert's w13 (gate and up) and w2 (down),
@@ -26,6 +27,8 @@ struct RunArgs {
   int64_t expert_index = 0;  // --expert as parsed; `expert` holds it when given
   int64_t m = 4;
   uint64_t seed = 0;
+  int64_t tp = 1;
+  int rank = 0;
   bool json = false;
   // --engine, --quantization
   std::string engine = "native";
@@ -118,7 +121,7 @@ int RunLayer(const RunArgs& args) {
   if (!args.output.empty()) {
     if (Status s = CheckOutputPath(args); !s.ok()) return ReportBadInput(s.message());
   }
-  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, "cpu");
+  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp);
   if (!options.ok()) return ReportBadInput(options.status().message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
@@ -127,10 +130,11 @@ int RunLayer(const RunArgs& args) {
     if (!args.input.empty() || !args.output.empty()) {
       return ReportBadInput("--input/--output: an MoE layer runs on seeded input only");
     }
+    if (args.tp != 1) return ReportBadInput("--tp: MoE experts are loaded whole (--tp 1) for now");
     return RunExperts(*model, args);
   }
   if (args.expert) return ReportBadInput("--expert: only an MoE layer (kind moe) has experts");
-  Result<LoadedLayer> layer = LoadLayer(*model, args.layer);
+  Result<LoadedLayer> layer = LoadLayer(*model, args.layer, args.rank);
   if (!layer.ok()) return ReportBadInput(layer.status().message());
   Result<LayerRun> run =
       args.input.empty() ? RunSeeded(*layer, args.m, args.seed) : RunGivenInput(*layer, args.input);
@@ -173,6 +177,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                       "expert on the same input");
   cmd->add_option("--m", args->m, "Rows of the seeded input (default 4)");
   cmd->add_option("--seed", args->seed, "Seed of the input (default 0)");
+  cmd->add_option("--tp", args->tp, "Tensor-parallel size (default 1)");
+  cmd->add_option("--rank", args->rank, "Tensor-parallel rank to load, 0 to tp - 1 (default 0)");
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/run.md)");
   // --engine, --quantization: decide the layer as plan does.
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");

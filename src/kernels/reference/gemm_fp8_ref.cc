@@ -2,11 +2,12 @@
 //   GemmFp8Row_Ref    fp8_per_tensor and fp8_per_channel: after loading both hold one fp32 scale
 //                     per output row (Fp8RowScaledLayout), so W[n][c] = e4m3(w[n][c]) × S[n].
 //   GemmFp8Block_Ref  fp8_block_<bn>_<bk> (Fp8BlockLayout): W[n][c] = e4m3(w[n][c]) ×
-//                     S[n / bn][c / bk].
+//                     S[g_l + (n − o_l) / bn][c / bk], one grid per fused leg l.
 // Both take X as it is (weight-only schemes) or quantize it to fp8 first, per the spec's
 // activation mode (per token, per tensor, per 1 × group, or the static input scale).
 // Non-goals: speed.
 #include <cassert>
+#include <vector>
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
@@ -67,12 +68,22 @@ class GemmFp8BlockRef final : public LinearKernel {
     const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
     const int64_t k = params.cols;
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-    assert(scales.rows() == layout.ScaleRows(params.rows) && scales.cols() == layout.ScaleCols(k));
+    // The grid row of each weight row, leg by leg (parameters built by hand may list no legs).
+    const std::vector<int64_t> legs =
+        params.leg_rows.empty() ? std::vector<int64_t>{params.rows} : params.leg_rows;
+    assert(scales.rows() == layout.ScaleRowsOfLegs(legs) && scales.cols() == layout.ScaleCols(k));
+    std::vector<int64_t> grid_row;
+    grid_row.reserve(static_cast<size_t>(params.rows));
+    int64_t first = 0;
+    for (int64_t rows : legs) {
+      for (int64_t r = 0; r < rows; ++r) grid_row.push_back(first + r / layout.block_n);
+      first += layout.ScaleRows(rows);
+    }
     const uint8_t* w = params.tensor(Slot::kWeight).data<uint8_t>();
     const float* scale = scales.data<float>();
     const int64_t scale_cols = scales.cols();
     reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
-      const float* s = scale + (n / layout.block_n) * scale_cols;
+      const float* s = scale + grid_row[n] * scale_cols;
       for (int64_t c = 0; c < k; ++c) row[c] = Fp8E4M3ToFloat(w[n * k + c]) * s[c / layout.block_k];
     });
   }

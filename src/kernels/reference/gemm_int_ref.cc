@@ -2,8 +2,9 @@
 // int<b>_channel[_zp], int<b>_tensor), X and Y in fp32 or bf16, X kept in high precision
 // (ActMode::kNone), products in fp32. Row n of W is dequantized from the canonical layout of
 // int_family.h:
-//   W[n][perm[j]] = (q[n][j] − z) · s, with s = S[n][j / g] (group), S[n][0] (channel) or the
-//   single scale (tensor), and z = Z[n][j / g] (group _zp), Z[0][n] (channel _zp) or 2^(b-1).
+//   W[n][perm[j]] = (q[n][j] − z) · s, with s = S[n][gi] (group), S[n][0] (channel) or the
+//   single scale (tensor), and z = Z[n][gi] (group _zp), Z[0][n] (channel _zp) or 2^(b-1);
+//   gi = j / g, or with act-order the slot's group row (group[j]).
 // Writing column j to perm[j] undoes the act-order sort, so X is used as it is.
 // Non-goals: speed.
 #include <cassert>
@@ -40,13 +41,14 @@ class GemmIntRef final : public LinearKernel {
     const ParamTensor& perm_slot = params.tensor(Slot::kGIdx);
     assert(w.rows() == params.rows && w.cols() == k);
     const int32_t* perm = perm_slot.empty() ? nullptr : perm_slot.data<int32_t>();
+    const int32_t* group_of = perm ? perm + k : nullptr;  // the slot's second row
     const bool tensor = key.family == kIntTensorFamily;
     const int64_t scale_cols = scales.cols();
     const int implied_zero = 1 << (bits - 1);
     reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
       const uint8_t* codes = w.data<uint8_t>() + n * w.row_bytes();
       for (int64_t j = 0; j < k; ++j) {
-        const int64_t gi = j / group;
+        const int64_t gi = group_of ? group_of[j] : j / group;
         const float s = LoadFloat(scales, tensor ? 0 : n * scale_cols + gi);
         int z = implied_zero;
         if (!zeros.empty()) {

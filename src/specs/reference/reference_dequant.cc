@@ -110,6 +110,20 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
   return out;
 }
 
+ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slice) {
+  ReferenceLayer out;
+  out.rows = static_cast<int64_t>(slice.rows.size());
+  out.cols = slice.cols;
+  out.input_scale = whole.input_scale;
+  out.weight.reserve(static_cast<size_t>(out.rows * out.cols));
+  for (int64_t row : slice.rows) {
+    const double* from = whole.weight.data() + row * whole.cols + slice.first_col;
+    out.weight.insert(out.weight.end(), from, from + slice.cols);
+    if (slice.bias && !whole.bias.empty()) out.bias.push_back(whole.bias[row]);
+  }
+  return out;
+}
+
 std::vector<double> QuantizeActivationsReference(std::span<const double> x, int64_t m, int64_t k,
                                                  const ActivationQuant& act,
                                                  std::optional<double> static_scale) {
