@@ -35,7 +35,7 @@ void Compare(const std::vector<float>& y, const ReferenceLayer& ref, const Activ
   std::vector<double> xd(x.size());
   for (size_t i = 0; i < x.size(); ++i) xd[i] = Bf16ToFloat(x[i]);
   const std::vector<double> xq =
-      QuantizeActivationsReference(xd, m, ref.cols, act, ref.input_scale);
+      QuantizeActivationsReference(xd, m, ref.cols, act, ref.input_scale, ref.input_zero_point);
   double max_ref = 0;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < ref.rows; ++j) {

@@ -8,8 +8,8 @@
 // g_idx, since the legs share X); then pack the codes along K in act-order column order, the
 // scales in the 16-bit dtype the checkpoint stores (kept exactly: no rounding), and the zero
 // points. ProcessAfterLoading has nothing left to convert.
-// Non-goals: tensor-parallel slices and MoE experts (not yet), activation quantization (W8A8,
-// W4A8: other families' modes), quantizing high-precision weights at load time.
+// Non-goals: tensor-parallel slices and MoE experts (not yet), activation quantization (W8A8:
+// w8a8_spec.cc), quantizing high-precision weights at load time.
 #include <algorithm>
 #include <numeric>
 
@@ -17,6 +17,7 @@
 #include "src/specs/int_family.h"
 #include "src/specs/int_source.h"
 #include "src/specs/spec_common.h"
+#include "src/specs/w8a8_family.h"
 
 namespace quantpath {
 namespace {
@@ -257,10 +258,8 @@ namespace specs_internal {
 
 Result<std::unique_ptr<WeightSpec>> MakeIntSpec(const SpecKey& key, const ActivationQuant& act,
                                                 const LoadFacts& facts) {
-  if (act.mode != ActMode::kNone) {
-    return Unsupported(
-        fmt::format("{} with {} activations has no kernel mode yet", key.ToId(), act.ToString()));
-  }
+  // Quantized activations are the W8A8 spec's (w8a8_spec.cc), over the same weight layout.
+  if (act.mode != ActMode::kNone) return MakeW8a8Spec(key, act, facts);
   switch (facts.layout) {
     case SourceLayout::kGptqV1:
     case SourceLayout::kGptqV2:
