@@ -165,7 +165,8 @@ TEST(GemmW8a8RefTest, FusedLegsWithDifferentGridsMatchTheReference) {
       (*kernel)->Apply(*params, act, ConstMatrix{QDType::kFP32, x.data(), m, k},
                        MutableMatrix{QDType::kFP32, moved.data(), m, 64});
       double worst = 0;
-      for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(moved[i] - y[i]));
+      for (size_t i = 0; i < y.size(); ++i)
+        worst = std::max(worst, double{std::fabs(moved[i] - y[i])});
       EXPECT_GT(worst / max_ref, 1e-3);
     }
   }
