@@ -52,6 +52,8 @@ struct Fixture {
   int layers;  // quantized linear sites with a Forward (qkv, o, gate_up, down per layer)
 };
 
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.folder; }
+
 class W8a8FixturesTest : public ::testing::TestWithParam<Fixture> {};
 
 TEST_P(W8a8FixturesTest, MatchesTheDequantizationAndRuns) {
