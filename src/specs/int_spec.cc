@@ -33,12 +33,6 @@ bool StoreExact(ParamTensor* tensor, int64_t i, float value) {
   return LoadFloat(*tensor, i) == value;
 }
 
-std::optional<QDType> SixteenBit(StDtype dtype) {
-  if (dtype == StDtype::kF16) return QDType::kFP16;
-  if (dtype == StDtype::kBF16) return QDType::kBF16;
-  return std::nullopt;
-}
-
 // The canonical column order of an act-order leg: input columns sorted by group, stably. Every
 // group must hold exactly g columns (the last one the remainder), so that canonical group j is
 // columns [j·g, (j+1)·g).
@@ -231,7 +225,7 @@ class IntSpec final : public WeightSpec {
       return {};
     }
     // The first leg's 16-bit dtype is kept as stored (the bytes are the same either way).
-    const std::optional<QDType> stored = SixteenBit(codes.scale_dtype);
+    const std::optional<QDType> stored = SixteenBitScaleDtype(codes.scale_dtype);
     if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), s.cols());
     const int64_t groups = s.cols();
     for (int64_t row = 0; row < r.rows; ++row) {

@@ -31,12 +31,6 @@ namespace {
 
 using specs_internal::ShardGeometry;
 
-std::optional<QDType> SixteenBit(StDtype dtype) {
-  if (dtype == StDtype::kF16) return QDType::kFP16;
-  if (dtype == StDtype::kBF16) return QDType::kBF16;
-  return std::nullopt;
-}
-
 // Integer element i of an I8 / I32 / I64 tensor (the caller checked the dtype and size).
 int64_t IntElement(const TensorView& view, int64_t i) {
   switch (view.info->dtype) {
@@ -229,7 +223,7 @@ class W8a8Spec final : public WeightSpec {
     QP_RETURN_IF_ERROR(
         specs_internal::ExpectElements(view, layer, rows, fmt::format("[{}, 1]", rows)));
     QP_ASSIGN_OR_RETURN(std::vector<float> values, specs_internal::ReadScales(view, layer));
-    const std::optional<QDType> stored = SixteenBit(view.info->dtype);
+    const std::optional<QDType> stored = SixteenBitScaleDtype(view.info->dtype);
     if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), 1);
     for (int64_t r = 0; r < g.leg_rows[leg]; ++r) {
       const float value = values[g.leg_src_rows[leg] + r];
