@@ -292,13 +292,13 @@ struct ModelLoad {
 };
 
 // Loads every site of `model`, one at a time, through LoadLayer (decision → materialize → spec →
-// load → process; LoadExperts for an moe site), and drops each layer once measured, so the layers add at most the largest
-// one to the peak. An embedding is a plain tensor: its weight is read (copied) and held at the
-// model's dtype, as are the non-layer tensors. Sites that hold no checkpoint weights of their
-// own (attention, a head tied to the embedding) are reported as not loaded, with why.
-// Every checkpoint tensor must be consumed: by a layer (the tensors of its source layout,
-// SourceTensors, under each leg prefix, and its `.bias`; an optional one only when the layer
-// holds its slot, GPTQ's g_idx always), by an embedding, or by the non-layer rules
+// load → process; LoadExperts for an moe site), and drops each layer once measured, so the layers
+// add at most the largest one to the peak. An embedding is a plain tensor: its weight is read
+// (copied) and held at the model's dtype, as are the non-layer tensors. Sites that hold no
+// checkpoint weights of their own (attention, a head tied to the embedding) are reported as not
+// loaded, with why. Every checkpoint tensor must be consumed: by a layer (the tensors of its source
+// layout, SourceTensors, under each leg prefix, and its `.bias`; an optional one only when the
+// layer holds its slot, GPTQ's g_idx always), by an embedding, or by the non-layer rules
 // (`<…norm>.weight` / `.bias` where the module's last segment ends in "norm",
 // `….rotary_emb.inv_freq`); any other tensor is an error naming it and its file.
 // Errors name the layer, and the tensor and file where one is at fault: a layer LoadLayer cannot

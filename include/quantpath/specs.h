@@ -388,6 +388,9 @@ struct ReferenceLayer {
   std::vector<double> weight;         // [rows, cols], dequantized
   std::vector<double> bias;           // [rows], or empty
   std::optional<double> input_scale;  // static activation scale: the max over the legs
+  // Static int8 activations: the zero point (asymmetric), with input_scale the one grid of all
+  // the legs (w8a8_family.h's CombineStaticInputs; ModelSlim's legs share theirs).
+  std::optional<double> input_zero_point;
 };
 
 // One leg's weight, dequantized: what a reference entry returns.
@@ -415,15 +418,22 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
 
 // The rank's slice of a whole layer's reference (`whole` from DequantizeReference, `slice` from
 // RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, the same
-// input scale.
+// input scale and zero point.
 ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slice);
 
-// Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), with
-// the conventions above, in double. `static_scale` is used by kStaticPerTensor. Activations are
-// rounded to fp8 e4m3, the only activation dtype with a kernel so far.
-std::vector<double> QuantizeActivationsReference(std::span<const double> x, int64_t m, int64_t k,
-                                                 const ActivationQuant& act,
-                                                 std::optional<double> static_scale);
+// Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), in
+// double. `static_scale` (and `static_zero_point`, asymmetric) are used by kStaticPerTensor.
+// act.dtype chooses the rounding: fp8 e4m3 with the conventions above, or int8 as the W8A8
+// kernels do it, their fp32 operations reproduced exactly (a double product or quotient of two
+// floats rounds to the fp32 result):
+//   dynamic per token  absmax = max(max |x|, kActAbsMaxFloor), s = fp32(absmax / 127),
+//                      q = clamp(round(fp32(x · fp32(127 / absmax))), −128, 127), X' = q · s;
+//   static             q = clamp(round(fp32(x / s)) + z, −128, 127), X' = (q − z) · s;
+// round = nearest, ties to even (vLLM's scaled_int8_quant and torch.round; SGLang's Triton
+// per-token quantizer rounds ties away from zero, which differs only on exact ties).
+std::vector<double> QuantizeActivationsReference(
+    std::span<const double> x, int64_t m, int64_t k, const ActivationQuant& act,
+    std::optional<double> static_scale, std::optional<double> static_zero_point = std::nullopt);
 
 // Rounds to the nearest e4m3fn value (ties to even), saturating at ±448, in double.
 double RoundToE4M3(double value);

@@ -28,7 +28,7 @@ std::vector<double> Bf16ToDouble(std::span<const uint16_t> x) {
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
                      const ActivationQuant& act, std::span<const double> x, int64_t m) {
   const std::vector<double> xq =
-      QuantizeActivationsReference(x, m, ref.cols, act, ref.input_scale);
+      QuantizeActivationsReference(x, m, ref.cols, act, ref.input_scale, ref.input_zero_point);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < ref.rows; ++j) {
       double acc = ref.bias.empty() ? 0.0 : ref.bias[j];

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "quantpath/specs.h"
 
@@ -68,6 +69,13 @@ inline void WriteCode(uint8_t* row, int64_t i, int bits, uint32_t code) {
   const uint32_t shifted = code << shift;
   row[byte] = static_cast<uint8_t>(row[byte] | (shifted & 0xFF));
   if (shift + bits > 8) row[byte + 1] = static_cast<uint8_t>(row[byte + 1] | (shifted >> 8));
+}
+
+// The 16-bit scale dtype a checkpoint's scales are kept in (fp16, bf16), or nullopt for others.
+inline std::optional<QDType> SixteenBitScaleDtype(StDtype dtype) {
+  if (dtype == StDtype::kF16) return QDType::kFP16;
+  if (dtype == StDtype::kBF16) return QDType::kBF16;
+  return std::nullopt;
 }
 
 // Elements per scale along K: the group size, or K for channel and tensor keys.

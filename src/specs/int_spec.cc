@@ -13,7 +13,7 @@
 // keeps whole groups and both splits cut the source's int32 words on a word (PackedDimsOf), as
 // vLLM's create_weights requires. An act-order rank sorts its own columns by group and keeps
 // every group's scales (ActOrderOf, int_family.h).
-// Non-goals: MoE experts (not yet), activation quantization (W8A8, W4A8: other families' modes),
+// Non-goals: activation quantization (W8A8: w8a8_spec.cc, over the same weight layout),
 // quantizing high-precision weights at load time.
 #include <algorithm>
 #include <numeric>
@@ -22,6 +22,7 @@
 #include "src/specs/int_family.h"
 #include "src/specs/int_source.h"
 #include "src/specs/spec_common.h"
+#include "src/specs/w8a8_family.h"
 
 namespace quantpath {
 namespace {
@@ -35,12 +36,6 @@ using specs_internal::ShardGeometry;
 bool StoreExact(ParamTensor* tensor, int64_t i, float value) {
   specs_internal::StoreFloat(tensor, i, value);
   return LoadFloat(*tensor, i) == value;
-}
-
-std::optional<QDType> SixteenBit(StDtype dtype) {
-  if (dtype == StDtype::kF16) return QDType::kFP16;
-  if (dtype == StDtype::kBF16) return QDType::kBF16;
-  return std::nullopt;
 }
 
 // An act-order rank's column order: perm[j] = the rank's input column of canonical column j,
@@ -295,7 +290,7 @@ class IntSpec final : public WeightSpec {
       return {};
     }
     // The first leg's 16-bit dtype is kept as stored (the bytes are the same either way).
-    const std::optional<QDType> stored = SixteenBit(codes.scale_dtype);
+    const std::optional<QDType> stored = SixteenBitScaleDtype(codes.scale_dtype);
     if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), s.cols());
     const int64_t groups = s.cols();
     const int64_t src_groups = r.groups();
@@ -326,10 +321,8 @@ namespace specs_internal {
 
 Result<std::unique_ptr<WeightSpec>> MakeIntSpec(const SpecKey& key, const ActivationQuant& act,
                                                 const LoadFacts& facts) {
-  if (act.mode != ActMode::kNone) {
-    return Unsupported(
-        fmt::format("{} with {} activations has no kernel mode yet", key.ToId(), act.ToString()));
-  }
+  // Quantized activations are the W8A8 spec's (w8a8_spec.cc), over the same weight layout.
+  if (act.mode != ActMode::kNone) return MakeW8a8Spec(key, act, facts);
   switch (facts.layout) {
     case SourceLayout::kGptqV1:
     case SourceLayout::kGptqV2:

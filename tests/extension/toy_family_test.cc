@@ -1,5 +1,6 @@
 // Adding a spec family is one file: this file registers a toy family (int8 weights with one fp32
-// scale per row, read from compressed-tensors' naive-quantized layout), its reference kernel and
+// scale per row, read under the tensor names of ModelOpt's W4A8-AWQ layout, `weight` and
+// `weight_scale`, which no library entry dequantizes yet), its reference kernel and
 // its fp64 reference entry, and nothing else in the library names it. The test then finds it
 // through every generic path: spec_id parsing, byte counts, materialize, the kernel registry, a
 // loaded Linear and the double-precision reference.
@@ -44,7 +45,7 @@ class ToySpec final : public WeightSpec {
               LinearParams* p) const override {
     const std::string& layer = p->request.layer;
     QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(layer, kToyKey, facts_.layout,
-                                                    {SourceLayout::kCtNaiveQuantized}));
+                                                    {SourceLayout::kModelOptW4A8Awq}));
     QP_ASSIGN_OR_RETURN(TensorView w, specs_internal::FindSlotTensor(checkpoint, layer, legs[0],
                                                                      facts_.layout, Slot::kWeight));
     QP_ASSIGN_OR_RETURN(TensorView s,
@@ -90,11 +91,11 @@ class ToyFamily final : public SpecFamilyRow {
   double Tolerance(const SpecKey&, ActMode) const override { return 1e-4; }
   std::vector<SpecCandidate> Candidates() const override {
     // Above the integer families' own candidates, so that this scheme reaches the toy.
-    return {{"weight-only int8 per-channel, naive-quantized", "cpu",
+    return {{"weight-only int8 per-channel, toy layout", "cpu",
              [](const QuantScheme& s) {
                return s.weight.dtype == QDType::kINT8 &&
                       s.weight.granularity == Granularity::kPerChannel && !s.input &&
-                      s.weight.load.layout == SourceLayout::kCtNaiveQuantized;
+                      s.weight.load.layout == SourceLayout::kModelOptW4A8Awq;
              },
              [](const DeviceCaps& d) { return d.is_cpu(); },
              [](const QuantScheme&) -> Result<SpecKey> { return kToyKey; }, 1000}};
@@ -138,7 +139,7 @@ Result<ReferenceLeg> DequantizeToyLeg(const Checkpoint& checkpoint, const QuantS
 
 const SpecFamilyRegistrar kRegisterToy(std::make_unique<ToyFamily>());
 const KernelRegistrar kRegisterToyKernel(std::make_unique<ToyKernel>());
-const ReferenceRegistrar kRegisterToyReference(SourceLayout::kCtNaiveQuantized, &DequantizeToyLeg);
+const ReferenceRegistrar kRegisterToyReference(SourceLayout::kModelOptW4A8Awq, &DequantizeToyLeg);
 
 // Two oracles for one source layout would make the reference ambiguous: no layout of the library
 // has an entry for bitsandbytes int8 yet, so two are registered here to see the error.
@@ -149,7 +150,7 @@ QuantScheme ToyScheme() {
   QuantScheme s;
   s.weight.dtype = QDType::kINT8;
   s.weight.granularity = Granularity::kPerChannel;
-  s.weight.load.layout = SourceLayout::kCtNaiveQuantized;
+  s.weight.load.layout = SourceLayout::kModelOptW4A8Awq;
   return s;
 }
 

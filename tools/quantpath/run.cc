@@ -2,8 +2,9 @@
 //               [--input X.safetensors] [--output Y.safetensors] [--engine E]
 //               [--quantization NAME] [--json]
 //
-// Loads one layer the way an engine would (rank R's shard of N with --tp) and compares one Forward with the double-precision
-// reference, on seeded input (pipeline.h RunSeeded says exactly how) or on the tensor `x` of
+// Loads one layer the way an engine would (rank R's shard of N with --tp) and compares one Forward
+// with the double-precision reference, on seeded input (pipeline.h RunSeeded says exactly how) or
+// on the tensor `x` of
 // --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
 // finite), 2 for unusable input. An MoE layer runs each expert's w13 (gate and up) and w2 (down),
 // for expert K or every expert (RunExpertsSeeded), on seeded input.
@@ -121,7 +122,8 @@ int RunLayer(const RunArgs& args) {
   if (!args.output.empty()) {
     if (Status s = CheckOutputPath(args); !s.ok()) return ReportBadInput(s.message());
   }
-  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp);
+  Result<OpenOptions> options =
+      OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp);
   if (!options.ok()) return ReportBadInput(options.status().message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());

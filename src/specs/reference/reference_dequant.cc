@@ -3,16 +3,19 @@
 // can judge the specs and the kernels. One entry per checkpoint source layout registers itself
 // from its own file (dense_reference.cc, fp8_reference.cc, …); this file stacks the legs.
 //
-//   inputs:   the static activation scale is the max of the legs' `input_scale`.
+//   inputs:   the static activation scale is the max of the legs' `input_scale`; int8 inputs
+//             follow the engines' one grid for all legs (int8_reference.cc).
 //   X:        per ActivationQuant: scale = max(absmax, kActAbsMaxFloor) / 448 over the row, the
 //             whole X, or each group of columns of a row, divided in fp32 because scales are fp32
-//             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double.
+//             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double; int8
+//             activations as QuantizeInt8Reference (specs.h).
 #include <cmath>
 #include <map>
 #include <mutex>
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
+#include "src/specs/reference/int8_reference.h"
 #include "src/specs/reference/reference_io.h"
 
 namespace quantpath {
@@ -72,6 +75,10 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
   const SourceLayout layout = scheme.weight.load.layout;
   QP_ASSIGN_OR_RETURN(const ReferenceLegFn dequantize, FindEntry(layout, layer));
   ReferenceLayer out;
+  const bool int8_static = scheme.input && scheme.input->dynamic == Dynamic::kStatic &&
+                           scheme.input->dtype == QDType::kINT8;
+  std::vector<std::string> int8_scales;
+  std::vector<std::string> int8_zeros;
   for (const std::string& prefix : leg_prefixes) {
     QP_ASSIGN_OR_RETURN(ReferenceLeg leg, dequantize(checkpoint, scheme, layer, prefix));
     if (out.rows > 0 && leg.cols != out.cols) {
@@ -87,10 +94,22 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
         return InvalidInput(fmt::format("{}: source layout {} stores no static input scale", layer,
                                         SourceLayoutName(layout)));
       }
+      if (int8_static) {
+        int8_scales.push_back(prefix + std::string(*suffix));
+        const std::optional<std::string_view> zero = SourceSuffix(layout, Slot::kInputOffset);
+        if (!scheme.input->symmetric && !zero) {
+          return InvalidInput(fmt::format("{}: source layout {} stores no input zero point", layer,
+                                          SourceLayoutName(layout)));
+        }
+        int8_zeros.push_back(zero ? prefix + std::string(*zero) : std::string());
+      }
+    }
+    if (scheme.input && scheme.input->dynamic == Dynamic::kStatic && !int8_static) {
+      const std::string_view suffix = *SourceSuffix(layout, Slot::kInputScale);
       TensorInfo info;
       QP_ASSIGN_OR_RETURN(
           std::vector<double> s,
-          reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
+          reference::ReadDoubles(checkpoint, layer, prefix + std::string(suffix), &info));
       if (s.size() != 1) {
         return InvalidInput(fmt::format("{}: tensor {} is not one value", layer, info.name));
       }
@@ -107,6 +126,10 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
       out.bias.insert(out.bias.end(), b.begin(), b.end());
     }
   }
+  if (int8_static) {
+    QP_RETURN_IF_ERROR(
+        reference::ReadStaticInt8Inputs(checkpoint, scheme, layer, int8_scales, int8_zeros, &out));
+  }
   return out;
 }
 
@@ -115,6 +138,7 @@ ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slic
   out.rows = static_cast<int64_t>(slice.rows.size());
   out.cols = slice.cols;
   out.input_scale = whole.input_scale;
+  out.input_zero_point = whole.input_zero_point;
   out.weight.reserve(static_cast<size_t>(out.rows * out.cols));
   for (int64_t row : slice.rows) {
     const double* from = whole.weight.data() + row * whole.cols + slice.first_col;
@@ -126,7 +150,13 @@ ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slic
 
 std::vector<double> QuantizeActivationsReference(std::span<const double> x, int64_t m, int64_t k,
                                                  const ActivationQuant& act,
-                                                 std::optional<double> static_scale) {
+                                                 std::optional<double> static_scale,
+                                                 std::optional<double> static_zero_point) {
+  if (act.dtype == QDType::kINT8 &&
+      (act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor)) {
+    return reference::QuantizeInt8Reference(x, m, k, act, static_scale.value_or(1.0),
+                                            static_zero_point.value_or(0.0));
+  }
   std::vector<double> out(x.begin(), x.end());
   if (act.mode == ActMode::kNone) return out;
   // Quantizes out[row * k + c] for c in [begin, end) of each row in [row_begin, row_end) with one
