@@ -5,8 +5,12 @@
 // aborts on untrusted input (a config, a safetensors header, a regex).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -223,7 +227,70 @@ struct Provenance {
 };
 
 // ---------------------------------------------------------------------------------------------
+// A value derived from its owner's fields, built on first use and then shared by every thread
+// reading it (a rule group's screen, a plan's decision texts). A copy or an assigned owner starts
+// without one, since its fields may then be edited; the fields must not change once it is built.
+// T may be incomplete where the owner is declared and destroyed (the deleter is type-erased).
+template <typename T>
+class BuiltOnce {
+ public:
+  BuiltOnce() = default;
+  BuiltOnce(const BuiltOnce&) {}
+  BuiltOnce& operator=(const BuiltOnce& other) {
+    if (this == &other) return *this;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    value_.store(nullptr, std::memory_order_release);
+    owned_.reset();
+    return *this;
+  }
+  // `build()` returns a std::unique_ptr<const T>; it runs at most once.
+  template <typename Build>
+  const T& Get(const Build& build) const {
+    if (const void* value = value_.load(std::memory_order_acquire)) {
+      return *static_cast<const T*>(value);
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (owned_ == nullptr) {
+      owned_ = std::shared_ptr<const void>(build());
+      value_.store(owned_.get(), std::memory_order_release);
+    }
+    return *static_cast<const T*>(owned_.get());
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::atomic<const void*> value_{nullptr};
+  mutable std::shared_ptr<const void> owned_;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Strings
+
+// An immutable string whose copies share one buffer. A rule's text is the same in every decision
+// the rule makes, and a plan of thousands of sites would otherwise copy it once per site.
+class SharedText {
+ public:
+  SharedText() = default;
+  SharedText(std::string text)  // NOLINT: implicit, assigned from strings everywhere
+      : text_(std::make_shared<const std::string>(std::move(text))) {}
+  SharedText(const char* text) : SharedText(std::string(text)) {}  // NOLINT: implicit
+  SharedText(std::string_view text) : SharedText(std::string(text)) {}
+
+  const std::string& str() const { return text_ != nullptr ? *text_ : Empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT: implicit, reads as a string
+  operator std::string_view() const { return str(); }    // NOLINT: and formats as one (fmt)
+  bool empty() const { return str().empty(); }
+  size_t size() const { return str().size(); }
+  size_t find(std::string_view part, size_t from = 0) const { return str().find(part, from); }
+  bool starts_with(std::string_view part) const { return str().starts_with(part); }
+  bool ends_with(std::string_view part) const { return str().ends_with(part); }
+  friend bool operator==(const SharedText& a, std::string_view b) { return a.str() == b; }
+
+ private:
+  static const std::string& Empty();
+  std::shared_ptr<const std::string> text_;
+};
+std::ostream& operator<<(std::ostream& out, const SharedText& text);
 
 std::vector<std::string> Split(std::string_view s, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);

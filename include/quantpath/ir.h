@@ -267,8 +267,8 @@ inline constexpr std::string_view kLegNamesPlaceholder = "{legs}";
 struct Action {
   ActionKind kind = ActionKind::kSkip;
   std::optional<QuantScheme> scheme;  // kQuantize only
-  std::string message;                // why, in words; the error text for kFail (placeholders)
-  std::string detail;                 // engine-facing detail (method class, matched target)
+  SharedText message;                 // why, in words; the error text for kFail (placeholders)
+  SharedText detail;                  // engine-facing detail (method class, matched target)
 };
 
 struct Rule {
@@ -278,24 +278,9 @@ struct Rule {
   Provenance source;
 };
 
-class RuleIndex;  // src/ir/rule_index.h
-
-// A rule group's index (RuleIndex), built on first use and then shared by every thread deciding
-// with the group. A copied or assigned group starts without one, since its rules may then be
-// edited; a group's rules must not change once it has decided a site.
-class LazyRuleIndex {
- public:
-  LazyRuleIndex();
-  ~LazyRuleIndex();
-  LazyRuleIndex(const LazyRuleIndex&);
-  LazyRuleIndex& operator=(const LazyRuleIndex&);
-  const RuleIndex& Get(const std::vector<Rule>& rules) const;
-
- private:
-  mutable std::mutex mutex_;
-  mutable std::atomic<const RuleIndex*> index_{nullptr};
-  mutable std::unique_ptr<const RuleIndex> owned_;
-};
+class RuleIndex;   // src/ir/rule_index.h
+struct RuleTexts;  // the planner's: each rule's decision text
+struct PlanTexts;  // the planner's: the texts of the decisions no rule makes
 
 // How a fused site (legs) is resolved within a rule group.
 enum class FusedPolicy : uint8_t {
@@ -316,7 +301,8 @@ struct RuleGroup {
   // `fused`, as engines that look experts up by their checkpoint names do; otherwise by the
   // site's own path.
   bool moe_through_expert_legs = false;
-  LazyRuleIndex index{};  // the planner's screen over `rules`
+  BuiltOnce<RuleIndex> index{};  // the planner's screen over `rules`
+  BuiltOnce<RuleTexts> texts{};  // the planner's decision text of each rule
 };
 
 // What happens to site kinds the rules do not reach.
@@ -404,6 +390,7 @@ struct QuantPlan {
   std::vector<QDType> act_dtypes;
   // Run on every site decided quantized, first failure wins (the site then errors).
   std::vector<ShapeCheck> shape_checks;
+  BuiltOnce<PlanTexts> texts{};  // the planner's decision texts of the kind policies and defaults
 
   // The attention action for a site built as `module_class` (empty: unknown, taken as reached),
   // or nullptr when there is none or it does not reach that class.

@@ -25,22 +25,24 @@ struct TraceStep {
   std::string pattern;
   Provenance source;
   bool hit = false;
-  std::string reason;   // why it hit or missed, in words
+  std::string reason;  // why it hit or missed, in words
 };
 
 struct Decision {
   DecisionKind kind = DecisionKind::kUnquantized;
   std::optional<QuantScheme> scheme;  // kQuantized only
-  std::string rule;                   // what decided, e.g. "config.json#/…: fp8 applies to …"
-  std::string detail;                 // engine-facing detail (method class, target) or error text
-  // The name the deciding rule matched: the site's path, one leg's path ("…self_attn.q_proj"),
-  // or for an MoE site matched through its experts, an expert's projection
-  // ("…mlp.experts.0.gate_proj"). Empty when no rule decided (a kind policy, the default action).
-  std::string matched;
-  std::optional<size_t> leg;      // index into the site's legs when a leg's name decided
-  std::optional<int64_t> expert;  // the expert whose projection decided
+  SharedText rule;                    // what decided, e.g. "config.json#/…: fp8 applies to …"
+  SharedText detail;                  // engine-facing detail (method class, target) or error text
+  bool rule_hit = false;              // a rule's matcher decided (MatchedName names what it hit)
+  std::optional<size_t> leg;          // index into the site's legs when a leg's name decided
+  std::optional<int64_t> expert;      // the expert whose projection decided
   std::vector<TraceStep> trace;
 };
+
+// The name the deciding rule matched: the site's path, one leg's path ("…self_attn.q_proj"), or
+// for an MoE site matched through its experts, an expert's projection ("…mlp.experts.0.gate_proj").
+// Empty when no rule decided (a kind policy, the default action).
+std::string MatchedName(const Decision& decision, const LayerSite& site);
 
 // Decides one site. With `record_trace` false only the deciding rule is kept (plans of models with
 // thousands of sites and hundreds of rules would otherwise hold millions of trace steps).

@@ -6,12 +6,20 @@
 
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <random>
 
 #include "fmt/format.h"
 #include "quantpath/base.h"
 
 namespace quantpath {
+
+const std::string& SharedText::Empty() {
+  static const std::string empty;
+  return empty;
+}
+
+std::ostream& operator<<(std::ostream& out, const SharedText& text) { return out << text.str(); }
 
 std::vector<std::string> Split(std::string_view s, char sep) {
   std::vector<std::string> parts;

@@ -279,7 +279,7 @@ Result<QuantPlan> BuildAutoRoundPlan(const Dialect& dialect, const FamilyConfig&
     }
   }
   plan.default_action = base;
-  plan.default_action.message = "auto-round " + base.message;
+  plan.default_action.message = "auto-round " + base.message.str();
   plan.linear = KindPolicy::kRules;
   plan.moe = KindPolicy::kRules;
   // The LM head is quantized only when a rule names it (extra_config), in both readers.

@@ -95,7 +95,7 @@ Result<Action> GroupAction(const Group& g, SourceLayout layout) {
     a = {ActionKind::kSkip, std::nullopt, fmt::format("config_groups.{} quantizes nothing", g.name),
          g.name};
   } else if (!g.weights) {
-    a.message += " (activations only: the weights stay in the checkpoint dtype)";
+    a.message = a.message.str() + " (activations only: the weights stay in the checkpoint dtype)";
   }
   return a;
 }

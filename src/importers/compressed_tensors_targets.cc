@@ -167,7 +167,7 @@ Action PlacedAction(const TargetRef& t, const Action& base, std::string_view pat
   if (base.kind == ActionKind::kFail) return base;
   Action a = base;
   const std::string group =
-      t.alias_of.empty() ? base.detail : fmt::format("{} via {}", base.detail, t.alias_of);
+      t.alias_of.empty() ? base.detail.str() : fmt::format("{} via {}", base.detail, t.alias_of);
   a.detail = fmt::format(fmt::runtime(pattern), t.target, group, method);
   a.message = fmt::format("{}: target \"{}\" ({})", a.message, t.target, how);
   return a;

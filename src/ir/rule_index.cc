@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -513,26 +512,8 @@ void RuleIndex::Candidates(std::string_view subject, std::vector<uint32_t>* out)
   out->erase(std::unique(out->begin(), out->end()), out->end());
 }
 
-LazyRuleIndex::LazyRuleIndex() = default;
-LazyRuleIndex::~LazyRuleIndex() = default;
-LazyRuleIndex::LazyRuleIndex(const LazyRuleIndex&) {}
-
-LazyRuleIndex& LazyRuleIndex::operator=(const LazyRuleIndex& other) {
-  if (this == &other) return *this;
-  const std::lock_guard<std::mutex> lock(mutex_);
-  index_.store(nullptr, std::memory_order_release);
-  owned_.reset();
-  return *this;
-}
-
-const RuleIndex& LazyRuleIndex::Get(const std::vector<Rule>& rules) const {
-  if (const RuleIndex* index = index_.load(std::memory_order_acquire)) return *index;
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (owned_ == nullptr) {
-    owned_ = std::make_unique<const RuleIndex>(rules);
-    index_.store(owned_.get(), std::memory_order_release);
-  }
-  return *owned_;
+const RuleIndex& IndexOf(const RuleGroup& group) {
+  return group.index.Get([&] { return std::make_unique<const RuleIndex>(group.rules); });
 }
 
 }  // namespace quantpath

@@ -102,4 +102,7 @@ class RuleIndex {
   std::vector<uint32_t> whole_rules_;
 };
 
+// The group's index, built on its first use (RuleGroup::index).
+const RuleIndex& IndexOf(const RuleGroup& group);
+
 }  // namespace quantpath

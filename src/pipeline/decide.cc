@@ -83,8 +83,8 @@ void DecideKvCache(const QuantPlan& plan, QDType torch_dtype, LayerDecision* lay
 Status RegexLimitOf(const RegexStepBudget& budget, const LayerSite& site,
                     const Decision& decision) {
   if (budget.limit_error() == nullptr) return {};
-  const std::string& what =
-      decision.kind == DecisionKind::kError ? decision.detail : budget.limit_error()->message();
+  const std::string& what = decision.kind == DecisionKind::kError ? decision.detail.str()
+                                                                  : budget.limit_error()->message();
   return LimitError(fmt::format("{} (layer {})", what, site.path));
 }
 

@@ -1,6 +1,8 @@
 // Evaluates a QuantPlan against one layer site. The plan carries every format- and engine-specific
 // choice (matchers, fused policy, kind policies); this file only applies them in order.
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,26 +64,21 @@ bool HasSitePlaceholder(std::string_view text) {
          text.find(kLegNamesPlaceholder) != std::string_view::npos;
 }
 
-// The names LayerSite::ExpertLegPath(0, leg) (MoE) and LayerSite::LegPath(leg) (other sites)
-// give, written into `out`'s buffers without formatting: the planner builds them for every fused
-// site.
-void BuildLegSubjects(const LayerSite& site, std::vector<std::string>* out) {
-  out->resize(site.legs.size());
-  const bool moe = site.kind == SiteKind::kMoe;
-  const std::string_view parent = ParentPath(site.path);
-  for (size_t i = 0; i < site.legs.size(); ++i) {
-    std::string& subject = (*out)[i];
-    subject.clear();
-    if (moe) {
-      if (site.experts <= 0) continue;
-      subject.append(site.path).append(".0.");
-    } else if (site.path.empty()) {
-      continue;  // an engine that passes an empty prefix never looks at the legs
-    } else if (!parent.empty()) {
-      subject.append(parent).append(".");
-    }
-    subject += site.legs[i].name;
+// The name leg `leg` is matched under, written into `out`'s buffer without formatting (the
+// planner builds it for every fused site): LayerSite::ExpertLegPath(0, leg) for MoE sites,
+// LayerSite::LegPath(leg) for the others; empty for an MoE site without experts and for an empty
+// prefix (an engine that passes one never looks at the legs).
+void BuildLegSubject(const LayerSite& site, size_t leg, std::string* out) {
+  out->clear();
+  if (site.kind == SiteKind::kMoe) {
+    if (site.experts <= 0) return;
+    out->append(site.path).append(".0.");
+  } else if (site.path.empty()) {
+    return;
+  } else if (const std::string_view parent = ParentPath(site.path); !parent.empty()) {
+    out->append(parent).append(".");
   }
+  *out += site.legs[leg].name;
 }
 
 // The outcome of one rule group for one path or site.
@@ -129,7 +126,7 @@ struct Evaluator {
 
   GroupOutcome ScreenedFirstHit(const RuleGroup& group, std::string_view subject) {
     thread_local std::vector<uint32_t> candidates;
-    group.index.Get(group.rules).Candidates(subject, &candidates);
+    IndexOf(group).Candidates(subject, &candidates);
     for (uint32_t i : candidates) {
       const Rule& rule = group.rules[i];
       if ((rule.kinds & KindBit(site.kind)) == 0) continue;
@@ -165,7 +162,8 @@ struct Evaluator {
   // The path a leg is matched under: expert 0's projection for MoE sites.
   const std::string& LegSubject(size_t leg) {
     if (!legs_built) {
-      BuildLegSubjects(site, leg_subjects);
+      leg_subjects->resize(site.legs.size());
+      for (size_t i = 0; i < site.legs.size(); ++i) BuildLegSubject(site, i, &(*leg_subjects)[i]);
       legs_built = true;
     }
     return (*leg_subjects)[leg];
@@ -279,9 +277,11 @@ std::string UnquantizedKindReason(const QuantPlan& plan, SiteKind kind) {
   return "";
 }
 
-Decision FromAction(const Action& action, const LayerSite& site, std::string rule) {
+// The decision `action` makes at `site`, named by `rule`. A failure's texts may name the site
+// (kSitePathPlaceholder, kLegNamesPlaceholder); every other text is shared as it is.
+Decision FromAction(const Action& action, const LayerSite& site, const SharedText& rule) {
   Decision d;
-  d.rule = action.kind == ActionKind::kFail ? ExpandSitePlaceholders(rule, site) : std::move(rule);
+  d.rule = rule;
   d.detail = action.detail;
   switch (action.kind) {
     case ActionKind::kQuantize:
@@ -293,7 +293,10 @@ Decision FromAction(const Action& action, const LayerSite& site, std::string rul
       break;
     case ActionKind::kFail:
       d.kind = DecisionKind::kError;
-      d.detail = ExpandSitePlaceholders(action.message, site);
+      if (HasSitePlaceholder(rule.str())) d.rule = ExpandSitePlaceholders(rule.str(), site);
+      d.detail = HasSitePlaceholder(action.message.str())
+                     ? SharedText(ExpandSitePlaceholders(action.message.str(), site))
+                     : action.message;
       break;
   }
   return d;
@@ -429,6 +432,70 @@ std::optional<std::string> FailedShapeCheck(const QuantPlan& plan, const LayerSi
 
 }  // namespace
 
+// Each rule's decision text, "<source>: <message>", built once per group: the same text is then
+// shared by every decision the rule makes.
+struct RuleTexts {
+  std::vector<SharedText> of_rule;
+};
+
+// The texts of the decisions no rule makes, built once per plan.
+struct PlanTexts {
+  SharedText default_rule;      // the default action's
+  SharedText attention_rule;    // plan.attention's
+  SharedText kv_cache_rule;     // plan.kv_cache's
+  SharedText blocks_only_rule;  // a linear site outside plan.blocks_only
+  static constexpr size_t kKinds = static_cast<size_t>(SiteKind::kAttention) + 1;
+  std::array<SharedText, kKinds> unquantized_kind;  // a kind the plan never quantizes
+  std::array<SharedText, kKinds> no_rule;           // kRulesOnly: no rule names the site
+};
+
+namespace {
+
+const SharedText& TextOf(const RuleGroup& group, const Rule& rule) {
+  const RuleTexts& texts = group.texts.Get([&] {
+    auto built = std::make_unique<RuleTexts>();
+    built->of_rule.reserve(group.rules.size());
+    for (const Rule& r : group.rules) {
+      built->of_rule.emplace_back(RuleText(r.source, r.action.message.str()));
+    }
+    return std::unique_ptr<const RuleTexts>(std::move(built));
+  });
+  return texts.of_rule[static_cast<size_t>(&rule - group.rules.data())];
+}
+
+const PlanTexts& TextsOf(const QuantPlan& plan) {
+  return plan.texts.Get([&] {
+    auto t = std::make_unique<PlanTexts>();
+    t->default_rule = PlanRuleText(plan, plan.default_action.message.str());
+    if (plan.attention) t->attention_rule = PlanRuleText(plan, plan.attention->message.str());
+    if (plan.kv_cache) {
+      t->kv_cache_rule =
+          fmt::format("{}: KV cache {}", PlanSource(plan), plan.kv_cache->CanonicalName());
+    }
+    if (plan.blocks_only) {
+      t->blocks_only_rule = fmt::format(
+          "{}: {} quantizes only the linear layers of the decoder blocks{}", PlanSource(plan),
+          plan.quant_method, plan.blocks_only->empty() ? "" : " under " + *plan.blocks_only);
+    }
+    for (size_t k = 0; k < PlanTexts::kKinds; ++k) {
+      const auto kind = static_cast<SiteKind>(k);
+      t->unquantized_kind[k] = UnquantizedKindReason(plan, kind);
+      t->no_rule[k] = fmt::format("no rule names this {}", SiteKindName(kind));
+    }
+    return std::unique_ptr<const PlanTexts>(std::move(t));
+  });
+}
+
+}  // namespace
+
+std::string MatchedName(const Decision& decision, const LayerSite& site) {
+  if (!decision.rule_hit) return "";
+  if (!decision.leg) return site.path;
+  std::string name;
+  BuildLegSubject(site, *decision.leg, &name);
+  return name;
+}
+
 std::string_view DecisionKindName(DecisionKind kind) {
   switch (kind) {
     case DecisionKind::kQuantized:
@@ -442,9 +509,11 @@ std::string_view DecisionKindName(DecisionKind kind) {
 }
 
 Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_trace) {
+  const PlanTexts& texts = TextsOf(plan);
+  const auto kind_index = static_cast<size_t>(site.kind);
   if (site.kind == SiteKind::kAttention) {
     if (const Action* action = plan.AttentionFor(site.module_class)) {
-      return FromAction(*action, site, PlanRuleText(plan, action->message));
+      return FromAction(*action, site, texts.attention_rule);
     }
     Decision d;
     if (plan.attention) {
@@ -461,28 +530,28 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
     if (plan.kv_cache) {
       d.kind = DecisionKind::kQuantized;
       d.scheme = plan.kv_cache;
-      d.rule = fmt::format("{}: KV cache {}", PlanSource(plan), plan.kv_cache->CanonicalName());
+      d.rule = texts.kv_cache_rule;
     } else {
-      d.rule = "no KV-cache scheme";
+      d.rule = texts.unquantized_kind[kind_index];
     }
     return d;
   }
   if (!site.quant_config_applies) {
+    static const SharedText kBuiltWithout(
+        "built without a quantization config by the model (no format quantizes it)");
     Decision d;
-    d.rule = "built without a quantization config by the model (no format quantizes it)";
+    d.rule = kBuiltWithout;
     return d;
   }
   if (plan.blocks_only && site.kind == SiteKind::kLinear && !InBlocks(*plan.blocks_only, site)) {
     Decision d;
-    d.rule = fmt::format("{}: {} quantizes only the linear layers of the decoder blocks{}",
-                         PlanSource(plan), plan.quant_method,
-                         plan.blocks_only->empty() ? "" : " under " + *plan.blocks_only);
+    d.rule = texts.blocks_only_rule;
     return d;
   }
   KindPolicy policy = PolicyFor(plan, site.kind);
   if (policy == KindPolicy::kUnquantized) {
     Decision d;
-    d.rule = UnquantizedKindReason(plan, site.kind);
+    d.rule = texts.unquantized_kind[kind_index];
     return d;
   }
   std::vector<TraceStep> trace;
@@ -494,25 +563,24 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
       Decision d;
       d.kind = DecisionKind::kError;
       d.rule = fmt::format("rule group \"{}\"", group.name);
-      d.detail = *outcome.error;
+      d.detail = *std::move(outcome.error);
       d.trace = std::move(trace);
       return d;
     }
     if (outcome.rule != nullptr) {
-      Decision d = FromAction(outcome.rule->action, site,
-                              RuleText(outcome.rule->source, outcome.rule->action.message));
+      Decision d = FromAction(outcome.rule->action, site, TextOf(group, *outcome.rule));
+      d.rule_hit = true;
       d.leg = outcome.leg;
       if (d.leg && site.kind == SiteKind::kMoe) d.expert = 0;  // expert 0 stands for all
-      d.matched = d.leg ? evaluator.LegSubject(*d.leg) : site.path;
       d.trace = std::move(trace);
       return d;
     }
   }
   Decision d;
   if (policy == KindPolicy::kRulesOnly) {
-    d.rule = fmt::format("no rule names this {}", SiteKindName(site.kind));
+    d.rule = texts.no_rule[kind_index];
   } else {
-    d = FromAction(plan.default_action, site, PlanRuleText(plan, plan.default_action.message));
+    d = FromAction(plan.default_action, site, texts.default_rule);
   }
   d.trace = std::move(trace);
   return d;
@@ -552,7 +620,7 @@ void ApplyShapeChecks(const QuantPlan& plan, const LayerSite& site, int64_t tp_s
   if (!failed) return;
   decision->kind = DecisionKind::kError;
   decision->rule = fmt::format("{}; the method then rejects the weights it creates at --tp {}",
-                               decision->rule, tp_size);
+                               decision->rule.str(), tp_size);
   decision->detail = *std::move(failed);
   decision->scheme.reset();
 }

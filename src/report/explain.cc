@@ -8,10 +8,10 @@ namespace {
 
 // Which name the deciding rule matched: the site itself, one of its legs, or an expert's leg.
 Json DecidedByToJson(const LayerSite& site, const Decision& d) {
-  if (d.matched.empty()) return Json::Null();
+  if (!d.rule_hit) return Json::Null();
   Json leg = Json::Null();
   if (d.leg && *d.leg < site.legs.size()) leg = Json::String(site.legs[*d.leg].name);
-  return Json::Object({{"matched", Json::String(d.matched)},
+  return Json::Object({{"matched", Json::String(MatchedName(d, site))},
                        {"leg", std::move(leg)},
                        {"expert", d.expert ? Json::Int(*d.expert) : Json::Null()}});
 }
@@ -74,8 +74,10 @@ std::string ExplainToText(const ExplainedLayer& layer) {
                      d.scheme ? " " + d.scheme->CanonicalName() : "", d.rule);
   if (const std::optional<KvCache>& kv = layer.layer.kv)
     out += "kv cache: " + KvCacheText(*kv) + "\n";
-  if (!d.matched.empty() && d.matched != site.path) out += "decided by: " + d.matched + "\n";
-  if (!d.detail.empty()) out += "detail: " + d.detail + "\n";
+  if (const std::string matched = MatchedName(d, site); !matched.empty() && matched != site.path) {
+    out += "decided by: " + matched + "\n";
+  }
+  if (!d.detail.empty()) out += "detail: " + d.detail.str() + "\n";
   return out;
 }
 

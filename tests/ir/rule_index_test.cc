@@ -216,11 +216,11 @@ TEST(RuleIndex, CopiedGroupIndexesItsOwnRules) {
   RuleGroup group;
   group.rules.push_back(MakeRule(MatchKind::kExact, "lm_head"));
   std::vector<uint32_t> candidates;
-  group.index.Get(group.rules).Candidates("lm_head", &candidates);
+  IndexOf(group).Candidates("lm_head", &candidates);
   EXPECT_EQ(candidates, std::vector<uint32_t>{0});
   RuleGroup copy = group;
   copy.rules[0] = MakeRule(MatchKind::kExact, "model.embed_tokens");
-  copy.index.Get(copy.rules).Candidates("lm_head", &candidates);
+  IndexOf(copy).Candidates("lm_head", &candidates);
   EXPECT_TRUE(candidates.empty());
 }
 

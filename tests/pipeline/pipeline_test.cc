@@ -307,13 +307,14 @@ TEST(DecideLayer, NamesTheLegOrExpertThatDecided) {
   const Decision& d = fused->layer.decision;
   EXPECT_EQ(d.kind, DecisionKind::kQuantized);
   EXPECT_EQ(d.leg, 0u);  // both legs hit the same group; the first leg's hit is taken
-  EXPECT_EQ(d.matched, "model.layers.0.self_attn.q_a_proj");
+  EXPECT_EQ(MatchedName(d, *fused->resolved.site), "model.layers.0.self_attn.q_a_proj");
   EXPECT_FALSE(d.expert.has_value());
   EXPECT_FALSE(d.trace.empty());
 
   Result<ExplainedLayer> plain = DecideLayer(native, "model.layers.0.self_attn.o_proj");
   ASSERT_TRUE(plain.ok()) << plain.status().message();
-  EXPECT_EQ(plain->layer.decision.matched, "model.layers.0.self_attn.o_proj");
+  EXPECT_EQ(MatchedName(plain->layer.decision, *plain->resolved.site),
+            "model.layers.0.self_attn.o_proj");
   EXPECT_FALSE(plain->layer.decision.leg.has_value());
   EXPECT_TRUE(plain->resolved.note.empty());
 
@@ -326,13 +327,14 @@ TEST(DecideLayer, NamesTheLegOrExpertThatDecided) {
   EXPECT_EQ(e.kind, DecisionKind::kQuantized) << e.rule << " " << e.detail;
   EXPECT_EQ(e.expert, 0);
   EXPECT_EQ(e.leg, 0u);
-  EXPECT_EQ(e.matched, "model.layers.1.mlp.experts.0.gate_proj");
+  EXPECT_EQ(MatchedName(e, *experts->resolved.site), "model.layers.1.mlp.experts.0.gate_proj");
 
   // The default action decides fp8 layers: no rule, so nothing matched.
   const Model fp8 = OpenOrDie(kDeepseekTiny);
   Result<ExplainedLayer> by_default = DecideLayer(fp8, "model.layers.0.self_attn.o_proj");
   ASSERT_TRUE(by_default.ok());
-  EXPECT_TRUE(by_default->layer.decision.matched.empty());
+  EXPECT_FALSE(by_default->layer.decision.rule_hit);
+  EXPECT_TRUE(MatchedName(by_default->layer.decision, *by_default->resolved.site).empty());
 
   EXPECT_EQ(DecideLayer(fp8, "model.layers.9.nothing").status().code(), ErrorCode::kNotFound);
 }

@@ -86,12 +86,13 @@ TEST(ScreenedDecisions, SameAsThePerPatternLoopOnEveryCorpusConfig) {
         EXPECT_EQ(screened[i].kind, loop.kind);
         EXPECT_EQ(screened[i].rule, loop.rule);
         EXPECT_EQ(screened[i].detail, loop.detail);
-        EXPECT_EQ(screened[i].matched, loop.matched);
+        EXPECT_EQ(screened[i].rule_hit, loop.rule_hit);
         EXPECT_EQ(screened[i].leg, loop.leg);
         // A leg's subject is the name the site itself gives that leg.
         if (loop.leg) {
-          EXPECT_EQ(loop.matched, site.kind == SiteKind::kMoe ? site.ExpertLegPath(0, *loop.leg)
-                                                              : site.LegPath(*loop.leg));
+          EXPECT_EQ(MatchedName(loop, site), site.kind == SiteKind::kMoe
+                                                 ? site.ExpertLegPath(0, *loop.leg)
+                                                 : site.LegPath(*loop.leg));
         }
         EXPECT_EQ(screened[i].scheme, loop.scheme);
         EXPECT_TRUE(screened[i].trace.empty());
