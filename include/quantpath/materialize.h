@@ -47,8 +47,11 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme);
 // own scale grid as checkpoints store them and LoadExperts holds them (ExpertProjectionRequests);
 // intermediate is split by tensor parallelism.
 // Errors: an unregistered family; a request that does not add up or that the layout cannot hold
-// (the same checks Allocate makes).
-Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request);
+// (the same checks Allocate makes). `act` and `facts` are the scheme's activation mode
+// (ActivationQuantFor) and source layout: static asymmetric W8A8 also stores each row's
+// zero-point correction.
+Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request,
+                             const ActivationQuant& act = {}, const LoadFacts& facts = {});
 
 // The allocation request of a site: its shape, legs (rows and names), bias and expert count, with
 // `params_dtype` (the checkpoint's torch_dtype), on `device`, unsplit.

@@ -89,9 +89,10 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
                                  GranularityName(in.granularity)));
 }
 
-Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request) {
+Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request,
+                             const ActivationQuant& act, const LoadFacts& facts) {
   // A family whose loader is not in this build still has a layout, and so a size.
-  const Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key);
+  const Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
   if (!spec.ok() && spec.status().code() != ErrorCode::kUnsupported) return spec.status();
   auto bytes_of = [&](const AllocationRequest& r) {
     return spec.ok() ? (*spec)->StorageBytes(r) : LayoutStorageBytes(key, r);

@@ -37,7 +37,9 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& dev
     return;
   }
   std::vector<std::string> notes;
-  Result<int64_t> bytes = StorageBytes(*key, RequestForSite(site, torch_dtype, device));
+  const Result<ActivationQuant> act = ActivationQuantFor(scheme);
+  Result<int64_t> bytes = StorageBytes(*key, RequestForSite(site, torch_dtype, device),
+                                       act.ok() ? *act : ActivationQuant{}, scheme.weight.load);
   // A layout that cannot hold this site (e.g. a fused block-fp8 leg that is not a multiple of the
   // block) leaves bytes null and says why; the decision stays the format's or engine's (vLLM
   // builds such a fused layer, allowing the mismatch), only this build cannot load it.

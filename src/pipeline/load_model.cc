@@ -152,6 +152,9 @@ class Loader {
       // GPTQ writers always store g_idx; the engines load it and use it only with act-order.
       const bool gptq = layout == SourceLayout::kGptqV1 || layout == SourceLayout::kGptqV2;
       if (*tensor.slot == Slot::kGIdx && gptq) return true;
+      // ModelSlim stores weight_offset on every W8A8 layer; SGLang's methods register and load it,
+      // and the W8A8 spec checks that it is zero.
+      if (*tensor.slot == Slot::kWeightZero && layout == SourceLayout::kModelSlim) return true;
       return !params.tensor(*tensor.slot).empty();
     };
     for (const std::string& prefix : prefixes) {

@@ -70,11 +70,10 @@ CheckpointFacts FactsOf(const fs::path& dir) {
   return facts;
 }
 
-// The dense fixtures whose every layer this build loads. Not here: ct_llama_fp8_block and
-// mo_llama_fp8_pb_wo (block fp8 cannot hold the fused qkv_proj's 64-row legs; see
-// ALayerThatCannotBeLoadedIsAnErrorNamingIt), ct_llama_w8a8_* (no int8-activation kernel mode yet)
-// and llama-tiny-gptq (headers only: its values are not a valid symmetric GPTQ checkpoint).
-const char* const kDenseFixtures[] = {
+// The fixtures whose every layer this build loads, dense and MoE. Not here: llama-tiny-gptq
+// (headers only: its values are not a valid symmetric GPTQ checkpoint; see
+// ALayerThatCannotBeLoadedIsAnErrorNamingIt).
+const char* const kLoadableFixtures[] = {
     "producers/ct_llama_fp8_dynamic",
     "producers/ct_llama_w4a16_channel",
     "producers/ct_llama_w4a16_g64_asym",
@@ -87,6 +86,20 @@ const char* const kDenseFixtures[] = {
     "producers/gm_llama_gptq_w4g64_sym_desc_act",
     "producers/mo_llama_fp8",
     "producers/mo_llama_fp8_per_channel_per_token",
+    "producers/ct_llama_fp8_block",
+    "producers/mo_llama_fp8_pb_wo",
+    "producers/ct_llama_w8a8_int8_dynamic",
+    "producers/ct_llama_w8a8_int8_static",
+    "producers/ct_llama_w8a8_int8_static_asym",
+    "documented/modelslim_llama_w8a8",
+    "documented/modelslim_llama_w8a8_fp16",
+    "documented/modelslim_llama_w8a8_dynamic",
+    "producers/ct_qwen3moe_w4a16_g64_sym",
+    "producers/ct_qwen3moe_fp8_dynamic",
+    "producers/ct_qwen3moe_fp8_block",
+    "producers/ct_qwen3moe_w8a8_int8_dynamic",
+    "producers/ar_qwen3moe_auto_round_w4g64_sym",
+    "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
     "checkpoints/llama-tiny-fp8-sharded",
     "checkpoints/llama-tiny-fp8-static",
 };
@@ -95,8 +108,8 @@ std::string DataDir(const std::string& fixture) {
   return std::string(QUANTPATH_TEST_DATA) + "/" + fixture;
 }
 
-TEST(LoadCli, LoadsEveryDenseFixtureAndAccountsForEveryTensor) {
-  for (const char* fixture : kDenseFixtures) {
+TEST(LoadCli, LoadsEveryFixtureAndAccountsForEveryTensor) {
+  for (const char* fixture : kLoadableFixtures) {
     SCOPED_TRACE(fixture);
     const std::string dir = DataDir(fixture);
     auto result = RunCli("load " + dir + " --json");
@@ -133,8 +146,11 @@ TEST(LoadCli, LoadsEveryDenseFixtureAndAccountsForEveryTensor) {
     EXPECT_EQ(load.Find("not_loaded")->int_value(), attention);
     EXPECT_EQ(load.Find("layers_loaded")->int_value(),
               static_cast<int64_t>(sites.size()) - attention);
-    // Norms are the only other tensors of these Llama checkpoints: 2 per layer and the final one.
-    EXPECT_EQ(load.Find("other_tensors")->int_value(), 2 * attention + 1);
+    // Norms are the only other tensors of these checkpoints: 2 per layer (Llama) or 4 (Qwen3-MoE
+    // adds q_norm and k_norm), and the final one.
+    const int64_t norms_per_layer =
+        std::string(fixture).find("qwen3moe") != std::string::npos ? 4 : 2;
+    EXPECT_EQ(load.Find("other_tensors")->int_value(), norms_per_layer * attention + 1);
     // Held: the layers' storage and the plain tensors at the model's dtype, as plan counts them.
     const Json& summary = *plan.Find("summary");
     EXPECT_EQ(load.Find("bytes_held")->int_value(),
@@ -284,11 +300,12 @@ TEST(LoadCli, ATiedHeadIsReportedNotLoaded) {
 }
 
 TEST(LoadCli, ALayerThatCannotBeLoadedIsAnErrorNamingIt) {
-  // Block fp8 needs every fused leg but the last to fill whole 128-row blocks; k_proj has 64.
-  auto result = RunCli("load " + DataDir("producers/ct_llama_fp8_block"), true);
+  // A symmetric GPTQ checkpoint whose qzeros are not the symmetric zero point.
+  auto result = RunCli("load " + DataDir("checkpoints/llama-tiny-gptq"), true);
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.out.find("model.layers.0.self_attn.qkv_proj"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("k_proj"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("model.layers.0.self_attn.q_proj.qzeros"), std::string::npos)
+      << result.out;
 }
 
 TEST(LoadCli, ATensorNothingConsumesIsAnError) {
