@@ -14,33 +14,17 @@
 #include <cstring>
 #include <filesystem>
 
-#include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
 #include "src/specs/int_family.h"
+#include "tests/pipeline/producer_values.h"
 
 namespace quantpath {
 namespace {
 
 const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
 
-// Element i of a saved dequantization, and our double rounded to the same dtype (once: the
-// reference values are exact in fp32).
-float SavedValue(const TensorView& view, int64_t i) {
-  if (view.info->dtype == StDtype::kF32) {
-    float value;
-    std::memcpy(&value, view.bytes.data() + 4 * i, 4);
-    return value;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, view.bytes.data() + 2 * i, 2);
-  return view.info->dtype == StDtype::kBF16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
-}
-float Rounded(StDtype dtype, double value) {
-  const float f = static_cast<float>(value);
-  if (dtype == StDtype::kBF16) return Bf16ToFloat(FloatToBf16(f));
-  if (dtype == StDtype::kF16) return Fp16ToFloat(FloatToFp16(f));
-  return f;
-}
+using testing::Rounded;
+using testing::SavedValue;
 
 // Two layers × (qkv, o, gate_up, down) each. The Qwen3-MoE folders: moe_producers_test.cc.
 class IntProducersTest : public ::testing::TestWithParam<std::string> {};

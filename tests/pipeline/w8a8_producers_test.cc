@@ -12,9 +12,9 @@
 #include <fstream>
 #include <iterator>
 
-#include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
 #include "src/specs/int_family.h"
+#include "tests/pipeline/producer_values.h"
 #include "tests/specs/test_checkpoint.h"
 
 namespace quantpath {
@@ -22,22 +22,8 @@ namespace {
 
 const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
 
-float SavedValue(const TensorView& view, int64_t i) {
-  if (view.info->dtype == StDtype::kF32) {
-    float value;
-    std::memcpy(&value, view.bytes.data() + 4 * i, 4);
-    return value;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, view.bytes.data() + 2 * i, 2);
-  return view.info->dtype == StDtype::kBF16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
-}
-float Rounded(StDtype dtype, double value) {
-  const float f = static_cast<float>(value);
-  if (dtype == StDtype::kBF16) return Bf16ToFloat(FloatToBf16(f));
-  if (dtype == StDtype::kF16) return Fp16ToFloat(FloatToFp16(f));
-  return f;
-}
+using testing::Rounded;
+using testing::SavedValue;
 
 Result<Model> Open(const std::string& dir) {
   Result<OpenOptions> options = OpenOptions::Parse("native", "", "cpu");
