@@ -284,7 +284,11 @@ class SharedText {
   size_t find(std::string_view part, size_t from = 0) const { return str().find(part, from); }
   bool starts_with(std::string_view part) const { return str().starts_with(part); }
   bool ends_with(std::string_view part) const { return str().ends_with(part); }
+  // One overload per string type, so that no comparison needs a conversion to pick one.
+  friend bool operator==(const SharedText& a, const SharedText& b) { return a.str() == b.str(); }
   friend bool operator==(const SharedText& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const SharedText& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const SharedText& a, const char* b) { return a.str() == b; }
 
  private:
   static const std::string& Empty();
