@@ -351,7 +351,7 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
       queue.push_back(v);
     }
   }
-  BuildTable(queue, max_table_entries);
+  BuildTable(max_table_entries);
   BuildWhole(std::move(whole));
 }
 
@@ -395,26 +395,38 @@ void RuleIndex::AppendWhole(std::string_view subject, std::vector<uint32_t>* out
   }
 }
 
-void RuleIndex::BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries) {
+void RuleIndex::BuildTable(size_t max_entries) {
+  std::vector<unsigned char> class_byte(1);  // a byte of each class
   for (const Edge& e : edges_) {
-    if (byte_class_[e.byte] == 0) byte_class_[e.byte] = static_cast<uint16_t>(classes_++);
-  }
-  // Row offsets must leave kHasOutput's bit free.
-  if (states_.size() > std::min<size_t>(max_entries, kHasOutput) / classes_) return;
-  table_.assign(states_.size() * classes_, 0);
-  // A state's row is its failure state's (shallower, so already filled) with its own edges on top.
-  const auto fill = [&](uint32_t s) {
-    uint32_t* row = table_.data() + s * classes_;
-    if (s != 0) std::copy_n(table_.data() + states_[s].fail * classes_, classes_, row);
-    const State& state = states_[s];
-    for (uint32_t e = state.first_edge; e < state.first_edge + state.edge_count; ++e) {
-      const uint32_t to = edges_[e].to;
-      row[byte_class_[edges_[e].byte]] =
-          static_cast<uint32_t>(to * classes_) | (states_[to].output != 0 ? kHasOutput : 0);
+    if (byte_class_[e.byte] == 0) {
+      byte_class_[e.byte] = static_cast<uint16_t>(classes_++);
+      class_byte.push_back(e.byte);
     }
-  };
-  fill(0);
-  for (uint32_t s : breadth_first) fill(s);
+  }
+  size_t branching = 0;
+  for (size_t s = 0; s < states_.size(); ++s) branching += s == 0 || states_[s].edge_count > 1;
+  // State numbers must leave kHasOutput's bit free.
+  if (branching > max_entries / classes_ || states_.size() >= kHasOutput) return;
+  steps_.resize(states_.size());
+  rows_.reserve(branching * classes_);
+  for (uint32_t s = 0; s < states_.size(); ++s) {
+    const State& state = states_[s];
+    Step& step = steps_[s];
+    step.output = state.output != 0;
+    if (s != 0 && state.edge_count <= 1) {
+      step.kind = state.edge_count == 1 ? kChain : kLeaf;
+      step.link = state.fail;
+      if (state.edge_count == 1) step.byte = edges_[state.first_edge].byte;
+      continue;
+    }
+    step.kind = kRow;
+    step.link = static_cast<uint32_t>(rows_.size() / classes_);
+    for (size_t c = 0; c < classes_; ++c) {
+      // Column 0 stands for every byte no literal holds: the walk returns to the root.
+      const uint32_t to = c == 0 ? 0 : Next(s, class_byte[c]);
+      rows_.push_back(to | (states_[to].output != 0 ? kHasOutput : 0));
+    }
+  }
 }
 
 uint32_t RuleIndex::Next(uint32_t state, unsigned char byte) const {
@@ -443,10 +455,22 @@ void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) cons
   for (size_t i = from; i < subject.size(); ++i) {
     const auto byte = static_cast<unsigned char>(subject[i]);
     if (byte >= 0x80 && scan->first_non_ascii == std::string::npos) scan->first_non_ascii = i;
-    if (!table_.empty()) {
-      const uint32_t entry = table_[cursor + byte_class_[byte]];
-      cursor = entry & ~kHasOutput;
-      if ((entry & kHasOutput) != 0) emit(static_cast<uint32_t>(cursor / classes_), i + 1);
+    if (!steps_.empty()) {
+      while (true) {
+        const Step& step = steps_[cursor];
+        if (step.kind == kRow) {
+          const uint32_t entry = rows_[step.link * classes_ + byte_class_[byte]];
+          cursor = entry & ~kHasOutput;
+          if ((entry & kHasOutput) != 0) emit(cursor, i + 1);
+          break;
+        }
+        if (step.kind == kChain && step.byte == byte) {
+          ++cursor;  // the only child, numbered next
+          if (steps_[cursor].output) emit(cursor, i + 1);
+          break;
+        }
+        cursor = step.link;
+      }
     } else {
       cursor = Next(cursor, byte);
       emit(cursor, i + 1);

@@ -11,8 +11,8 @@
 // cannot reach its match limit on it: the answer is Python's, without the backtracking.
 // A rule repeating an earlier one (same matcher, same kinds) is never a candidate: it cannot be
 // the first hit. Rules that hit only their own pattern (exact names, globs without wildcards) are
-// looked up by the whole path in a hash table instead. The automaton is a transition table over the
-// literals' bytes (one load per byte of the path), and each thread remembers its walk over the last
+// looked up by the whole path in a hash table instead. The automaton is compact (see steps_ below)
+// so that a walk stays in cache, and each thread remembers its walk over the last
 // path per index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.")
 // resumes after it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the
 // caller's).
@@ -38,8 +38,8 @@ std::string RequiredLiteral(const Matcher& matcher);
 
 class RuleIndex {
  public:
-  // Transition-table entries (states × byte classes) the index may hold; past it (hundreds of
-  // thousands of literal bytes) it keeps only the trie's edges, which are slower to walk.
+  // Transition-table entries (branching states × byte classes) the index may hold; past it
+  // (hundreds of thousands of literals) it keeps only the trie's edges, which are slower to walk.
   static constexpr size_t kMaxTableEntries = size_t{1} << 22;
 
   explicit RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries = kMaxTableEntries);
@@ -64,7 +64,7 @@ class RuleIndex {
   struct Scan;
   // The automaton's move from `state` on `byte`, through the failure links.
   uint32_t Next(uint32_t state, unsigned char byte) const;
-  void BuildTable(const std::vector<uint32_t>& breadth_first, size_t max_entries);
+  void BuildTable(size_t max_entries);
   // Scans `subject` from byte `from` on, `scan` holding the walk over the bytes before it.
   void Continue(std::string_view subject, size_t from, Scan* scan) const;
   // The rules whose pattern is the whole subject (MatchesOnlyItsPattern), into `out`.
@@ -75,14 +75,25 @@ class RuleIndex {
   // could be reused by another index).
   uint64_t id_ = 0;
   size_t rule_total_ = 0;
-  // The automaton as a table: byte_class_[b] is 0 for a byte no literal holds, else its column
-  // in table_ (classes_ columns per state); an entry is the next state's row offset, with
-  // kHasOutput set when a literal ends there (its `output` is not 0). Empty when it would exceed
-  // the entry limit.
+  // The automaton, compact enough to stay in a core's cache while a plan walks it. Literals are
+  // mostly runs of single-child states, numbered depth first so that a state's only child is the
+  // next state: such a state keeps its byte and failure link (8 bytes), and the walk follows the
+  // link when the byte differs. The root and the states with several children have a row of the
+  // transition table (byte_class_[b] is 0 for a byte no literal holds, else its column; classes_
+  // columns per row), every move resolved: an entry is the next state, with kHasOutput set when a
+  // literal ends there (its `output` is not 0). No rows when they would exceed the entry limit.
   static constexpr uint32_t kHasOutput = uint32_t{1} << 31;
+  struct Step {
+    uint32_t link = 0;       // kRow: the row; kChain, kLeaf: the failure state
+    unsigned char byte = 0;  // kChain: the byte leading to the next state
+    uint8_t kind = 0;        // kRow, kChain or kLeaf
+    bool output = false;     // a literal ends here (`output` is not 0)
+  };
+  enum : uint8_t { kRow, kChain, kLeaf };
   std::array<uint16_t, 256> byte_class_{};
   size_t classes_ = 1;
-  std::vector<uint32_t> table_;
+  std::vector<Step> steps_;     // per state; empty without rows
+  std::vector<uint32_t> rows_;  // the branching states' rows
   std::vector<State> states_;
   std::vector<Edge> edges_;
   std::vector<uint32_t> rules_;   // per state, the rules whose literal ends there
