@@ -1,5 +1,6 @@
 // CompiledRegex: translated Python patterns compiled and run by PCRE2 (JIT where available), with
 // match limits that turn runaway backtracking into an error, and a process-wide compile cache.
+// Layer-path shapes (pyregex_shape.h) are answered without PCRE2 on ASCII subjects.
 #include "src/base/pyregex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -7,9 +8,11 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
+#include "src/base/pyregex_shape.h"
 #include "src/base/pyregex_translate.h"
 
 namespace quantpath {
@@ -84,6 +87,7 @@ std::string CacheKey(std::string_view pattern, PyRegexFlavor flavor) {
 struct CompiledRegex::Impl {
   pcre2_code* match_code = nullptr;  // (?:P), anchored: re.match
   pcre2_code* full_code = nullptr;   // (?:P)\z, anchored: re.fullmatch
+  std::optional<pyregex_internal::DottedShape> shape;
   ~Impl() {
     pcre2_code_free(match_code);
     pcre2_code_free(full_code);
@@ -151,6 +155,7 @@ Result<std::shared_ptr<const CompiledRegex>> CompiledRegex::Compile(std::string_
                       CompilePcre2("(?:" + translated->pcre2 + ")", translated->ascii, pattern));
   QP_ASSIGN_OR_RETURN(compiled->impl_->full_code,
                       CompilePcre2("(?:" + translated->pcre2 + ")\\z", translated->ascii, pattern));
+  compiled->impl_->shape = pyregex_internal::DottedShape::Parse(pattern);
 
   std::lock_guard<std::mutex> lock(cache.mu);
   if (cache.entries.size() >= kPyRegexCacheCapacity) cache.entries.clear();
@@ -190,11 +195,19 @@ int CompiledRegex::Run(std::string_view subject, bool full, uint32_t steps) cons
 }
 
 Result<bool> CompiledRegex::Match(std::string_view subject, bool full) const {
-  if (!LocalMatchState().ok()) return InternalError("out of memory creating PCRE2 match state");
   const Result<InputLimits>& limits = CurrentLimits();
   if (!limits.ok()) return limits.status();
-  const int64_t per_match = limits->regex_match_steps;
   RegexStepBudget* budget = current_budget;
+  // A shape is charged one first-tier run, as an ordinary PCRE2 match; a budget too low for that
+  // takes the PCRE2 path, which reports it.
+  if (impl_->shape && (budget == nullptr || budget->steps_ - budget->spent_ >= kFirstTierSteps)) {
+    if (const std::optional<bool> hit = impl_->shape->Match(subject, full)) {
+      if (budget != nullptr) budget->spent_ += kFirstTierSteps;
+      return *hit;
+    }
+  }
+  if (!LocalMatchState().ok()) return InternalError("out of memory creating PCRE2 match state");
+  const int64_t per_match = limits->regex_match_steps;
   int rc = 0;
   bool budget_spent = false;
   if (budget == nullptr) {

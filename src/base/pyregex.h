@@ -68,7 +68,8 @@ inline constexpr size_t kPyRegexCacheCapacity = 4096;
 // the machine: a match runs under limits of 32, 512, 8192, … steps (×16, up to the per-match
 // limit) until one suffices, and is charged the limits of the runs it took: an ordinary match (a
 // few steps) costs one run and 32 steps, a backtracking one at most 17 times the steps it needed
-// and 1.07 times the time of its last run. Budgets nest; the innermost is charged.
+// and 1.07 times the time of its last run; a layer-path shape answered without PCRE2
+// (pyregex_shape.h) costs 32 steps too. Budgets nest; the innermost is charged.
 class RegexStepBudget {
  public:
   explicit RegexStepBudget(int64_t steps);
