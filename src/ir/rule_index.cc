@@ -420,7 +420,7 @@ void RuleIndex::BuildTable(size_t max_entries) {
       continue;
     }
     step.kind = kRow;
-    step.link = static_cast<uint32_t>(rows_.size() / classes_);
+    step.link = static_cast<uint32_t>(rows_.size());
     for (size_t c = 0; c < classes_; ++c) {
       // Column 0 stands for every byte no literal holds: the walk returns to the root.
       const uint32_t to = c == 0 ? 0 : Next(s, class_byte[c]);
@@ -452,21 +452,28 @@ void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) cons
     }
   };
   uint32_t cursor = scan->cursors[from];
+  scan->cursors.resize(subject.size() + 1);
+  uint32_t* cursors = scan->cursors.data();
+  // Locals, so that the compiler need not reload them after every store into the scan.
+  const Step* steps = steps_.data();
+  const uint32_t* rows = rows_.data();
+  const uint16_t* byte_class = byte_class_.data();
+  const bool table = !steps_.empty();
   for (size_t i = from; i < subject.size(); ++i) {
     const auto byte = static_cast<unsigned char>(subject[i]);
     if (byte >= 0x80 && scan->first_non_ascii == std::string::npos) scan->first_non_ascii = i;
-    if (!steps_.empty()) {
+    if (table) {
       while (true) {
-        const Step& step = steps_[cursor];
+        const Step& step = steps[cursor];
         if (step.kind == kRow) {
-          const uint32_t entry = rows_[step.link * classes_ + byte_class_[byte]];
+          const uint32_t entry = rows[step.link + byte_class[byte]];
           cursor = entry & ~kHasOutput;
           if ((entry & kHasOutput) != 0) emit(cursor, i + 1);
           break;
         }
         if (step.kind == kChain && step.byte == byte) {
           ++cursor;  // the only child, numbered next
-          if (steps_[cursor].output) emit(cursor, i + 1);
+          if (steps[cursor].output) emit(cursor, i + 1);
           break;
         }
         cursor = step.link;
@@ -475,7 +482,7 @@ void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) cons
       cursor = Next(cursor, byte);
       emit(cursor, i + 1);
     }
-    scan->cursors.push_back(cursor);
+    cursors[i + 1] = cursor;
   }
 }
 
