@@ -146,8 +146,33 @@ Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
   QP_ASSIGN_OR_RETURN(ReferenceLayer whole,
                       DequantizeReference(layer.checkpoint, layer.scheme, site.path,
                                           layer.leg_prefixes, site.bias));
-  if (layer.linear.params().request.tp_size == 1) return whole;
-  return SliceReference(whole, layer.slice);
+  const AllocationRequest& request = layer.linear.params().request;
+  if (request.tp_size == 1) return whole;
+  ReferenceLayer ref = SliceReference(whole, layer.slice);
+  // ModelSlim's static quant_bias (−offset · Σ_k q over all of K) is added by rank 0 of a row
+  // split only, and no rank subtracts the offset's share of its own columns
+  // (w8a8_spec.cc): rank r's product is its columns' plus
+  // offset · s_x · (Σ_{its columns} W − [r = 0] · Σ_k W) per row, which the ranks' sum cancels.
+  const bool modelslim_static = layer.scheme.weight.load.layout == SourceLayout::kModelSlim &&
+                                layer.activation.mode == ActMode::kStaticPerTensor &&
+                                !layer.activation.symmetric;
+  if (modelslim_static && request.parallel == Parallel::kRow && whole.input_zero_point) {
+    const double shift = *whole.input_zero_point * whole.input_scale.value_or(0.0);
+    ref.bias.resize(static_cast<size_t>(ref.rows), 0.0);
+    for (int64_t r = 0; r < ref.rows; ++r) {
+      const double* row = whole.weight.data() + layer.slice.rows[r] * whole.cols;
+      double own = 0;
+      double all = 0;
+      for (int64_t c = 0; c < whole.cols; ++c) {
+        all += row[c];
+        if (c >= layer.slice.first_col && c < layer.slice.first_col + layer.slice.cols) {
+          own += row[c];
+        }
+      }
+      ref.bias[r] += shift * (own - (request.tp_rank == 0 ? all : 0.0));
+    }
+  }
+  return ref;
 }
 
 std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t seed) {
@@ -175,25 +200,12 @@ Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
                                     path, m, x.cols, k));
   }
   // X in double for the reference, and the matrix the kernel reads (fp16 widened to fp32).
-  std::vector<double> xd(static_cast<size_t>(m * k));
+  QP_ASSIGN_OR_RETURN(const std::vector<double> xd, pipeline_internal::InputToDouble(x, path));
   std::vector<float> widened;
   ConstMatrix xm = x;
-  const auto* bits = static_cast<const uint16_t*>(x.data);
-  switch (x.dtype) {
-    case QDType::kBF16:
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Bf16ToFloat(bits[i]);
-      break;
-    case QDType::kFP16:
-      widened.resize(xd.size());
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = widened[i] = Fp16ToFloat(bits[i]);
-      xm = ConstMatrix{QDType::kFP32, widened.data(), m, k};
-      break;
-    case QDType::kFP32:
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = static_cast<const float*>(x.data)[i];
-      break;
-    default:
-      return InvalidInput(fmt::format("{}: input dtype {}: expected bf16, fp16 or fp32", path,
-                                      QDTypeName(x.dtype)));
+  if (x.dtype == QDType::kFP16) {
+    widened.assign(xd.begin(), xd.end());
+    xm = ConstMatrix{QDType::kFP32, widened.data(), m, k};
   }
   QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, linear.KernelFor(m, xm.dtype, QDType::kFP32));
   LayerRun run;

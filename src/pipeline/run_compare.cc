@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "fmt/format.h"
 #include "quantpath/numeric.h"
 
 namespace quantpath::pipeline_internal {
@@ -23,6 +24,25 @@ std::vector<double> Bf16ToDouble(std::span<const uint16_t> x) {
   std::vector<double> xd(x.size());
   for (size_t i = 0; i < x.size(); ++i) xd[i] = Bf16ToFloat(x[i]);
   return xd;
+}
+
+Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view layer) {
+  std::vector<double> xd(static_cast<size_t>(x.rows * x.cols));
+  const auto* bits = static_cast<const uint16_t*>(x.data);
+  switch (x.dtype) {
+    case QDType::kBF16:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Bf16ToFloat(bits[i]);
+      return xd;
+    case QDType::kFP16:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Fp16ToFloat(bits[i]);
+      return xd;
+    case QDType::kFP32:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = static_cast<const float*>(x.data)[i];
+      return xd;
+    default:
+      return InvalidInput(fmt::format("{}: input dtype {}: expected bf16, fp16 or fp32", layer,
+                                      QDTypeName(x.dtype)));
+  }
 }
 
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "quantpath/kernels.h"
 #include "quantpath/specs.h"
 
 namespace quantpath::pipeline_internal {
@@ -14,6 +15,9 @@ namespace quantpath::pipeline_internal {
 std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count);
 // bf16 values in double.
 std::vector<double> Bf16ToDouble(std::span<const uint16_t> x);
+// A given input (`run --input`) in double: bf16, fp16 or fp32; another dtype is an error naming
+// the layer.
+Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view layer);
 
 // Errors of Y against the reference product, accumulated over one or several products (the
 // experts of an MoE layer), so that rel divides by the largest reference value of them all.
