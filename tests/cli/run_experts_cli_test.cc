@@ -32,7 +32,8 @@ TEST(RunExpertsCli, OneExpertAsJson) {
   std::vector<std::string> keys;
   for (const auto& member : j.members()) keys.push_back(member.first);
   EXPECT_EQ(keys, (std::vector<std::string>{"layer", "resolved", "spec_id", "activation", "m",
-                                            "seed", "expert", "experts", "projections", "pass"}));
+                                            "seed", "expert", "experts", "projections", "pass",
+                                            "input", "output"}));
   EXPECT_EQ(j.Find("spec_id")->string_value(), "int4_group_64");
   EXPECT_EQ(j.Find("expert")->int_value(), 2);
   EXPECT_EQ(j.Find("experts")->int_value(), 1);
