@@ -6,15 +6,22 @@
 //   2. the ranks put together give the whole expert's (tp 1) output on the same X: gate and up
 //      rows, placed at the rows RankSlice names, are the whole projection's; down's partial sums
 //      (each rank on its own columns of X) add up to it;
+// The same for unquantized (bf16) experts, written here.
 //   3. block fp8 (128 × 128 blocks) cannot split I = 128: an error naming the projection, the
 //      dimension and the legal sizes (1 only).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <random>
 
+#include "fmt/format.h"
 #include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
+#include "tests/specs/test_checkpoint.h"
 
 namespace quantpath {
 namespace {
@@ -23,9 +30,11 @@ constexpr int kTp = 2;
 constexpr int64_t kM = 3;
 constexpr uint64_t kSeed = 11;
 
+const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
+
 Result<Model> Open(const std::string& dir, int tp) {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu", "auto", tp));
-  return OpenModel(std::string(QUANTPATH_TEST_DATA) + "/producers/" + dir, options);
+  return OpenModel(dir, options);
 }
 
 // Seeded bf16 X [kM, k] in fp32.
@@ -39,12 +48,11 @@ std::vector<float> SeededX(int64_t k, uint64_t seed) {
   return x;
 }
 
-class MoeTpTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(MoeTpTest, RanksAddUpToTheWholeExperts) {
-  Result<Model> whole_model = Open(GetParam(), 1);
+// Checks 1 and 2 on both moe sites of the folder `dir`.
+void CheckRanksAddUp(const std::string& dir) {
+  Result<Model> whole_model = Open(dir, 1);
   ASSERT_TRUE(whole_model.ok()) << whole_model.status().message();
-  Result<Model> model = Open(GetParam(), kTp);
+  Result<Model> model = Open(dir, kTp);
   ASSERT_TRUE(model.ok()) << model.status().message();
   int sites = 0;
   for (const LayerSite& site : model->sites.sites) {
@@ -61,7 +69,7 @@ TEST_P(MoeTpTest, RanksAddUpToTheWholeExperts) {
       ASSERT_TRUE(run.ok()) << run.status().message();
       EXPECT_TRUE(run->w13.pass()) << "rank " << rank << " w13 rel " << run->w13.rel;
       EXPECT_TRUE(run->w2.pass()) << "rank " << rank << " w2 rel " << run->w2.rel;
-      std::cout << GetParam() << " " << site.path << " " << layer->key.ToId() << " rank " << rank
+      std::cout << dir << " " << site.path << " " << layer->key.ToId() << " rank " << rank
                 << ": w13 rel " << run->w13.rel << ", w2 rel " << run->w2.rel << " (tol "
                 << run->w13.tol << ")\n";
       ranks.push_back(std::move(*layer));
@@ -113,11 +121,15 @@ TEST_P(MoeTpTest, RanksAddUpToTheWholeExperts) {
     const double bound = requantized ? 1e-1 : ToleranceFor(whole->key, ActMode::kNone);
     const double rel = max_diff / max_ref;
     EXPECT_LE(rel, bound);
-    std::cout << GetParam() << " " << site.path << ": ranks' sum vs tp 1 rel " << rel << " (bound "
+    std::cout << dir << " " << site.path << ": ranks' sum vs tp 1 rel " << rel << " (bound "
               << bound << ")\n";
   }
   EXPECT_EQ(sites, 2);
 }
+
+class MoeTpTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeTpTest, RanksAddUpToTheWholeExperts) { CheckRanksAddUp(kProducers + GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Folders, MoeTpTest,
                          ::testing::Values("ct_qwen3moe_w4a16_g64_sym", "ct_qwen3moe_fp8_dynamic",
@@ -125,8 +137,37 @@ INSTANTIATE_TEST_SUITE_P(Folders, MoeTpTest,
                                            "ar_qwen3moe_auto_round_w4g64_sym",
                                            "gm_qwen3moe_gptq_w4g64_sym_desc_act"));
 
+// Unquantized (bf16) experts: the producers' Qwen3-MoE config without its quantization_config,
+// and bf16 expert weights written here.
+TEST(MoeTpBf16Test, RanksAddUpToTheWholeExperts) {
+  const std::filesystem::path dir = testing::FreshDir();
+  const std::string config_file = kProducers + "ct_qwen3moe_w4a16_g64_sym/config.json";
+  std::ifstream in(config_file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result<Json> config = ParseJson(text, config_file);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  std::vector<Json::Member> members;
+  for (const auto& member : config->members()) {
+    if (member.first != "quantization_config") members.push_back(member);
+  }
+  std::ofstream(dir / "config.json") << ToJson(Json::Object(std::move(members)));
+  std::mt19937 rng(7);
+  std::vector<testing::TestTensor> tensors;
+  for (int layer = 0; layer < 2; ++layer) {
+    for (int e = 0; e < 4; ++e) {
+      for (const char* name : {"gate_proj", "up_proj", "down_proj"}) {
+        tensors.push_back(testing::Bf16Tensor(
+            fmt::format("model.layers.{}.mlp.experts.{}.{}.weight", layer, e, name), {128, 128},
+            testing::RandomBf16Values(&rng, 128 * 128)));
+      }
+    }
+  }
+  testing::WriteSafetensors(dir / "model.safetensors", tensors);
+  CheckRanksAddUp(dir.string());
+}
+
 TEST(MoeTpErrorsTest, NameTheProjectionTheDimensionAndTheLegalSizes) {
-  Result<Model> model = Open("ct_qwen3moe_fp8_block", kTp);
+  Result<Model> model = Open(kProducers + "ct_qwen3moe_fp8_block", kTp);
   ASSERT_TRUE(model.ok()) << model.status().message();
   Result<LoadedExperts> loaded = LoadExperts(*model, "model.layers.0.mlp.experts", 1);
   ASSERT_FALSE(loaded.ok());
@@ -135,7 +176,7 @@ TEST(MoeTpErrorsTest, NameTheProjectionTheDimensionAndTheLegalSizes) {
             "gives each rank slices of the weight (gate_proj = 64), and gate_proj is not a "
             "multiple of the block's 128 rows; legal --tp: 1");
   // int4 groups of 64: down's K = 128 splits in two, not in four.
-  Result<Model> four = Open("ct_qwen3moe_w4a16_g64_sym", 4);
+  Result<Model> four = Open(kProducers + "ct_qwen3moe_w4a16_g64_sym", 4);
   ASSERT_TRUE(four.ok()) << four.status().message();
   Result<LoadedExperts> groups = LoadExperts(*four, "model.layers.1.mlp.experts", 0);
   ASSERT_FALSE(groups.ok());
