@@ -162,7 +162,8 @@ struct LoadedLayer {
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank = 0);
 
 // The layer's weights dequantized to double straight from the checkpoint tensors, without the
-// spec (the oracle LoadLayer's Linear is compared with): this rank's slice of the whole layer's.
+// spec (the oracle LoadLayer's Linear is compared with): this rank's slice of the whole layer's
+// (a ModelSlim static row rank's shifted as the engines compute it, run_compare.h).
 Result<ReferenceLayer> LoadReference(const LoadedLayer& layer);
 
 // RunSeeded's input of `layer`: the seeded X [m, K] of the whole layer (below), and of a

@@ -149,29 +149,8 @@ Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
   const AllocationRequest& request = layer.linear.params().request;
   if (request.tp_size == 1) return whole;
   ReferenceLayer ref = SliceReference(whole, layer.slice);
-  // ModelSlim's static quant_bias (−offset · Σ_k q over all of K) is added by rank 0 of a row
-  // split only, and no rank subtracts the offset's share of its own columns
-  // (w8a8_spec.cc): rank r's product is its columns' plus
-  // offset · s_x · (Σ_{its columns} W − [r = 0] · Σ_k W) per row, which the ranks' sum cancels.
-  const bool modelslim_static = layer.scheme.weight.load.layout == SourceLayout::kModelSlim &&
-                                layer.activation.mode == ActMode::kStaticPerTensor &&
-                                !layer.activation.symmetric;
-  if (modelslim_static && request.parallel == Parallel::kRow && whole.input_zero_point) {
-    const double shift = *whole.input_zero_point * whole.input_scale.value_or(0.0);
-    ref.bias.resize(static_cast<size_t>(ref.rows), 0.0);
-    for (int64_t r = 0; r < ref.rows; ++r) {
-      const double* row = whole.weight.data() + layer.slice.rows[r] * whole.cols;
-      double own = 0;
-      double all = 0;
-      for (int64_t c = 0; c < whole.cols; ++c) {
-        all += row[c];
-        if (c >= layer.slice.first_col && c < layer.slice.first_col + layer.slice.cols) {
-          own += row[c];
-        }
-      }
-      ref.bias[r] += shift * (own - (request.tp_rank == 0 ? all : 0.0));
-    }
-  }
+  pipeline_internal::ShiftModelSlimRowRank(whole, layer.slice, request, layer.scheme,
+                                           layer.activation, &ref);
   return ref;
 }
 

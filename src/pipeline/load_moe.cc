@@ -80,8 +80,12 @@ Result<ReferenceLayer> ProjectionReference(const LoadedExperts& layer, int64_t e
       ReferenceLayer whole,
       DequantizeReference(layer.checkpoint, layer.scheme, ExpertLayer(site, e, site.legs[leg].name),
                           {expert.prefixes[leg]}, site.bias));
-  if (expert.projections[leg].params().request.tp_size == 1) return whole;
-  return SliceReference(whole, expert.slices[leg]);
+  const AllocationRequest& request = expert.projections[leg].params().request;
+  if (request.tp_size == 1) return whole;
+  ReferenceLayer ref = SliceReference(whole, expert.slices[leg]);
+  pipeline_internal::ShiftModelSlimRowRank(whole, expert.slices[leg], request, layer.scheme,
+                                           layer.activation, &ref);
+  return ref;
 }
 
 // X as the kernels read it: bf16 when every value is one (the seeded input, the bf16 product of

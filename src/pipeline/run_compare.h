@@ -19,6 +19,15 @@ std::vector<double> Bf16ToDouble(std::span<const uint16_t> x);
 // the layer.
 Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view layer);
 
+// A ModelSlim static layer's row-parallel rank `ref` (its slice of `whole`), made what the engines
+// compute on that rank: ModelSlim's quant_bias (−offset · Σ_k q over all of K) is added by rank 0
+// only, and no rank subtracts the offset's share of its own columns (w8a8_spec.cc), so rank r's
+// product is its columns' plus offset · s_x · (Σ_{its columns} W − [r = 0] · Σ_k W) per row, which
+// the ranks' sum cancels. Other layers are left as they are.
+void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
+                           const AllocationRequest& request, const QuantScheme& scheme,
+                           const ActivationQuant& act, ReferenceLayer* ref);
+
 // Errors of Y against the reference product, accumulated over one or several products (the
 // experts of an MoE layer), so that rel divides by the largest reference value of them all.
 struct ErrorStats {
