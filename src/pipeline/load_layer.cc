@@ -83,18 +83,6 @@ Result<AllocationRequest> RankRequest(const Model& model, const LayerSite& site,
   return request;
 }
 
-// The tensor-parallel sizes up to kMaxListedTp at which `spec` can hold the site.
-constexpr int64_t kMaxListedTp = 64;
-std::string LegalTpSizes(const WeightSpec& spec, const Model& model, const LayerSite& site,
-                         const std::optional<AttentionHeads>& heads) {
-  std::vector<std::string> legal;
-  for (int64_t tp = 1; tp <= kMaxListedTp; ++tp) {
-    Result<AllocationRequest> request = RankRequest(model, site, tp, 0, heads);
-    if (request.ok() && spec.StorageBytes(*request).ok()) legal.push_back(std::to_string(tp));
-  }
-  return Join(legal, ", ");
-}
-
 }  // namespace
 
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank) {
@@ -125,7 +113,10 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
   Result<AllocationRequest> request = RankRequest(model, site, tp, tp_rank, heads);
   Status fits = request.ok() ? (*spec)->StorageBytes(*request).status() : request.status();
   if (!fits.ok()) {
-    const std::string legal = tp == 1 ? "" : LegalTpSizes(**spec, model, site, heads);
+    const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
+      Result<AllocationRequest> r = RankRequest(model, site, size, 0, heads);
+      return r.ok() && (*spec)->StorageBytes(*r).ok();
+    });
     if (legal.empty()) return fits;  // not a matter of the split
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
   }

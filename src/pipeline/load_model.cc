@@ -18,6 +18,7 @@
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
+#include "src/pipeline/run_compare.h"
 
 namespace quantpath {
 namespace {
@@ -206,14 +207,12 @@ class Loader {
     const int64_t tp = model_.launch.tp_size;
     const int64_t vocab = info.shape.empty() ? 0 : info.shape[0];
     if (vocab % tp != 0) {
-      std::vector<std::string> legal;
-      for (int64_t t = 1; t <= 64; ++t) {
-        if (vocab % t == 0) legal.push_back(std::to_string(t));
-      }
+      const std::string legal =
+          pipeline_internal::LegalTpSizes([&](int64_t size) { return vocab % size == 0; });
       return InvalidInput(fmt::format(
           "{}: the vocabulary of {} rows (tensor {}) is not divisible by tensor-parallel size {} "
           "(the vocabulary is split unpadded); legal --tp: {}",
-          site.path, vocab, name, tp, Join(legal, ", ")));
+          site.path, vocab, name, tp, legal));
     }
     const size_t rank_bytes = view.bytes.size() / static_cast<size_t>(tp);
     std::vector<std::byte> copy(rank_bytes);

@@ -53,15 +53,6 @@ Status Fits(const WeightSpec& spec, const Model& model, const LayerSite& site, i
   return Status();
 }
 
-// The tensor-parallel sizes up to 64 at which `spec` holds the experts.
-std::string LegalTpSizes(const WeightSpec& spec, const Model& model, const LayerSite& site) {
-  std::vector<std::string> legal;
-  for (int64_t tp = 1; tp <= 64; ++tp) {
-    if (Fits(spec, model, site, tp).ok()) legal.push_back(std::to_string(tp));
-  }
-  return Join(legal, ", ");
-}
-
 // The columns [slice.first_col, + slice.cols) of X [m, full_k].
 std::vector<double> ColumnsOf(std::span<const double> x, int64_t m, int64_t full_k,
                               const RankSlice& slice) {
@@ -201,7 +192,9 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
   Result<std::unique_ptr<WeightSpec>> probe = Materialize(scheme, model.device);
   if (!probe.ok()) return probe.status().WithContext(site.path);
   if (Status fits = Fits(**probe, model, site, tp); !fits.ok()) {
-    const std::string legal = tp == 1 ? "" : LegalTpSizes(**probe, model, site);
+    const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
+      return Fits(**probe, model, site, size).ok();
+    });
     if (legal.empty()) return fits;  // not a matter of the split
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
   }

@@ -45,6 +45,14 @@ Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view
   }
 }
 
+std::string LegalTpSizes(const std::function<bool(int64_t)>& fits) {
+  std::vector<std::string> legal;
+  for (int64_t tp = 1; tp <= 64; ++tp) {
+    if (fits(tp)) legal.push_back(std::to_string(tp));
+  }
+  return Join(legal, ", ");
+}
+
 void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
                            const AllocationRequest& request, const QuantScheme& scheme,
                            const ActivationQuant& act, ReferenceLayer* ref) {

@@ -1,9 +1,12 @@
-// Internal to src/pipeline: the seeded input and the error measure of `run`, shared by dense and
-// MoE layers so that both are measured the same way (pipeline.h RunSeeded states the formulas).
+// Internal to src/pipeline: the seeded input, the error measure of `run` and the legal
+// tensor-parallel sizes, shared by dense and MoE layers so that both are measured and split the
+// same way (pipeline.h RunSeeded states the formulas).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "quantpath/kernels.h"
@@ -18,6 +21,10 @@ std::vector<double> Bf16ToDouble(std::span<const uint16_t> x);
 // A given input (`run --input`) in double: bf16, fp16 or fp32; another dtype is an error naming
 // the layer.
 Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view layer);
+
+// "1, 2, 4": the tensor-parallel sizes up to 64 for which `fits` holds, for the "; legal --tp: …"
+// of a split that does not divide.
+std::string LegalTpSizes(const std::function<bool(int64_t)>& fits);
 
 // A ModelSlim static layer's row-parallel rank `ref` (its slice of `whole`), made what the engines
 // compute on that rank: ModelSlim's quant_bias (−offset · Σ_k q over all of K) is added by rank 0

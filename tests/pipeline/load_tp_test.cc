@@ -8,6 +8,7 @@
 //     per row and group, no per-layer scalar), the two ranks hold exactly the whole plus
 //     the replicated KV head: Llama's and Qwen3-MoE's qkv [128 + 64 + 64, 128] with one KV head
 //     keeps q's 64 rows and both 64-row KV legs on each rank, 384 of 256 rows.
+// A vocabulary the size does not divide is an error naming the legal sizes.
 // Block fp8 folders cannot split (q's 64 rows are half a 128-row block): load fails naming the
 // layer and the legal sizes, as vLLM refuses such a partition.
 #include <gtest/gtest.h>
@@ -120,6 +121,16 @@ TEST(LoadTpTest, EveryFixtureAtTpTwo) {
     EXPECT_EQ(qkv, 2);  // one qkv per decoder layer
   }
   EXPECT_EQ(exact, static_cast<int>(kExact.size()));
+}
+
+TEST(LoadTpTest, AVocabularyTheSizeDoesNotDivideNamesTheLegalSizes) {
+  Result<ModelLoad> load =
+      Load(std::string(QUANTPATH_TEST_DATA) + "/producers/ct_llama_w4a16_g64_sym", 3, 0);
+  ASSERT_FALSE(load.ok());
+  EXPECT_EQ(load.status().message(),
+            "model.embed_tokens: the vocabulary of 128 rows (tensor model.embed_tokens.weight) is "
+            "not divisible by tensor-parallel size 3 (the vocabulary is split unpadded); legal "
+            "--tp: 1, 2, 4, 8, 16, 32, 64");
 }
 
 }  // namespace
