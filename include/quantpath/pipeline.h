@@ -162,7 +162,8 @@ struct LoadedLayer {
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank = 0);
 
 // The layer's weights dequantized to double straight from the checkpoint tensors, without the
-// spec (the oracle LoadLayer's Linear is compared with): this rank's slice of the whole layer's.
+// spec (the oracle LoadLayer's Linear is compared with): this rank's slice of the whole layer's
+// (a ModelSlim static row rank's shifted as the engines compute it, run_compare.h).
 Result<ReferenceLayer> LoadReference(const LoadedLayer& layer);
 
 // RunSeeded's input of `layer`: the seeded X [m, K] of the whole layer (below), and of a
@@ -199,6 +200,7 @@ Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);
 struct LoadedExpert {
   std::vector<Linear> projections;
   std::vector<std::string> prefixes;  // the checkpoint prefix of each projection
+  std::vector<RankSlice> slices;      // where this rank's rows and columns lie in each projection
 };
 
 // Every expert of an moe site, in expert order, each through its own spec (of one SpecKey).
@@ -216,7 +218,13 @@ struct LoadedExperts {
 // prefixes the site names (LayerSite::ExpertLegPath: `…mlp.experts.N.gate_proj` in Qwen3-MoE,
 // DeepSeek-V3/R1, Kimi-K2 and GLM-4.5). Errors: not an moe site, a decision of error, no spec,
 // a missing or misshapen expert tensor (naming the tensor, the expert and the layer).
-Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path);
+//
+// Rank `tp_rank` of model.launch.tp_size holds its shard of every expert, as vLLM's FusedMoE
+// with tensor (not expert) parallelism: gate and up their rows [r·I/tp, (r+1)·I/tp) each
+// (column-parallel), down its columns of the same range (row-parallel: a partial sum). A split
+// that breaks a group, pack or block is an error naming the projection and the dimension, ending
+// "; legal --tp: …" (up to 64).
+Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int tp_rank = 0);
 
 // RunSeeded for experts: `expert` runs that one expert, nullopt runs every expert on the same
 // input (y [E, m, N]). Two products are measured, as the engines' fused MoE computes them: w13,
@@ -224,7 +232,9 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path);
 // side), and w2, down on its own X [m, I] of the same seed (measured on its own input, not on the
 // w13 output, since each is a kernel of its own). The reference is DequantizeReference over the
 // expert's own prefixes; max_abs, mean_abs and rel are taken over every expert that ran (rel
-// divides by the largest |Y_ref| among them) and time_ms sums their Forward calls.
+// divides by the largest |Y_ref| among them) and time_ms sums their Forward calls. A row-parallel
+// rank (down at --tp > 1) reads its columns of the whole projection's X. LayerRun::y holds every
+// output, expert by expert and projection by projection ([E, legs, m, N]).
 struct ExpertsRun {
   std::optional<int64_t> expert;  // the expert that ran; nullopt: every expert
   int64_t experts = 0;            // how many ran
@@ -234,6 +244,15 @@ struct ExpertsRun {
 };
 Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint64_t seed,
                                     std::optional<int64_t> expert);
+
+// The experts on given activations (`run --input`), X [m, H] in bf16, fp16 or fp32: w13 (gate and
+// up) on X, then h = bf16(SiLU(gate) ⊙ up) on this rank's intermediate rows, then down on h, so
+// w2.y is each expert's output ([E, m, H] for every expert, [m, H] for one; at --tp > 1 this
+// rank's partial sum, the ranks' sum being the whole expert's). Each product is measured against
+// the reference on the input its kernel read (w2 on h). The kernels read bf16 where every value
+// is one, fp32 otherwise.
+Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatrix& x,
+                                     std::optional<int64_t> expert);
 
 // The same on given activations (`run --input`): X [m, K] in bf16, fp16 or fp32, row-major. bf16
 // and fp32 reach the kernel as they are; fp16 is widened to fp32 first (exactly), as no kernel
@@ -302,8 +321,12 @@ struct ModelLoad {
 // (`<…norm>.weight` / `.bias` where the module's last segment ends in "norm",
 // `….rotary_emb.inv_freq`); any other tensor is an error naming it and its file.
 // Errors name the layer, and the tensor and file where one is at fault: a layer LoadLayer cannot
-// load, a decision of error, a missing tensor, a shape that differs;
-// --tp above 1 is kUnsupported (one layer's shard loads through LoadLayer).
+// load, a decision of error, a missing tensor, a shape that differs.
+// At model.launch.tp_size > 1, rank options.tp_rank holds its shard: every layer as LoadLayer and
+// LoadExperts split it, the embedding's rows [r·V/tp, (r+1)·V/tp) (VocabParallelEmbedding without
+// vLLM's padding of V to a multiple of 64: a V that tp does not divide is an error naming the
+// layer and the legal sizes), routers and norms whole; bytes_held is this rank's, bytes_read the
+// whole tensors it consumed.
 Result<ModelLoad> LoadModel(const Model& model, const LoadModelOptions& options = {});
 
 }  // namespace quantpath

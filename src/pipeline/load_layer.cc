@@ -83,18 +83,6 @@ Result<AllocationRequest> RankRequest(const Model& model, const LayerSite& site,
   return request;
 }
 
-// The tensor-parallel sizes up to kMaxListedTp at which `spec` can hold the site.
-constexpr int64_t kMaxListedTp = 64;
-std::string LegalTpSizes(const WeightSpec& spec, const Model& model, const LayerSite& site,
-                         const std::optional<AttentionHeads>& heads) {
-  std::vector<std::string> legal;
-  for (int64_t tp = 1; tp <= kMaxListedTp; ++tp) {
-    Result<AllocationRequest> request = RankRequest(model, site, tp, 0, heads);
-    if (request.ok() && spec.StorageBytes(*request).ok()) legal.push_back(std::to_string(tp));
-  }
-  return Join(legal, ", ");
-}
-
 }  // namespace
 
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank) {
@@ -125,7 +113,10 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
   Result<AllocationRequest> request = RankRequest(model, site, tp, tp_rank, heads);
   Status fits = request.ok() ? (*spec)->StorageBytes(*request).status() : request.status();
   if (!fits.ok()) {
-    const std::string legal = tp == 1 ? "" : LegalTpSizes(**spec, model, site, heads);
+    const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
+      Result<AllocationRequest> r = RankRequest(model, site, size, 0, heads);
+      return r.ok() && (*spec)->StorageBytes(*r).ok();
+    });
     if (legal.empty()) return fits;  // not a matter of the split
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
   }
@@ -146,8 +137,12 @@ Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
   QP_ASSIGN_OR_RETURN(ReferenceLayer whole,
                       DequantizeReference(layer.checkpoint, layer.scheme, site.path,
                                           layer.leg_prefixes, site.bias));
-  if (layer.linear.params().request.tp_size == 1) return whole;
-  return SliceReference(whole, layer.slice);
+  const AllocationRequest& request = layer.linear.params().request;
+  if (request.tp_size == 1) return whole;
+  ReferenceLayer ref = SliceReference(whole, layer.slice);
+  pipeline_internal::ShiftModelSlimRowRank(whole, layer.slice, request, layer.scheme,
+                                           layer.activation, &ref);
+  return ref;
 }
 
 std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t seed) {
@@ -175,25 +170,12 @@ Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
                                     path, m, x.cols, k));
   }
   // X in double for the reference, and the matrix the kernel reads (fp16 widened to fp32).
-  std::vector<double> xd(static_cast<size_t>(m * k));
+  QP_ASSIGN_OR_RETURN(const std::vector<double> xd, pipeline_internal::InputToDouble(x, path));
   std::vector<float> widened;
   ConstMatrix xm = x;
-  const auto* bits = static_cast<const uint16_t*>(x.data);
-  switch (x.dtype) {
-    case QDType::kBF16:
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Bf16ToFloat(bits[i]);
-      break;
-    case QDType::kFP16:
-      widened.resize(xd.size());
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = widened[i] = Fp16ToFloat(bits[i]);
-      xm = ConstMatrix{QDType::kFP32, widened.data(), m, k};
-      break;
-    case QDType::kFP32:
-      for (size_t i = 0; i < xd.size(); ++i) xd[i] = static_cast<const float*>(x.data)[i];
-      break;
-    default:
-      return InvalidInput(fmt::format("{}: input dtype {}: expected bf16, fp16 or fp32", path,
-                                      QDTypeName(x.dtype)));
+  if (x.dtype == QDType::kFP16) {
+    widened.assign(xd.begin(), xd.end());
+    xm = ConstMatrix{QDType::kFP32, widened.data(), m, k};
   }
   QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, linear.KernelFor(m, xm.dtype, QDType::kFP32));
   LayerRun run;

@@ -3,6 +3,10 @@
 // Layers are dropped once measured (load-and-drop): the figures say what loading costs and that
 // every layer loads, without holding the model; the peak is the largest layer plus what the
 // memory-mapped files keep resident.
+//
+// At --tp N, rank R holds its shard of every site as LoadLayer and LoadExperts split it, its rows
+// of the embedding, and the norms whole; every rank reads and accounts for every tensor it
+// consumes (bytes_read counts whole tensors).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
+#include "src/pipeline/run_compare.h"
 
 namespace quantpath {
 namespace {
@@ -48,8 +53,8 @@ bool IsOtherParam(std::string_view name) {
 
 class Loader {
  public:
-  Loader(const Model& model, Checkpoint checkpoint)
-      : model_(model), checkpoint_(std::move(checkpoint)) {}
+  Loader(const Model& model, Checkpoint checkpoint, int tp_rank)
+      : model_(model), checkpoint_(std::move(checkpoint)), tp_rank_(tp_rank) {}
 
   Result<ModelLoad> Run(const LoadModelOptions& options) {
     const auto start = std::chrono::steady_clock::now();
@@ -102,7 +107,7 @@ class Loader {
     if (site.kind == SiteKind::kEmbedding) return LoadEmbedding(site, decision, load);
     const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
     if (site.kind == SiteKind::kMoe) return LoadMoe(site, path, load);
-    Result<LoadedLayer> loaded = LoadLayer(model_, path);
+    Result<LoadedLayer> loaded = LoadLayer(model_, path, tp_rank_);
     if (!loaded.ok()) return WithFiles(loaded.status(), LegPrefixes(site));
     const LoadedLayer& layer = *loaded;
     QP_RETURN_IF_ERROR(ConsumeLayer(layer.linear.params(), layer.scheme.weight.load.layout,
@@ -115,7 +120,7 @@ class Loader {
 
   // Every expert of an moe site, one Linear per projection (LoadExperts).
   Status LoadMoe(const LayerSite& site, const std::string& path, SiteLoad* load) {
-    Result<LoadedExperts> loaded = LoadExperts(model_, path);
+    Result<LoadedExperts> loaded = LoadExperts(model_, path, tp_rank_);
     if (!loaded.ok()) {
       std::vector<std::string> prefixes;
       for (int64_t e = 0; e < site.experts; ++e) {
@@ -197,12 +202,26 @@ class Loader {
                       "or F32",
                       view.file, name, site.path, StDtypeName(info.dtype)));
     }
-    std::vector<std::byte> copy(view.bytes.size());
-    std::memcpy(copy.data(), view.bytes.data(), copy.size());
+    // VocabParallelEmbedding's rows of this rank, unpadded (docs/json/load.md, "Tensor
+    // parallelism").
+    const int64_t tp = model_.launch.tp_size;
+    const int64_t vocab = info.shape.empty() ? 0 : info.shape[0];
+    if (vocab % tp != 0) {
+      const std::string legal =
+          pipeline_internal::LegalTpSizes([&](int64_t size) { return vocab % size == 0; });
+      return InvalidInput(fmt::format(
+          "{}: the vocabulary of {} rows (tensor {}) is not divisible by tensor-parallel size {} "
+          "(the vocabulary is split unpadded); legal --tp: {}",
+          site.path, vocab, name, tp, legal));
+    }
+    const size_t rank_bytes = view.bytes.size() / static_cast<size_t>(tp);
+    std::vector<std::byte> copy(rank_bytes);
+    std::memcpy(copy.data(), view.bytes.data() + rank_bytes * static_cast<size_t>(tp_rank_),
+                rank_bytes);
     QP_RETURN_IF_ERROR(Consume(name, load));
     load->loaded = true;
     load->spec_id = decision.spec ? decision.spec->ToId() : "";
-    load->bytes_held = HeldBytes(info);
+    load->bytes_held = HeldBytes(info) / tp;
     return Status();
   }
 
@@ -317,6 +336,7 @@ class Loader {
 
   const Model& model_;
   Checkpoint checkpoint_;
+  const int tp_rank_;
   std::unordered_set<std::string> consumed_;
 };
 
@@ -328,15 +348,9 @@ Result<ModelLoad> LoadModel(const Model& model, const LoadModelOptions& options)
     return InvalidInput(
         fmt::format("--rank {}: expected 0 to {} for --tp {}", options.tp_rank, tp - 1, tp));
   }
-  if (tp > 1) {
-    return Unsupported(fmt::format(
-        "--tp {}: load reads whole models only (one rank's embeddings, norms and experts are not "
-        "split yet); `run --tp {} --rank R` loads one layer's shard",
-        tp, tp));
-  }
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
   QP_RETURN_IF_ERROR(checkpoint.Validate());
-  return Loader(model, std::move(checkpoint)).Run(options);
+  return Loader(model, std::move(checkpoint), static_cast<int>(options.tp_rank)).Run(options);
 }
 
 }  // namespace quantpath

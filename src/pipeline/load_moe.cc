@@ -3,12 +3,21 @@
 // projection (gate, up, down), each loaded through the spec from the expert's own checkpoint
 // prefix. The Materialize / LoadLinear / DequantizeReference / ToleranceFor calls for experts stay
 // together here.
+//
+// Tensor parallelism as vLLM's FusedMoE shards experts without expert parallelism: every rank
+// holds every expert, gate and up split along the intermediate rows (each its own I / tp rows:
+// w13's two shards), down along its intermediate columns (a partial sum per rank). The specs'
+// column and row geometry does the slicing, so a split that breaks a group, a pack or a block is
+// the spec's error, to which the legal sizes are added.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
+#include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
 #include "src/pipeline/run_compare.h"
 
@@ -21,40 +30,118 @@ std::string ExpertLayer(const LayerSite& site, int64_t expert, std::string_view 
   return fmt::format("{}, expert {} ({})", site.path, expert, projection);
 }
 
-// Runs projections [first_leg, last_leg) of experts [first, last) on one seeded X [m, K] (the
-// projections share their input) and measures them together: their outputs side by side are the
-// product the engines' fused kernel computes (gate and up: w13).
-Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64_t last,
-                                size_t first_leg, size_t last_leg, int64_t m, uint64_t seed) {
+// The three projection requests of `site` on rank `rank` of `tp` (ExpertProjectionRequests
+// marks gate and up column-parallel, down row-parallel).
+Result<std::vector<AllocationRequest>> RankRequests(const Model& model, const LayerSite& site,
+                                                    int64_t tp, int rank) {
+  AllocationRequest request = RequestForSite(site, model.sites.torch_dtype, model.device);
+  request.tp_size = static_cast<int>(tp);
+  request.tp_rank = rank;
+  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests, ExpertProjectionRequests(request));
+  for (size_t leg = 0; leg < requests.size(); ++leg) {
+    requests[leg].layer = fmt::format("{} ({})", site.path, site.legs[leg].name);
+  }
+  return requests;
+}
+
+// Whether `spec` holds every projection of rank 0 at `tp`.
+Status Fits(const WeightSpec& spec, const Model& model, const LayerSite& site, int64_t tp) {
+  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests, RankRequests(model, site, tp, 0));
+  for (const AllocationRequest& request : requests) {
+    QP_RETURN_IF_ERROR(spec.StorageBytes(request).status());
+  }
+  return Status();
+}
+
+// The columns [slice.first_col, + slice.cols) of X [m, full_k].
+std::vector<double> ColumnsOf(std::span<const double> x, int64_t m, int64_t full_k,
+                              const RankSlice& slice) {
+  std::vector<double> out(static_cast<size_t>(m * slice.cols));
+  for (int64_t i = 0; i < m; ++i) {
+    std::copy_n(x.begin() + i * full_k + slice.first_col, slice.cols, out.begin() + i * slice.cols);
+  }
+  return out;
+}
+
+// The reference of one projection on this rank: its slice of the whole projection's.
+Result<ReferenceLayer> ProjectionReference(const LoadedExperts& layer, int64_t e, size_t leg) {
   const LayerSite& site = *layer.resolved.site;
-  const Linear& front = layer.experts[static_cast<size_t>(first)].projections[first_leg];
-  const int64_t k = front.in_features();
-  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, front.KernelFor(m, QDType::kBF16, QDType::kFP32));
-  const std::vector<uint16_t> x = pipeline_internal::RandomInput(seed, m * k);
-  const ConstMatrix xm{QDType::kBF16, x.data(), m, k};
-  const std::vector<double> xd = pipeline_internal::Bf16ToDouble(x);
+  const LoadedExpert& expert = layer.experts[static_cast<size_t>(e)];
+  QP_ASSIGN_OR_RETURN(
+      ReferenceLayer whole,
+      DequantizeReference(layer.checkpoint, layer.scheme, ExpertLayer(site, e, site.legs[leg].name),
+                          {expert.prefixes[leg]}, site.bias));
+  const AllocationRequest& request = expert.projections[leg].params().request;
+  if (request.tp_size == 1) return whole;
+  ReferenceLayer ref = SliceReference(whole, expert.slices[leg]);
+  pipeline_internal::ShiftModelSlimRowRank(whole, expert.slices[leg], request, layer.scheme,
+                                           layer.activation, &ref);
+  return ref;
+}
+
+// X as the kernels read it: bf16 when every value is one (the seeded input, the bf16 product of
+// gate and up), fp32 otherwise.
+struct KernelInput {
+  QDType dtype = QDType::kBF16;
+  std::vector<uint16_t> bf16;
+  std::vector<float> fp32;
+  ConstMatrix View(int64_t m, int64_t k) const {
+    return {dtype, dtype == QDType::kBF16 ? static_cast<const void*>(bf16.data()) : fp32.data(), m,
+            k};
+  }
+};
+KernelInput ToKernelInput(std::span<const double> xd) {
+  KernelInput x;
+  x.fp32.assign(xd.begin(), xd.end());
+  x.bf16.resize(xd.size());
+  for (size_t i = 0; i < xd.size(); ++i) {
+    x.bf16[i] = FloatToBf16(x.fp32[i]);
+    if (Bf16ToFloat(x.bf16[i]) != xd[i]) x.dtype = QDType::kFP32;
+  }
+  if (x.dtype == QDType::kBF16) x.fp32.clear();
+  return x;
+}
+
+// Forward of `linear` on X ([m, in_features], in double) into y, timed after a warm-up call.
+Status TimedForward(const Linear& linear, std::span<const double> xd, int64_t m,
+                    std::vector<float>* y, LayerRun* run) {
+  const KernelInput x = ToKernelInput(xd);
+  const ConstMatrix xm = x.View(m, linear.in_features());
+  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, linear.KernelFor(m, xm.dtype, QDType::kFP32));
+  run->kernel = std::string(kernel->name());
+  y->assign(static_cast<size_t>(m * linear.out_features()), 0.0f);
+  const MutableMatrix ym{QDType::kFP32, y->data(), m, linear.out_features()};
+  QP_RETURN_IF_ERROR(linear.Forward(xm, ym));  // warm-up
+  const auto start = std::chrono::steady_clock::now();
+  QP_RETURN_IF_ERROR(linear.Forward(xm, ym));
+  run->time_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return Status();
+}
+
+// Runs projections [first_leg, last_leg) of experts [first, last) on X [m, K] (the projections
+// share their input; K the whole projection's, of which a row-parallel rank takes its columns)
+// and measures them together: their outputs side by side are the product the engines' fused
+// kernel computes (gate and up: w13).
+Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64_t last,
+                                size_t first_leg, size_t last_leg, std::span<const double> x,
+                                int64_t m) {
+  const LoadedExpert& front_expert = layer.experts[static_cast<size_t>(first)];
+  const Linear& front = front_expert.projections[first_leg];
+  const int64_t full_k = front.params().request.shape[1];
+  const std::vector<double> xd = ColumnsOf(x, m, full_k, front_expert.slices[first_leg]);
   pipeline_internal::ErrorStats stats;
   LayerRun run;
-  run.kernel = std::string(kernel->name());
   run.m = m;
   for (int64_t e = first; e < last; ++e) {
     const LoadedExpert& expert = layer.experts[static_cast<size_t>(e)];
     for (size_t leg = first_leg; leg < last_leg; ++leg) {
       const Linear& linear = expert.projections[leg];
-      const int64_t n = linear.out_features();
-      std::vector<float> y(static_cast<size_t>(m * n));
-      const MutableMatrix ym{QDType::kFP32, y.data(), m, n};
-      QP_RETURN_IF_ERROR(linear.Forward(xm, ym));  // warm-up
-      const auto start = std::chrono::steady_clock::now();
-      QP_RETURN_IF_ERROR(linear.Forward(xm, ym));
-      run.time_ms +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-      QP_ASSIGN_OR_RETURN(ReferenceLayer ref,
-                          DequantizeReference(layer.checkpoint, layer.scheme,
-                                              ExpertLayer(site, e, site.legs[leg].name),
-                                              {expert.prefixes[leg]}, site.bias));
-      stats.Add(y, n, ref, layer.activation, xd, m);
+      std::vector<float> y;
+      QP_RETURN_IF_ERROR(TimedForward(linear, xd, m, &y, &run));
+      QP_ASSIGN_OR_RETURN(ReferenceLayer ref, ProjectionReference(layer, e, leg));
+      stats.Add(y, linear.out_features(), ref, layer.activation, xd, m);
+      run.y.insert(run.y.end(), y.begin(), y.end());
     }
   }
   run.max_abs = stats.max_abs;
@@ -64,9 +151,22 @@ Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64
   return run;
 }
 
+// Experts [first, last) of `layer`, checked against its expert count.
+Result<std::pair<int64_t, int64_t>> ExpertRange(const LoadedExperts& layer,
+                                                std::optional<int64_t> expert) {
+  const std::string& path = layer.resolved.site->path;
+  const int64_t count = static_cast<int64_t>(layer.experts.size());
+  if (count == 0) return InvalidInput(fmt::format("{}: no experts loaded", path));
+  if (expert && (*expert < 0 || *expert >= count)) {
+    return InvalidInput(fmt::format("{}: expert {} is out of range (the layer has experts 0 to {})",
+                                    path, *expert, count - 1));
+  }
+  return std::pair<int64_t, int64_t>{expert.value_or(0), expert ? *expert + 1 : count};
+}
+
 }  // namespace
 
-Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path) {
+Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int tp_rank) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
   const LayerSite& site = *resolved.site;
   if (site.kind != SiteKind::kMoe) {
@@ -83,12 +183,23 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path) {
         fmt::format("{}: experts stored with gate and up fused ({}) are not loaded yet", site.path,
                     site.legs.empty() ? std::string("no legs") : site.legs.front().name));
   }
+  const int64_t tp = model.launch.tp_size;
+  if (tp_rank < 0 || tp_rank >= tp) {
+    return InvalidInput(fmt::format("{}: rank {} is not one of the {} tensor-parallel ranks",
+                                    site.path, tp_rank, tp));
+  }
   QuantScheme scheme = decision.scheme.value_or(QuantScheme{});
-  QP_ASSIGN_OR_RETURN(
-      const std::vector<AllocationRequest> requests,
-      ExpertProjectionRequests(RequestForSite(site, model.sites.torch_dtype, model.device)));
   Result<std::unique_ptr<WeightSpec>> probe = Materialize(scheme, model.device);
   if (!probe.ok()) return probe.status().WithContext(site.path);
+  if (Status fits = Fits(**probe, model, site, tp); !fits.ok()) {
+    const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
+      return Fits(**probe, model, site, size).ok();
+    });
+    if (legal.empty()) return fits;  // not a matter of the split
+    return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
+  }
+  QP_ASSIGN_OR_RETURN(const std::vector<AllocationRequest> requests,
+                      RankRequests(model, site, tp, tp_rank));
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
   std::vector<LoadedExpert> experts(static_cast<size_t>(site.experts));
@@ -99,6 +210,8 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path) {
       request.layer = ExpertLayer(site, e, site.legs[leg].name);
       Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, model.device);
       if (!spec.ok()) return spec.status().WithContext(request.layer);
+      QP_ASSIGN_OR_RETURN(RankSlice slice, RankSliceOf(request));
+      expert.slices.push_back(std::move(slice));
       expert.prefixes.push_back(site.ExpertLegPath(e, leg));
       QP_ASSIGN_OR_RETURN(Linear linear, LoadLinear(std::move(*spec), request, checkpoint,
                                                     {expert.prefixes.back()}, dispatcher));
@@ -115,22 +228,64 @@ Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint6
   if (m < 1 || m > 65536) {
     return InvalidInput(fmt::format("m = {}: expected 1 to 65536 rows", m));
   }
-  const std::string& path = layer.resolved.site->path;
-  const int64_t count = static_cast<int64_t>(layer.experts.size());
-  if (count == 0) return InvalidInput(fmt::format("{}: no experts loaded", path));
-  if (expert && (*expert < 0 || *expert >= count)) {
-    return InvalidInput(fmt::format("{}: expert {} is out of range (the layer has experts 0 to {})",
-                                    path, *expert, count - 1));
-  }
-  const int64_t first = expert.value_or(0);
-  const int64_t last = expert ? *expert + 1 : count;
+  QP_ASSIGN_OR_RETURN(auto range, ExpertRange(layer, expert));
+  const auto [first, last] = range;
   // ExpertProjectionRequests' order: gate and up read the hidden state, down the product.
-  const size_t down = layer.experts.front().projections.size() - 1;
+  const LoadedExpert& front = layer.experts.front();
+  const size_t down = front.projections.size() - 1;
+  const auto seeded = [&](size_t leg) {
+    const int64_t k = front.projections[leg].params().request.shape[1];
+    return pipeline_internal::Bf16ToDouble(pipeline_internal::RandomInput(seed, m * k));
+  };
   ExpertsRun run;
   run.expert = expert;
   run.experts = last - first;
-  QP_ASSIGN_OR_RETURN(run.w13, RunProjections(layer, first, last, 0, down, m, seed));
-  QP_ASSIGN_OR_RETURN(run.w2, RunProjections(layer, first, last, down, down + 1, m, seed));
+  QP_ASSIGN_OR_RETURN(run.w13, RunProjections(layer, first, last, 0, down, seeded(0), m));
+  QP_ASSIGN_OR_RETURN(run.w2, RunProjections(layer, first, last, down, down + 1, seeded(down), m));
+  return run;
+}
+
+Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatrix& x,
+                                     std::optional<int64_t> expert) {
+  QP_ASSIGN_OR_RETURN(auto range, ExpertRange(layer, expert));
+  const auto [first, last] = range;
+  const std::string& path = layer.resolved.site->path;
+  const int64_t m = x.rows;
+  const int64_t hidden = layer.experts.front().projections.front().params().request.shape[1];
+  if (m < 1 || m > 65536 || x.cols != hidden) {
+    return InvalidInput(fmt::format("{}: input of {} x {}: expected [M, {}] with 1 <= M <= 65536",
+                                    path, m, x.cols, hidden));
+  }
+  QP_ASSIGN_OR_RETURN(const std::vector<double> xd, pipeline_internal::InputToDouble(x, path));
+  ExpertsRun run;
+  run.expert = expert;
+  run.experts = last - first;
+  // w13 on X; then per expert h = bf16(SiLU(gate) · up) on this rank's intermediate rows (the
+  // activation every architecture whose experts load uses), and down on h: each product is
+  // measured on the input its kernel read.
+  QP_ASSIGN_OR_RETURN(run.w13, RunProjections(layer, first, last, 0, 2, xd, m));
+  pipeline_internal::ErrorStats w2;
+  run.w2.m = m;
+  for (int64_t e = first; e < last; ++e) {
+    const Linear& down = layer.experts[static_cast<size_t>(e)].projections[2];
+    const int64_t inter = down.in_features();
+    const float* gate = run.w13.y.data() + (e - first) * 2 * m * inter;
+    const float* up = gate + m * inter;
+    std::vector<double> h(static_cast<size_t>(m * inter));
+    for (size_t i = 0; i < h.size(); ++i) {
+      const double g = gate[i];
+      h[i] = Bf16ToFloat(FloatToBf16(static_cast<float>(g / (1.0 + std::exp(-g)) * up[i])));
+    }
+    std::vector<float> y;
+    QP_RETURN_IF_ERROR(TimedForward(down, h, m, &y, &run.w2));
+    QP_ASSIGN_OR_RETURN(ReferenceLayer ref, ProjectionReference(layer, e, 2));
+    w2.Add(y, down.out_features(), ref, layer.activation, h, m);
+    run.w2.y.insert(run.w2.y.end(), y.begin(), y.end());
+  }
+  run.w2.max_abs = w2.max_abs;
+  run.w2.mean_abs = w2.mean_abs();
+  run.w2.rel = w2.rel();
+  run.w2.tol = ToleranceFor(layer.key, layer.activation.mode);
   return run;
 }
 

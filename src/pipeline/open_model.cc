@@ -36,8 +36,7 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   sources.set_launch(options.launch);
   QP_ASSIGN_OR_RETURN(QuantPlan plan,
                       ImportForEngine(sources, options.dialect, options.quantization));
-  QP_ASSIGN_OR_RETURN(ModelSites sites,
-                      BuildModelSites(sources, options.dialect, options.launch));
+  QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
   NameFindingTensors(sites, &plan);
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
                options.launch};

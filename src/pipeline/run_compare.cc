@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "fmt/format.h"
 #include "quantpath/numeric.h"
 
 namespace quantpath::pipeline_internal {
@@ -23,6 +24,56 @@ std::vector<double> Bf16ToDouble(std::span<const uint16_t> x) {
   std::vector<double> xd(x.size());
   for (size_t i = 0; i < x.size(); ++i) xd[i] = Bf16ToFloat(x[i]);
   return xd;
+}
+
+Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view layer) {
+  std::vector<double> xd(static_cast<size_t>(x.rows * x.cols));
+  const auto* bits = static_cast<const uint16_t*>(x.data);
+  switch (x.dtype) {
+    case QDType::kBF16:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Bf16ToFloat(bits[i]);
+      return xd;
+    case QDType::kFP16:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = Fp16ToFloat(bits[i]);
+      return xd;
+    case QDType::kFP32:
+      for (size_t i = 0; i < xd.size(); ++i) xd[i] = static_cast<const float*>(x.data)[i];
+      return xd;
+    default:
+      return InvalidInput(fmt::format("{}: input dtype {}: expected bf16, fp16 or fp32", layer,
+                                      QDTypeName(x.dtype)));
+  }
+}
+
+std::string LegalTpSizes(const std::function<bool(int64_t)>& fits) {
+  std::vector<std::string> legal;
+  for (int64_t tp = 1; tp <= 64; ++tp) {
+    if (fits(tp)) legal.push_back(std::to_string(tp));
+  }
+  return Join(legal, ", ");
+}
+
+void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
+                           const AllocationRequest& request, const QuantScheme& scheme,
+                           const ActivationQuant& act, ReferenceLayer* ref) {
+  const bool modelslim_static = scheme.weight.load.layout == SourceLayout::kModelSlim &&
+                                act.mode == ActMode::kStaticPerTensor && !act.symmetric;
+  if (!modelslim_static || request.parallel != Parallel::kRow || request.tp_size == 1 ||
+      !whole.input_zero_point) {
+    return;
+  }
+  const double shift = *whole.input_zero_point * whole.input_scale.value_or(0.0);
+  ref->bias.resize(static_cast<size_t>(ref->rows), 0.0);
+  for (int64_t r = 0; r < ref->rows; ++r) {
+    const double* row = whole.weight.data() + slice.rows[r] * whole.cols;
+    double own = 0;
+    double all = 0;
+    for (int64_t c = 0; c < whole.cols; ++c) {
+      all += row[c];
+      if (c >= slice.first_col && c < slice.first_col + slice.cols) own += row[c];
+    }
+    ref->bias[r] += shift * (own - (request.tp_rank == 0 ? all : 0.0));
+  }
 }
 
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,

@@ -1,11 +1,15 @@
-// Internal to src/pipeline: the seeded input and the error measure of `run`, shared by dense and
-// MoE layers so that both are measured the same way (pipeline.h RunSeeded states the formulas).
+// Internal to src/pipeline: the seeded input, the error measure of `run` and the legal
+// tensor-parallel sizes, shared by dense and MoE layers so that both are measured and split the
+// same way (pipeline.h RunSeeded states the formulas).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "quantpath/kernels.h"
 #include "quantpath/specs.h"
 
 namespace quantpath::pipeline_internal {
@@ -14,6 +18,22 @@ namespace quantpath::pipeline_internal {
 std::vector<uint16_t> RandomInput(uint64_t seed, int64_t count);
 // bf16 values in double.
 std::vector<double> Bf16ToDouble(std::span<const uint16_t> x);
+// A given input (`run --input`) in double: bf16, fp16 or fp32; another dtype is an error naming
+// the layer.
+Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view layer);
+
+// "1, 2, 4": the tensor-parallel sizes up to 64 for which `fits` holds, for the "; legal --tp: …"
+// of a split that does not divide.
+std::string LegalTpSizes(const std::function<bool(int64_t)>& fits);
+
+// A ModelSlim static layer's row-parallel rank `ref` (its slice of `whole`), made what the engines
+// compute on that rank: ModelSlim's quant_bias (−offset · Σ_k q over all of K) is added by rank 0
+// only, and no rank subtracts the offset's share of its own columns (w8a8_spec.cc), so rank r's
+// product is its columns' plus offset · s_x · (Σ_{its columns} W − [r = 0] · Σ_k W) per row, which
+// the ranks' sum cancels. Other layers are left as they are.
+void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
+                           const AllocationRequest& request, const QuantScheme& scheme,
+                           const ActivationQuant& act, ReferenceLayer* ref);
 
 // Errors of Y against the reference product, accumulated over one or several products (the
 // experts of an MoE layer), so that rel divides by the largest reference value of them all.

@@ -14,8 +14,15 @@
 // the checkpoint multiplies by; its quant_bias replaces the layer's bias (npu_quant_matmul takes
 // it in the bias's place), so the bias slot stays zero. Weight zero points (weight_zero_point,
 // weight_offset) must be zero: the engines' int8 W8A8 kernels have none.
-// Non-goals: dynamic asymmetric activations, tensor-parallel slices and MoE experts (not yet;
-// the loader reads each leg's rows and columns through ShardGeometry so that they can come).
+// Tensor parallelism (ShardGeometry): a column split keeps each leg's rows of the weight, the
+// per-channel scales and ModelSlim's quant_bias and deq_scale; a row split keeps the weight's
+// columns, with every per-row and per-tensor value whole on each rank (the input grid included,
+// since every rank quantizes its columns of X with the one static scale). compressed-tensors'
+// azp_adj is the zero point's share of this rank's columns, as vLLM computes it from the rank's
+// weight shard; ModelSlim's quant_bias is the checkpoint's, over all of K, so only rank 0 of a
+// row split adds it (vllm-ascend and SGLang's NPU methods pass `quant_bias if tp_rank == 0`):
+// the other ranks hold it as zeros, and only the ranks' sum is the layer's product.
+// Non-goals: dynamic asymmetric activations.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -84,7 +91,7 @@ class W8a8Spec final : public WeightSpec {
   const LoadFacts& facts() const override { return facts_; }
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
     LinearParams params = specs_internal::NewParams(request, g, key_);
     params.tensor(Slot::kWeight) = ParamTensor(QDType::kINT8, g.rows, g.cols);
     if (tensor()) {
@@ -105,7 +112,7 @@ class W8a8Spec final : public WeightSpec {
   }
 
   Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
     QP_ASSIGN_OR_RETURN(int64_t bytes, LayoutBytes(key_, g.rows, g.cols, 16));
     const int64_t quant_bias = is_static() && !activation_.symmetric ? g.rows * 4 : 0;
     return bytes + quant_bias + specs_internal::BiasBytes(request, g);
@@ -119,7 +126,7 @@ class W8a8Spec final : public WeightSpec {
       return InvalidInput(fmt::format("{}: parameters allocated for {} cannot load as {}", layer,
                                       params->key.ToId(), key_.ToId()));
     }
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(params->request));
     std::vector<LegInputs> inputs;
     for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
       const std::string& prefix = leg_prefixes[leg];
@@ -149,15 +156,9 @@ class W8a8Spec final : public WeightSpec {
   bool modelslim() const { return facts_.layout == SourceLayout::kModelSlim; }
   bool modelslim_static() const { return modelslim() && is_static(); }
 
-  Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
-    if (request.tp_size > 1) {
-      return Unsupported(
-          fmt::format("{}: {} with tensor-parallel size {}: int8 W8A8 weights are not split "
-                      "across ranks yet",
-                      request.layer, key_.ToId(), request.tp_size));
-    }
-    return g;
+  // A row-parallel rank other than 0, which leaves the checkpoint's quant_bias to rank 0.
+  static bool WithoutQuantBias(const AllocationRequest& request) {
+    return request.parallel == Parallel::kRow && request.tp_size > 1 && request.tp_rank != 0;
   }
 
   Status LoadWeight(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
@@ -344,7 +345,7 @@ class W8a8Spec final : public WeightSpec {
     for (int64_t r = 0; r < g.leg_rows[leg]; ++r) {
       const int64_t src = g.leg_src_rows[leg] + r;
       const int64_t n = g.leg_offsets[leg] + r;
-      c[n] = static_cast<int32_t>(IntElement(bias, src));
+      c[n] = WithoutQuantBias(params->request) ? 0 : static_cast<int32_t>(IntElement(bias, src));
       float stored = 0;
       if (deq.info->dtype == StDtype::kF32) {
         std::memcpy(&stored, deq.bytes.data() + 4 * src, 4);

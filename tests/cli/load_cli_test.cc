@@ -320,15 +320,33 @@ TEST(LoadCli, ATensorNothingConsumesIsAnError) {
                         "model.layers.0.mlp.down_proj.weight_zero_point", "model.safetensors"});
 }
 
-TEST(LoadCli, TensorParallelOptionsAreCheckedAndShardsRefusedForNow) {
+// Rank R's shard (tests/pipeline/load_tp_test.cc checks every fixture's bytes): the summary
+// names the rank, and the JSON's embedding holds half the vocabulary's rows.
+TEST(LoadCli, TensorParallelRankHoldsItsShard) {
   const std::string dir = DataDir("producers/ct_llama_w4a16_g64_sym");
   auto rank = RunCli("load " + dir + " --tp 2 --rank 2", true);
   EXPECT_EQ(rank.exit_code, 2);
   EXPECT_NE(rank.out.find("--rank 2"), std::string::npos) << rank.out;
-  auto tp = RunCli("load " + dir + " --tp 2 --rank 1", true);
-  EXPECT_EQ(tp.exit_code, 2);
-  EXPECT_NE(tp.out.find("--tp 2"), std::string::npos) << tp.out;
-  EXPECT_EQ(RunCli("load " + dir + " --tp 1 --rank 0 --json").exit_code, 0);
+  auto text = RunCli("load " + dir + " --tp 2 --rank 1");
+  EXPECT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("tensor parallel: rank 1 of 2"), std::string::npos) << text.out;
+  auto whole = RunCli("load " + dir + " --tp 1 --rank 0 --json");
+  ASSERT_EQ(whole.exit_code, 0);
+  auto shard = RunCli("load " + dir + " --tp 2 --rank 1 --json");
+  ASSERT_EQ(shard.exit_code, 0);
+  const Json w = ParseOrDie(whole.out);
+  const Json s = ParseOrDie(shard.out);
+  EXPECT_EQ(s.Find("tp_size")->int_value(), 2);
+  EXPECT_EQ(s.Find("tp_rank")->int_value(), 1);
+  EXPECT_EQ(s.Find("bytes_read")->int_value(), w.Find("bytes_read")->int_value());
+  EXPECT_LT(s.Find("bytes_held")->int_value(), w.Find("bytes_held")->int_value());
+  // vocab 128 × hidden 128 in bf16: 64 rows per rank.
+  EXPECT_EQ(w.Find("sites")->items()[0].Find("bytes_held")->int_value(), 128 * 128 * 2);
+  EXPECT_EQ(s.Find("sites")->items()[0].Find("bytes_held")->int_value(), 64 * 128 * 2);
+  // Block fp8: q's 64 rows per rank are half a 128-row block.
+  auto block = RunCli("load " + DataDir("producers/ct_llama_fp8_block") + " --tp 2 --rank 0", true);
+  EXPECT_EQ(block.exit_code, 2);
+  EXPECT_NE(block.out.find("legal --tp: 1"), std::string::npos) << block.out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -196,8 +196,12 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   columns fall in any of the groups.
 //   fp8 block 128×128: --tp 2 splits gate_up (128 rows per leg), down (K 128) and lm_head (5);
 //   q's 64 rows and o's 64 columns are half blocks.
-//   fp8 per-tensor / per-channel: as bf16 at --tp 2 (9) and --tp 4 (gate_up, down, lm_head,
-//   and o with K 32: 7).
+//   fp8 per-tensor / per-channel and int8 W8A8 (per-channel weights): as bf16 at --tp 2 (9) and
+//   --tp 4 (gate_up, down, lm_head, and o with K 32: 7).
+// ModelSlim (tests/data/documented/SOURCES.md): 1 layer, hidden 64, 2 heads of 32, 1 KV head:
+//   qkv [64 + 32 + 32, 64], o [64, 64], gate_up [128 + 128, 64], down [64, 128], lm_head [64, 64]:
+//   all 5 split at --tp 2. A static layer's row ranks are measured as the engines run them: only
+//   rank 0 adds the checkpoint's quant_bias (LoadReference says how the reference follows).
 // llama-tiny-fp8-*: 1 layer, hidden 256, 4 heads, 2 KV heads of 64, intermediate 512, vocab 256:
 //   qkv [256 + 128 + 128, 256]. Block 128×128 at --tp 2: qkv's k/v slices are 64 rows, o's K 128
 //   and down's K 256 split, gate_up 256 per leg (4 of 5: all but qkv); per-tensor static: all 5.
@@ -222,6 +226,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"producers/mo_llama_fp8", 2, 9}, Case{"producers/mo_llama_fp8", 4, 7},
                       Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
                       Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
+                      Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
+                      Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
+                      Case{"producers/ct_llama_w8a8_int8_static", 2, 9},
+                      Case{"producers/ct_llama_w8a8_int8_static_asym", 2, 9},
+                      Case{"documented/modelslim_llama_w8a8", 2, 5},
+                      Case{"documented/modelslim_llama_w8a8_fp16", 2, 5},
+                      Case{"documented/modelslim_llama_w8a8_dynamic", 2, 5},
                       Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
                       Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
                       Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));

@@ -59,7 +59,7 @@ LoadProgressFn ProgressPrinter() {
   };
 }
 
-std::string Summary(const ModelLoad& load) {
+std::string Summary(const LoadArgs& args, const ModelLoad& load) {
   std::string kinds;
   for (SiteKind kind : kKinds) {
     if (int64_t n = load.loaded_per_kind[static_cast<size_t>(kind)]) {
@@ -81,6 +81,10 @@ std::string Summary(const ModelLoad& load) {
   }
   out +=
       fmt::format("other tensors (norms): {}, {}\n", load.other_tensors, Bytes(load.other_bytes));
+  if (args.tp_size > 1) {
+    out += fmt::format("tensor parallel: rank {} of {} (held: this rank's shard)\n", args.tp_rank,
+                       args.tp_size);
+  }
   out += fmt::format(
       "loaded {} layers ({}) · {} tensors · read {} · held {} · {:.2f} GB/s · peak RSS {} · "
       "{:.3f} s ({:.3f} s CPU)\n",
@@ -140,7 +144,7 @@ int RunLoad(const LoadArgs& args) {
   if (args.json) {
     std::cout << ToJson(LoadToJson(*model, args, *load)) << "\n";
   } else {
-    std::cout << Summary(*load);
+    std::cout << Summary(args, *load);
   }
   return kExitOk;
 }

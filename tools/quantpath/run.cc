@@ -7,7 +7,9 @@
 // on the tensor `x` of
 // --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
 // finite), 2 for unusable input. An MoE layer runs each expert's w13 (gate and up) and w2 (down),
-// for expert K or every expert (RunExpertsSeeded), on seeded input.
+// for expert K or every expert: on seeded input each on its own (RunExpertsSeeded), on --input
+// the whole expert, y = down(SiLU(gate) ⊙ up) (RunExpertsOnInput), [E, M, H] or [M, H] with
+// --expert; with --tp, rank R's shard of every expert.
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -38,19 +40,6 @@ struct RunArgs {
   std::string input;
   std::string output;
 };
-
-int RunExperts(const Model& model, const RunArgs& args) {
-  Result<LoadedExperts> layer = LoadExperts(model, args.layer);
-  if (!layer.ok()) return ReportBadInput(layer.status().message());
-  Result<ExpertsRun> run = RunExpertsSeeded(*layer, args.m, args.seed, args.expert);
-  if (!run.ok()) return ReportBadInput(run.status().message());
-  if (args.json) {
-    std::cout << ToJson(ExpertsRunToJson(*layer, *run, args.seed)) << "\n";
-  } else {
-    std::cout << ExpertsRunToText(*layer, *run);
-  }
-  return run->pass() ? kExitOk : kExitFindings;
-}
 
 // X as read from --input, in an aligned buffer of its own dtype.
 struct InputMatrix {
@@ -102,6 +91,19 @@ Result<LayerRun> RunGivenInput(const LoadedLayer& layer, const std::string& path
   return RunOnInput(layer, x.View(k));
 }
 
+// "input" and "output" (null when not given) added to a run's JSON, whose seed is null with
+// --input.
+void AddInputOutput(const RunArgs& args, Json* json) {
+  for (auto& [key, value] : json->mutable_members()) {
+    if (key == "seed" && !args.input.empty()) value = Json::Null();
+  }
+  const auto path_or_null = [](const std::string& p) {
+    return p.empty() ? Json::Null() : Json::String(p);
+  };
+  json->mutable_members().emplace_back("input", path_or_null(args.input));
+  json->mutable_members().emplace_back("output", path_or_null(args.output));
+}
+
 // --output must not name --input (an atomic rename would replace it).
 Status CheckOutputPath(const RunArgs& args) {
   std::error_code error;
@@ -117,6 +119,41 @@ Status WriteOutput(const std::string& path, const LayerRun& run, int64_t n) {
   return WriteSafetensors(path, std::span<const TensorToWrite>(&y, 1));
 }
 
+// An moe site: every expert (or --expert K) on seeded input, or on --input's x (y [E, M, H] or
+// [M, H] to --output).
+int RunExperts(const Model& model, const RunArgs& args) {
+  Result<LoadedExperts> layer = LoadExperts(model, args.layer, args.rank);
+  if (!layer.ok()) return ReportBadInput(layer.status().message());
+  const auto run_experts = [&]() -> Result<ExpertsRun> {
+    if (args.input.empty()) return RunExpertsSeeded(*layer, args.m, args.seed, args.expert);
+    const int64_t hidden = layer->resolved.site->shape ? (*layer->resolved.site->shape)[1] : 0;
+    QP_ASSIGN_OR_RETURN(InputMatrix x, ReadInput(args.input, hidden));
+    return RunExpertsOnInput(*layer, x.View(hidden), args.expert);
+  };
+  Result<ExpertsRun> run = run_experts();
+  if (!run.ok()) return ReportBadInput(run.status().message());
+  if (!args.output.empty()) {
+    std::vector<int64_t> shape = {run->w2.m,
+                                  layer->experts.front().projections.back().out_features()};
+    if (!args.expert) shape.insert(shape.begin(), run->experts);
+    const TensorToWrite y{"y", StDtype::kF32, shape,
+                          std::as_bytes(std::span<const float>(run->w2.y))};
+    if (Status s = WriteSafetensors(args.output, std::span<const TensorToWrite>(&y, 1)); !s.ok()) {
+      return ReportBadInput(s.message());
+    }
+  }
+  if (args.json) {
+    Json json = ExpertsRunToJson(*layer, *run, args.seed);
+    AddInputOutput(args, &json);
+    std::cout << ToJson(json) << "\n";
+  } else {
+    if (!args.input.empty()) std::cout << "input    " << args.input << " (x)\n";
+    std::cout << ExpertsRunToText(*layer, *run);
+    if (!args.output.empty()) std::cout << "output   " << args.output << " (y)\n";
+  }
+  return run->pass() ? kExitOk : kExitFindings;
+}
+
 int RunLayer(const RunArgs& args) {
   if (args.m < 1 || args.m > 65536) return ReportBadInput("--m: expected 1 to 65536 rows");
   if (!args.output.empty()) {
@@ -129,10 +166,6 @@ int RunLayer(const RunArgs& args) {
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ResolvedSite> resolved = ResolveLayer(model->sites, args.layer);
   if (resolved.ok() && resolved->site->kind == SiteKind::kMoe) {
-    if (!args.input.empty() || !args.output.empty()) {
-      return ReportBadInput("--input/--output: an MoE layer runs on seeded input only");
-    }
-    if (args.tp != 1) return ReportBadInput("--tp: MoE experts are loaded whole (--tp 1) for now");
     return RunExperts(*model, args);
   }
   if (args.expert) return ReportBadInput("--expert: only an MoE layer (kind moe) has experts");
@@ -148,14 +181,7 @@ int RunLayer(const RunArgs& args) {
   }
   if (args.json) {
     Json json = RunToJson(*layer, *run, args.seed);
-    for (auto& [key, value] : json.mutable_members()) {
-      if (key == "seed" && !args.input.empty()) value = Json::Null();
-    }
-    const auto path_or_null = [](const std::string& p) {
-      return p.empty() ? Json::Null() : Json::String(p);
-    };
-    json.mutable_members().emplace_back("input", path_or_null(args.input));
-    json.mutable_members().emplace_back("output", path_or_null(args.output));
+    AddInputOutput(args, &json);
     std::cout << ToJson(json) << "\n";
   } else {
     if (!args.input.empty()) std::cout << "input    " << args.input << " (x)\n";
