@@ -370,6 +370,10 @@ struct SourceTensor {
   // ".weight.absmax", "_blocks" (gpt-oss experts).
   std::string_view suffix;
   bool required;  // false: present only in some checkpoints of the layout, or only for some schemes
+  // Optional, yet read by the engines whenever present, even where the canonical layout keeps no
+  // slot for it (GPTQ's g_idx without act-order, ModelSlim's weight_offset): such a tensor is
+  // consumed by every loaded layer of the layout, never an unconsumed extra.
+  bool always_read = false;
 };
 // The tensors of `layout` per module (leg) prefix. Static activation tensors are listed with
 // required = false: whether a layer needs them depends on its scheme. Every layout also has the

@@ -23,9 +23,6 @@ namespace {
 
 const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
 
-using testing::Rounded;
-using testing::SavedValue;
-
 // Two layers × (qkv, o, gate_up, down) each. The Qwen3-MoE folders: moe_producers_test.cc.
 class IntProducersTest : public ::testing::TestWithParam<std::string> {};
 
@@ -57,24 +54,7 @@ TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
     const int64_t k = ref->cols;
 
     // 1. The reference against the producer, leg by leg.
-    int64_t row = 0;
-    for (const std::string& prefix : loaded->leg_prefixes) {
-      const TensorInfo* info = (*saved)->Find(prefix + ".weight");
-      ASSERT_NE(info, nullptr) << prefix;
-      ASSERT_EQ(info->shape.size(), 2u);
-      ASSERT_EQ(info->shape[1], k);
-      const TensorView view = (*saved)->View(*info);
-      int64_t mismatches = 0;
-      for (int64_t i = 0; i < info->shape[0] * k; ++i) {
-        const double ours = ref->weight[row * k + i];
-        // Compared as values: a zero's sign differs where a negative scale multiplies
-        // q − z = 0 (auto-round's symmetric scales may be negative) and the producer adds +0.
-        if (Rounded(info->dtype, ours) != SavedValue(view, i)) ++mismatches;
-      }
-      EXPECT_EQ(mismatches, 0) << prefix << " of " << info->shape[0] * k;
-      row += info->shape[0];
-    }
-    EXPECT_EQ(row, ref->rows);
+    testing::ExpectLegsMatchSaved(**saved, loaded->leg_prefixes, *ref);
 
     // 2. The canonical weights: Linear(I) = Wᵀ, one exact product per output.
     std::vector<float> identity(static_cast<size_t>(k * k), 0.0f);

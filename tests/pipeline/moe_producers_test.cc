@@ -28,9 +28,6 @@ namespace {
 
 const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
 
-using testing::Rounded;
-using testing::SavedValue;
-
 Result<Model> Open(const std::string& dir) {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu"));
   return OpenModel(dir, options);
@@ -44,17 +41,7 @@ ReferenceLayer CheckAgainstProducer(const LoadedExperts& layer, const std::strin
       DequantizeReference(layer.checkpoint, layer.scheme, "test", {prefix}, false);
   EXPECT_TRUE(ref.ok()) << ref.status().message();
   if (!ref.ok()) return {};
-  const TensorInfo* info = saved.Find(prefix + ".weight");
-  EXPECT_NE(info, nullptr) << prefix;
-  if (info == nullptr) return {};
-  EXPECT_EQ(info->shape, (std::vector<int64_t>{ref->rows, ref->cols}));
-  const TensorView view = saved.View(*info);
-  int64_t mismatches = 0;
-  for (int64_t i = 0; i < ref->rows * ref->cols; ++i) {
-    // As values: a zero's sign may differ where a negative scale multiplies q − z = 0.
-    if (Rounded(info->dtype, ref->weight[i]) != SavedValue(view, i)) ++mismatches;
-  }
-  EXPECT_EQ(mismatches, 0) << prefix;
+  testing::ExpectLegsMatchSaved(saved, {prefix}, *ref);
   return std::move(*ref);
 }
 

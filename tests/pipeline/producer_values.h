@@ -2,11 +2,16 @@
 // by the producer-fixture tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "quantpath/checkpoint.h"
 #include "quantpath/numeric.h"
+#include "quantpath/specs.h"
 
 namespace quantpath::testing {
 
@@ -28,6 +33,32 @@ inline float Rounded(StDtype dtype, double value) {
   if (dtype == StDtype::kBF16) return Bf16ToFloat(FloatToBf16(f));
   if (dtype == StDtype::kF16) return Fp16ToFloat(FloatToFp16(f));
   return f;
+}
+
+// Expects the reference's weight ([rows, cols], the legs' rows stacked in `prefixes` order) to
+// equal each leg's saved `<prefix>.weight` [leg rows, cols], rounded to the saved dtype, value
+// for value: compared as values, since a zero's sign may differ where a negative scale
+// multiplies q − z = 0 (auto-round's symmetric scales may be negative) and the producer adds +0.
+inline void ExpectLegsMatchSaved(const SafetensorsFile& saved,
+                                 const std::vector<std::string>& prefixes,
+                                 const ReferenceLayer& ref) {
+  const int64_t k = ref.cols;
+  int64_t row = 0;
+  for (const std::string& prefix : prefixes) {
+    const TensorInfo* info = saved.Find(prefix + ".weight");
+    ASSERT_NE(info, nullptr) << prefix;
+    ASSERT_EQ(info->shape.size(), 2u) << prefix;
+    ASSERT_EQ(info->shape[1], k) << prefix;
+    ASSERT_LE(row + info->shape[0], ref.rows) << prefix;
+    const TensorView view = saved.View(*info);
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < info->shape[0] * k; ++i) {
+      if (Rounded(info->dtype, ref.weight[row * k + i]) != SavedValue(view, i)) ++mismatches;
+    }
+    EXPECT_EQ(mismatches, 0) << prefix << " of " << info->shape[0] * k;
+    row += info->shape[0];
+  }
+  EXPECT_EQ(row, ref.rows);
 }
 
 }  // namespace quantpath::testing
