@@ -432,6 +432,10 @@ ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slic
 // floats rounds to the fp32 result):
 //   dynamic per token  absmax = max(max |x|, kActAbsMaxFloor), s = fp32(absmax / 127),
 //                      q = clamp(round(fp32(x · fp32(127 / absmax))), −128, 127), X' = q · s;
+//   dynamic asymmetric s = fp32(max(max − min, kActAbsMaxFloor) / 255), z = round(fp32(−128 −
+//                      fp32(min / s))), q = clamp(round(fp32(x / s)) + z, −128, 127),
+//                      X' = (q − z) · s (vLLM's per-token zero point, azp; NaN left out of
+//                      min and max, and a constant row's range stretched to include 0);
 //   static             q = clamp(round(fp32(x / s)) + z, −128, 127), X' = (q − z) · s;
 // round = nearest, ties to even (vLLM's scaled_int8_quant and torch.round; SGLang's Triton
 // per-token quantizer rounds ties away from zero, which differs only on exact ties).
