@@ -28,18 +28,12 @@ class IntProducersTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
   const std::string dir = kProducers + GetParam();
-  Result<OpenOptions> options = OpenOptions::Parse("native", "", "cpu");
-  ASSERT_TRUE(options.ok());
-  Result<Model> model = OpenModel(dir, *options);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  ASSERT_TRUE(layers.ok()) << layers.status().message();
-  Result<std::shared_ptr<const SafetensorsFile>> saved =
-      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
-  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
 
   int checked = 0;
-  for (const LayerDecision& decision : *layers) {
+  for (const LayerDecision& decision : folder->layers) {
     if (decision.site->kind != SiteKind::kLinear || !decision.spec ||
         !IsIntFamily(decision.spec->family)) {
       continue;
@@ -47,14 +41,14 @@ TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
     const std::string& path = decision.site->path;
     SCOPED_TRACE(path);
     EXPECT_EQ(decision.kernel_available, true);
-    Result<LoadedLayer> loaded = LoadLayer(*model, path);
+    Result<LoadedLayer> loaded = LoadLayer(model, path);
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     Result<ReferenceLayer> ref = LoadReference(*loaded);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     const int64_t k = ref->cols;
 
     // 1. The reference against the producer, leg by leg.
-    testing::ExpectLegsMatchSaved(**saved, loaded->leg_prefixes, *ref);
+    testing::ExpectLegsMatchSaved(*folder->saved, loaded->leg_prefixes, *ref);
 
     // 2. The canonical weights: Linear(I) = Wᵀ, one exact product per output.
     std::vector<float> identity(static_cast<size_t>(k * k), 0.0f);

@@ -6,14 +6,35 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "quantpath/checkpoint.h"
 #include "quantpath/numeric.h"
+#include "quantpath/pipeline.h"
 #include "quantpath/specs.h"
 
 namespace quantpath::testing {
+
+// A fixture folder as the producer tests read it: the model (held by pointer, since the
+// decisions point into its sites), every site's decision, and the saved dequantization.
+struct ProducerFolder {
+  std::unique_ptr<Model> model;
+  std::vector<LayerDecision> layers;
+  std::shared_ptr<const SafetensorsFile> saved;
+};
+inline Result<ProducerFolder> OpenProducerFolder(const std::string& dir,
+                                                 std::string_view engine = "native") {
+  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
+  QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
+  ProducerFolder folder{std::make_unique<Model>(std::move(model)), {}, nullptr};
+  QP_ASSIGN_OR_RETURN(folder.layers, DecideAll(*folder.model));
+  QP_ASSIGN_OR_RETURN(folder.saved,
+                      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors"));
+  return folder;
+}
 
 // Element i of a saved dequantization (bf16, fp16 or fp32) as float.
 inline float SavedValue(const TensorView& view, int64_t i) {

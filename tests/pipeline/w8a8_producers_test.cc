@@ -43,16 +43,12 @@ class W8a8FixturesTest : public ::testing::TestWithParam<Fixture> {};
 TEST_P(W8a8FixturesTest, MatchesTheDequantizationAndRuns) {
   const Fixture& f = GetParam();
   const std::string dir = kData + f.folder;
-  Result<Model> model = Open(dir);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  ASSERT_TRUE(layers.ok()) << layers.status().message();
-  Result<std::shared_ptr<const SafetensorsFile>> saved =
-      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
-  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
 
   int checked = 0;
-  for (const LayerDecision& decision : *layers) {
+  for (const LayerDecision& decision : folder->layers) {
     if (decision.site->kind != SiteKind::kLinear || !decision.spec ||
         !IsIntFamily(decision.spec->family)) {
       continue;
@@ -61,7 +57,7 @@ TEST_P(W8a8FixturesTest, MatchesTheDequantizationAndRuns) {
     SCOPED_TRACE(path);
     EXPECT_EQ(decision.spec->ToId(), f.spec_id);
     EXPECT_TRUE(decision.kernel_available);
-    Result<LoadedLayer> loaded = LoadLayer(*model, path);
+    Result<LoadedLayer> loaded = LoadLayer(model, path);
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     EXPECT_EQ(loaded->activation.mode, f.mode);
     EXPECT_EQ(loaded->activation.dtype, QDType::kINT8);
@@ -69,7 +65,7 @@ TEST_P(W8a8FixturesTest, MatchesTheDequantizationAndRuns) {
     Result<ReferenceLayer> ref = LoadReference(*loaded);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
 
-    testing::ExpectLegsMatchSaved(**saved, loaded->leg_prefixes, *ref);
+    testing::ExpectLegsMatchSaved(*folder->saved, loaded->leg_prefixes, *ref);
     EXPECT_EQ(ref->input_scale.has_value(), f.mode == ActMode::kStaticPerTensor);
     // Dynamic zero points are per token, computed at run time: none in the checkpoint.
     EXPECT_EQ(ref->input_zero_point.has_value(),
@@ -169,29 +165,23 @@ TEST(W8a8SglangInt8, LoadsTheCompressedTensorsFolder) {
 // activations, into the fp8_per_channel spec.
 TEST(W8a8SglangFp8, LoadsTheDocumentedFolderIntoTheFp8Spec) {
   const std::string dir = kData + "documented/sglang_llama_w8a8_fp8";
-  Result<OpenOptions> options = OpenOptions::Parse("sglang@0.5.23", "", "cpu");
-  ASSERT_TRUE(options.ok()) << options.status().message();
-  Result<Model> model = OpenModel(dir, *options);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  ASSERT_TRUE(layers.ok()) << layers.status().message();
-  Result<std::shared_ptr<const SafetensorsFile>> saved =
-      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
-  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir, "sglang@0.5.23");
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
   int checked = 0;
-  for (const LayerDecision& decision : *layers) {
+  for (const LayerDecision& decision : folder->layers) {
     if (decision.site->kind != SiteKind::kLinear) continue;
     SCOPED_TRACE(decision.site->path);
     ASSERT_TRUE(decision.spec.has_value()) << decision.spec_note;
     EXPECT_EQ(decision.spec->ToId(), "fp8_per_channel");
     EXPECT_TRUE(decision.kernel_available);
-    Result<LoadedLayer> loaded = LoadLayer(*model, decision.site->path);
+    Result<LoadedLayer> loaded = LoadLayer(model, decision.site->path);
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     EXPECT_EQ(loaded->activation.mode, ActMode::kDynamicPerToken);
     EXPECT_EQ(loaded->activation.dtype, QDType::kFP8E4M3);
     Result<ReferenceLayer> ref = LoadReference(*loaded);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
-    testing::ExpectLegsMatchSaved(**saved, loaded->leg_prefixes, *ref);
+    testing::ExpectLegsMatchSaved(*folder->saved, loaded->leg_prefixes, *ref);
     Result<LayerRun> run = RunSeeded(*loaded, 7, 3);
     ASSERT_TRUE(run.ok()) << run.status().message();
     EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
