@@ -370,6 +370,10 @@ struct SourceTensor {
   // ".weight.absmax", "_blocks" (gpt-oss experts).
   std::string_view suffix;
   bool required;  // false: present only in some checkpoints of the layout, or only for some schemes
+  // Optional, yet read by the engines whenever present, even where the canonical layout keeps no
+  // slot for it (GPTQ's g_idx without act-order, ModelSlim's weight_offset): such a tensor is
+  // consumed by every loaded layer of the layout, never an unconsumed extra.
+  bool always_read = false;
 };
 // The tensors of `layout` per module (leg) prefix. Static activation tensors are listed with
 // required = false: whether a layer needs them depends on its scheme. Every layout also has the
@@ -428,6 +432,10 @@ ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slic
 // floats rounds to the fp32 result):
 //   dynamic per token  absmax = max(max |x|, kActAbsMaxFloor), s = fp32(absmax / 127),
 //                      q = clamp(round(fp32(x · fp32(127 / absmax))), −128, 127), X' = q · s;
+//   dynamic asymmetric s = fp32(max(max − min, kActAbsMaxFloor) / 255), z = round(fp32(−128 −
+//                      fp32(min / s))), q = clamp(round(fp32(x / s)) + z, −128, 127),
+//                      X' = (q − z) · s (vLLM's per-token zero point, azp; NaN left out of
+//                      min and max, and a constant row's range stretched to include 0);
 //   static             q = clamp(round(fp32(x / s)) + z, −128, 127), X' = (q − z) · s;
 // round = nearest, ties to even (vLLM's scaled_int8_quant and torch.round; SGLang's Triton
 // per-token quantizer rounds ties away from zero, which differs only on exact ties).

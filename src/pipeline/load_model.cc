@@ -152,14 +152,9 @@ class Loader {
                       const std::vector<std::string>& prefixes, SiteLoad* load) {
     const auto consumes = [&](const SourceTensor& tensor) {
       // Required tensors are read by every loader of the layout (validated where not kept, as
-      // symmetric GPTQ's qzeros), slotless ones only to validate or decode others.
-      if (tensor.required || !tensor.slot) return true;
-      // GPTQ writers always store g_idx; the engines load it and use it only with act-order.
-      const bool gptq = layout == SourceLayout::kGptqV1 || layout == SourceLayout::kGptqV2;
-      if (*tensor.slot == Slot::kGIdx && gptq) return true;
-      // ModelSlim stores weight_offset on every W8A8 layer; SGLang's methods register and load it,
-      // and the W8A8 spec checks that it is zero.
-      if (*tensor.slot == Slot::kWeightZero && layout == SourceLayout::kModelSlim) return true;
+      // symmetric GPTQ's qzeros), always-read ones whenever present (GPTQ's g_idx, ModelSlim's
+      // weight_offset), slotless ones only to validate or decode others.
+      if (tensor.required || tensor.always_read || !tensor.slot) return true;
       return !params.tensor(*tensor.slot).empty();
     };
     for (const std::string& prefix : prefixes) {

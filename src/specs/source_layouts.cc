@@ -28,7 +28,8 @@ constexpr SourceTensor kAwq[] = {{S::kWeight, ".qweight", true},
 constexpr SourceTensor kGptq[] = {{S::kWeight, ".qweight", true},
                                   {S::kWeightZero, ".qzeros", true},
                                   {S::kWeightScale, ".scales", true},
-                                  {S::kGIdx, ".g_idx", false}};
+                                  // Written by every GPTQ producer; used only with act-order.
+                                  {S::kGIdx, ".g_idx", false, true}};
 // compressed-tensors pack-quantized: weight_packed [N, ceil(K·bits / 32)] int32, weight_shape [2],
 // weight_zero_point [ceil(N·bits / 32), groups] int32 (asymmetric), weight_g_idx [K] (actorder).
 constexpr SourceTensor kCtPack[] = {{S::kWeight, ".weight_packed", true},
@@ -74,7 +75,8 @@ constexpr SourceTensor kGptOssMxfp4[] = {{S::kWeight, "_blocks", true},
                                          {S::kWeightScale, "_scales", true}};
 constexpr SourceTensor kModelSlim[] = {{S::kWeight, ".weight", true},
                                        {S::kWeightScale, ".weight_scale", true},
-                                       {S::kWeightZero, ".weight_offset", false},
+                                       // On every W8A8 layer; SGLang loads it, the spec checks 0.
+                                       {S::kWeightZero, ".weight_offset", false, true},
                                        {S::kQuantBias, ".quant_bias", false},
                                        {std::nullopt, ".deq_scale", false},
                                        {S::kInputScale, ".input_scale", false},

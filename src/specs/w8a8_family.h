@@ -4,7 +4,8 @@
 //
 // The weight storage is int_family.h's for 8 bits, unchanged, so a SpecKey keeps one layout
 // whatever the activations: weight codes q = w + 128 (unsigned, z = 128 implied), scales
-// [N, 1] in the checkpoint's 16-bit dtype (int8_channel) or one fp32 value (int8_tensor). The
+// [N, 1] in the checkpoint's 16-bit dtype (int8_channel) or one fp32 value (int8_tensor; fused
+// legs: fp32 [N, 1], each leg's scale on its rows, vLLM's convert_to_channelwise). The
 // static modes add the activation's slots:
 //   input_scale   [1, 1] fp32: s_x, the one scale X is quantized with (see CombineStaticInputs).
 //   input_offset  [1, 1] int32 in a 32-bit slot: z_x, asymmetric activations only.

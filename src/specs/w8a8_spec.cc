@@ -7,13 +7,16 @@
 //     and `deq_scale` [N]: F32 for bf16 models, I64 for fp16 models, holding the fp32 bits in its
 //     low 32 bits (msmodelslim's deqscale2int64: the float's int32 pattern widened to int64)).
 // Per leg: the codes are stored as q = w + 128, the scales exactly in their 16-bit dtype (one
-// fp32 value for int8_tensor, equal across legs). Static inputs: compressed-tensors legs are
-// combined into one grid as vLLM does (CombineStaticInputs); ModelSlim legs must agree, since
-// SGLang's NPU method quantizes X once with one input_scale and input_offset. ModelSlim's
-// deq_scale must be fp32(input_scale · weight_scale[n]), so the kernel's s_x · s_w is the value
-// the checkpoint multiplies by; its quant_bias replaces the layer's bias (npu_quant_matmul takes
-// it in the bias's place), so the bias slot stays zero. Weight zero points (weight_zero_point,
-// weight_offset) must be zero: the engines' int8 W8A8 kernels have none.
+// fp32 value for int8_tensor). Fused int8_tensor legs keep their own scales as vLLM's
+// convert_to_channelwise does: each leg's value repeated over its rows, fp32 [N, 1]. Static inputs:
+// compressed-tensors legs are combined into one grid as vLLM does (CombineStaticInputs); ModelSlim
+// legs must agree, since SGLang's NPU method quantizes X once with one input_scale and
+// input_offset. ModelSlim's deq_scale must be fp32(input_scale · weight_scale[n]), so the kernel's
+// s_x · s_w is the value the checkpoint multiplies by; its quant_bias replaces the layer's bias
+// (npu_quant_matmul takes it in the bias's place), so the bias slot stays zero. Weight zero points
+// (weight_zero_point, weight_offset) must be zero: the engines' int8 W8A8 kernels have none.
+// Dynamic activations, symmetric or asymmetric, need nothing beyond the weight: the kernel
+// quantizes X per token and applies each token's zero point with the weight's row sums.
 // Tensor parallelism (ShardGeometry): a column split keeps each leg's rows of the weight, the
 // per-channel scales and ModelSlim's quant_bias and deq_scale; a row split keeps the weight's
 // columns, with every per-row and per-tensor value whole on each rank (the input grid included,
@@ -22,7 +25,6 @@
 // weight shard; ModelSlim's quant_bias is the checkpoint's, over all of K, so only rank 0 of a
 // row split adds it (vllm-ascend and SGLang's NPU methods pass `quant_bias if tp_rank == 0`):
 // the other ranks hold it as zeros, and only the ranks' sum is the layer's product.
-// Non-goals: dynamic asymmetric activations.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -95,7 +97,7 @@ class W8a8Spec final : public WeightSpec {
     LinearParams params = specs_internal::NewParams(request, g, key_);
     params.tensor(Slot::kWeight) = ParamTensor(QDType::kINT8, g.rows, g.cols);
     if (tensor()) {
-      params.tensor(Slot::kWeightScale) = ParamTensor(QDType::kFP32, 1, 1);
+      params.tensor(Slot::kWeightScale) = ParamTensor(QDType::kFP32, TensorScaleRows(g), 1);
     } else {
       // The 16-bit dtype is replaced by the checkpoint's own at load (same bytes).
       const QDType scale = request.params_dtype == QDType::kFP16 ? QDType::kFP16 : QDType::kBF16;
@@ -115,7 +117,8 @@ class W8a8Spec final : public WeightSpec {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
     QP_ASSIGN_OR_RETURN(int64_t bytes, LayoutBytes(key_, g.rows, g.cols, 16));
     const int64_t quant_bias = is_static() && !activation_.symmetric ? g.rows * 4 : 0;
-    return bytes + quant_bias + specs_internal::BiasBytes(request, g);
+    const int64_t channelwise = tensor() ? (TensorScaleRows(g) - 1) * 4 : 0;
+    return bytes + quant_bias + channelwise + specs_internal::BiasBytes(request, g);
   }
 
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
@@ -155,6 +158,10 @@ class W8a8Spec final : public WeightSpec {
   bool is_static() const { return activation_.mode == ActMode::kStaticPerTensor; }
   bool modelslim() const { return facts_.layout == SourceLayout::kModelSlim; }
   bool modelslim_static() const { return modelslim() && is_static(); }
+  // int8_tensor scales: one value, or one per row when legs are fused (convert_to_channelwise).
+  static int64_t TensorScaleRows(const ShardGeometry& g) {
+    return g.leg_rows.size() > 1 ? g.rows : 1;
+  }
 
   // A row-parallel rank other than 0, which leaves the checkpoint's quant_bias to rank 0.
   static bool WithoutQuantBias(const AllocationRequest& request) {
@@ -212,12 +219,11 @@ class W8a8Spec final : public WeightSpec {
     ParamTensor& s = params->tensor(Slot::kWeightScale);
     if (tensor()) {
       QP_ASSIGN_OR_RETURN(float value, ReadScalar(view, layer, "one per-tensor scale"));
-      if (leg > 0 && s.data<float>()[0] != value) {
-        return InvalidInput(fmt::format(
-            "{}: tensor {} is {}, the first leg's scale {}; {} stores one scale per layer", layer,
-            view.info->name, value, s.data<float>()[0], key_.ToId()));
+      if (s.rows() == 1) {
+        s.data<float>()[0] = value;
+        return {};
       }
-      s.data<float>()[0] = value;
+      std::fill_n(s.data<float>() + g.leg_offsets[leg], g.leg_rows[leg], value);
       return {};
     }
     const int64_t rows = g.full_leg_rows[leg];
@@ -359,7 +365,7 @@ class W8a8Spec final : public WeightSpec {
         const int32_t low = static_cast<int32_t>(bits);
         std::memcpy(&stored, &low, 4);
       }
-      const float expected = input_scale * LoadFloat(s, tensor() ? 0 : n);
+      const float expected = input_scale * LoadFloat(s, s.rows() == 1 ? 0 : n);
       if (stored == expected) continue;
       return InvalidInput(fmt::format(
           "{}: tensor {} holds {} at row {}, but input_scale × weight_scale is {}; the int8 "
@@ -407,12 +413,6 @@ Result<std::unique_ptr<WeightSpec>> MakeW8a8Spec(const SpecKey& key, const Activ
         "{} with {} activations: asymmetric int8 weights have no W8A8 kernel (the engines' int8 "
         "W8A8 kernels need symmetric weights)",
         id, act.ToString()));
-  }
-  if (act.mode == ActMode::kDynamicPerToken && !act.symmetric) {
-    return Unsupported(
-        fmt::format("{} with {} activations: dynamic asymmetric int8 activations are not "
-                    "implemented yet",
-                    id, act.ToString()));
   }
   if (act.mode != ActMode::kDynamicPerToken && act.mode != ActMode::kStaticPerTensor) {
     return Unsupported(

@@ -91,9 +91,12 @@ const char* const kLoadableFixtures[] = {
     "producers/ct_llama_w8a8_int8_dynamic",
     "producers/ct_llama_w8a8_int8_static",
     "producers/ct_llama_w8a8_int8_static_asym",
+    "producers/ct_llama_w8a8_int8_dynamic_asym",
+    "producers/ct_llama_w8a8_int8_tensor",
     "documented/modelslim_llama_w8a8",
     "documented/modelslim_llama_w8a8_fp16",
     "documented/modelslim_llama_w8a8_dynamic",
+    "documented/sglang_llama_w8a8_fp8",  // SGLang's own method: loaded with --engine sglang
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
     "producers/ct_qwen3moe_fp8_block",
@@ -112,8 +115,10 @@ TEST(LoadCli, LoadsEveryFixtureAndAccountsForEveryTensor) {
   for (const char* fixture : kLoadableFixtures) {
     SCOPED_TRACE(fixture);
     const std::string dir = DataDir(fixture);
-    auto result = RunCli("load " + dir + " --json");
-    ASSERT_EQ(result.exit_code, 0) << RunCli("load " + dir, true).out;
+    const std::string engine =
+        std::string(fixture).find("/sglang_") != std::string::npos ? " --engine sglang" : "";
+    auto result = RunCli("load " + dir + engine + " --json");
+    ASSERT_EQ(result.exit_code, 0) << RunCli("load " + dir + engine, true).out;
     const Json load = ParseOrDie(result.out);
     // Every tensor of the files read exactly once: the sum of their data sections.
     const CheckpointFacts facts = FactsOf(dir);
@@ -121,7 +126,7 @@ TEST(LoadCli, LoadsEveryFixtureAndAccountsForEveryTensor) {
     EXPECT_EQ(load.Find("bytes_read")->int_value(), facts.data_bytes);
     // The plan's sites: every one but attention is loaded, with the spec plan names, and what
     // each layer holds is what plan says the spec stores.
-    const Json plan = ParseOrDie(RunCli("plan " + dir + " --json").out);
+    const Json plan = ParseOrDie(RunCli("plan " + dir + engine + " --json").out);
     const auto& planned = plan.Find("layers")->items();
     const auto& sites = load.Find("sites")->items();
     ASSERT_EQ(sites.size(), planned.size());

@@ -51,6 +51,31 @@ TEST(Int8ActivationReference, StaticSymmetricAndAsymmetricClamp) {
       (std::vector<double>{227, -28, 0, 26}));
 }
 
+TEST(Int8ActivationReference, DynamicAsymmetricPerTokenZeroPoints) {
+  // Row [−1, 3]: s = 4 / 255, z = round(−128 + 63.75) = −64; codes round(x / s) + z are
+  // −128 (−63.75 → −64), −64, −32 (31.875 → 32), 127 (191.25 → 191): X' = (q − z) · s, and
+  // zero stays exactly zero (the point of a zero point).
+  const ActivationQuant act = Int8(ActMode::kDynamicPerToken, false);
+  const double s = static_cast<float>(4.0 / 255.0);
+  EXPECT_EQ(QuantizeActivationsReference(std::vector<double>{-1, 0, 0.5, 3}, 1, 4, act, {}),
+            (std::vector<double>{-64 * s, 0, 32 * s, 191 * s}));
+  // An all-positive row uses its own [min, max] as vLLM does, not one stretched to 0: [2, 4],
+  // s = 2 / 255, z = round(−128 − 255) = −383, so 2 and 4 come back exactly.
+  const double s2 = static_cast<float>(2.0 / 255.0);
+  const std::vector<double> q2 =
+      QuantizeActivationsReference(std::vector<double>{2, 4, 3}, 1, 3, act, {});
+  EXPECT_EQ(q2[0], 255 * s2);
+  EXPECT_EQ(q2[1], 510 * s2);
+  EXPECT_NEAR(q2[2], 3, s2 / 2);
+  // A constant row, where vLLM's scale would be 0, is stretched to [0, 5]: 5 comes back; an
+  // all-zero row stays zero.
+  const std::vector<double> q3 =
+      QuantizeActivationsReference(std::vector<double>{5, 5, 0, 0}, 2, 2, act, {});
+  EXPECT_EQ(q3[0], 255 * static_cast<double>(static_cast<float>(5.0 / 255.0)));
+  EXPECT_EQ(q3[2], 0);
+  EXPECT_EQ(q3[3], 0);
+}
+
 TEST(CombineStaticInputs, FollowsVllmsRangeUnion) {
   const std::vector<float> s = {0.5f, 2.0f, 1.0f};
   const std::vector<int32_t> none = {0, 0, 0};

@@ -23,26 +23,17 @@ namespace {
 
 const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
 
-using testing::Rounded;
-using testing::SavedValue;
-
 // Two layers × (qkv, o, gate_up, down) each. The Qwen3-MoE folders: moe_producers_test.cc.
 class IntProducersTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
   const std::string dir = kProducers + GetParam();
-  Result<OpenOptions> options = OpenOptions::Parse("native", "", "cpu");
-  ASSERT_TRUE(options.ok());
-  Result<Model> model = OpenModel(dir, *options);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  ASSERT_TRUE(layers.ok()) << layers.status().message();
-  Result<std::shared_ptr<const SafetensorsFile>> saved =
-      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
-  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
 
   int checked = 0;
-  for (const LayerDecision& decision : *layers) {
+  for (const LayerDecision& decision : folder->layers) {
     if (decision.site->kind != SiteKind::kLinear || !decision.spec ||
         !IsIntFamily(decision.spec->family)) {
       continue;
@@ -50,31 +41,14 @@ TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
     const std::string& path = decision.site->path;
     SCOPED_TRACE(path);
     EXPECT_EQ(decision.kernel_available, true);
-    Result<LoadedLayer> loaded = LoadLayer(*model, path);
+    Result<LoadedLayer> loaded = LoadLayer(model, path);
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     Result<ReferenceLayer> ref = LoadReference(*loaded);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     const int64_t k = ref->cols;
 
     // 1. The reference against the producer, leg by leg.
-    int64_t row = 0;
-    for (const std::string& prefix : loaded->leg_prefixes) {
-      const TensorInfo* info = (*saved)->Find(prefix + ".weight");
-      ASSERT_NE(info, nullptr) << prefix;
-      ASSERT_EQ(info->shape.size(), 2u);
-      ASSERT_EQ(info->shape[1], k);
-      const TensorView view = (*saved)->View(*info);
-      int64_t mismatches = 0;
-      for (int64_t i = 0; i < info->shape[0] * k; ++i) {
-        const double ours = ref->weight[row * k + i];
-        // Compared as values: a zero's sign differs where a negative scale multiplies
-        // q − z = 0 (auto-round's symmetric scales may be negative) and the producer adds +0.
-        if (Rounded(info->dtype, ours) != SavedValue(view, i)) ++mismatches;
-      }
-      EXPECT_EQ(mismatches, 0) << prefix << " of " << info->shape[0] * k;
-      row += info->shape[0];
-    }
-    EXPECT_EQ(row, ref->rows);
+    testing::ExpectLegsMatchSaved(*folder->saved, loaded->leg_prefixes, *ref);
 
     // 2. The canonical weights: Linear(I) = Wᵀ, one exact product per output.
     std::vector<float> identity(static_cast<size_t>(k * k), 0.0f);

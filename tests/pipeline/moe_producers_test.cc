@@ -28,9 +28,6 @@ namespace {
 
 const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
 
-using testing::Rounded;
-using testing::SavedValue;
-
 Result<Model> Open(const std::string& dir) {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu"));
   return OpenModel(dir, options);
@@ -44,17 +41,7 @@ ReferenceLayer CheckAgainstProducer(const LoadedExperts& layer, const std::strin
       DequantizeReference(layer.checkpoint, layer.scheme, "test", {prefix}, false);
   EXPECT_TRUE(ref.ok()) << ref.status().message();
   if (!ref.ok()) return {};
-  const TensorInfo* info = saved.Find(prefix + ".weight");
-  EXPECT_NE(info, nullptr) << prefix;
-  if (info == nullptr) return {};
-  EXPECT_EQ(info->shape, (std::vector<int64_t>{ref->rows, ref->cols}));
-  const TensorView view = saved.View(*info);
-  int64_t mismatches = 0;
-  for (int64_t i = 0; i < ref->rows * ref->cols; ++i) {
-    // As values: a zero's sign may differ where a negative scale multiplies q − z = 0.
-    if (Rounded(info->dtype, ref->weight[i]) != SavedValue(view, i)) ++mismatches;
-  }
-  EXPECT_EQ(mismatches, 0) << prefix;
+  testing::ExpectLegsMatchSaved(saved, {prefix}, *ref);
   return std::move(*ref);
 }
 
@@ -78,17 +65,13 @@ class MoeProducersTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
   const std::string dir = kProducers + GetParam();
-  Result<Model> model = Open(dir);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  ASSERT_TRUE(layers.ok()) << layers.status().message();
-  Result<std::shared_ptr<const SafetensorsFile>> saved =
-      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
-  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
 
   int sites = 0;
   int fused = 0;
-  for (const LayerDecision& decision : *layers) {
+  for (const LayerDecision& decision : folder->layers) {
     // The attention projections plan with vLLM's fused qkv_proj and load as dense layers.
     if (decision.site->kind == SiteKind::kLinear) {
       SCOPED_TRACE(decision.site->path);
@@ -99,7 +82,7 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
             << decision.spec_note;
         continue;
       }
-      Result<LoadedLayer> dense = LoadLayer(*model, decision.site->path);
+      Result<LoadedLayer> dense = LoadLayer(model, decision.site->path);
       ASSERT_TRUE(dense.ok()) << dense.status().message();
       Result<LayerRun> run = RunSeeded(*dense, 5, 11);
       ASSERT_TRUE(run.ok()) << run.status().message();
@@ -113,7 +96,7 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
     EXPECT_EQ(decision.kernel_available, true);
     ASSERT_TRUE(decision.bytes.has_value()) << decision.spec_note;
 
-    Result<LoadedExperts> loaded = LoadExperts(*model, path);
+    Result<LoadedExperts> loaded = LoadExperts(model, path);
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     ASSERT_EQ(loaded->experts.size(), 4u);
     EXPECT_EQ(loaded->key, *decision.spec);
@@ -131,7 +114,8 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
         EXPECT_EQ(linear.out_features(), 128);
         EXPECT_EQ(linear.in_features(), 128);
         held += linear.params().WeightBytes();
-        const ReferenceLayer ref = CheckAgainstProducer(*loaded, expert.prefixes[leg], **saved);
+        const ReferenceLayer ref =
+            CheckAgainstProducer(*loaded, expert.prefixes[leg], *folder->saved);
         if (loaded->activation.mode == ActMode::kNone) CheckCanonicalWeights(linear, ref);
       }
     }

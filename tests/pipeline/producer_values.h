@@ -2,13 +2,39 @@
 // by the producer-fixture tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "quantpath/checkpoint.h"
 #include "quantpath/numeric.h"
+#include "quantpath/pipeline.h"
+#include "quantpath/specs.h"
 
 namespace quantpath::testing {
+
+// A fixture folder as the producer tests read it: the model (held by pointer, since the
+// decisions point into its sites), every site's decision, and the saved dequantization.
+struct ProducerFolder {
+  std::unique_ptr<Model> model;
+  std::vector<LayerDecision> layers;
+  std::shared_ptr<const SafetensorsFile> saved;
+};
+inline Result<ProducerFolder> OpenProducerFolder(const std::string& dir,
+                                                 std::string_view engine = "native") {
+  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
+  QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
+  ProducerFolder folder{std::make_unique<Model>(std::move(model)), {}, nullptr};
+  QP_ASSIGN_OR_RETURN(folder.layers, DecideAll(*folder.model));
+  QP_ASSIGN_OR_RETURN(folder.saved,
+                      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors"));
+  return folder;
+}
 
 // Element i of a saved dequantization (bf16, fp16 or fp32) as float.
 inline float SavedValue(const TensorView& view, int64_t i) {
@@ -28,6 +54,32 @@ inline float Rounded(StDtype dtype, double value) {
   if (dtype == StDtype::kBF16) return Bf16ToFloat(FloatToBf16(f));
   if (dtype == StDtype::kF16) return Fp16ToFloat(FloatToFp16(f));
   return f;
+}
+
+// Expects the reference's weight ([rows, cols], the legs' rows stacked in `prefixes` order) to
+// equal each leg's saved `<prefix>.weight` [leg rows, cols], rounded to the saved dtype, value
+// for value: compared as values, since a zero's sign may differ where a negative scale
+// multiplies q − z = 0 (auto-round's symmetric scales may be negative) and the producer adds +0.
+inline void ExpectLegsMatchSaved(const SafetensorsFile& saved,
+                                 const std::vector<std::string>& prefixes,
+                                 const ReferenceLayer& ref) {
+  const int64_t k = ref.cols;
+  int64_t row = 0;
+  for (const std::string& prefix : prefixes) {
+    const TensorInfo* info = saved.Find(prefix + ".weight");
+    ASSERT_NE(info, nullptr) << prefix;
+    ASSERT_EQ(info->shape.size(), 2u) << prefix;
+    ASSERT_EQ(info->shape[1], k) << prefix;
+    ASSERT_LE(row + info->shape[0], ref.rows) << prefix;
+    const TensorView view = saved.View(*info);
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < info->shape[0] * k; ++i) {
+      if (Rounded(info->dtype, ref.weight[row * k + i]) != SavedValue(view, i)) ++mismatches;
+    }
+    EXPECT_EQ(mismatches, 0) << prefix << " of " << info->shape[0] * k;
+    row += info->shape[0];
+  }
+  EXPECT_EQ(row, ref.rows);
 }
 
 }  // namespace quantpath::testing

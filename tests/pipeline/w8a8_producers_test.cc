@@ -22,9 +22,6 @@ namespace {
 
 const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
 
-using testing::Rounded;
-using testing::SavedValue;
-
 Result<Model> Open(const std::string& dir) {
   Result<OpenOptions> options = OpenOptions::Parse("native", "", "cpu");
   if (!options.ok()) return options.status();
@@ -36,6 +33,7 @@ struct Fixture {
   ActMode mode;
   bool symmetric;
   int layers;  // quantized linear sites with a Forward (qkv, o, gate_up, down per layer)
+  std::string spec_id = "int8_channel";
 };
 
 void PrintTo(const Fixture& f, std::ostream* os) { *os << f.folder; }
@@ -45,50 +43,33 @@ class W8a8FixturesTest : public ::testing::TestWithParam<Fixture> {};
 TEST_P(W8a8FixturesTest, MatchesTheDequantizationAndRuns) {
   const Fixture& f = GetParam();
   const std::string dir = kData + f.folder;
-  Result<Model> model = Open(dir);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  ASSERT_TRUE(layers.ok()) << layers.status().message();
-  Result<std::shared_ptr<const SafetensorsFile>> saved =
-      SafetensorsFile::Open(std::filesystem::path(dir) / "dequant.safetensors");
-  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
 
   int checked = 0;
-  for (const LayerDecision& decision : *layers) {
+  for (const LayerDecision& decision : folder->layers) {
     if (decision.site->kind != SiteKind::kLinear || !decision.spec ||
-        decision.spec->family != kIntChannelFamily) {
+        !IsIntFamily(decision.spec->family)) {
       continue;
     }
     const std::string& path = decision.site->path;
     SCOPED_TRACE(path);
-    EXPECT_EQ(decision.spec->ToId(), "int8_channel");
+    EXPECT_EQ(decision.spec->ToId(), f.spec_id);
     EXPECT_TRUE(decision.kernel_available);
-    Result<LoadedLayer> loaded = LoadLayer(*model, path);
+    Result<LoadedLayer> loaded = LoadLayer(model, path);
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     EXPECT_EQ(loaded->activation.mode, f.mode);
     EXPECT_EQ(loaded->activation.dtype, QDType::kINT8);
     EXPECT_EQ(loaded->activation.symmetric, f.symmetric);
     Result<ReferenceLayer> ref = LoadReference(*loaded);
     ASSERT_TRUE(ref.ok()) << ref.status().message();
-    const int64_t k = ref->cols;
 
-    int64_t row = 0;
-    for (const std::string& prefix : loaded->leg_prefixes) {
-      const TensorInfo* info = (*saved)->Find(prefix + ".weight");
-      ASSERT_NE(info, nullptr) << prefix;
-      ASSERT_EQ(info->shape.size(), 2u);
-      ASSERT_EQ(info->shape[1], k);
-      const TensorView view = (*saved)->View(*info);
-      int64_t mismatches = 0;
-      for (int64_t i = 0; i < info->shape[0] * k; ++i) {
-        if (Rounded(info->dtype, ref->weight[row * k + i]) != SavedValue(view, i)) ++mismatches;
-      }
-      EXPECT_EQ(mismatches, 0) << prefix << " of " << info->shape[0] * k;
-      row += info->shape[0];
-    }
-    EXPECT_EQ(row, ref->rows);
+    testing::ExpectLegsMatchSaved(*folder->saved, loaded->leg_prefixes, *ref);
     EXPECT_EQ(ref->input_scale.has_value(), f.mode == ActMode::kStaticPerTensor);
-    EXPECT_EQ(ref->input_zero_point.has_value(), !f.symmetric);
+    // Dynamic zero points are per token, computed at run time: none in the checkpoint.
+    EXPECT_EQ(ref->input_zero_point.has_value(),
+              !f.symmetric && f.mode == ActMode::kStaticPerTensor);
 
     for (uint64_t seed : {3u, 11u}) {
       Result<LayerRun> run = RunSeeded(*loaded, 7, seed);
@@ -109,6 +90,10 @@ INSTANTIATE_TEST_SUITE_P(
         Fixture{"producers/ct_llama_w8a8_int8_dynamic", ActMode::kDynamicPerToken, true, 8},
         Fixture{"producers/ct_llama_w8a8_int8_static", ActMode::kStaticPerTensor, true, 8},
         Fixture{"producers/ct_llama_w8a8_int8_static_asym", ActMode::kStaticPerTensor, false, 8},
+        Fixture{"producers/ct_llama_w8a8_int8_dynamic_asym", ActMode::kDynamicPerToken, false, 8},
+        // Per-tensor weight scales that differ between the fused legs (q, k, v; gate, up).
+        Fixture{"producers/ct_llama_w8a8_int8_tensor", ActMode::kDynamicPerToken, true, 8,
+                "int8_tensor"},
         Fixture{"documented/modelslim_llama_w8a8", ActMode::kStaticPerTensor, false, 4},
         Fixture{"documented/modelslim_llama_w8a8_fp16", ActMode::kStaticPerTensor, false, 4},
         Fixture{"documented/modelslim_llama_w8a8_dynamic", ActMode::kDynamicPerToken, true, 4}),
@@ -173,6 +158,36 @@ TEST(W8a8SglangInt8, LoadsTheCompressedTensorsFolder) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);
+}
+
+// SGLang's w8a8_fp8 (documented/sglang_llama_w8a8_fp8, written from the method's
+// create_weights): fp8 e4m3 weights with per-channel F32 scales, dynamic per-token fp8
+// activations, into the fp8_per_channel spec.
+TEST(W8a8SglangFp8, LoadsTheDocumentedFolderIntoTheFp8Spec) {
+  const std::string dir = kData + "documented/sglang_llama_w8a8_fp8";
+  Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir, "sglang@0.5.23");
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const Model& model = *folder->model;
+  int checked = 0;
+  for (const LayerDecision& decision : folder->layers) {
+    if (decision.site->kind != SiteKind::kLinear) continue;
+    SCOPED_TRACE(decision.site->path);
+    ASSERT_TRUE(decision.spec.has_value()) << decision.spec_note;
+    EXPECT_EQ(decision.spec->ToId(), "fp8_per_channel");
+    EXPECT_TRUE(decision.kernel_available);
+    Result<LoadedLayer> loaded = LoadLayer(model, decision.site->path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(loaded->activation.mode, ActMode::kDynamicPerToken);
+    EXPECT_EQ(loaded->activation.dtype, QDType::kFP8E4M3);
+    Result<ReferenceLayer> ref = LoadReference(*loaded);
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    testing::ExpectLegsMatchSaved(*folder->saved, loaded->leg_prefixes, *ref);
+    Result<LayerRun> run = RunSeeded(*loaded, 7, 3);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);  // qkv, o, gate_up, down
 }
 
 // A copy of a fixture folder with one tensor changed (or dropped, when `edit` returns false).

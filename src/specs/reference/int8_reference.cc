@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "fmt/format.h"
 #include "src/specs/reference/reference_io.h"
@@ -172,6 +173,28 @@ std::vector<double> QuantizeInt8Reference(std::span<const double> x, int64_t m, 
       for (int64_t c = 0; c < k; ++c) {
         const double q = ToCode(std::nearbyint(F32(row[c] / s)) + static_zero_point);
         row[c] = (q - static_zero_point) * s;
+      }
+      continue;
+    }
+    if (!act.symmetric) {
+      // vLLM's per-token zero point: the row's [min, max] on 255 steps, z = round(−128 − min / s)
+      // (NaN left out; a constant row's range stretched to include 0, as the kernel does).
+      double lo = std::numeric_limits<double>::infinity();
+      double hi = -lo;
+      for (int64_t c = 0; c < k; ++c) {
+        if (F32(row[c]) < lo) lo = F32(row[c]);
+        if (F32(row[c]) > hi) hi = F32(row[c]);
+      }
+      if (!(F32(hi - lo) >= F32(kActAbsMaxFloor))) {
+        lo = std::min(lo, 0.0);
+        hi = std::max(hi, 0.0);
+      }
+      const double range = std::max(F32(hi - lo), F32(kActAbsMaxFloor));
+      const double s = F32(range / (kInt8Max - kInt8Min));
+      double z = std::nearbyint(F32(kInt8Min - F32(lo / s)));
+      z = std::isfinite(z) ? std::clamp(z, -1e9, 1e9) : 0;
+      for (int64_t c = 0; c < k; ++c) {
+        row[c] = (ToCode(std::nearbyint(F32(F32(row[c]) / s)) + z) - z) * s;
       }
       continue;
     }
