@@ -39,7 +39,6 @@ enum class ModelSlimPacking : uint8_t {
   kOld,  // one signed code per int8, weight [N, K] (SGLang 0.5.23's default)
   kNew,  // two codes per int8 along N (row 2j low nibble, 2j + 1 high), weight [N / 2, K]
 };
-std::string_view ModelSlimPackingName(ModelSlimPacking packing);  // "old", "new"
 
 struct OpenOptions {
   Dialect dialect;

@@ -23,10 +23,6 @@ Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view
   return options;
 }
 
-std::string_view ModelSlimPackingName(ModelSlimPacking packing) {
-  return packing == ModelSlimPacking::kNew ? "new" : "old";
-}
-
 Status OpenOptions::SetModelSlimPacking(std::string_view text) {
   if (text.empty() || text == "old") {
     modelslim_packing = ModelSlimPacking::kOld;
