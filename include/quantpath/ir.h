@@ -104,6 +104,9 @@ struct LoadFacts {
   bool act_order = false;
   std::optional<QDType> scale_dtype;
   bool double_quant = false;  // bitsandbytes nested quantization of the absmax
+  // ModelSlim 4-bit weights: two codes per int8 along the output rows (SGLang's
+  // SGLANG_NPU_W4A4_NEW_PACKING, `--modelslim-packing new`) rather than one code per int8.
+  bool int4_pairs = false;
   bool operator==(const LoadFacts&) const = default;
 };
 

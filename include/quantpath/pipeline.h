@@ -33,11 +33,23 @@ namespace quantpath {
 // ---------------------------------------------------------------------------------------------
 // Opening a model
 
+// How ModelSlim's 4-bit weights (W4A4_DYNAMIC, W4A8_DYNAMIC) are stored. The files do not say:
+// SGLang reads it from its environment (SGLANG_NPU_W4A4_NEW_PACKING), so it is an option here.
+enum class ModelSlimPacking : uint8_t {
+  kOld,  // one signed code per int8, weight [N, K] (SGLang 0.5.23's default)
+  kNew,  // two codes per int8 along N (row 2j low nibble, 2j + 1 high), weight [N / 2, K]
+};
+
 struct OpenOptions {
   Dialect dialect;
   std::optional<std::string> quantization;  // force the importer (--quantization)
   DeviceCaps device;                        // default: cpu
   Launch launch;                            // --tp, --dtype, --speculative
+  ModelSlimPacking modelslim_packing = ModelSlimPacking::kOld;  // --modelslim-packing
+
+  // --modelslim-packing: "old", "new", or "" (SGLang 0.5.23's default, old). An error names
+  // the option and what it accepts.
+  Status SetModelSlimPacking(std::string_view text);
 
   // From the command line's spellings: an engine name (DialectNames()), a format name or "" for
   // detection, a device name (ParseDevice), and --dtype, --tp and --speculative (ParseLaunch).

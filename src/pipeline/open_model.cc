@@ -23,6 +23,36 @@ Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view
   return options;
 }
 
+Status OpenOptions::SetModelSlimPacking(std::string_view text) {
+  if (text.empty() || text == "old") {
+    modelslim_packing = ModelSlimPacking::kOld;
+  } else if (text == "new") {
+    modelslim_packing = ModelSlimPacking::kNew;
+  } else {
+    return InvalidInput(fmt::format("--modelslim-packing: expected old or new, got {}", text));
+  }
+  return {};
+}
+
+namespace {
+
+// The packing is the loader's to know (LoadFacts), so every ModelSlim 4-bit scheme of the plan
+// carries it.
+void ApplyModelSlimPacking(ModelSlimPacking packing, QuantPlan* plan) {
+  auto apply = [packing](Action& action) {
+    if (!action.scheme) return;
+    TensorQuant& w = action.scheme->weight;
+    if (w.load.layout != SourceLayout::kModelSlim || w.dtype != QDType::kINT4) return;
+    w.load.int4_pairs = packing == ModelSlimPacking::kNew;
+  };
+  apply(plan->default_action);
+  for (RuleGroup& group : plan->groups) {
+    for (Rule& rule : group.rules) apply(rule.action);
+  }
+}
+
+}  // namespace
+
 Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& dialect,
                                   const std::optional<std::string>& quantization,
                                   const std::optional<std::string>& model_class) {
@@ -38,6 +68,7 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
                       ImportForEngine(sources, options.dialect, options.quantization));
   QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
   NameFindingTensors(sites, &plan);
+  ApplyModelSlimPacking(options.modelslim_packing, &plan);
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
                options.launch};
 }

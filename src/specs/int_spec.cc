@@ -22,6 +22,7 @@
 #include "src/specs/int_family.h"
 #include "src/specs/int_source.h"
 #include "src/specs/spec_common.h"
+#include "src/specs/w4a_family.h"
 #include "src/specs/w8a8_family.h"
 
 namespace quantpath {
@@ -321,7 +322,11 @@ namespace specs_internal {
 
 Result<std::unique_ptr<WeightSpec>> MakeIntSpec(const SpecKey& key, const ActivationQuant& act,
                                                 const LoadFacts& facts) {
-  // Quantized activations are the W8A8 spec's (w8a8_spec.cc), over the same weight layout.
+  // Quantized activations are the W8A8 spec's (w8a8_spec.cc), or for ModelSlim's int4 weights
+  // the W4A4 / W4A8 one (w4a_spec.cc), over the same weight layout.
+  if (act.mode != ActMode::kNone && key.bits == 4 && facts.layout == SourceLayout::kModelSlim) {
+    return MakeW4aSpec(key, act, facts);
+  }
   if (act.mode != ActMode::kNone) return MakeW8a8Spec(key, act, facts);
   switch (facts.layout) {
     case SourceLayout::kGptqV1:

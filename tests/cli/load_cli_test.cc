@@ -97,6 +97,8 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_llama_w8a8_fp16",
     "documented/modelslim_llama_w8a8_dynamic",
     "documented/sglang_llama_w8a8_fp8",  // SGLang's own method: loaded with --engine sglang
+    "documented/modelslim_llama_w4a4_dynamic",
+    "documented/modelslim_llama_w4a8_dynamic",
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
     "producers/ct_qwen3moe_fp8_block",
@@ -163,6 +165,35 @@ TEST(LoadCli, LoadsEveryFixtureAndAccountsForEveryTensor) {
     EXPECT_GT(load.Find("peak_rss_bytes")->int_value(),
               load.Find("largest_layer_bytes")->int_value());
     EXPECT_GT(load.Find("seconds")->number_value(), 0);
+  }
+}
+
+// ModelSlim's new 4-bit packing is not in the files: load takes it from --modelslim-packing, and
+// without it the weight's shape contradicts the default (old) packing, naming both.
+TEST(LoadCli, ModelSlimPackingComesFromTheOption) {
+  for (const char* fixture : {"documented/modelslim_llama_w4a4_dynamic_new",
+                              "documented/modelslim_llama_w4a8_dynamic_new"}) {
+    SCOPED_TRACE(fixture);
+    const std::string dir = DataDir(fixture);
+    auto result = RunCli("load " + dir + " --modelslim-packing new --json");
+    ASSERT_EQ(result.exit_code, 0) << RunCli("load " + dir + " --modelslim-packing new", true).out;
+    const Json load = ParseOrDie(result.out);
+    const CheckpointFacts facts = FactsOf(dir);
+    EXPECT_EQ(load.Find("tensors")->int_value(), facts.tensors);
+    EXPECT_EQ(load.Find("bytes_read")->int_value(), facts.data_bytes);
+    const auto contradicted = RunCli("load " + dir, true);
+    EXPECT_EQ(contradicted.exit_code, 2);
+    EXPECT_NE(contradicted.out.find("model.layers.0.self_attn.q_proj.weight has shape [32, 64], "
+                                    "the shape of --modelslim-packing new"),
+              std::string::npos)
+        << contradicted.out;
+    EXPECT_NE(contradicted.out.find("--modelslim-packing old expects [64, 64]"), std::string::npos)
+        << contradicted.out;
+    const auto typo = RunCli("load " + dir + " --modelslim-packing newer", true);
+    EXPECT_EQ(typo.exit_code, 2);
+    EXPECT_NE(typo.out.find("--modelslim-packing: expected old or new, got newer"),
+              std::string::npos)
+        << typo.out;
   }
 }
 

@@ -32,6 +32,8 @@ struct LaunchArgs {
   bool speculative = false;
 };
 void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args);
+// --modelslim-packing old|new (OpenOptions::SetModelSlimPacking reads it).
+void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();

@@ -21,6 +21,7 @@ struct LoadArgs {
   std::string dir;
   std::string engine = "native";
   std::string quantization;
+  std::string modelslim_packing;
   int64_t tp_size = 1;
   int64_t tp_rank = 0;
   bool json = false;
@@ -137,6 +138,9 @@ int RunLoad(const LoadArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp_size);
   if (!options.ok()) return ReportBadInput(options.status().message());
+  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+    return ReportBadInput(s.message());
+  }
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{args.tp_rank, ProgressPrinter()});
@@ -160,6 +164,7 @@ void AddLoadCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--quantization", args->quantization, "Force the format");
   cmd->add_option("--tp", args->tp_size, "Tensor-parallel size");
   cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
+  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/load.md)");
   cmd->callback([args, exit_code] { *exit_code = RunLoad(*args); });
 }

@@ -21,6 +21,12 @@ void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args) {
                 "Speculative decoding: build the MTP layers as the engine then does");
 }
 
+void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing) {
+  cmd->add_option("--modelslim-packing", *packing,
+                  "ModelSlim 4-bit weights: old (one code per int8, SGLang's default) or new (two "
+                  "per int8, SGLANG_NPU_W4A4_NEW_PACKING)");
+}
+
 int ReportBadInput(const std::string& message) {
   std::cerr << "quantpath: " << message << "\n";
   return kExitBadInput;

@@ -13,6 +13,7 @@ struct PlanArgs {
   std::string dir;
   std::string engine = "native";
   std::string quantization;
+  std::string modelslim_packing;
   std::string device = "cpu";
   LaunchArgs launch;
   bool json = false;
@@ -23,6 +24,9 @@ int RunPlan(const PlanArgs& args) {
       OpenOptions::Parse(args.engine, args.quantization, args.device, args.launch.dtype,
                          args.launch.tp_size, args.launch.speculative);
   if (!options.ok()) return ReportBadInput(options.status().message());
+  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+    return ReportBadInput(s.message());
+  }
   Result<Model> model = OpenModel(args.dir.empty() ? DefaultExampleDir() : args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<std::vector<LayerDecision>> decided = DecideAll(*model);
@@ -47,6 +51,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--quantization", args->quantization, "Force the format");
   cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100");
   AddLaunchOptions(cmd, &args->launch);
+  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/plan.md)");
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }

@@ -36,6 +36,7 @@ struct RunArgs {
   // --engine, --quantization
   std::string engine = "native";
   std::string quantization;
+  std::string modelslim_packing;
   // --input, --output
   std::string input;
   std::string output;
@@ -162,6 +163,9 @@ int RunLayer(const RunArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp);
   if (!options.ok()) return ReportBadInput(options.status().message());
+  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+    return ReportBadInput(s.message());
+  }
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ResolvedSite> resolved = ResolveLayer(model->sites, args.layer);
@@ -211,6 +215,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   // --engine, --quantization: decide the layer as plan does.
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   // --input, --output: given activations in, the result out.
   cmd->add_option("--input", args->input,
                   "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m and --seed)");

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "fmt/format.h"
+#include "src/specs/reference/int4_reference.h"
 #include "src/specs/reference/reference_io.h"
 #include "src/specs/w8a8_family.h"
 
@@ -125,6 +126,10 @@ Result<ReferenceLeg> DequantizeCtInt8Leg(const Checkpoint& checkpoint, const Qua
 Result<ReferenceLeg> DequantizeModelSlimInt8Leg(const Checkpoint& checkpoint,
                                                 const QuantScheme& scheme, std::string_view layer,
                                                 const std::string& prefix) {
+  // One entry per source layout: ModelSlim's int4 types are read apart (int4_reference.cc).
+  if (scheme.weight.dtype == QDType::kINT4) {
+    return reference::DequantizeModelSlimInt4Leg(checkpoint, scheme, layer, prefix);
+  }
   QP_RETURN_IF_ERROR(CheckInt8(scheme, layer));
   QP_ASSIGN_OR_RETURN(ReferenceLeg leg, ReadInt8Weight(checkpoint, layer, prefix + ".weight"));
   TensorInfo info;

@@ -8,13 +8,15 @@
 //   X:        per ActivationQuant: scale = max(absmax, kActAbsMaxFloor) / 448 over the row, the
 //             whole X, or each group of columns of a row, divided in fp32 because scales are fp32
 //             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double; int8
-//             activations as QuantizeInt8Reference (specs.h).
+//             activations as QuantizeInt8Reference (specs.h), int4 ones as
+//             QuantizeInt4Reference (int4_reference.h).
 #include <cmath>
 #include <map>
 #include <mutex>
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
+#include "src/specs/reference/int4_reference.h"
 #include "src/specs/reference/int8_reference.h"
 #include "src/specs/reference/reference_io.h"
 
@@ -152,6 +154,9 @@ std::vector<double> QuantizeActivationsReference(std::span<const double> x, int6
                                                  const ActivationQuant& act,
                                                  std::optional<double> static_scale,
                                                  std::optional<double> static_zero_point) {
+  if (act.dtype == QDType::kINT4 && act.mode == ActMode::kDynamicPerToken && act.symmetric) {
+    return reference::QuantizeInt4Reference(x, m, k);
+  }
   if (act.dtype == QDType::kINT8 &&
       (act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor)) {
     return reference::QuantizeInt8Reference(x, m, k, act, static_scale.value_or(1.0),

@@ -1,0 +1,80 @@
+// Reference kernel of the mixed int4 specs (int4_channel with int4 or int8 dynamic per-token
+// activations, w4a_family.h), X and Y in fp32 or bf16:
+//   1. each row of X is quantized in fp32 (QuantizeActRow): absmax = max(max |x|,
+//      kActAbsMaxFloor), s_x = absmax / qmax, qx = clamp(round(x · (qmax / absmax)),
+//      −qmax − 1, qmax), qmax 7 (int4) or 127 (int8), ties to even; a NaN becomes code 0;
+//   2. acc[m][n] = Σ_k qx[m][k] · (q[n][k] − 8), in 64-bit integers (exact);
+//   3. y = float(acc) · (s_x · s_w[n]) + bias[n], the scale product in fp32, once per output.
+// Non-goals: speed.
+#include <cassert>
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/reference/reference_gemm.h"
+#include "src/specs/int_family.h"
+#include "src/specs/w4a_family.h"
+
+namespace quantpath {
+namespace {
+
+class GemmW4aRef final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmW4A4A8Int_Ref"; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == kIntChannelFamily && key.bits == 4 && !key.zero_point && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    const ActivationQuant& act = probe.act;
+    return Serves(probe.spec, probe.device) && act.mode == ActMode::kDynamicPerToken &&
+           act.symmetric && (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
+           reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const int64_t m = x.rows;
+    const int64_t n = params.rows;
+    const int64_t k = params.cols;
+    const ParamTensor& w = params.tensor(Slot::kWeight);
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    const ParamTensor& bias = params.tensor(Slot::kBias);
+    assert(w.rows() == n && w.cols() == k);
+    const int code_max = ActCodeMax(act.dtype);
+
+    std::vector<int8_t> qx(static_cast<size_t>(m * k));
+    std::vector<float> sx(static_cast<size_t>(m));
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t c = 0; c < k; ++c) {
+        row[c] = x.dtype == QDType::kBF16
+                     ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i * k + c])
+                     : static_cast<const float*>(x.data)[i * k + c];
+      }
+      sx[i] = QuantizeActRow(row, code_max, std::span<int8_t>(qx.data() + i * k, k));
+    }
+
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t j = 0; j < n; ++j) {
+      const uint8_t* codes = w.data<uint8_t>() + j * w.row_bytes();
+      const float sw = LoadFloat(scales, j);
+      const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
+      for (int64_t i = 0; i < m; ++i) {
+        const int8_t* xi = qx.data() + i * k;
+        int64_t acc = 0;
+        for (int64_t col = 0; col < k; ++col) {
+          acc += int64_t{xi[col]} * (static_cast<int64_t>(ReadCode(codes, col, 4)) - 8);
+        }
+        reference::StoreOutput(y, i * n + j, static_cast<float>(acc) * (sx[i] * sw) + b);
+      }
+    }
+  }
+};
+
+const KernelRegistrar kRegisterGemmW4aRef(std::make_unique<GemmW4aRef>());
+
+}  // namespace
+}  // namespace quantpath

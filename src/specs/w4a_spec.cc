@@ -1,0 +1,239 @@
+// W4aSpec: int4_channel weights with int4 (ModelSlim W4A4_DYNAMIC) or int8 (W4A8_DYNAMIC)
+// dynamic per-token activations, in the layout of w4a_family.h, loaded from ModelSlim's tensors
+// (SGLang's ModelSlimW4A4Int4 / W4A8 schemes and their NPU methods):
+//   weight         I8, signed int4 codes w in [−8, 8): packing old [N, K], one code per byte;
+//                  packing new [N / 2, K], rows 2j and 2j + 1 in the low and high nibble of
+//                  byte [j][k] (SGLang's _pack_int4 along N, which SGLANG_NPU_W4A4_NEW_PACKING
+//                  makes the stored form);
+//   weight_scale   [N, 1] in the model dtype;
+//   weight_offset  [N, 1], which must be 0 (npu_quant_matmul takes no weight offset).
+// The files do not say which packing they hold, so the packing comes from the option
+// (LoadFacts::int4_pairs); a weight whose shape is the other packing's is an error naming both.
+// Codes are stored as q = w + 8, the scales exactly in their 16-bit dtype.
+// Non-goals: grouped W4A8_DYNAMIC (weight_scale_second, a second scale level), tensor-parallel
+// slices and MoE experts (not yet).
+#include "fmt/format.h"
+#include "src/specs/int_family.h"
+#include "src/specs/spec_common.h"
+#include "src/specs/w4a_family.h"
+
+namespace quantpath {
+namespace {
+
+using specs_internal::ShardGeometry;
+
+std::string_view PackingName(bool pairs) { return pairs ? "new" : "old"; }
+
+// The stored weight's shape under a packing: [N, K] one code per byte, [N / 2, K] two.
+std::vector<int64_t> StoredShape(bool pairs, int64_t rows, int64_t cols) {
+  return {pairs ? rows / 2 : rows, cols};
+}
+
+int SignedNibble(uint8_t nibble) { return nibble >= 8 ? static_cast<int>(nibble) - 16 : nibble; }
+
+class W4aSpec final : public WeightSpec {
+ public:
+  W4aSpec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
+      : key_(key), activation_(activation), facts_(facts) {}
+
+  const SpecKey& key() const override { return key_; }
+  const ActivationQuant& activation() const override { return activation_; }
+  const LoadFacts& facts() const override { return facts_; }
+
+  Result<LinearParams> Allocate(const AllocationRequest& request) const override {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    LinearParams params = specs_internal::NewParams(request, g, key_);
+    params.tensor(Slot::kWeight) = ParamTensor(QDType::kINT4, g.rows, g.cols);
+    // The 16-bit dtype is replaced by the checkpoint's own at load (same bytes).
+    const QDType scale = request.params_dtype == QDType::kFP16 ? QDType::kFP16 : QDType::kBF16;
+    params.tensor(Slot::kWeightScale) = ParamTensor(scale, g.rows, 1);
+    return params;
+  }
+
+  Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    QP_ASSIGN_OR_RETURN(int64_t bytes, LayoutBytes(key_, g.rows, g.cols, 16));
+    return bytes + specs_internal::BiasBytes(request, g);
+  }
+
+  Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
+              LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
+    const std::string& layer = params->request.layer;
+    if (params->key != key_) {
+      return InvalidInput(fmt::format("{}: parameters allocated for {} cannot load as {}", layer,
+                                      params->key.ToId(), key_.ToId()));
+    }
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
+    for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
+      QP_RETURN_IF_ERROR(LoadWeight(checkpoint, leg_prefixes[leg], g, leg, params));
+      QP_RETURN_IF_ERROR(LoadScales(checkpoint, leg_prefixes[leg], g, leg, params));
+    }
+    QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
+    params->loaded = true;
+    return {};
+  }
+
+  Status ProcessAfterLoading(LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
+    params->processed = true;  // Load wrote the canonical layout directly
+    return {};
+  }
+
+ private:
+  bool pairs() const { return facts_.int4_pairs; }
+
+  Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
+    if (request.tp_size > 1) {
+      return Unsupported(fmt::format(
+          "{}: {} with {} activations at tensor-parallel size {}: ModelSlim int4 weights are "
+          "not split across ranks yet",
+          request.layer, key_.ToId(), activation_.ToString(), request.tp_size));
+    }
+    return g;
+  }
+
+  // The weight's shape against the packing: a shape that is the other packing's names both.
+  Status CheckShape(const TensorView& w, std::string_view layer, int64_t rows, int64_t cols) const {
+    const std::vector<int64_t> want = StoredShape(pairs(), rows, cols);
+    if (pairs() && rows % 2 != 0) {
+      return InvalidInput(fmt::format(
+          "{}: tensor {} has {} rows; --modelslim-packing new stores two rows per int8, so the "
+          "leg's row count must be even",
+          layer, w.info->name, rows));
+    }
+    if (w.info->shape == want) return {};
+    const std::vector<int64_t> other = StoredShape(!pairs(), rows, cols);
+    if (w.info->shape == other && (pairs() || rows % 2 == 0)) {
+      return InvalidInput(fmt::format(
+          "{}: tensor {} has shape {}, the shape of --modelslim-packing {} ({}); "
+          "--modelslim-packing {} expects {} ({})",
+          layer, w.info->name, specs_internal::ShapeString(w.info->shape), PackingName(!pairs()),
+          pairs() ? "one code per int8" : "two codes per int8 along N", PackingName(pairs()),
+          specs_internal::ShapeString(want),
+          pairs() ? "two codes per int8 along N" : "one code per int8"));
+    }
+    return InvalidInput(
+        fmt::format("{}: tensor {} has shape {}, expected {} (--modelslim-packing {})", layer,
+                    w.info->name, specs_internal::ShapeString(w.info->shape),
+                    specs_internal::ShapeString(want), PackingName(pairs())));
+  }
+
+  Status LoadWeight(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
+                    size_t leg, LinearParams* params) const {
+    const std::string& layer = params->request.layer;
+    QP_ASSIGN_OR_RETURN(TensorView w, specs_internal::FindSlotTensor(checkpoint, layer, prefix,
+                                                                     facts_.layout, Slot::kWeight));
+    if (w.info->dtype != StDtype::kI8) {
+      return InvalidInput(fmt::format("{}: tensor {} has dtype {}, expected I8", layer,
+                                      w.info->name, StDtypeName(w.info->dtype)));
+    }
+    const int64_t rows = g.full_leg_rows[leg];
+    const int64_t cols = g.full_cols;
+    QP_RETURN_IF_ERROR(CheckShape(w, layer, rows, cols));
+    ParamTensor& dst = params->tensor(Slot::kWeight);
+    const auto* src = reinterpret_cast<const uint8_t*>(w.bytes.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      uint8_t* to = dst.data<uint8_t>() + (g.leg_offsets[leg] + r) * dst.row_bytes();
+      for (int64_t c = 0; c < cols; ++c) {
+        int code = 0;
+        if (pairs()) {
+          const uint8_t byte = src[(r / 2) * cols + c];
+          code = SignedNibble(r % 2 == 0 ? byte & 0x0F : byte >> 4);
+        } else {
+          code = static_cast<int8_t>(src[r * cols + c]);
+          if (code < -8 || code > 7) {
+            return InvalidInput(
+                fmt::format("{}: tensor {} holds {} at [{}, {}], not an int4 code in [-8, 7] "
+                            "(--modelslim-packing old: one code per int8)",
+                            layer, w.info->name, code, r, c));
+          }
+        }
+        WriteCode(to, c, 4, static_cast<uint32_t>(code + 8));
+      }
+    }
+    return CheckZeroOffset(checkpoint, prefix, rows, layer);
+  }
+
+  // npu_quant_matmul has no weight offset, so ModelSlim's must be zero.
+  Status CheckZeroOffset(const Checkpoint& checkpoint, const std::string& prefix, int64_t rows,
+                         const std::string& layer) const {
+    const std::string name = prefix + ".weight_offset";
+    if (!checkpoint.Has(name)) return {};
+    QP_ASSIGN_OR_RETURN(TensorView z, checkpoint.Get(name));
+    QP_RETURN_IF_ERROR(
+        specs_internal::ExpectElements(z, layer, rows, fmt::format("[{}, 1]", rows)));
+    QP_ASSIGN_OR_RETURN(std::vector<float> zeros, specs_internal::ReadScales(z, layer));
+    for (size_t i = 0; i < zeros.size(); ++i) {
+      if (zeros[i] == 0) continue;
+      return InvalidInput(fmt::format(
+          "{}: tensor {} holds weight offset {} at row {}; {} with {} activations needs "
+          "symmetric weights (offset 0)",
+          layer, name, zeros[i], i, key_.ToId(), activation_.ToString()));
+    }
+    return {};
+  }
+
+  Status LoadScales(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
+                    size_t leg, LinearParams* params) const {
+    const std::string& layer = params->request.layer;
+    QP_ASSIGN_OR_RETURN(TensorView view,
+                        specs_internal::FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
+                                                       Slot::kWeightScale));
+    const int64_t rows = g.full_leg_rows[leg];
+    QP_RETURN_IF_ERROR(
+        specs_internal::ExpectElements(view, layer, rows, fmt::format("[{}, 1]", rows)));
+    QP_ASSIGN_OR_RETURN(std::vector<float> values, specs_internal::ReadScales(view, layer));
+    ParamTensor& s = params->tensor(Slot::kWeightScale);
+    const std::optional<QDType> stored = SixteenBitScaleDtype(view.info->dtype);
+    if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = g.leg_offsets[leg] + r;
+      specs_internal::StoreFloat(&s, i, values[r]);
+      if (LoadFloat(s, i) == values[r]) continue;
+      return InvalidInput(fmt::format(
+          "{}: tensor {} holds {} at row {}, which {} cannot hold exactly; {} keeps 16-bit "
+          "scales",
+          layer, view.info->name, values[r], r, QDTypeName(s.dtype()), key_.ToId()));
+    }
+    return {};
+  }
+
+  const SpecKey key_;
+  const ActivationQuant activation_;
+  const LoadFacts facts_;
+};
+
+}  // namespace
+
+namespace specs_internal {
+
+Result<std::unique_ptr<WeightSpec>> MakeW4aSpec(const SpecKey& key, const ActivationQuant& act,
+                                                const LoadFacts& facts) {
+  const std::string id = key.ToId();
+  if (key.family != kIntChannelFamily || key.bits != 4 || key.zero_point) {
+    return Unsupported(fmt::format(
+        "{} with {} activations: ModelSlim's int4 weights load per channel, symmetric "
+        "(int4_channel){}",
+        id, act.ToString(),
+        key.family == kIntGroupFamily ? "; grouped W4A8_DYNAMIC (weight_scale_second) is not "
+                                        "implemented yet"
+                                      : ""));
+  }
+  if (act.mode != ActMode::kDynamicPerToken || !act.symmetric ||
+      (act.dtype != QDType::kINT4 && act.dtype != QDType::kINT8)) {
+    return Unsupported(
+        fmt::format("{} with {} activations has no kernel mode yet", id, act.ToString()));
+  }
+  if (facts.layout != SourceLayout::kModelSlim) {
+    return Unsupported(
+        fmt::format("{}: int4 weights with {} activations in source layout {} "
+                    "cannot be loaded",
+                    id, act.ToString(), SourceLayoutName(facts.layout)));
+  }
+  return std::unique_ptr<WeightSpec>(std::make_unique<W4aSpec>(key, act, facts));
+}
+
+}  // namespace specs_internal
+}  // namespace quantpath
