@@ -60,8 +60,14 @@ Result<ReferenceLeg> DequantizeNvfp4Leg(const Checkpoint& checkpoint, const Quan
                                    QDTypeName(scheme.weight.dtype)));
   }
   const int64_t group = scheme.weight.group_size.value_or(kNvfp4Group);
-  QP_ASSIGN_OR_RETURN(ReferenceLeg packed,
-                      reference::ReadWeight(checkpoint, kLayout, layer, prefix));
+  const std::string weight_name = prefix + std::string(*SourceSuffix(kLayout, Slot::kWeight));
+  Result<TensorView> packed = checkpoint.Get(weight_name);
+  if (!packed.ok()) return packed.status().WithContext(layer);
+  const std::vector<int64_t>& shape = packed->info->shape;
+  if (packed->info->dtype != StDtype::kU8 || shape.size() != 2) {
+    return InvalidInput(
+        fmt::format("{}: tensor {} is not a U8 matrix of packed E2M1 codes", layer, weight_name));
+  }
   const std::string scale_name = prefix + std::string(*SourceSuffix(kLayout, Slot::kWeightScale));
   TensorInfo info;
   QP_ASSIGN_OR_RETURN(std::vector<double> scales,
@@ -71,8 +77,8 @@ Result<ReferenceLeg> DequantizeNvfp4Leg(const Checkpoint& checkpoint, const Quan
       ReadOne(checkpoint, layer,
               prefix + std::string(*SourceSuffix(kLayout, Slot::kWeightGlobalScale))));
   ReferenceLeg leg;
-  leg.rows = packed.rows;
-  leg.cols = packed.cols * 2;
+  leg.rows = shape[0];
+  leg.cols = shape[1] * 2;
   const int64_t groups = (leg.cols + group - 1) / group;
   if (static_cast<int64_t>(scales.size()) != leg.rows * groups) {
     return InvalidInput(fmt::format("{}: tensor {} has {} values, expected [{}, {}]", layer,
@@ -81,7 +87,7 @@ Result<ReferenceLeg> DequantizeNvfp4Leg(const Checkpoint& checkpoint, const Quan
   leg.weight.resize(static_cast<size_t>(leg.rows * leg.cols));
   for (int64_t r = 0; r < leg.rows; ++r) {
     for (int64_t c = 0; c < leg.cols; ++c) {
-      const auto byte = static_cast<unsigned>(packed.weight[r * packed.cols + c / 2]);
+      const auto byte = static_cast<unsigned>(packed->bytes[r * shape[1] + c / 2]);
       const double code = DecodeE2M1(c % 2 == 0 ? byte & 0xF : byte >> 4);
       const double scale = scales[r * groups + c / group];
       leg.weight[r * leg.cols + c] =
