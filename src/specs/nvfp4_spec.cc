@@ -244,6 +244,11 @@ class Nvfp4Family final : public SpecFamilyRow {
       return Unsupported(fmt::format(
           "spec {}: loading this layout is not implemented in this build", Format(key)));
     }
+    if (facts.layout != SourceLayout::kModelOptNvfp4 &&
+        facts.layout != SourceLayout::kCtNvfp4PackQuantized) {
+      return Unsupported(fmt::format("{}: NVFP4 weights in source layout {} cannot be loaded",
+                                     Format(key), SourceLayoutName(facts.layout)));
+    }
     if (act.mode != ActMode::kNone &&
         (act.dtype != QDType::kNVFP4 || act.mode != ActMode::kDynamicGroup ||
          act.group_size != kNvfp4Group)) {

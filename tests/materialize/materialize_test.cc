@@ -125,6 +125,14 @@ TEST(ActivationQuantForTest, Modes) {
   s.input = Fp8(Granularity::kPerTensor);
   s.input->dynamic = Dynamic::kLocal;
   EXPECT_FALSE(ActivationQuantFor(s).ok());
+  // "local" is NVFP4's: per-16 scales at run time against the checkpoint's global.
+  s.input->dtype = QDType::kNVFP4;
+  s.input->granularity = Granularity::kTensorGroup;
+  s.input->group_size = 16;
+  EXPECT_EQ(*ActivationQuantFor(s),
+            (ActivationQuant{ActMode::kDynamicGroup, 16, QDType::kNVFP4, true}));
+  s.input->group_size.reset();
+  EXPECT_FALSE(ActivationQuantFor(s).ok());
   // Asymmetric and integer activations are modes too (W8A8 int8 with an input offset); which
   // specs accept them is each family's answer.
   s.input = Fp8(Granularity::kPerTensor);
