@@ -1,8 +1,11 @@
 // Reference entries of the NVFP4 source layouts (kModelOptNvfp4, kCtNvfp4PackQuantized), written
 // from the format description, not from the spec:
-//   W[r][c] = e2m1(nibble c of row r) × e4m3(weight_scale[r][c / 16]) × G, where nibble c is the
-//   low half of byte c / 2 for even c and the high half for odd c, and G is the leg's own global:
-//   ModelOpt `weight_scale_2` multiplies, compressed-tensors `weight_global_scale` divides.
+//   W[r][c] = e2m1(nibble c of row r) × fp32(e4m3(weight_scale[r][c / 16]) × G), where nibble c
+//   is the low half of byte c / 2 for even c and the high half for odd c, and G is the leg's own
+//   global: ModelOpt `weight_scale_2` multiplies, compressed-tensors `weight_global_scale`
+//   divides (fp32(scale / global)). The block's two-level scale is rounded to fp32 once, as the
+//   producers' own dequantizations hold it (ModelOpt's NVFP4QTensor.dequantize: 1,346 of o_proj's
+//   16,384 values differ from the unrounded product).
 // The activation rounding of W4A4 (QuantizeNvfp4Reference) follows nvfp4_family.h's rule.
 #include "src/specs/reference/nvfp4_reference.h"
 
@@ -90,8 +93,12 @@ Result<ReferenceLeg> DequantizeNvfp4Leg(const Checkpoint& checkpoint, const Quan
       const auto byte = static_cast<unsigned>(packed->bytes[r * shape[1] + c / 2]);
       const double code = DecodeE2M1(c % 2 == 0 ? byte & 0xF : byte >> 4);
       const double scale = scales[r * groups + c / group];
-      leg.weight[r * leg.cols + c] =
-          kLayout == SourceLayout::kModelOptNvfp4 ? code * scale * global : code * (scale / global);
+      // The two-level scale is one fp32 value per block, as both producers and the engines
+      // compute it; code × that value is exact in double.
+      const float block = kLayout == SourceLayout::kModelOptNvfp4
+                              ? static_cast<float>(scale * static_cast<float>(global))
+                              : static_cast<float>(scale / static_cast<float>(global));
+      leg.weight[r * leg.cols + c] = code * block;
     }
   }
   return leg;
