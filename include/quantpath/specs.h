@@ -391,7 +391,8 @@ struct ReferenceLayer {
   int64_t cols = 0;
   std::vector<double> weight;         // [rows, cols], dequantized
   std::vector<double> bias;           // [rows], or empty
-  std::optional<double> input_scale;  // static activation scale: the max over the legs
+  std::optional<double> input_scale;  // static activation scale: the max over the legs (NVFP4
+                                      // activations: the layer's input divisor)
   // Static int8 activations: the zero point (asymmetric), with input_scale the one grid of all
   // the legs (w8a8_family.h's CombineStaticInputs; ModelSlim's legs share theirs).
   std::optional<double> input_zero_point;

@@ -125,6 +125,14 @@ TEST(ActivationQuantForTest, Modes) {
   s.input = Fp8(Granularity::kPerTensor);
   s.input->dynamic = Dynamic::kLocal;
   EXPECT_FALSE(ActivationQuantFor(s).ok());
+  // "local" is NVFP4's: per-16 scales at run time against the checkpoint's global.
+  s.input->dtype = QDType::kNVFP4;
+  s.input->granularity = Granularity::kTensorGroup;
+  s.input->group_size = 16;
+  EXPECT_EQ(*ActivationQuantFor(s),
+            (ActivationQuant{ActMode::kDynamicGroup, 16, QDType::kNVFP4, true}));
+  s.input->group_size.reset();
+  EXPECT_FALSE(ActivationQuantFor(s).ok());
   // Asymmetric and integer activations are modes too (W8A8 int8 with an input offset); which
   // specs accept them is each family's answer.
   s.input = Fp8(Granularity::kPerTensor);
@@ -250,10 +258,15 @@ TEST(MaterializeTest, DeviceChoosesTheLayout) {
   EXPECT_EQ(KeyFor(nvfp4, kCpu)->ToId(), "nvfp4_block_16_linear");
   EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm90"))->ToId(), "nvfp4_block_16_linear");
   EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm100"))->ToId(), "nvfp4_block_16_128x4");
-  // Both layouts exist without a loader yet: materialize says so instead of picking another.
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(nvfp4, kCpu);
+  // The linear layout loads from an NVFP4 source layout; the 128x4 one has no loader yet, and
+  // materialize says so instead of picking another.
+  nvfp4.weight.load.layout = SourceLayout::kModelOptNvfp4;
+  Result<std::unique_ptr<WeightSpec>> linear = Materialize(nvfp4, kCpu);
+  ASSERT_TRUE(linear.ok()) << linear.status().message();
+  EXPECT_EQ((*linear)->key().ToId(), "nvfp4_block_16_linear");
+  Result<std::unique_ptr<WeightSpec>> spec = Materialize(nvfp4, *ParseDevice("sm100"));
   ASSERT_FALSE(spec.ok());
-  EXPECT_NE(spec.status().message().find("nvfp4_block_16_linear: loading this layout is not "
+  EXPECT_NE(spec.status().message().find("nvfp4_block_16_128x4: loading this layout is not "
                                          "implemented"),
             std::string::npos)
       << spec.status().message();

@@ -48,6 +48,11 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
     xs[i] = x.dtype == QDType::kBF16 ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i])
                                      : static_cast<const float*>(x.data)[i];
   }
+  if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
+    QuantizeNvfp4Activations(&xs, m, k, act.group_size,
+                             params.tensor(Slot::kInputScale).data<float>()[0]);
+    return xs;
+  }
   switch (act.mode) {
     case ActMode::kNone:
       break;

@@ -19,9 +19,14 @@ bool IsIoDtype(QDType dtype);
 bool CanHandleIo(const KernelProbe& probe);
 
 // X [m, k] → fp32, quantized per `act` (values are q × scale, as the products see them). The
-// static scale, when the mode needs one, is params.input_scale.
+// static scale, when the mode needs one, is params.input_scale (NVFP4: the input divisor).
 std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
                                       const ConstMatrix& x);
+
+// W4A4 NVFP4: rounds X [m, k] in place to E2M1 values with one E4M3 scale per `group` columns of
+// a row, against the layer's input divisor (nvfp4_family.h's rule, in fp32), and stores q · s / d.
+void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
+                              float divisor);
 
 // Runs the skeleton. `dequantize_row(n, row)` writes W's row n as fp32 into row[0..k).
 template <typename DequantizeRow>

@@ -9,7 +9,8 @@
 //             whole X, or each group of columns of a row, divided in fp32 because scales are fp32
 //             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double; int8
 //             activations as QuantizeInt8Reference (specs.h), int4 ones as
-//             QuantizeInt4Reference (int4_reference.h).
+//             QuantizeInt4Reference (int4_reference.h), NVFP4 ones as QuantizeNvfp4Reference,
+//             with input_scale the layer's input divisor.
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -17,7 +18,9 @@
 #include "fmt/format.h"
 #include "quantpath/specs.h"
 #include "src/specs/reference/int4_reference.h"
+#include "src/specs/nvfp4_family.h"
 #include "src/specs/reference/int8_reference.h"
+#include "src/specs/reference/nvfp4_reference.h"
 #include "src/specs/reference/reference_io.h"
 
 namespace quantpath {
@@ -81,6 +84,9 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
                            scheme.input->dtype == QDType::kINT8;
   std::vector<std::string> int8_scales;
   std::vector<std::string> int8_zeros;
+  // NVFP4 activations: the legs' stored input globals, made one divisor as the engines do.
+  const bool nvfp4_input = scheme.input && scheme.input->dtype == QDType::kNVFP4;
+  std::vector<float> nvfp4_inputs;
   for (const std::string& prefix : leg_prefixes) {
     QP_ASSIGN_OR_RETURN(ReferenceLeg leg, dequantize(checkpoint, scheme, layer, prefix));
     if (out.rows > 0 && leg.cols != out.cols) {
@@ -117,6 +123,22 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
       }
       out.input_scale = std::max(out.input_scale.value_or(s[0]), s[0]);
     }
+    if (nvfp4_input) {
+      TensorInfo info;
+      const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
+      if (!suffix) {
+        return InvalidInput(fmt::format("{}: source layout {} stores no input global scale", layer,
+                                        SourceLayoutName(layout)));
+      }
+      QP_ASSIGN_OR_RETURN(
+          std::vector<double> s,
+          reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
+      if (s.size() != 1 || !(s[0] > 0.0)) {
+        return InvalidInput(
+            fmt::format("{}: tensor {} is not one positive value", layer, info.name));
+      }
+      nvfp4_inputs.push_back(static_cast<float>(s[0]));
+    }
     if (bias) {
       TensorInfo info;
       QP_ASSIGN_OR_RETURN(std::vector<double> b,
@@ -128,6 +150,7 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
       out.bias.insert(out.bias.end(), b.begin(), b.end());
     }
   }
+  if (nvfp4_input) out.input_scale = Nvfp4InputDivisor(layout, nvfp4_inputs);
   if (int8_static) {
     QP_RETURN_IF_ERROR(
         reference::ReadStaticInt8Inputs(checkpoint, scheme, layer, int8_scales, int8_zeros, &out));
@@ -161,6 +184,9 @@ std::vector<double> QuantizeActivationsReference(std::span<const double> x, int6
       (act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor)) {
     return reference::QuantizeInt8Reference(x, m, k, act, static_scale.value_or(1.0),
                                             static_zero_point.value_or(0.0));
+  }
+  if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
+    return reference::QuantizeNvfp4Reference(x, m, k, act.group_size, static_scale.value_or(1.0));
   }
   std::vector<double> out(x.begin(), x.end());
   if (act.mode == ActMode::kNone) return out;

@@ -1,0 +1,82 @@
+// Reference kernel of nvfp4_block_16_linear, X and Y in fp32 or bf16, products in fp32:
+//   GemmNvfp4_Ref  W[n][c] = e2m1(W[n][c]) × e4m3(S[n][c / g]) × G (nvfp4_family.h), X as it is
+//                  (W4A16) or rounded to NVFP4 per 16 columns against the input divisor (W4A4).
+// Non-goals: speed, the 128x4 swizzled scales.
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/reference/reference_gemm.h"
+#include "src/specs/nvfp4_family.h"
+
+namespace quantpath {
+namespace reference {
+
+void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
+                              float divisor) {
+  for (int64_t r = 0; r < m; ++r) {
+    float* row = xs->data() + r * k;
+    for (int64_t begin = 0; begin < k; begin += group) {
+      const int64_t end = std::min(k, begin + group);
+      float amax = 0.0f;
+      for (int64_t c = begin; c < end; ++c) amax = std::max(amax, std::fabs(row[c]));
+      const float s = Fp8E4M3ToFloat(FloatToFp8E4M3(divisor * (amax / kE2M1Max)));
+      const float to_code = s == 0.0f ? 0.0f : divisor / s;
+      for (int64_t c = begin; c < end; ++c) {
+        row[c] = E2M1ToFloat(FloatToE2M1(row[c] * to_code)) * s / divisor;
+      }
+    }
+  }
+}
+
+}  // namespace reference
+
+namespace {
+
+bool CanHandleAct(const ActivationQuant& act) {
+  if (act.mode == ActMode::kNone) return true;
+  return act.mode == ActMode::kDynamicGroup && act.dtype == QDType::kNVFP4 && act.group_size > 0;
+}
+
+class GemmNvfp4Ref final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmNvfp4_Ref"; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == kNvfp4Family && key.scales == ScaleVariant::kLinear && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec, probe.device) && probe.spec.group > 0 && CanHandleAct(probe.act) &&
+           reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const Nvfp4LinearLayout layout{params.key.group};
+    const int64_t k = params.cols;
+    const ParamTensor& codes = params.tensor(Slot::kWeight);
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    assert(scales.rows() == params.rows && scales.cols() == layout.ScaleCols(k));
+    const uint8_t* w = codes.data<uint8_t>();
+    const uint8_t* s = scales.data<uint8_t>();
+    const float global = params.tensor(Slot::kWeightGlobalScale).data<float>()[0];
+    const int64_t row_bytes = codes.row_bytes();
+    const int64_t scale_cols = scales.cols();
+    reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
+      const uint8_t* wn = w + n * row_bytes;
+      const uint8_t* sn = s + n * scale_cols;
+      for (int64_t c = 0; c < k; ++c) {
+        const uint8_t nibble = c % 2 == 0 ? wn[c / 2] & 0xF : wn[c / 2] >> 4;
+        row[c] = E2M1ToFloat(nibble) * (Fp8E4M3ToFloat(sn[c / layout.group]) * global);
+      }
+    });
+  }
+};
+
+const KernelRegistrar kRegisterGemmNvfp4Ref(std::make_unique<GemmNvfp4Ref>());
+
+}  // namespace
+}  // namespace quantpath

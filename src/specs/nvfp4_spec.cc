@@ -1,0 +1,280 @@
+// Nvfp4Spec: NVFP4 weights in the linear layout (spec_id nvfp4_block_16_linear), and the family's
+// row, which also sizes nvfp4_block_16_128x4 for `plan` (that layout has no loader yet).
+//
+// Layout and global-scale conventions: nvfp4_family.h. Source layouts (SourceTensors names them):
+// kModelOptNvfp4 (`weight`, `weight_scale`, `weight_scale_2` multiplies, `input_scale`) and
+// kCtNvfp4PackQuantized (`weight_packed`, `weight_scale`, `weight_global_scale` divides,
+// `input_global_scale`). Per leg `<prefix>`:
+//   weight / weight_packed  U8 [rows, K/2], copied as is (both producers pack the even element
+//                           in the low nibble);
+//   weight_scale            F8_E4M3 [rows, K/16], copied as is (a NaN is an error);
+//   global                  one F32 value per leg (shape [] or [1]), positive and finite;
+//   input global            W4A4 only, one F32 value per leg.
+// ProcessAfterLoading keeps one weight multiplier and one input divisor for the layer, as the
+// engines pick them (nvfp4_family.h).
+// Non-goals (later): the 128x4 swizzled layout, MoE experts, tensor-parallel slices (refused with
+// the layer's name), quantizing high-precision checkpoints at load time.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "fmt/format.h"
+#include "quantpath/specs.h"
+#include "src/specs/nvfp4_family.h"
+#include "src/specs/spec_common.h"
+#include "src/specs/spec_id_grammar.h"
+
+namespace quantpath {
+namespace {
+
+using specs_internal::ComputeGeometry;
+using specs_internal::ExpectElements;
+using specs_internal::ExpectShape;
+using specs_internal::FindSlotTensor;
+using specs_internal::ReadScales;
+using specs_internal::ShardGeometry;
+
+int64_t RoundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+class Nvfp4Spec final : public WeightSpec {
+ public:
+  Nvfp4Spec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
+      : key_(key), activation_(activation), facts_(facts) {}
+
+  const SpecKey& key() const override { return key_; }
+  const ActivationQuant& activation() const override { return activation_; }
+  const LoadFacts& facts() const override { return facts_; }
+
+  Result<LinearParams> Allocate(const AllocationRequest& request) const override {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    LinearParams params = specs_internal::NewParams(request, g, key_);
+    params.tensor(Slot::kWeight) = ParamTensor(QDType::kNVFP4, g.rows, g.cols);
+    params.tensor(Slot::kWeightScale) =
+        ParamTensor(QDType::kFP8E4M3, g.rows, Layout().ScaleCols(g.cols));
+    params.tensor(Slot::kWeightGlobalScale) = ParamTensor(QDType::kFP32, 1, 1);
+    params.leg_weight_scales.assign(g.leg_rows.size(), 0.0f);
+    if (activation_.mode != ActMode::kNone) {
+      params.tensor(Slot::kInputScale) = ParamTensor(QDType::kFP32, 1, 1);
+      params.leg_input_scales.assign(g.leg_rows.size(), 0.0f);
+    }
+    return params;
+  }
+
+  Result<int64_t> StorageBytes(const AllocationRequest& request) const override {
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    return Layout().BytesFor(g.rows, g.cols) + specs_internal::BiasBytes(request, g);
+  }
+
+  Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
+              LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(
+        params->request.layer, key_, facts_.layout,
+        {SourceLayout::kModelOptNvfp4, SourceLayout::kCtNvfp4PackQuantized}));
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
+    for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
+      QP_RETURN_IF_ERROR(LoadLeg(checkpoint, leg_prefixes[leg], g, leg, params));
+    }
+    QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
+    params->loaded = true;
+    return {};
+  }
+
+  Status ProcessAfterLoading(LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
+    params->tensor(Slot::kWeightGlobalScale).data<float>()[0] =
+        Nvfp4WeightMultiplier(facts_.layout, params->leg_weight_scales);
+    params->leg_weight_scales.clear();
+    if (activation_.mode != ActMode::kNone) {
+      params->tensor(Slot::kInputScale).data<float>()[0] =
+          Nvfp4InputDivisor(facts_.layout, params->leg_input_scales);
+      params->leg_input_scales.clear();
+    }
+    params->processed = true;
+    return {};
+  }
+
+ private:
+  Nvfp4LinearLayout Layout() const { return {key_.group}; }
+
+  Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
+    if (request.tp_size > 1) {
+      return Unsupported(fmt::format(
+          "{}: {} with tensor-parallel size {} is not implemented yet (NVFP4 layers load on one "
+          "rank only)",
+          request.layer, key_.ToId(), request.tp_size));
+    }
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
+    if (g.cols % 2 != 0) {
+      return InvalidInput(fmt::format("{}: {} packs two values per byte, but K = {} is odd",
+                                      request.layer, key_.ToId(), g.cols));
+    }
+    return g;
+  }
+
+  // Copies a [rows, row_bytes] byte tensor of dtype `dtype` into rows of `dst` from `dst_row`.
+  Status CopyBytes(const TensorView& view, std::string_view layer, StDtype dtype, int64_t rows,
+                   int64_t row_bytes, int64_t dst_row, ParamTensor* dst) const {
+    if (view.info->dtype != dtype) {
+      return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects {}", layer,
+                                      view.info->name, StDtypeName(view.info->dtype), key_.ToId(),
+                                      StDtypeName(dtype)));
+    }
+    QP_RETURN_IF_ERROR(ExpectShape(view, layer, {rows, row_bytes}));
+    std::memcpy(dst->raw() + dst_row * dst->row_bytes(), view.bytes.data(),
+                static_cast<size_t>(rows * row_bytes));
+    return {};
+  }
+
+  // One positive, finite fp32 global value (weight or input) of a leg.
+  Result<float> ReadGlobal(const Checkpoint& checkpoint, const std::string& layer,
+                           const std::string& prefix, Slot slot) const {
+    QP_ASSIGN_OR_RETURN(TensorView view,
+                        FindSlotTensor(checkpoint, layer, prefix, facts_.layout, slot));
+    QP_RETURN_IF_ERROR(ExpectElements(view, layer, 1, "one global scale"));
+    QP_ASSIGN_OR_RETURN(std::vector<float> value, ReadScales(view, layer));
+    if (!(value[0] > 0.0f)) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} is {}, but an NVFP4 global scale must be positive", layer,
+                      view.info->name, value[0]));
+    }
+    return value[0];
+  }
+
+  Status LoadLeg(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
+                 size_t leg, LinearParams* params) const {
+    const std::string& layer = params->request.layer;
+    const int64_t rows = g.leg_rows[leg];
+    const Nvfp4LinearLayout layout = Layout();
+    QP_ASSIGN_OR_RETURN(TensorView weight,
+                        FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
+    QP_RETURN_IF_ERROR(CopyBytes(weight, layer, StDtype::kU8, rows, layout.WeightRowBytes(g.cols),
+                                 g.leg_offsets[leg], &params->tensor(Slot::kWeight)));
+    QP_ASSIGN_OR_RETURN(TensorView scale, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
+                                                         Slot::kWeightScale));
+    ParamTensor& scales = params->tensor(Slot::kWeightScale);
+    QP_RETURN_IF_ERROR(CopyBytes(scale, layer, StDtype::kF8E4M3, rows, layout.ScaleCols(g.cols),
+                                 g.leg_offsets[leg], &scales));
+    // e4m3fn NaN is S.1111.111; a block scale is never NaN.
+    const uint8_t* bytes = scales.data<uint8_t>() + g.leg_offsets[leg] * scales.cols();
+    for (int64_t i = 0; i < rows * scales.cols(); ++i) {
+      if ((bytes[i] & 0x7F) == 0x7F) {
+        return InvalidInput(
+            fmt::format("{}: tensor {} holds an fp8 NaN (0x{:02X}) at row {}, "
+                        "block {}",
+                        layer, scale.info->name, bytes[i], i / scales.cols(), i % scales.cols()));
+      }
+    }
+    QP_ASSIGN_OR_RETURN(params->leg_weight_scales[leg],
+                        ReadGlobal(checkpoint, layer, prefix, Slot::kWeightGlobalScale));
+    if (activation_.mode != ActMode::kNone) {
+      QP_ASSIGN_OR_RETURN(params->leg_input_scales[leg],
+                          ReadGlobal(checkpoint, layer, prefix, Slot::kInputScale));
+    }
+    return {};
+  }
+
+  const SpecKey key_;
+  const ActivationQuant activation_;
+  const LoadFacts facts_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The family row.
+
+Result<SpecKey> KeyWith(const QuantScheme& s, ScaleVariant scales) {
+  if (s.online) {
+    return Unsupported(
+        fmt::format("{}: quantizing high-precision weights to NVFP4 at load time is "
+                    "not implemented",
+                    s.CanonicalName()));
+  }
+  SpecKey key{kNvfp4Family};
+  key.group = s.weight.group_size.value_or(kNvfp4Group);
+  key.scales = scales;
+  return key;
+}
+
+bool IsNvfp4(const QuantScheme& s) { return s.weight.dtype == QDType::kNVFP4; }
+
+class Nvfp4Family final : public SpecFamilyRow {
+ public:
+  SpecFamily family() const override { return kNvfp4Family; }
+  std::string_view name() const override { return "nvfp4_block"; }
+  std::string_view grammar() const override { return "nvfp4_block_<g>_linear|128x4"; }
+  std::optional<SpecKey> Parse(std::string_view spec_id) const override {
+    auto p = specs_internal::IdParameters(spec_id, name());
+    if (!p || p->size() != 2) return std::nullopt;
+    std::optional<int64_t> group = specs_internal::ParsePositive((*p)[0]);
+    if (!group) return std::nullopt;
+    SpecKey key{kNvfp4Family};
+    key.group = *group;
+    if ((*p)[1] == "linear") {
+      key.scales = ScaleVariant::kLinear;
+    } else if ((*p)[1] == "128x4") {
+      key.scales = ScaleVariant::kTiled128x4;
+    } else {
+      return std::nullopt;
+    }
+    return key;
+  }
+  std::string Format(const SpecKey& key) const override {
+    return fmt::format("nvfp4_block_{}_{}", key.group,
+                       key.scales == ScaleVariant::kTiled128x4 ? "128x4" : "linear");
+  }
+  std::vector<Slot> Slots(const SpecKey&, const ActivationQuant& act) const override {
+    std::vector<Slot> slots = {Slot::kWeight, Slot::kWeightScale, Slot::kWeightGlobalScale};
+    if (act.mode != ActMode::kNone) slots.push_back(Slot::kInputScale);  // the input divisor
+    slots.push_back(Slot::kBias);
+    return slots;
+  }
+  // 128x4: scales padded to [ceil(N, 128), ceil(ceil(K / g), 4)] and swizzled the way Blackwell
+  // block-scaled GEMMs read them; materialize picks it for sm100 and newer.
+  int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
+    const Nvfp4LinearLayout layout{key.group};
+    if (key.scales != ScaleVariant::kTiled128x4) return layout.BytesFor(rows, cols);
+    return rows * layout.WeightRowBytes(cols) +
+           RoundUp(rows, 128) * RoundUp(layout.ScaleCols(cols), 4) + 4;
+  }
+  Result<std::unique_ptr<WeightSpec>> Make(const SpecKey& key, const ActivationQuant& act,
+                                           const LoadFacts& facts) const override {
+    if (key.scales != ScaleVariant::kLinear || key.group != kNvfp4Group) {
+      return Unsupported(fmt::format(
+          "spec {}: loading this layout is not implemented in this build", Format(key)));
+    }
+    if (facts.layout != SourceLayout::kModelOptNvfp4 &&
+        facts.layout != SourceLayout::kCtNvfp4PackQuantized) {
+      return Unsupported(fmt::format("{}: NVFP4 weights in source layout {} cannot be loaded",
+                                     Format(key), SourceLayoutName(facts.layout)));
+    }
+    if (act.mode != ActMode::kNone &&
+        (act.dtype != QDType::kNVFP4 || act.mode != ActMode::kDynamicGroup ||
+         act.group_size != kNvfp4Group)) {
+      return Unsupported(
+          fmt::format("{} with {} activations has no kernel mode", Format(key), act.ToString()));
+    }
+    return std::unique_ptr<WeightSpec>(std::make_unique<Nvfp4Spec>(key, act, facts));
+  }
+  // W4A16: fp32 accumulation against double, about sqrt(K) · 2^-24 (1e-4 leaves room). W4A4: X
+  // rounded to E2M1 in fp32 and in the double reference agree but for values on a rounding tie,
+  // where one product moves by an E2M1 step (up to 2 of 6, a third of its block's largest
+  // value); 5e-2 of the largest output holds that for the K of real layers (128 and up).
+  double Tolerance(const SpecKey&, ActMode mode) const override {
+    return mode == ActMode::kNone ? 1e-4 : 5e-2;
+  }
+  std::vector<SpecCandidate> Candidates() const override {
+    return {{"NVFP4 weights (E2M1, E4M3 scale per 16, fp32 global)", "sm100 and newer", IsNvfp4,
+             [](const DeviceCaps& d) { return d.sm >= 100; },
+             [](const QuantScheme& s) { return KeyWith(s, ScaleVariant::kTiled128x4); }, 20},
+            {"NVFP4 weights (E2M1, E4M3 scale per 16, fp32 global)", "any", IsNvfp4,
+             specs_internal::AnyDevice,
+             [](const QuantScheme& s) { return KeyWith(s, ScaleVariant::kLinear); }, 10}};
+  }
+};
+
+const SpecFamilyRegistrar kRegister(std::make_unique<Nvfp4Family>());
+
+}  // namespace
+}  // namespace quantpath
