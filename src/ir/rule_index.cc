@@ -403,28 +403,37 @@ void RuleIndex::BuildTable(size_t max_entries) {
       class_byte.push_back(e.byte);
     }
   }
-  size_t branching = 0;
-  for (size_t s = 0; s < states_.size(); ++s) branching += s == 0 || states_[s].edge_count > 1;
-  // State numbers must leave kHasOutput's bit free.
-  if (branching > max_entries / classes_ || states_.size() >= kHasOutput) return;
-  steps_.resize(states_.size());
-  rows_.reserve(branching * classes_);
+  every_row_ = states_.size() * classes_ <= std::min(kEveryRowEntries, max_entries);
+  size_t with_rows = 0;
+  for (size_t s = 0; s < states_.size(); ++s) {
+    with_rows += every_row_ || s == 0 || states_[s].edge_count > 1;
+  }
+  // Cursors and row offsets must leave kHasOutput's bit free.
+  if (with_rows > max_entries / classes_ || states_.size() * classes_ >= kHasOutput) {
+    every_row_ = false;
+    return;
+  }
+  if (!every_row_) steps_.resize(states_.size());
+  rows_.reserve(with_rows * classes_);
   for (uint32_t s = 0; s < states_.size(); ++s) {
     const State& state = states_[s];
-    Step& step = steps_[s];
-    step.output = state.output != 0;
-    if (s != 0 && state.edge_count <= 1) {
-      step.kind = state.edge_count == 1 ? kChain : kLeaf;
-      step.link = state.fail;
-      if (state.edge_count == 1) step.byte = edges_[state.first_edge].byte;
-      continue;
+    if (!every_row_) {
+      Step& step = steps_[s];
+      step.output = state.output != 0;
+      if (s != 0 && state.edge_count <= 1) {
+        step.kind = state.edge_count == 1 ? kChain : kLeaf;
+        step.link = state.fail;
+        if (state.edge_count == 1) step.byte = edges_[state.first_edge].byte;
+        continue;
+      }
+      step.kind = kRow;
+      step.link = static_cast<uint32_t>(rows_.size());
     }
-    step.kind = kRow;
-    step.link = static_cast<uint32_t>(rows_.size());
     for (size_t c = 0; c < classes_; ++c) {
       // Column 0 stands for every byte no literal holds: the walk returns to the root.
       const uint32_t to = c == 0 ? 0 : Next(s, class_byte[c]);
-      rows_.push_back(to | (states_[to].output != 0 ? kHasOutput : 0));
+      const uint32_t cursor = every_row_ ? static_cast<uint32_t>(to * classes_) : to;
+      rows_.push_back(cursor | (states_[to].output != 0 ? kHasOutput : 0));
     }
   }
 }
@@ -458,11 +467,14 @@ void RuleIndex::Continue(std::string_view subject, size_t from, Scan* scan) cons
   const Step* steps = steps_.data();
   const uint32_t* rows = rows_.data();
   const uint16_t* byte_class = byte_class_.data();
-  const bool table = !steps_.empty();
   for (size_t i = from; i < subject.size(); ++i) {
     const auto byte = static_cast<unsigned char>(subject[i]);
     if (byte >= 0x80 && scan->first_non_ascii == std::string::npos) scan->first_non_ascii = i;
-    if (table) {
+    if (every_row_) {
+      const uint32_t entry = rows[cursor + byte_class[byte]];
+      cursor = entry & ~kHasOutput;
+      if ((entry & kHasOutput) != 0) emit(static_cast<uint32_t>(cursor / classes_), i + 1);
+    } else if (!steps_.empty()) {
       while (true) {
         const Step& step = steps[cursor];
         if (step.kind == kRow) {

@@ -11,8 +11,8 @@
 // cannot reach its match limit on it: the answer is Python's, without the backtracking.
 // A rule repeating an earlier one (same matcher, same kinds) is never a candidate: it cannot be
 // the first hit. Rules that hit only their own pattern (exact names, globs without wildcards) are
-// looked up by the whole path in a hash table instead. The automaton is compact (see steps_ below)
-// so that a walk stays in cache, and each thread remembers its walk over the last
+// looked up by the whole path in a hash table instead. The automaton is laid out to stay in cache
+// (see rows_ below), and each thread remembers its walk over the last
 // path per index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.")
 // resumes after it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the
 // caller's).
@@ -75,16 +75,20 @@ class RuleIndex {
   // could be reused by another index).
   uint64_t id_ = 0;
   size_t rule_total_ = 0;
-  // The automaton, compact enough to stay in a core's cache while a plan walks it. Literals are
-  // mostly runs of single-child states, numbered depth first so that a state's only child is the
-  // next state: such a state keeps its byte and failure link (8 bytes), and the walk follows the
-  // link when the byte differs. The root and the states with several children have a row of the
-  // transition table (byte_class_[b] is 0 for a byte no literal holds, else its column; classes_
-  // columns per row), every move resolved: an entry is the next state, with kHasOutput set when a
-  // literal ends there (its `output` is not 0). No rows when they would exceed the entry limit.
+  // The automaton as transition-table rows: byte_class_[b] is 0 for a byte no literal holds, else
+  // its column (classes_ columns per row), and an entry is the next cursor, with kHasOutput set
+  // when a literal ends there (its `output` is not 0). An automaton of at most kEveryRowEntries
+  // entries (1 MB; measured on 2-core machines with 512 KB L2: up to this size one load per byte
+  // is faster than the compact form, past it slower) gives every state a row, and the cursor is
+  // the row's offset. A larger one is kept compact: literals are mostly runs of single-child
+  // states, numbered depth first so that a state's only child is the next state, and such a state
+  // keeps only its byte and failure link (8 bytes); the walk follows the link when the byte
+  // differs. Only the root and the states with several children have rows, and the cursor is the
+  // state. No rows at all past the entry limit.
+  static constexpr size_t kEveryRowEntries = size_t{1} << 18;
   static constexpr uint32_t kHasOutput = uint32_t{1} << 31;
   struct Step {
-    uint32_t link = 0;       // kRow: the row; kChain, kLeaf: the failure state
+    uint32_t link = 0;  // kRow: where its row starts in rows_; kChain, kLeaf: the failure state
     unsigned char byte = 0;  // kChain: the byte leading to the next state
     uint8_t kind = 0;        // kRow, kChain or kLeaf
     bool output = false;     // a literal ends here (`output` is not 0)
@@ -92,8 +96,9 @@ class RuleIndex {
   enum : uint8_t { kRow, kChain, kLeaf };
   std::array<uint16_t, 256> byte_class_{};
   size_t classes_ = 1;
-  std::vector<Step> steps_;     // per state; empty without rows
-  std::vector<uint32_t> rows_;  // the branching states' rows
+  bool every_row_ = false;      // every state has a row, rows_[state · classes_ …]
+  std::vector<Step> steps_;     // compact automata: per state
+  std::vector<uint32_t> rows_;  // the rows, in state order
   std::vector<State> states_;
   std::vector<Edge> edges_;
   std::vector<uint32_t> rules_;   // per state, the rules whose literal ends there

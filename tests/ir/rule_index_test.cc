@@ -149,6 +149,41 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
   EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9}));
 }
 
+// An automaton too large for one row per state (thousands of long literals, as SGLang's per-layer
+// rules make) walks its compact form; it finds what the edge walk finds, and every rule whose
+// literal a path holds.
+TEST(RuleIndex, CompactAutomatonFindsWhatTheEdgeWalkFinds) {
+  std::vector<Rule> rules;
+  for (int layer = 0; layer < 80; ++layer) {
+    for (const char* name : {"self_attn.q_a_proj", "self_attn.kv_b_proj", "mlp.shared_experts.up",
+                             "mlp.gate_proj", "self_attn.kv_a_proj_with_mqa", "mlp.down_proj",
+                             "input_layernorm", "post_attention_layernorm"}) {
+      rules.push_back(
+          MakeRule(MatchKind::kSubstring, "model.layers." + std::to_string(layer) + "." + name));
+    }
+  }
+  const RuleIndex compact(rules);
+  const RuleIndex untabled(rules, /*max_table_entries=*/0);
+  std::vector<uint32_t> got;
+  std::vector<uint32_t> want;
+  size_t hits = 0;
+  for (int layer = 0; layer < 100; layer += 3) {
+    for (const char* tail : {"self_attn.q_a_proj", "self_attn.kv_b_proj.weight", "mlp.gate_proj",
+                             "mlp.gate_up_proj", "mlp.shared_experts.up_proj", "x.mlp.down_proj"}) {
+      const std::string path = "model.layers." + std::to_string(layer) + "." + tail;
+      compact.Candidates(path, &got);
+      untabled.Candidates(path, &want);
+      EXPECT_EQ(got, want) << path;
+      for (size_t r = 0; r < rules.size(); ++r) {
+        if (path.find(rules[r].matcher.pattern()) == std::string::npos) continue;
+        EXPECT_TRUE(std::find(got.begin(), got.end(), r) != got.end()) << path;
+        ++hits;
+      }
+    }
+  }
+  EXPECT_GT(hits, 100u);
+}
+
 // A path resumes the walk over the one before where they share a prefix: what the prefix held
 // stays, what only the previous path held does not, and a non-ASCII byte after the prefix makes
 // every rule a candidate.
