@@ -96,14 +96,9 @@ int64_t BytesOf(const SpecKey& key, const ShardGeometry& g) {
   return Fp8RowScaledLayout{}.BytesFor(g.rows, g.cols);
 }
 
-class Fp8Spec final : public WeightSpec {
+class Fp8Spec final : public specs_internal::KeyedSpec {
  public:
-  Fp8Spec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
-      : key_(key), activation_(activation), facts_(facts) {}
-
-  const SpecKey& key() const override { return key_; }
-  const ActivationQuant& activation() const override { return activation_; }
-  const LoadFacts& facts() const override { return facts_; }
+  using KeyedSpec::KeyedSpec;
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
@@ -270,10 +265,6 @@ class Fp8Spec final : public WeightSpec {
     params->leg_input_scales[leg] = scale[0];
     return {};
   }
-
-  const SpecKey key_;
-  const ActivationQuant activation_;
-  const LoadFacts facts_;
 };
 
 // ---------------------------------------------------------------------------------------------

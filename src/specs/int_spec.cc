@@ -79,14 +79,9 @@ Result<ActOrder> ActOrderOf(const IntLegCodes& leg, const IntSourceRequest& r, i
   return order;
 }
 
-class IntSpec final : public WeightSpec {
+class IntSpec final : public specs_internal::KeyedSpec {
  public:
-  IntSpec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
-      : key_(key), activation_(activation), facts_(facts) {}
-
-  const SpecKey& key() const override { return key_; }
-  const ActivationQuant& activation() const override { return activation_; }
-  const LoadFacts& facts() const override { return facts_; }
+  using KeyedSpec::KeyedSpec;
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
@@ -171,12 +166,6 @@ class IntSpec final : public WeightSpec {
     }
     QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
     params->loaded = true;
-    return {};
-  }
-
-  Status ProcessAfterLoading(LinearParams* params) const override {
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
-    params->processed = true;  // Load wrote the canonical layout directly
     return {};
   }
 
@@ -310,10 +299,6 @@ class IntSpec final : public WeightSpec {
     }
     return {};
   }
-
-  const SpecKey key_;
-  const ActivationQuant activation_;
-  const LoadFacts facts_;
 };
 
 }  // namespace

@@ -38,14 +38,9 @@ int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-class Nvfp4Spec final : public WeightSpec {
+class Nvfp4Spec final : public specs_internal::KeyedSpec {
  public:
-  Nvfp4Spec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
-      : key_(key), activation_(activation), facts_(facts) {}
-
-  const SpecKey& key() const override { return key_; }
-  const ActivationQuant& activation() const override { return activation_; }
-  const LoadFacts& facts() const override { return facts_; }
+  using KeyedSpec::KeyedSpec;
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
@@ -175,10 +170,6 @@ class Nvfp4Spec final : public WeightSpec {
     }
     return {};
   }
-
-  const SpecKey key_;
-  const ActivationQuant activation_;
-  const LoadFacts facts_;
 };
 
 // ---------------------------------------------------------------------------------------------

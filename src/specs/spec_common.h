@@ -97,4 +97,27 @@ bool AnyDevice(const DeviceCaps& device);
 // Whether ProcessAfterLoading may run: loaded, and not processed yet.
 Status ExpectLoadedNotProcessed(const LinearParams& params);
 
+// A spec made for one (SpecKey, activation, load facts). By default its Load writes the canonical
+// layout directly, so ProcessAfterLoading only marks the parameters processed; a spec that
+// combines its legs' scales after loading overrides it.
+class KeyedSpec : public WeightSpec {
+ public:
+  KeyedSpec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
+      : key_(key), activation_(activation), facts_(facts) {}
+
+  const SpecKey& key() const override { return key_; }
+  const ActivationQuant& activation() const override { return activation_; }
+  const LoadFacts& facts() const override { return facts_; }
+  Status ProcessAfterLoading(LinearParams* params) const override {
+    QP_RETURN_IF_ERROR(ExpectLoadedNotProcessed(*params));
+    params->processed = true;
+    return {};
+  }
+
+ protected:
+  const SpecKey key_;
+  const ActivationQuant activation_;
+  const LoadFacts facts_;
+};
+
 }  // namespace quantpath::specs_internal

@@ -31,14 +31,9 @@ std::vector<int64_t> StoredShape(bool pairs, int64_t rows, int64_t cols) {
 
 int SignedNibble(uint8_t nibble) { return nibble >= 8 ? static_cast<int>(nibble) - 16 : nibble; }
 
-class W4aSpec final : public WeightSpec {
+class W4aSpec final : public specs_internal::KeyedSpec {
  public:
-  W4aSpec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
-      : key_(key), activation_(activation), facts_(facts) {}
-
-  const SpecKey& key() const override { return key_; }
-  const ActivationQuant& activation() const override { return activation_; }
-  const LoadFacts& facts() const override { return facts_; }
+  using KeyedSpec::KeyedSpec;
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
@@ -71,12 +66,6 @@ class W4aSpec final : public WeightSpec {
     }
     QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
     params->loaded = true;
-    return {};
-  }
-
-  Status ProcessAfterLoading(LinearParams* params) const override {
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
-    params->processed = true;  // Load wrote the canonical layout directly
     return {};
   }
 
@@ -199,10 +188,6 @@ class W4aSpec final : public WeightSpec {
     }
     return {};
   }
-
-  const SpecKey key_;
-  const ActivationQuant activation_;
-  const LoadFacts facts_;
 };
 
 }  // namespace

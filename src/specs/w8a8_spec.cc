@@ -83,14 +83,9 @@ struct LegInputs {
   std::string scale_tensor;
 };
 
-class W8a8Spec final : public WeightSpec {
+class W8a8Spec final : public specs_internal::KeyedSpec {
  public:
-  W8a8Spec(const SpecKey& key, const ActivationQuant& activation, const LoadFacts& facts)
-      : key_(key), activation_(activation), facts_(facts) {}
-
-  const SpecKey& key() const override { return key_; }
-  const ActivationQuant& activation() const override { return activation_; }
-  const LoadFacts& facts() const override { return facts_; }
+  using KeyedSpec::KeyedSpec;
 
   Result<LinearParams> Allocate(const AllocationRequest& request) const override {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
@@ -144,12 +139,6 @@ class W8a8Spec final : public WeightSpec {
       QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
     }
     params->loaded = true;
-    return {};
-  }
-
-  Status ProcessAfterLoading(LinearParams* params) const override {
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(*params));
-    params->processed = true;  // Load wrote the canonical layout directly
     return {};
   }
 
@@ -374,10 +363,6 @@ class W8a8Spec final : public WeightSpec {
     }
     return {};
   }
-
-  const SpecKey key_;
-  const ActivationQuant activation_;
-  const LoadFacts facts_;
 };
 
 }  // namespace
