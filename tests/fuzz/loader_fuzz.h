@@ -1,6 +1,7 @@
-// What the loader fuzz targets share: the input written as a one-file checkpoint, and one
-// integer weight-only layer `m` loaded, converted, run once and dequantized by the fp64
-// reference in a given source layout. Nothing may crash; errors are fine.
+// What the loader fuzz targets share: the input written as a one-file checkpoint, and one layer
+// `m` loaded through a given spec, converted, run once and dequantized by the fp64 reference in a
+// given source layout (RunIntLayer for the integer weight-only layouts). Nothing may crash;
+// errors are fine.
 #pragma once
 
 #include <unistd.h>
