@@ -61,16 +61,7 @@ Result<ReferenceLeg> DequantizeModelSlimInt4Leg(const Checkpoint& checkpoint,
     QP_ASSIGN_OR_RETURN(offset,
                         ReadDoubles(checkpoint, layer, prefix + ".weight_offset", &offset_info));
   }
-  if (static_cast<int64_t>(s.size()) != leg.rows || offset.size() != s.size()) {
-    return InvalidInput(fmt::format("{}: {} has {} rows, but weight_scale {} and weight_offset {}",
-                                    layer, prefix, leg.rows, s.size(), offset.size()));
-  }
-  for (int64_t r = 0; r < leg.rows; ++r) {
-    for (int64_t c = 0; c < leg.cols; ++c) {
-      double& v = leg.weight[r * leg.cols + c];
-      v = (v - offset[r]) * s[r];
-    }
-  }
+  QP_RETURN_IF_ERROR(reference::ApplyRowScaleAndOffset(layer, prefix, s, offset, &leg));
   return leg;
 }
 

@@ -17,8 +17,8 @@
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
-#include "src/specs/reference/int4_reference.h"
 #include "src/specs/nvfp4_family.h"
+#include "src/specs/reference/int4_reference.h"
 #include "src/specs/reference/int8_reference.h"
 #include "src/specs/reference/nvfp4_reference.h"
 #include "src/specs/reference/reference_io.h"

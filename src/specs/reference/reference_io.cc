@@ -34,4 +34,20 @@ Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layou
   return leg;
 }
 
+Status ApplyRowScaleAndOffset(std::string_view layer, const std::string& prefix,
+                              const std::vector<double>& scale, const std::vector<double>& offset,
+                              ReferenceLeg* leg) {
+  if (static_cast<int64_t>(scale.size()) != leg->rows || offset.size() != scale.size()) {
+    return InvalidInput(fmt::format("{}: {} has {} rows, but weight_scale {} and weight_offset {}",
+                                    layer, prefix, leg->rows, scale.size(), offset.size()));
+  }
+  for (int64_t r = 0; r < leg->rows; ++r) {
+    for (int64_t c = 0; c < leg->cols; ++c) {
+      double& v = leg->weight[r * leg->cols + c];
+      v = (v - offset[r]) * scale[r];
+    }
+  }
+  return {};
+}
+
 }  // namespace quantpath::reference

@@ -1,4 +1,5 @@
-// Checkpoint reads shared by the reference entries: a tensor as doubles, and a leg's 2-D weight.
+// Checkpoint reads shared by the reference entries: a tensor as doubles, a leg's 2-D weight, and
+// ModelSlim's per-row scale and offset.
 #pragma once
 
 #include <string>
@@ -17,5 +18,11 @@ Result<std::vector<double>> ReadDoubles(const Checkpoint& checkpoint, std::strin
 // Reads `<prefix><suffix of kWeight in layout>` as a [rows, cols] matrix of doubles.
 Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layout,
                                 std::string_view layer, const std::string& prefix);
+
+// ModelSlim's per-row dequantization of `leg`'s codes, w = (q − offset[r]) · scale[r]; an error
+// naming the layer when either has other than one value per row.
+Status ApplyRowScaleAndOffset(std::string_view layer, const std::string& prefix,
+                              const std::vector<double>& scale, const std::vector<double>& offset,
+                              ReferenceLeg* leg);
 
 }  // namespace quantpath::reference
