@@ -216,6 +216,58 @@ class RegexLiterals {
 
 }  // namespace
 
+std::vector<std::string> FullMatchNames(std::string_view p) {
+  constexpr size_t kMaxNames = 16;
+  std::vector<std::string> names(1);
+  size_t i = 0;
+  // Appends the literal character at p[i] (plain, or punctuation escaped) to `out`; false when
+  // p[i] means something else.
+  const auto literal = [&](std::string* out) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (std::isalnum(c) != 0 || c == '_' || c == '-' || c == '/' || c == ':') {
+      *out += p[i++];
+      return true;
+    }
+    if (c != '\\' || i + 1 == p.size()) return false;
+    const auto escaped = static_cast<unsigned char>(p[i + 1]);
+    if (escaped >= 0x80 || std::ispunct(escaped) == 0) return false;
+    *out += p[i + 1];
+    i += 2;
+    return true;
+  };
+  while (i < p.size()) {
+    std::vector<std::string> choices(1);
+    if (p[i] != '(') {
+      if (!literal(&choices[0])) return {};
+    } else {
+      if (p.substr(i, 3) != "(?:") return {};
+      for (i += 3; i < p.size() && p[i] != ')';) {
+        if (p[i] == '|') {
+          choices.emplace_back();
+          ++i;
+        } else if (!literal(&choices.back())) {
+          return {};
+        }
+      }
+      if (i == p.size()) return {};
+      ++i;
+      if (i < p.size() && p[i] == '?') {
+        choices.emplace_back();
+        ++i;
+      }
+    }
+    if (names.size() * choices.size() > kMaxNames) return {};
+    std::vector<std::string> product;
+    for (const std::string& name : names) {
+      for (const std::string& choice : choices) product.push_back(name + choice);
+    }
+    names = std::move(product);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 bool MatchesOnlyItsPattern(const Matcher& matcher) {
   switch (matcher.kind()) {
     case MatchKind::kExact:
@@ -311,6 +363,11 @@ RuleIndex::RuleIndex(const std::vector<Rule>& rules, size_t max_table_entries)
     if (MatchesOnlyItsPattern(rules[r].matcher)) {
       whole.emplace_back(rules[r].matcher.pattern(), r);
       continue;
+    }
+    if (m.kind() == MatchKind::kRegexFullMatch) {
+      const std::vector<std::string> names = FullMatchNames(m.pattern());
+      for (const std::string& name : names) whole.emplace_back(name, r);
+      if (!names.empty()) continue;
     }
     const std::string literal = RequiredLiteral(rules[r].matcher);
     if (literal.empty()) {

@@ -10,8 +10,9 @@
 // hit is the per-pattern loop's first hit. A screened-out regex cannot match the path, so it also
 // cannot reach its match limit on it: the answer is Python's, without the backtracking.
 // A rule repeating an earlier one (same matcher, same kinds) is never a candidate: it cannot be
-// the first hit. Rules that hit only their own pattern (exact names, globs without wildcards) are
-// looked up by the whole path in a hash table instead. The automaton is laid out to stay in cache
+// the first hit. Rules that hit only their own pattern (exact names, globs without wildcards), and
+// full-match regexes that hit only a few names (FullMatchNames), are looked up by the whole path
+// in a hash table instead. The automaton is laid out to stay in cache
 // (see rows_ below), and each thread remembers its walk over the last
 // path per index, so a path sharing a prefix with the one before ("model.layers.3.self_attn.")
 // resumes after it. Non-goals: the trace (`explain` runs the per-pattern loop), kind filters (the
@@ -35,6 +36,11 @@ namespace quantpath {
 bool MatchesOnlyItsPattern(const Matcher& matcher);
 // The literal every path `matcher` hits must contain; empty when there is none to rely on.
 std::string RequiredLiteral(const Matcher& matcher);
+// The names a Python re.fullmatch of `pattern` hits, when they are a few: plain characters,
+// escaped punctuation and unnested groups `(?:a|b)`, each optionally `?`
+// ("(?:language_model\.)?(?:model\.norm)", as SGLang's skip rules read). Empty otherwise (a
+// quantifier on anything else, `a?` or `(?:a)??`, a class, an anchor, nested groups, many names).
+std::vector<std::string> FullMatchNames(std::string_view pattern);
 
 class RuleIndex {
  public:

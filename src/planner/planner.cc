@@ -436,6 +436,7 @@ std::optional<std::string> FailedShapeCheck(const QuantPlan& plan, const LayerSi
 // shared by every decision the rule makes.
 struct RuleTexts {
   std::vector<SharedText> of_rule;
+  SharedText of_group;  // what names the group when its matching fails or its legs disagree
 };
 
 // The texts of the decisions no rule makes, built once per plan.
@@ -451,16 +452,20 @@ struct PlanTexts {
 
 namespace {
 
-const SharedText& TextOf(const RuleGroup& group, const Rule& rule) {
-  const RuleTexts& texts = group.texts.Get([&] {
+const RuleTexts& TextsOf(const RuleGroup& group) {
+  return group.texts.Get([&] {
     auto built = std::make_unique<RuleTexts>();
     built->of_rule.reserve(group.rules.size());
     for (const Rule& r : group.rules) {
       built->of_rule.emplace_back(RuleText(r.source, r.action.message.str()));
     }
+    built->of_group = fmt::format("rule group \"{}\"", group.name);
     return std::unique_ptr<const RuleTexts>(std::move(built));
   });
-  return texts.of_rule[static_cast<size_t>(&rule - group.rules.data())];
+}
+
+const SharedText& TextOf(const RuleGroup& group, const Rule& rule) {
+  return TextsOf(group).of_rule[static_cast<size_t>(&rule - group.rules.data())];
 }
 
 const PlanTexts& TextsOf(const QuantPlan& plan) {
@@ -562,7 +567,7 @@ Decision DecideSite(const QuantPlan& plan, const LayerSite& site, bool record_tr
     if (outcome.error) {
       Decision d;
       d.kind = DecisionKind::kError;
-      d.rule = fmt::format("rule group \"{}\"", group.name);
+      d.rule = TextsOf(group).of_group;
       d.detail = *std::move(outcome.error);
       d.trace = std::move(trace);
       return d;

@@ -93,6 +93,41 @@ TEST(RequiredLiteral, OccursInEveryPythonMatch) {
   EXPECT_GT(checked, 100u);
 }
 
+// Python's answers: where FullMatchNames lists a pattern's names, re.fullmatch hits exactly those
+// among the subjects Python was asked about.
+TEST(FullMatchNames, AreWhatPythonFullMatches) {
+  EXPECT_EQ(FullMatchNames(R"((?:language_model\.)?(?:model\.norm))"),
+            (std::vector<std::string>{"language_model.model.norm", "model.norm"}));
+  EXPECT_EQ(FullMatchNames(R"(a\\b\-c)"), std::vector<std::string>{R"(a\b-c)"});
+  for (const char* open : {R"(model\.norm?)", R"((?:model)??\.norm)", R"(model\.(?:a(?:b))?)",
+                           R"(model\d)", R"(model\.[ab])", R"(a|b)", R"(model$)", "(?i:mlp)",
+                           "(?:a|b)(?:c|d)(?:e|f)(?:g|h)(?:i|j)"}) {
+    EXPECT_TRUE(FullMatchNames(open).empty()) << open;
+  }
+  std::vector<std::string> subjects;
+  for (const Json& s : PythonAnswers().Find("subjects")->items())
+    subjects.push_back(s.string_value());
+  size_t listed = 0;
+  for (const Json& c : PythonAnswers().Find("regex_cases")->items()) {
+    const std::string pattern = c.Find("pattern")->string_value();
+    const std::vector<std::string> names = FullMatchNames(pattern);
+    if (names.empty()) continue;
+    ++listed;
+    std::vector<std::string> asked = subjects;
+    for (const Json& s : c.Find("extra_subjects")->items()) asked.push_back(s.string_value());
+    std::vector<std::string> hits;
+    for (const Json& hit : c.Find("re")->Find("fullmatch")->items()) {
+      hits.push_back(hit.string_value());
+    }
+    for (const std::string& subject : asked) {
+      const bool named = std::find(names.begin(), names.end(), subject) != names.end();
+      const bool python = std::find(hits.begin(), hits.end(), subject) != hits.end();
+      EXPECT_EQ(named, python) << JsonQuote(pattern) << " on " << JsonQuote(subject);
+    }
+  }
+  EXPECT_GE(listed, 4u);
+}
+
 Rule MakeRule(MatchKind kind, std::string pattern) {
   Rule rule;
   rule.matcher = Make(kind, std::move(pattern));
@@ -114,6 +149,8 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
       MakeRule(MatchKind::kGlob, "*"),
       MakeRule(MatchKind::kGlob, "model.embed_tokens"),  // looked up by the whole path
       MakeRule(MatchKind::kExact, "model.embed_tokens"),
+      MakeRule(MatchKind::kRegexFullMatch,
+               R"((?:language_model\.)?(?:model\.embed_tokens|lm_head))"),
   };
   const RuleIndex index(rules);
   const RuleIndex untabled(rules, /*max_table_entries=*/0);  // walks the trie's edges instead
@@ -144,7 +181,9 @@ TEST(RuleIndex, FirstCandidateHitIsTheLoopsFirstHit) {
   // The screen rules out the rest: an embedding path reaches only the literal-free rules, `*` and
   // the rules naming it.
   index.Candidates("model.embed_tokens", &candidates);
-  EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9, 10, 11}));
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9, 10, 11, 12}));
+  index.Candidates("language_model.lm_head", &candidates);
+  EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9, 12}));
   index.Candidates("model.embed_tokens.weight", &candidates);
   EXPECT_EQ(candidates, (std::vector<uint32_t>{4, 8, 9}));
 }
