@@ -55,7 +55,7 @@ constexpr SourceTensor kModelOptNvfp4[] = {{S::kWeight, ".weight", true},
 constexpr SourceTensor kModelOptW4A8Awq[] = {{S::kWeight, ".weight", true},
                                              {S::kWeightScale, ".weight_scale", true},
                                              {S::kWeightGlobalScale, ".weight_scale_2", false},
-                                             {std::nullopt, ".pre_quant_scale", false},
+                                             {S::kPreQuantScale, ".pre_quant_scale", false},
                                              {S::kInputScale, ".input_scale", false}};
 // bitsandbytes 4-bit: the packed codes and their quant state, serialized next to the weight.
 constexpr SourceTensor kBnb4bit[] = {
