@@ -420,7 +420,8 @@ struct ReferenceRegistrar {
 
 // Dequantizes the legs of one layer with the entry of the scheme's source layout
 // (scheme.weight.load.layout), stacking legs in order, and reads the static activation scales,
-// the input prescale (which the legs must share) and biases. A layout without an entry is an error naming it. `layer` names the layer in errors.
+// the input prescale (which the legs must share) and biases. A layout without an entry is an error
+// naming it. `layer` names the layer in errors.
 Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                            std::string_view layer,
                                            const std::vector<std::string>& leg_prefixes, bool bias);

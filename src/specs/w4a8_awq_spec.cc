@@ -9,10 +9,10 @@
 //   pre_quant_scale  [K] (model dtype), optional per layer; multiplies X before quantization;
 //   input_scale      one F32 value: X is quantized to e4m3 as X / input_scale.
 // Fused legs (q/k/v, gate/up): X is quantized once, so the layer keeps the largest input_scale
-// (TensorRT-LLM's W4A8_AWQ fused-MoE reference takes the max of gate's and up's too). A prescale cannot
-// be shared by legs that differ without requantizing the weights, so legs must agree on having
-// one and on its values (ModelOpt's export resmooths fused legs to one and folds it away); legs
-// that differ are a load error naming both tensors, where TensorRT-LLM would take the max.
+// (TensorRT-LLM's W4A8_AWQ fused-MoE reference takes the max of gate's and up's too). A prescale
+// cannot be shared by legs that differ without requantizing the weights, so legs must agree on
+// having one and on its values (ModelOpt's export resmooths fused legs to one and folds it away);
+// legs that differ are a load error naming both tensors, where TensorRT-LLM would take the max.
 // Tensor parallelism: column ranks keep their rows (any row: codes are unpacked per element),
 // row ranks their columns, whole groups only, with their columns of pre_quant_scale.
 // Non-goals: MoE experts stacked across experts (experts load one projection at a time).
@@ -59,8 +59,8 @@ class W4a8AwqSpec final : public specs_internal::KeyedSpec {
               LinearParams* params) const override {
     QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
     const std::string& layer = params->request.layer;
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(layer, key_, facts_.layout,
-                                                    {SourceLayout::kModelOptW4A8Awq}));
+    QP_RETURN_IF_ERROR(
+        specs_internal::ExpectLayout(layer, key_, facts_.layout, {SourceLayout::kModelOptW4A8Awq}));
     if (params->key != key_) {
       return InvalidInput(fmt::format("{}: parameters allocated for {} cannot load as {}", layer,
                                       params->key.ToId(), key_.ToId()));
@@ -193,7 +193,8 @@ class W4a8AwqSpec final : public specs_internal::KeyedSpec {
         continue;
       }
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(name));
-      QP_RETURN_IF_ERROR(ExpectElements(view, layer, g.full_cols, fmt::format("[{}]", g.full_cols)));
+      QP_RETURN_IF_ERROR(
+          ExpectElements(view, layer, g.full_cols, fmt::format("[{}]", g.full_cols)));
       QP_ASSIGN_OR_RETURN(std::vector<float> values, ReadScales(view, layer));
       if (!first) {
         if (prefix != leg_prefixes.front()) {
@@ -209,10 +210,10 @@ class W4a8AwqSpec final : public specs_internal::KeyedSpec {
         for (int64_t c = 0; c < g.cols; ++c) {
           specs_internal::StoreFloat(&p, c, values[g.src_col + c]);
           if (LoadFloat(p, c) == values[g.src_col + c]) continue;
-          return InvalidInput(fmt::format("{}: tensor {} holds {} at column {}, which {} cannot "
-                                          "hold exactly",
-                                          layer, name, values[g.src_col + c], g.src_col + c,
-                                          QDTypeName(stored)));
+          return InvalidInput(
+              fmt::format("{}: tensor {} holds {} at column {}, which {} cannot "
+                          "hold exactly",
+                          layer, name, values[g.src_col + c], g.src_col + c, QDTypeName(stored)));
         }
         continue;
       }
@@ -268,14 +269,14 @@ class W4a8AwqFamily final : public SpecFamilyRow {
     return mode == ActMode::kNone ? 1e-4 : 2e-2;
   }
   std::vector<SpecCandidate> Candidates() const override {
-    return {{"ModelOpt W4A8_AWQ: int4 group weights, fp32 scales, input prescale", "any",
-             IsW4a8Awq, specs_internal::AnyDevice,
+    return {{"ModelOpt W4A8_AWQ: int4 group weights, fp32 scales, input prescale", "any", IsW4a8Awq,
+             specs_internal::AnyDevice,
              [](const QuantScheme& s) -> Result<SpecKey> {
                if (s.online || !s.weight.symmetric || !s.weight.group_size ||
                    *s.weight.group_size <= 0) {
-                 return Unsupported(fmt::format(
-                     "{}: W4A8_AWQ stores symmetric int4 groups of a positive size",
-                     s.CanonicalName()));
+                 return Unsupported(
+                     fmt::format("{}: W4A8_AWQ stores symmetric int4 groups of a positive size",
+                                 s.CanonicalName()));
                }
                return Key(*s.weight.group_size);
              },
@@ -287,10 +288,9 @@ class W4a8AwqFamily final : public SpecFamilyRow {
       return Unsupported(fmt::format("{}: source layout {} cannot be loaded", Format(key),
                                      SourceLayoutName(facts.layout)));
     }
-    if (act.mode != ActMode::kStaticPerTensor || act.dtype != QDType::kFP8E4M3 ||
-        !act.symmetric) {
-      return Unsupported(fmt::format("{} with {} activations has no kernel mode", Format(key),
-                                     act.ToString()));
+    if (act.mode != ActMode::kStaticPerTensor || act.dtype != QDType::kFP8E4M3 || !act.symmetric) {
+      return Unsupported(
+          fmt::format("{} with {} activations has no kernel mode", Format(key), act.ToString()));
     }
     return std::unique_ptr<WeightSpec>(std::make_unique<W4a8AwqSpec>(key, act, facts));
   }

@@ -1,7 +1,7 @@
 // Adding a spec family is one file: this file registers a toy family (int8 weights with one fp32
 // scale per row, read under the tensor names of AWQ's layouts, `qweight` and `scales`, in the
-// gemv layout, which the library refuses and no library entry dequantizes), its reference kernel and
-// its fp64 reference entry, and nothing else in the library names it. The test then finds it
+// gemv layout, which the library refuses and no library entry dequantizes), its reference kernel
+// and its fp64 reference entry, and nothing else in the library names it. The test then finds it
 // through every generic path: spec_id parsing, byte counts, materialize, the kernel registry, a
 // loaded Linear and the double-precision reference.
 #include <gtest/gtest.h>
@@ -44,8 +44,8 @@ class ToySpec final : public WeightSpec {
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& legs,
               LinearParams* p) const override {
     const std::string& layer = p->request.layer;
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(layer, kToyKey, facts_.layout,
-                                                    {SourceLayout::kAwqGemv}));
+    QP_RETURN_IF_ERROR(
+        specs_internal::ExpectLayout(layer, kToyKey, facts_.layout, {SourceLayout::kAwqGemv}));
     QP_ASSIGN_OR_RETURN(TensorView w, specs_internal::FindSlotTensor(checkpoint, layer, legs[0],
                                                                      facts_.layout, Slot::kWeight));
     QP_ASSIGN_OR_RETURN(TensorView s,

@@ -228,7 +228,8 @@ TEST(W4a8AwqErrors, FusedLegsMustShareOnePrescale) {
   const std::string qkv = "model.layers.0.self_attn.qkv_proj";
   const std::string attn = "model.layers.0.self_attn.";
   const auto keep = [](testing::TestTensor*) { return true; };
-  std::string message = LoadError(Mutated(keep, {Prescale(attn + "k_proj.pre_quant_scale", 1)}), qkv);
+  std::string message =
+      LoadError(Mutated(keep, {Prescale(attn + "k_proj.pre_quant_scale", 1)}), qkv);
   EXPECT_NE(message.find(qkv), std::string::npos) << message;
   EXPECT_NE(message.find(attn + "k_proj.pre_quant_scale is in the checkpoint, but " + attn +
                          "q_proj.pre_quant_scale is not"),

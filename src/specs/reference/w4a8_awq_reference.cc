@@ -17,9 +17,9 @@ Result<ReferenceLeg> DequantizeW4a8AwqLeg(const Checkpoint& checkpoint, const Qu
                                           std::string_view layer, const std::string& prefix) {
   if (scheme.weight.dtype != QDType::kINT4 || !scheme.weight.group_size ||
       *scheme.weight.group_size <= 0) {
-    return Unsupported(fmt::format(
-        "{}: the W4A8_AWQ reference reads int4 weights with a group size, not {}", layer,
-        scheme.CanonicalName()));
+    return Unsupported(
+        fmt::format("{}: the W4A8_AWQ reference reads int4 weights with a group size, not {}",
+                    layer, scheme.CanonicalName()));
   }
   const int64_t group = *scheme.weight.group_size;
   const std::string weight_name = prefix + ".weight";
@@ -27,9 +27,9 @@ Result<ReferenceLeg> DequantizeW4a8AwqLeg(const Checkpoint& checkpoint, const Qu
   if (!packed.ok()) return packed.status().WithContext(layer);
   const std::vector<int64_t>& shape = packed->info->shape;
   if (packed->info->dtype != StDtype::kU8 || shape.size() != 2) {
-    return InvalidInput(fmt::format(
-        "{}: tensor {} is not a U8 matrix of int4 codes packed in pairs of rows", layer,
-        weight_name));
+    return InvalidInput(
+        fmt::format("{}: tensor {} is not a U8 matrix of int4 codes packed in pairs of rows", layer,
+                    weight_name));
   }
   ReferenceLeg leg;
   leg.rows = shape[0] * 2;
@@ -39,8 +39,8 @@ Result<ReferenceLeg> DequantizeW4a8AwqLeg(const Checkpoint& checkpoint, const Qu
                       reference::ReadDoubles(checkpoint, layer, prefix + ".weight_scale", &info));
   const int64_t groups = (leg.cols + group - 1) / group;
   if (info.shape != std::vector<int64_t>{leg.rows, groups}) {
-    return InvalidInput(fmt::format("{}: tensor {} is not [{}, {}]", layer, info.name, leg.rows,
-                                    groups));
+    return InvalidInput(
+        fmt::format("{}: tensor {} is not [{}, {}]", layer, info.name, leg.rows, groups));
   }
   leg.weight.resize(static_cast<size_t>(leg.rows * leg.cols));
   for (int64_t r = 0; r < leg.rows; ++r) {
