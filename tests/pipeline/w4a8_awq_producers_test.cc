@@ -272,8 +272,8 @@ TEST(W4a8AwqErrors, FusedLegsMustShareOnePrescale) {
   // Twice X is rounded to twice the fp8 values until it saturates at 448 · input_scale.
   double max_diff = 0, max_base = 0;
   for (size_t i = 0; i < base->y.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(run->y[i] - 2 * base->y[i]));
-    max_base = std::max(max_base, std::fabs(2 * base->y[i]));
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(run->y[i]) - 2.0 * base->y[i]));
+    max_base = std::max(max_base, std::fabs(2.0 * base->y[i]));
   }
   std::printf("qkv with prescale 2 vs twice the unscaled run: rel %.3g\n", max_diff / max_base);
   EXPECT_LE(max_diff / max_base, 2e-2);
