@@ -16,8 +16,7 @@
 // Tensor parallelism: column ranks keep their rows (any row: codes are unpacked per element),
 // row ranks their columns, whole groups only, with their columns of pre_quant_scale.
 // Non-goals: MoE experts stacked across experts (experts load one projection at a time).
-#include <cmath>
-#include <cstring>
+#include <algorithm>
 
 #include "fmt/format.h"
 #include "src/specs/int_family.h"
