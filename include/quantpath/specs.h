@@ -132,8 +132,9 @@ enum class Slot : uint8_t {
   kInputOffset,        // static activation zero point
   kQuantBias,          // int32 bias folded into integer products (ModelSlim W8A8)
   kBias,               // the layer's own bias, in the params dtype
+  kPreQuantScale,      // per-input-column multiplier of X before it is quantized (AWQ)
 };
-inline constexpr size_t kSlotCount = 9;
+inline constexpr size_t kSlotCount = 10;
 std::string_view SlotName(Slot slot);  // "weight", "weight_scale", …
 
 // A row-major [rows, cols] parameter in a zero-filled, 64-byte aligned buffer. Sub-byte element
@@ -396,6 +397,9 @@ struct ReferenceLayer {
   // Static int8 activations: the zero point (asymmetric), with input_scale the one grid of all
   // the legs (w8a8_family.h's CombineStaticInputs; ModelSlim's legs share theirs).
   std::optional<double> input_zero_point;
+  // [cols] multipliers of X before it is quantized (ModelOpt W4A8_AWQ `pre_quant_scale`), or
+  // empty; the legs of a fused layer share theirs.
+  std::vector<double> input_prescale;
 };
 
 // One leg's weight, dequantized: what a reference entry returns.
@@ -415,15 +419,16 @@ struct ReferenceRegistrar {
 };
 
 // Dequantizes the legs of one layer with the entry of the scheme's source layout
-// (scheme.weight.load.layout), stacking legs in order, and reads the static activation scales
-// and biases. A layout without an entry is an error naming it. `layer` names the layer in errors.
+// (scheme.weight.load.layout), stacking legs in order, and reads the static activation scales,
+// the input prescale (which the legs must share) and biases. A layout without an entry is an error
+// naming it. `layer` names the layer in errors.
 Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                            std::string_view layer,
                                            const std::vector<std::string>& leg_prefixes, bool bias);
 
 // The rank's slice of a whole layer's reference (`whole` from DequantizeReference, `slice` from
-// RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, the same
-// input scale and zero point.
+// RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, its columns
+// of the input prescale, the same input scale and zero point.
 ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slice);
 
 // Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), in

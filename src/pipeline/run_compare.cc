@@ -78,6 +78,16 @@ void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
 
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
                      const ActivationQuant& act, std::span<const double> x, int64_t m) {
+  // The prescale (AWQ's pre_quant_scale) multiplies X before it is quantized, one fp32 product
+  // per element as the kernels take it, so that both round the same values to fp8.
+  std::vector<double> scaled;
+  if (!ref.input_prescale.empty()) {
+    scaled.assign(x.begin(), x.end());
+    for (int64_t i = 0; i < m * ref.cols; ++i) {
+      scaled[i] = static_cast<float>(scaled[i] * ref.input_prescale[i % ref.cols]);
+    }
+    x = scaled;
+  }
   const std::vector<double> xq =
       QuantizeActivationsReference(x, m, ref.cols, act, ref.input_scale, ref.input_zero_point);
   for (int64_t i = 0; i < m; ++i) {

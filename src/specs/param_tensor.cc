@@ -33,8 +33,11 @@ int64_t LinearParams::WeightBytes() const {
   int64_t bytes = 0;
   for (size_t i = 0; i < kSlotCount; ++i) {
     const Slot slot = static_cast<Slot>(i);
-    // The static activation scale and offset belong to the activations, not the weight storage.
-    if (slot == Slot::kInputScale || slot == Slot::kInputOffset) continue;
+    // The static activation scale, offset and prescale belong to the activations, not the weight
+    // storage.
+    if (slot == Slot::kInputScale || slot == Slot::kInputOffset || slot == Slot::kPreQuantScale) {
+      continue;
+    }
     bytes += slots[i].bytes();
   }
   return bytes;

@@ -52,11 +52,13 @@ constexpr SourceTensor kModelOptNvfp4[] = {{S::kWeight, ".weight", true},
                                            {S::kWeightScale, ".weight_scale", true},
                                            {S::kWeightGlobalScale, ".weight_scale_2", true},
                                            {S::kInputScale, ".input_scale", false}};
-constexpr SourceTensor kModelOptW4A8Awq[] = {{S::kWeight, ".weight", true},
-                                             {S::kWeightScale, ".weight_scale", true},
-                                             {S::kWeightGlobalScale, ".weight_scale_2", false},
-                                             {std::nullopt, ".pre_quant_scale", false},
-                                             {S::kInputScale, ".input_scale", false}};
+// ModelOpt W4A8_AWQ: weight_scale_2 (the fp8 stage) is checked whenever present, not kept.
+constexpr SourceTensor kModelOptW4A8Awq[] = {
+    {S::kWeight, ".weight", true},
+    {S::kWeightScale, ".weight_scale", true},
+    {S::kWeightGlobalScale, ".weight_scale_2", false, true},
+    {S::kPreQuantScale, ".pre_quant_scale", false},
+    {S::kInputScale, ".input_scale", false}};
 // bitsandbytes 4-bit: the packed codes and their quant state, serialized next to the weight.
 constexpr SourceTensor kBnb4bit[] = {
     {S::kWeight, ".weight", true},

@@ -17,7 +17,7 @@ constexpr KnownDevice kDevices[] = {{"cpu", 0}, {"sm80", 80}, {"sm90", 90}, {"sm
 
 constexpr std::string_view kSlotNames[] = {
     "weight",      "weight_scale", "weight_zero_point", "g_idx", "weight_global_scale",
-    "input_scale", "input_offset", "quant_bias",        "bias"};
+    "input_scale", "input_offset", "quant_bias",        "bias",  "pre_quant_scale"};
 static_assert(std::size(kSlotNames) == kSlotCount);
 
 }  // namespace

@@ -96,6 +96,7 @@ const char* const kLoadableFixtures[] = {
     "producers/ct_llama_nvfp4a16",
     "producers/ct_llama_nvfp4",
     "producers/mo_llama_nvfp4",
+    "producers/mo_llama_w4a8_awq",
     "documented/modelslim_llama_w8a8",
     "documented/modelslim_llama_w8a8_fp16",
     "documented/modelslim_llama_w8a8_dynamic",

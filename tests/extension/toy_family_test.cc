@@ -1,7 +1,7 @@
 // Adding a spec family is one file: this file registers a toy family (int8 weights with one fp32
-// scale per row, read under the tensor names of ModelOpt's W4A8-AWQ layout, `weight` and
-// `weight_scale`, which no library entry dequantizes yet), its reference kernel and
-// its fp64 reference entry, and nothing else in the library names it. The test then finds it
+// scale per row, read under the tensor names of AWQ's layouts, `qweight` and `scales`, in the
+// gemv layout, which the library refuses and no library entry dequantizes), its reference kernel
+// and its fp64 reference entry, and nothing else in the library names it. The test then finds it
 // through every generic path: spec_id parsing, byte counts, materialize, the kernel registry, a
 // loaded Linear and the double-precision reference.
 #include <gtest/gtest.h>
@@ -44,8 +44,8 @@ class ToySpec final : public WeightSpec {
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& legs,
               LinearParams* p) const override {
     const std::string& layer = p->request.layer;
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(layer, kToyKey, facts_.layout,
-                                                    {SourceLayout::kModelOptW4A8Awq}));
+    QP_RETURN_IF_ERROR(
+        specs_internal::ExpectLayout(layer, kToyKey, facts_.layout, {SourceLayout::kAwqGemv}));
     QP_ASSIGN_OR_RETURN(TensorView w, specs_internal::FindSlotTensor(checkpoint, layer, legs[0],
                                                                      facts_.layout, Slot::kWeight));
     QP_ASSIGN_OR_RETURN(TensorView s,
@@ -95,7 +95,7 @@ class ToyFamily final : public SpecFamilyRow {
              [](const QuantScheme& s) {
                return s.weight.dtype == QDType::kINT8 &&
                       s.weight.granularity == Granularity::kPerChannel && !s.input &&
-                      s.weight.load.layout == SourceLayout::kModelOptW4A8Awq;
+                      s.weight.load.layout == SourceLayout::kAwqGemv;
              },
              [](const DeviceCaps& d) { return d.is_cpu(); },
              [](const QuantScheme&) -> Result<SpecKey> { return kToyKey; }, 1000}};
@@ -126,8 +126,8 @@ class ToyKernel final : public LinearKernel {
 
 Result<ReferenceLeg> DequantizeToyLeg(const Checkpoint& checkpoint, const QuantScheme&,
                                       std::string_view layer, const std::string& prefix) {
-  QP_ASSIGN_OR_RETURN(TensorView w, checkpoint.Get(prefix + ".weight"));
-  QP_ASSIGN_OR_RETURN(TensorView s, checkpoint.Get(prefix + ".weight_scale"));
+  QP_ASSIGN_OR_RETURN(TensorView w, checkpoint.Get(prefix + ".qweight"));
+  QP_ASSIGN_OR_RETURN(TensorView s, checkpoint.Get(prefix + ".scales"));
   QP_ASSIGN_OR_RETURN(std::vector<float> scales, specs_internal::ReadScales(s, layer));
   ReferenceLeg leg{w.info->shape[0], w.info->shape[1], {}};
   for (int64_t i = 0; i < leg.rows * leg.cols; ++i) {
@@ -139,7 +139,7 @@ Result<ReferenceLeg> DequantizeToyLeg(const Checkpoint& checkpoint, const QuantS
 
 const SpecFamilyRegistrar kRegisterToy(std::make_unique<ToyFamily>());
 const KernelRegistrar kRegisterToyKernel(std::make_unique<ToyKernel>());
-const ReferenceRegistrar kRegisterToyReference(SourceLayout::kModelOptW4A8Awq, &DequantizeToyLeg);
+const ReferenceRegistrar kRegisterToyReference(SourceLayout::kAwqGemv, &DequantizeToyLeg);
 
 // Two oracles for one source layout would make the reference ambiguous: no layout of the library
 // has an entry for bitsandbytes int8 yet, so two are registered here to see the error.
@@ -150,7 +150,7 @@ QuantScheme ToyScheme() {
   QuantScheme s;
   s.weight.dtype = QDType::kINT8;
   s.weight.granularity = Granularity::kPerChannel;
-  s.weight.load.layout = SourceLayout::kModelOptW4A8Awq;
+  s.weight.load.layout = SourceLayout::kAwqGemv;
   return s;
 }
 
@@ -181,8 +181,8 @@ TEST(ToyFamilyTest, ReachesEveryGenericPath) {
   for (uint8_t& b : w) b = static_cast<uint8_t>(static_cast<int8_t>(code(rng)));
   const std::vector<float> scales = {0.5f, 0.25f, 0.125f, 2.0f};
   Checkpoint checkpoint =
-      testing::OpenTestCheckpoint({testing::TestTensor{"toy.proj.weight", "I8", {4, 8}, w},
-                                   testing::F32Tensor("toy.proj.weight_scale", {4, 1}, scales)});
+      testing::OpenTestCheckpoint({testing::TestTensor{"toy.proj.qweight", "I8", {4, 8}, w},
+                                   testing::F32Tensor("toy.proj.scales", {4, 1}, scales)});
   Result<Linear> linear =
       LoadLinear(std::move(*spec), request, checkpoint, {"toy.proj"}, *Dispatcher::Default());
   ASSERT_TRUE(linear.ok()) << linear.status().message();

@@ -198,6 +198,9 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   q's 64 rows and o's 64 columns are half blocks.
 //   fp8 per-tensor / per-channel and int8 W8A8 (per-channel weights): as bf16 at --tp 2 (9) and
 //   --tp 4 (gate_up, down, lm_head, and o with K 32: 7).
+//   ModelOpt W4A8_AWQ (groups of 128) at --tp 2: qkv and gate_up split their rows, down its K of
+//   256 into whole groups (with its columns of pre_quant_scale), lm_head its rows; o's K of 128
+//   does not (7).
 // ModelSlim (tests/data/documented/SOURCES.md): 1 layer, hidden 64, 2 heads of 32, 1 KV head:
 //   qkv [64 + 32 + 32, 64], o [64, 64], gate_up [128 + 128, 64], down [64, 128], lm_head [64, 64]:
 //   all 5 split at --tp 2. A static layer's row ranks are measured as the engines run them: only
@@ -226,6 +229,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"producers/mo_llama_fp8", 2, 9}, Case{"producers/mo_llama_fp8", 4, 7},
                       Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
                       Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
+                      Case{"producers/mo_llama_w4a8_awq", 2, 7},
                       Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
                       Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
                       Case{"producers/ct_llama_w8a8_int8_static", 2, 9},

@@ -155,6 +155,8 @@ TEST(StorageOnlyFamiliesTest, IdsAndBytes) {
       {"int8_channel", 8, 256, 2048 + 16},
       {"int4_channel_zp", 8, 256, 1024 + 16 + 4},
       {"int8_tensor", 8, 256, 2048 + 4},
+      // ModelOpt W4A8_AWQ: 4-bit codes and fp32 scales, 8 × 2 groups × 4 bytes.
+      {"int4_group_128_prescaled", 8, 256, 1024 + 64},
       // 16-element E4M3 scales: 8 × 16 linear, or padded to 128 × 16 for Blackwell.
       {"nvfp4_block_16_linear", 8, 256, 1024 + 128 + 4},
       {"nvfp4_block_16_128x4", 8, 256, 1024 + 128 * 16 + 4},
@@ -179,9 +181,11 @@ TEST(StorageOnlyFamiliesTest, IdsAndBytes) {
               std::string::npos)
         << spec.status().message();
   }
-  for (std::string_view bad : {"int1_group_128", "int9_channel", "int4_group", "int4_group_128_x",
-                               "int4_group_128_actorder_zp", "nvfp4_block_16", "nvfp4_block_16_4x4",
-                               "mxfp4_block", "nf4_block_64_qd", "int4_tensor_zp"}) {
+  for (std::string_view bad :
+       {"int1_group_128", "int9_channel", "int4_group", "int4_group_128_x",
+        "int4_group_128_actorder_zp", "nvfp4_block_16", "nvfp4_block_16_4x4", "mxfp4_block",
+        "nf4_block_64_qd", "int4_tensor_zp", "int4_group_128_prescaled_zp",
+        "int8_group_128_prescaled", "int4_group_prescaled"}) {
     EXPECT_FALSE(ParseSpecId(bad).ok()) << bad;
   }
 }

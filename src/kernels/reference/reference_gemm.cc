@@ -48,6 +48,10 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
     xs[i] = x.dtype == QDType::kBF16 ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i])
                                      : static_cast<const float*>(x.data)[i];
   }
+  // AWQ's input prescale (pre_quant_scale) multiplies X before it is quantized.
+  if (const ParamTensor& prescale = params.tensor(Slot::kPreQuantScale); !prescale.empty()) {
+    for (int64_t i = 0; i < m * k; ++i) xs[i] *= LoadFloat(prescale, i % k);
+  }
   if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
     QuantizeNvfp4Activations(&xs, m, k, act.group_size,
                              params.tensor(Slot::kInputScale).data<float>()[0]);

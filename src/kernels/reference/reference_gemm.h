@@ -18,8 +18,9 @@ bool IsIoDtype(QDType dtype);
 // Whether the probe's shape, dtypes and device suit a reference kernel.
 bool CanHandleIo(const KernelProbe& probe);
 
-// X [m, k] → fp32, quantized per `act` (values are q × scale, as the products see them). The
-// static scale, when the mode needs one, is params.input_scale (NVFP4: the input divisor).
+// X [m, k] → fp32, multiplied by params.pre_quant_scale where the layer has one, quantized per
+// `act` (values are q × scale, as the products see them). The static scale, when the mode needs
+// one, is params.input_scale (NVFP4: the input divisor).
 std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
                                       const ConstMatrix& x);
 

@@ -52,6 +52,33 @@ Result<ReferenceLegFn> FindEntry(SourceLayout layout, std::string_view layer) {
   return it->second;
 }
 
+// The leg's input prescale (AWQ's pre_quant_scale, [cols]) where its layout has one: X is scaled
+// once for every leg, so each leg must have the first leg's (or none, as it).
+Status ReadPrescale(const Checkpoint& checkpoint, SourceLayout layout, std::string_view layer,
+                    const std::vector<std::string>& leg_prefixes, const std::string& prefix,
+                    int64_t cols, std::vector<double>* prescale) {
+  const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kPreQuantScale);
+  if (!suffix) return {};
+  const std::string name = prefix + std::string(*suffix);
+  std::vector<double> values;
+  if (checkpoint.Has(name)) {
+    TensorInfo info;
+    QP_ASSIGN_OR_RETURN(values, reference::ReadDoubles(checkpoint, layer, name, &info));
+    if (static_cast<int64_t>(values.size()) != cols) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} does not have {} values", layer, info.name, cols));
+    }
+  }
+  if (prefix != leg_prefixes.front() && values != *prescale) {
+    return InvalidInput(fmt::format(
+        "{}: leg {} has another input prescale ({}) than {}; the legs of a fused layer share one "
+        "input",
+        layer, prefix, *suffix, leg_prefixes.front()));
+  }
+  *prescale = std::move(values);
+  return {};
+}
+
 }  // namespace
 
 ReferenceRegistrar::ReferenceRegistrar(SourceLayout layout, ReferenceLegFn dequantize) {
@@ -93,6 +120,8 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
       return InvalidInput(fmt::format("{}: leg {} has {} columns, the legs before it {}", layer,
                                       prefix, leg.cols, out.cols));
     }
+    QP_RETURN_IF_ERROR(ReadPrescale(checkpoint, layout, layer, leg_prefixes, prefix, leg.cols,
+                                    &out.input_prescale));
     out.cols = leg.cols;
     out.rows += leg.rows;
     out.weight.insert(out.weight.end(), leg.weight.begin(), leg.weight.end());
@@ -164,6 +193,10 @@ ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slic
   out.cols = slice.cols;
   out.input_scale = whole.input_scale;
   out.input_zero_point = whole.input_zero_point;
+  if (!whole.input_prescale.empty()) {
+    const auto first = whole.input_prescale.begin() + slice.first_col;
+    out.input_prescale.assign(first, first + slice.cols);
+  }
   out.weight.reserve(static_cast<size_t>(out.rows * out.cols));
   for (int64_t row : slice.rows) {
     const double* from = whole.weight.data() + row * whole.cols + slice.first_col;
