@@ -18,6 +18,7 @@
 #include <set>
 
 #include "quantpath/pipeline.h"
+#include "tests/pipeline/producer_values.h"
 
 namespace quantpath {
 namespace {
@@ -25,30 +26,12 @@ namespace {
 constexpr int kTp = 2;
 
 Result<ModelLoad> Load(const std::string& dir, int tp, int rank) {
-  // SGLang's own methods load under SGLang; ModelSlim's new 4-bit packing is an option.
-  const bool sglang = dir.find("/sglang_") != std::string::npos;
-  QP_ASSIGN_OR_RETURN(OpenOptions options,
-                      OpenOptions::Parse(sglang ? "sglang" : "native", "", "cpu", "auto", tp));
-  if (dir.ends_with("_new")) QP_RETURN_IF_ERROR(options.SetModelSlimPacking("new"));
+  QP_ASSIGN_OR_RETURN(OpenOptions options, testing::FixtureOptions(dir, tp));
   QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
   // LoadModel points into the Model's sites: keep only what outlives it.
   QP_ASSIGN_OR_RETURN(ModelLoad load, LoadModel(model, LoadModelOptions{rank, {}}));
   for (SiteLoad& site : load.sites) site.site = nullptr;
   return load;
-}
-
-std::vector<std::string> Fixtures() {
-  std::vector<std::string> dirs;
-  for (const char* folder : {"producers", "documented"}) {
-    const std::filesystem::path root = std::filesystem::path(QUANTPATH_TEST_DATA) / folder;
-    for (const auto& entry : std::filesystem::directory_iterator(root)) {
-      if (std::filesystem::exists(entry.path() / "config.json")) {
-        dirs.push_back(std::string(folder) + "/" + entry.path().filename().string());
-      }
-    }
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
 }
 
 const std::set<std::string> kWholeBlocksOrGroups = {
@@ -70,7 +53,7 @@ const std::set<std::string> kExact = {
     "producers/ct_qwen3moe_w4a16_g64_sym"};
 
 TEST(LoadTpTest, EveryFixtureAtTpTwo) {
-  const std::vector<std::string> fixtures = Fixtures();
+  const std::vector<std::string> fixtures = testing::FixtureFolders();
   EXPECT_EQ(fixtures.size(), 37u);
   int exact = 0;
   for (const std::string& dir : fixtures) {

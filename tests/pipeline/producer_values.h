@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quantpath/checkpoint.h"
@@ -17,6 +19,32 @@
 #include "quantpath/specs.h"
 
 namespace quantpath::testing {
+
+// Every producer-written and documentation-written fixture folder ("producers/ct_llama_fp8_block",
+// …), sorted.
+inline std::vector<std::string> FixtureFolders() {
+  std::vector<std::string> dirs;
+  for (const char* folder : {"producers", "documented"}) {
+    const std::filesystem::path root = std::filesystem::path(QUANTPATH_TEST_DATA) / folder;
+    for (const auto& entry : std::filesystem::directory_iterator(root)) {
+      if (std::filesystem::exists(entry.path() / "config.json")) {
+        dirs.push_back(std::string(folder) + "/" + entry.path().filename().string());
+      }
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// How fixture `name` is opened: SGLang's own methods (sglang_*) under SGLang, ModelSlim's new
+// 4-bit packing (*_new) with that option.
+inline Result<OpenOptions> FixtureOptions(std::string_view name, int64_t tp = 1) {
+  const bool sglang = name.find("/sglang_") != std::string::npos;
+  QP_ASSIGN_OR_RETURN(OpenOptions options,
+                      OpenOptions::Parse(sglang ? "sglang" : "native", "", "cpu", "auto", tp));
+  if (name.ends_with("_new")) QP_RETURN_IF_ERROR(options.SetModelSlimPacking("new"));
+  return options;
+}
 
 // A fixture folder as the producer tests read it: the model (held by pointer, since the
 // decisions point into its sites), every site's decision, and the saved dequantization.
