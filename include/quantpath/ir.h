@@ -84,6 +84,7 @@ enum class SourceLayout : uint8_t {
   kCtNaiveQuantized,
   kCtFloatQuantized,
   kCtNvfp4PackQuantized,
+  kCtMxfp4PackQuantized,  // weight_packed E2M1 pairs, weight_scale E8M0 bytes
   kModelOptFp8,
   kModelOptNvfp4,
   kModelOptW4A8Awq,

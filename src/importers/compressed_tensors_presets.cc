@@ -24,8 +24,9 @@ constexpr FormatInfo kFormats[] = {
     {"naive-quantized", SourceLayout::kCtNaiveQuantized, true},
     {"pack-quantized", SourceLayout::kCtPackQuantized, true},
     {"nvfp4-pack-quantized", SourceLayout::kCtNvfp4PackQuantized, true},
-    {"mxfp4-pack-quantized", SourceLayout::kDense, false},
-    {"mxfp8-quantized", SourceLayout::kDense, false},
+    {"mxfp4-pack-quantized", SourceLayout::kCtMxfp4PackQuantized, true},
+    // E4M3 `weight` and `weight_scale` as float-quantized, the scales E8M0 bytes.
+    {"mxfp8-quantized", SourceLayout::kCtFloatQuantized, true},
     {"marlin-24", SourceLayout::kDense, false},
     {"sparse-bitmask", SourceLayout::kDense, false},
     {"sparse-24-bitmask", SourceLayout::kDense, false},

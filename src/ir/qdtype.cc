@@ -125,6 +125,8 @@ std::string_view SourceLayoutName(SourceLayout layout) {
       return "ct-float-quantized";
     case SourceLayout::kCtNvfp4PackQuantized:
       return "ct-nvfp4-pack-quantized";
+    case SourceLayout::kCtMxfp4PackQuantized:
+      return "ct-mxfp4-pack-quantized";
     case SourceLayout::kModelOptFp8:
       return "modelopt-fp8";
     case SourceLayout::kModelOptNvfp4:

@@ -47,6 +47,9 @@ constexpr SourceTensor kCtNvfp4[] = {{S::kWeight, ".weight_packed", true},
                                      {S::kWeightScale, ".weight_scale", true},
                                      {S::kWeightGlobalScale, ".weight_global_scale", true},
                                      {S::kInputScale, ".input_global_scale", false}};
+// compressed-tensors mxfp4-pack-quantized: E8M0 scales, no global scale.
+constexpr SourceTensor kCtMxfp4[] = {{S::kWeight, ".weight_packed", true},
+                                     {S::kWeightScale, ".weight_scale", true}};
 // ModelOpt NVFP4: weight_scale_2 multiplies.
 constexpr SourceTensor kModelOptNvfp4[] = {{S::kWeight, ".weight", true},
                                            {S::kWeightScale, ".weight_scale", true},
@@ -108,6 +111,8 @@ std::span<const SourceTensor> SourceTensors(SourceLayout layout) {
       return kCtQuantized;
     case SourceLayout::kCtNvfp4PackQuantized:
       return kCtNvfp4;
+    case SourceLayout::kCtMxfp4PackQuantized:
+      return kCtMxfp4;
     case SourceLayout::kModelOptNvfp4:
       return kModelOptNvfp4;
     case SourceLayout::kModelOptW4A8Awq:

@@ -191,7 +191,9 @@ TEST(CtFormats, KnownFormatsAndInference) {
   EXPECT_EQ(ct::FindFormat("int-quantized")->layout, SourceLayout::kCtNaiveQuantized);
   EXPECT_EQ(ct::FindFormat("float-quantized")->layout, SourceLayout::kCtFloatQuantized);
   EXPECT_EQ(ct::FindFormat("nvfp4-pack-quantized")->layout, SourceLayout::kCtNvfp4PackQuantized);
-  EXPECT_FALSE(ct::FindFormat("mxfp4-pack-quantized")->modelled);
+  EXPECT_EQ(ct::FindFormat("mxfp4-pack-quantized")->layout, SourceLayout::kCtMxfp4PackQuantized);
+  EXPECT_EQ(ct::FindFormat("mxfp8-quantized")->layout, SourceLayout::kCtFloatQuantized);
+  EXPECT_FALSE(ct::FindFormat("marlin-24")->modelled);
   EXPECT_EQ(ct::FindFormat("zip-quantized"), nullptr);
   EXPECT_EQ(ct::InferFormat(*Args(R"({"num_bits": 4, "group_size": 128})")), "pack-quantized");
   EXPECT_EQ(ct::InferFormat(*Args(R"({"num_bits": 8})")), "int-quantized");

@@ -201,45 +201,56 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   ModelOpt W4A8_AWQ (groups of 128) at --tp 2: qkv and gate_up split their rows, down its K of
 //   256 into whole groups (with its columns of pre_quant_scale), lm_head its rows; o's K of 128
 //   does not (7).
+//   MXFP4 / MXFP8 (one scale per row and 32 columns): as bf16 at --tp 2 (9) and --tp 4 (7: o's
+//   K 32 is one whole block); a row rank's MX activations are the whole layer's blocks of its
+//   columns, so the sum is within the weight-only tolerance.
 // ModelSlim (tests/data/documented/SOURCES.md): 1 layer, hidden 64, 2 heads of 32, 1 KV head:
 //   qkv [64 + 32 + 32, 64], o [64, 64], gate_up [128 + 128, 64], down [64, 128], lm_head [64, 64]:
-//   all 5 split at --tp 2. A static layer's row ranks are measured as the engines run them: only
-//   rank 0 adds the checkpoint's quant_bias (LoadReference says how the reference follows).
+//   all 5 split at --tp 2; MX at --tp 4 splits gate_up, down (K 32 per rank) and lm_head, not qkv
+//   (2 heads) or o (K 16 per rank, half a 32-block): 3. A static layer's row ranks are measured as
+//   the engines run them: only rank 0 adds the checkpoint's quant_bias (LoadReference says how the
+//   reference follows).
 // llama-tiny-fp8-*: 1 layer, hidden 256, 4 heads, 2 KV heads of 64, intermediate 512, vocab 256:
 //   qkv [256 + 128 + 128, 256]. Block 128×128 at --tp 2: qkv's k/v slices are 64 rows, o's K 128
 //   and down's K 256 split, gate_up 256 per leg (4 of 5: all but qkv); per-tensor static: all 5.
 INSTANTIATE_TEST_SUITE_P(
     Folders, TpShardsTest,
-    ::testing::Values(Case{"producers/ct_llama_w4a16_g64_sym", 2, 9},
-                      Case{"producers/ct_llama_w4a16_g64_sym", 4, 5},
-                      Case{"producers/ct_llama_w4a16_g64_asym", 2, 9},
-                      Case{"producers/ct_llama_w4a16_channel", 2, 9},
-                      Case{"producers/ct_llama_w4a16_channel", 4, 7},
-                      Case{"producers/ar_llama_auto_awq_w4g64_asym", 2, 9},
-                      Case{"producers/ar_llama_auto_gptq_w4g64_asym", 2, 9},
-                      Case{"producers/ar_llama_auto_gptq_w4g64_sym", 2, 9},
-                      Case{"producers/ar_llama_auto_round_w4g64_asym", 2, 9},
-                      Case{"producers/ar_llama_auto_round_w4g64_sym", 2, 9},
-                      Case{"producers/ar_llama_auto_round_w4g64_sym", 4, 5},
-                      Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 2, 9},
-                      Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 4, 5},
-                      Case{"producers/ct_llama_fp8_dynamic", 2, 9},
-                      Case{"producers/ct_llama_fp8_dynamic", 4, 7},
-                      Case{"producers/ct_llama_fp8_block", 2, 5},
-                      Case{"producers/mo_llama_fp8", 2, 9}, Case{"producers/mo_llama_fp8", 4, 7},
-                      Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
-                      Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
-                      Case{"producers/mo_llama_w4a8_awq", 2, 7},
-                      Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
-                      Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
-                      Case{"producers/ct_llama_w8a8_int8_static", 2, 9},
-                      Case{"producers/ct_llama_w8a8_int8_static_asym", 2, 9},
-                      Case{"documented/modelslim_llama_w8a8", 2, 5},
-                      Case{"documented/modelslim_llama_w8a8_fp16", 2, 5},
-                      Case{"documented/modelslim_llama_w8a8_dynamic", 2, 5},
-                      Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
-                      Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
-                      Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));
+    ::testing::Values(
+        Case{"producers/ct_llama_w4a16_g64_sym", 2, 9},
+        Case{"producers/ct_llama_w4a16_g64_sym", 4, 5},
+        Case{"producers/ct_llama_w4a16_g64_asym", 2, 9},
+        Case{"producers/ct_llama_w4a16_channel", 2, 9},
+        Case{"producers/ct_llama_w4a16_channel", 4, 7},
+        Case{"producers/ar_llama_auto_awq_w4g64_asym", 2, 9},
+        Case{"producers/ar_llama_auto_gptq_w4g64_asym", 2, 9},
+        Case{"producers/ar_llama_auto_gptq_w4g64_sym", 2, 9},
+        Case{"producers/ar_llama_auto_round_w4g64_asym", 2, 9},
+        Case{"producers/ar_llama_auto_round_w4g64_sym", 2, 9},
+        Case{"producers/ar_llama_auto_round_w4g64_sym", 4, 5},
+        Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 2, 9},
+        Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 4, 5},
+        Case{"producers/ct_llama_fp8_dynamic", 2, 9}, Case{"producers/ct_llama_fp8_dynamic", 4, 7},
+        Case{"producers/ct_llama_fp8_block", 2, 5}, Case{"producers/mo_llama_fp8", 2, 9},
+        Case{"producers/mo_llama_fp8", 4, 7},
+        Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
+        Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
+        Case{"producers/mo_llama_w4a8_awq", 2, 7},
+        Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
+        Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
+        Case{"producers/ct_llama_w8a8_int8_static", 2, 9},
+        Case{"producers/ct_llama_w8a8_int8_static_asym", 2, 9},
+        Case{"documented/modelslim_llama_w8a8", 2, 5},
+        Case{"documented/modelslim_llama_w8a8_fp16", 2, 5},
+        Case{"documented/modelslim_llama_w8a8_dynamic", 2, 5},
+        Case{"producers/ct_llama_mxfp4a16", 2, 9}, Case{"producers/ct_llama_mxfp4", 2, 9},
+        Case{"producers/ct_llama_mxfp4", 4, 7}, Case{"producers/ct_llama_mxfp8a16", 2, 9},
+        Case{"producers/ct_llama_mxfp8", 2, 9}, Case{"documented/modelslim_llama_w4a4_mxfp4", 2, 5},
+        Case{"documented/modelslim_llama_w4a4_mxfp4", 4, 3},
+        Case{"documented/modelslim_llama_w4a8_mxfp", 2, 5},
+        Case{"documented/modelslim_llama_w8a8_mxfp8", 2, 5},
+        Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
+        Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
+        Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));
 
 }  // namespace
 }  // namespace quantpath

@@ -57,6 +57,11 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
                              params.tensor(Slot::kInputScale).data<float>()[0]);
     return xs;
   }
+  if ((act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8) &&
+      act.mode == ActMode::kDynamicGroup) {
+    QuantizeMxActivations(&xs, m, k, act.group_size, act.dtype);
+    return xs;
+  }
   switch (act.mode) {
     case ActMode::kNone:
       break;

@@ -29,6 +29,11 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
 void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
                               float divisor);
 
+// MX activations: rounds X [m, k] in place to `element` (kMXFP4: E2M1, kMXFP8: E4M3) with one
+// E8M0 scale per `group` columns of a row (mx_family.h's rule, in fp32), and stores q · 2^e.
+void QuantizeMxActivations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
+                           QDType element);
+
 // Runs the skeleton. `dequantize_row(n, row)` writes W's row n as fp32 into row[0..k).
 template <typename DequantizeRow>
 void GemmRowwise(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,

@@ -2,8 +2,10 @@
 // kModelOptFp8): W[r][c] = decode_e4m3(weight[r][c]) × s, where s is the leg's single scale
 // (per-tensor), scale[r] (per-channel), or S[r / bn][c / bk] of the leg's own grid (block). The
 // scale tensor is the one SourceTensors names for the layout (`weight_scale_inv` multiplies too).
+// MXFP8 weights under the float-quantized names go to the MX reference (mx_reference.cc).
 #include "fmt/format.h"
 #include "quantpath/specs.h"
+#include "src/specs/reference/mx_reference.h"
 #include "src/specs/reference/reference_io.h"
 
 namespace quantpath {
@@ -13,6 +15,10 @@ template <SourceLayout kLayout>
 Result<ReferenceLeg> DequantizeFp8Leg(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                       std::string_view layer, const std::string& prefix) {
   const TensorQuant& w = scheme.weight;
+  // compressed-tensors mxfp8-quantized writes the float-quantized names.
+  if (w.dtype == QDType::kMXFP8) {
+    return reference::DequantizeMxLeg(checkpoint, scheme, kLayout, layer, prefix);
+  }
   if (w.dtype != QDType::kFP8E4M3) {
     return Unsupported(fmt::format("{}: the fp8 reference reads e4m3 weights, not {}", layer,
                                    QDTypeName(w.dtype)));

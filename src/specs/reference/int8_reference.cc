@@ -16,6 +16,7 @@
 
 #include "fmt/format.h"
 #include "src/specs/reference/int4_reference.h"
+#include "src/specs/reference/mx_reference.h"
 #include "src/specs/reference/reference_io.h"
 #include "src/specs/w8a8_family.h"
 
@@ -129,6 +130,9 @@ Result<ReferenceLeg> DequantizeModelSlimInt8Leg(const Checkpoint& checkpoint,
   // One entry per source layout: ModelSlim's int4 types are read apart (int4_reference.cc).
   if (scheme.weight.dtype == QDType::kINT4) {
     return reference::DequantizeModelSlimInt4Leg(checkpoint, scheme, layer, prefix);
+  }
+  if (scheme.weight.dtype == QDType::kMXFP4 || scheme.weight.dtype == QDType::kMXFP8) {
+    return reference::DequantizeMxLeg(checkpoint, scheme, SourceLayout::kModelSlim, layer, prefix);
   }
   QP_RETURN_IF_ERROR(CheckInt8(scheme, layer));
   QP_ASSIGN_OR_RETURN(ReferenceLeg leg, ReadInt8Weight(checkpoint, layer, prefix + ".weight"));

@@ -19,30 +19,6 @@
 namespace quantpath {
 namespace {
 
-// OCP MX FP4 E2M1 magnitudes by the low three bits (exponent bits 2..1, mantissa bit 0).
-constexpr double kE2M1Magnitudes[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
-
-double DecodeE2M1(unsigned nibble) {
-  const double magnitude = kE2M1Magnitudes[nibble & 7];
-  return (nibble & 8) != 0 ? -magnitude : magnitude;
-}
-
-// Nearest E2M1 value of `v`, ties to the even code, saturating at ±6.
-double RoundToE2M1(double v) {
-  const double a = std::fabs(v);
-  double best = 0.0;
-  int best_code = 0;
-  for (int code = 0; code < 8; ++code) {
-    const double d = std::fabs(a - kE2M1Magnitudes[code]);
-    const double best_d = std::fabs(a - best);
-    if (d < best_d || (d == best_d && code % 2 == 0 && best_code % 2 == 1)) {
-      best = kE2M1Magnitudes[code];
-      best_code = code;
-    }
-  }
-  return std::copysign(best, v);
-}
-
 Result<double> ReadOne(const Checkpoint& checkpoint, std::string_view layer,
                        const std::string& name) {
   TensorInfo info;
@@ -91,7 +67,7 @@ Result<ReferenceLeg> DequantizeNvfp4Leg(const Checkpoint& checkpoint, const Quan
   for (int64_t r = 0; r < leg.rows; ++r) {
     for (int64_t c = 0; c < leg.cols; ++c) {
       const auto byte = static_cast<unsigned>(packed->bytes[r * shape[1] + c / 2]);
-      const double code = DecodeE2M1(c % 2 == 0 ? byte & 0xF : byte >> 4);
+      const double code = reference::DecodeE2M1(c % 2 == 0 ? byte & 0xF : byte >> 4);
       const double scale = scales[r * groups + c / group];
       // The two-level scale is one fp32 value per block, as both producers and the engines
       // compute it; code × that value is exact in double.
@@ -112,6 +88,32 @@ const ReferenceRegistrar kRegisterCt(SourceLayout::kCtNvfp4PackQuantized,
 }  // namespace
 
 namespace reference {
+namespace {
+
+// OCP MX FP4 E2M1 magnitudes by the low three bits (exponent bits 2..1, mantissa bit 0).
+constexpr double kE2M1Magnitudes[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+
+}  // namespace
+
+double DecodeE2M1(unsigned nibble) {
+  const double magnitude = kE2M1Magnitudes[nibble & 7];
+  return (nibble & 8) != 0 ? -magnitude : magnitude;
+}
+
+double RoundToE2M1(double v) {
+  const double a = std::fabs(v);
+  double best = 0.0;
+  int best_code = 0;
+  for (int code = 0; code < 8; ++code) {
+    const double d = std::fabs(a - kE2M1Magnitudes[code]);
+    const double best_d = std::fabs(a - best);
+    if (d < best_d || (d == best_d && code % 2 == 0 && best_code % 2 == 1)) {
+      best = kE2M1Magnitudes[code];
+      best_code = code;
+    }
+  }
+  return std::copysign(best, v);
+}
 
 std::vector<double> QuantizeNvfp4Reference(std::span<const double> x, int64_t m, int64_t k,
                                            int64_t group, double divisor) {

@@ -10,7 +10,7 @@
 //             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double; int8
 //             activations as QuantizeInt8Reference (specs.h), int4 ones as
 //             QuantizeInt4Reference (int4_reference.h), NVFP4 ones as QuantizeNvfp4Reference,
-//             with input_scale the layer's input divisor.
+//             with input_scale the layer's input divisor, MX ones as QuantizeMxReference.
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -20,6 +20,7 @@
 #include "src/specs/nvfp4_family.h"
 #include "src/specs/reference/int4_reference.h"
 #include "src/specs/reference/int8_reference.h"
+#include "src/specs/reference/mx_reference.h"
 #include "src/specs/reference/nvfp4_reference.h"
 #include "src/specs/reference/reference_io.h"
 
@@ -220,6 +221,10 @@ std::vector<double> QuantizeActivationsReference(std::span<const double> x, int6
   }
   if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
     return reference::QuantizeNvfp4Reference(x, m, k, act.group_size, static_scale.value_or(1.0));
+  }
+  if ((act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8) &&
+      act.mode == ActMode::kDynamicGroup) {
+    return reference::QuantizeMxReference(x, m, k, act.group_size, act.dtype);
   }
   std::vector<double> out(x.begin(), x.end());
   if (act.mode == ActMode::kNone) return out;

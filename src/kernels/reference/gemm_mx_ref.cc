@@ -1,0 +1,87 @@
+// Reference kernel of mxfp4_block_32 and mxfp8_block_32, X and Y in fp32 or bf16, products in
+// fp32:
+//   GemmMx_Ref  W[n][c] = elem(W[n][c]) × 2^(S[n][c / g] − 127) (mx_family.h), X as it is
+//               (weight-only) or rounded to MXFP4 / MXFP8 per 32 columns (MX activations).
+// Non-goals: speed.
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/reference/reference_gemm.h"
+#include "src/specs/mx_family.h"
+
+namespace quantpath {
+namespace reference {
+
+void QuantizeMxActivations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
+                           QDType element) {
+  for (int64_t r = 0; r < m; ++r) {
+    float* row = xs->data() + r * k;
+    for (int64_t begin = 0; begin < k; begin += group) {
+      const int64_t end = std::min(k, begin + group);
+      float amax = 0.0f;
+      for (int64_t c = begin; c < end; ++c) amax = std::max(amax, std::fabs(row[c]));
+      const int e = MxSharedExponent(amax, element);
+      for (int64_t c = begin; c < end; ++c) {
+        const float v = std::ldexp(row[c], -e);
+        const float q = element == QDType::kMXFP4 ? E2M1ToFloat(FloatToE2M1(v))
+                                                  : Fp8E4M3ToFloat(FloatToFp8E4M3(v));
+        row[c] = std::ldexp(q, e);
+      }
+    }
+  }
+}
+
+}  // namespace reference
+
+namespace {
+
+bool CanHandleAct(const ActivationQuant& act) {
+  if (act.mode == ActMode::kNone) return true;
+  return act.mode == ActMode::kDynamicGroup && act.group_size > 0 &&
+         (act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8);
+}
+
+class GemmMxRef final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmMx_Ref"; }
+  CpuFeatures features() const override { return {}; }
+  int priority() const override { return kReferencePriority; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return IsMxFamily(key.family) && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec, probe.device) && probe.spec.group > 0 && CanHandleAct(probe.act) &&
+           reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const bool fp4 = params.key.family == kMxfp4Family;
+    const MxLayout layout{fp4, params.key.group};
+    const int64_t k = params.cols;
+    const ParamTensor& codes = params.tensor(Slot::kWeight);
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    assert(scales.rows() == params.rows && scales.cols() == layout.ScaleCols(k));
+    const uint8_t* w = codes.data<uint8_t>();
+    const uint8_t* s = scales.data<uint8_t>();
+    const int64_t row_bytes = codes.row_bytes();
+    const int64_t scale_cols = scales.cols();
+    reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
+      const uint8_t* wn = w + n * row_bytes;
+      const uint8_t* sn = s + n * scale_cols;
+      for (int64_t c = 0; c < k; ++c) {
+        const float elem = fp4 ? E2M1ToFloat(c % 2 == 0 ? wn[c / 2] & 0xF : wn[c / 2] >> 4)
+                               : Fp8E4M3ToFloat(wn[c]);
+        row[c] = std::ldexp(elem, static_cast<int>(sn[c / layout.group]) - kE8M0Bias);
+      }
+    });
+  }
+};
+
+const KernelRegistrar kRegisterGemmMxRef(std::make_unique<GemmMxRef>());
+
+}  // namespace
+}  // namespace quantpath
