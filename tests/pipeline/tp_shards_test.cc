@@ -179,6 +179,10 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
       "model.layers.0.self_attn.o_proj: int4_group_64 with tensor-parallel size 4 splits K = "
       "128 into slices of 32 columns, which is not a multiple of the group size 64; legal "
       "--tp: 1, 2");
+  EXPECT_EQ(LoadError("producers/bnb_llama_nf4_dq", 4, "model.layers.0.self_attn.o_proj"),
+            "model.layers.0.self_attn.o_proj: nf4_block_64 blocks of 64 run over the flattened "
+            "weight, so a row-parallel rank's 32 of K = 128 columns would cut blocks (both must "
+            "be multiples of 64); legal --tp: 1, 2");
   EXPECT_EQ(
       LoadError("producers/ar_llama_auto_gptq_w4g64_sym", 3, "lm_head"),
       "lm_head: N = 128 of the weight is not divisible by tensor-parallel size 3; legal --tp: "
@@ -198,6 +202,8 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   q's 64 rows and o's 64 columns are half blocks.
 //   fp8 per-tensor / per-channel and int8 W8A8 (per-channel weights): as bf16 at --tp 2 (9) and
 //   --tp 4 (gate_up, down, lm_head, and o with K 32: 7).
+//   bitsandbytes 4-bit (blocks of 64 over the flattened weight): as groups of 64 (9 and 5; o's
+//   K 32 per rank would cut blocks); LLM.int8 (one absmax per row) as int8 W8A8 (9 and 7).
 // ModelSlim (tests/data/documented/SOURCES.md): 1 layer, hidden 64, 2 heads of 32, 1 KV head:
 //   qkv [64 + 32 + 32, 64], o [64, 64], gate_up [128 + 128, 64], down [64, 128], lm_head [64, 64]:
 //   all 5 split at --tp 2. A static layer's row ranks are measured as the engines run them: only
@@ -207,35 +213,37 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   and down's K 256 split, gate_up 256 per leg (4 of 5: all but qkv); per-tensor static: all 5.
 INSTANTIATE_TEST_SUITE_P(
     Folders, TpShardsTest,
-    ::testing::Values(Case{"producers/ct_llama_w4a16_g64_sym", 2, 9},
-                      Case{"producers/ct_llama_w4a16_g64_sym", 4, 5},
-                      Case{"producers/ct_llama_w4a16_g64_asym", 2, 9},
-                      Case{"producers/ct_llama_w4a16_channel", 2, 9},
-                      Case{"producers/ct_llama_w4a16_channel", 4, 7},
-                      Case{"producers/ar_llama_auto_awq_w4g64_asym", 2, 9},
-                      Case{"producers/ar_llama_auto_gptq_w4g64_asym", 2, 9},
-                      Case{"producers/ar_llama_auto_gptq_w4g64_sym", 2, 9},
-                      Case{"producers/ar_llama_auto_round_w4g64_asym", 2, 9},
-                      Case{"producers/ar_llama_auto_round_w4g64_sym", 2, 9},
-                      Case{"producers/ar_llama_auto_round_w4g64_sym", 4, 5},
-                      Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 2, 9},
-                      Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 4, 5},
-                      Case{"producers/ct_llama_fp8_dynamic", 2, 9},
-                      Case{"producers/ct_llama_fp8_dynamic", 4, 7},
-                      Case{"producers/ct_llama_fp8_block", 2, 5},
-                      Case{"producers/mo_llama_fp8", 2, 9}, Case{"producers/mo_llama_fp8", 4, 7},
-                      Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
-                      Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
-                      Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
-                      Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
-                      Case{"producers/ct_llama_w8a8_int8_static", 2, 9},
-                      Case{"producers/ct_llama_w8a8_int8_static_asym", 2, 9},
-                      Case{"documented/modelslim_llama_w8a8", 2, 5},
-                      Case{"documented/modelslim_llama_w8a8_fp16", 2, 5},
-                      Case{"documented/modelslim_llama_w8a8_dynamic", 2, 5},
-                      Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
-                      Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
-                      Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));
+    ::testing::Values(
+        Case{"producers/ct_llama_w4a16_g64_sym", 2, 9},
+        Case{"producers/ct_llama_w4a16_g64_sym", 4, 5},
+        Case{"producers/ct_llama_w4a16_g64_asym", 2, 9},
+        Case{"producers/ct_llama_w4a16_channel", 2, 9},
+        Case{"producers/ct_llama_w4a16_channel", 4, 7},
+        Case{"producers/ar_llama_auto_awq_w4g64_asym", 2, 9},
+        Case{"producers/ar_llama_auto_gptq_w4g64_asym", 2, 9},
+        Case{"producers/ar_llama_auto_gptq_w4g64_sym", 2, 9},
+        Case{"producers/ar_llama_auto_round_w4g64_asym", 2, 9},
+        Case{"producers/ar_llama_auto_round_w4g64_sym", 2, 9},
+        Case{"producers/ar_llama_auto_round_w4g64_sym", 4, 5},
+        Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 2, 9},
+        Case{"producers/gm_llama_gptq_w4g64_sym_desc_act", 4, 5},
+        Case{"producers/ct_llama_fp8_dynamic", 2, 9}, Case{"producers/ct_llama_fp8_dynamic", 4, 7},
+        Case{"producers/ct_llama_fp8_block", 2, 5}, Case{"producers/mo_llama_fp8", 2, 9},
+        Case{"producers/mo_llama_fp8", 4, 7},
+        Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
+        Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
+        Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
+        Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
+        Case{"producers/ct_llama_w8a8_int8_static", 2, 9},
+        Case{"producers/ct_llama_w8a8_int8_static_asym", 2, 9},
+        Case{"producers/bnb_llama_nf4_dq", 2, 9}, Case{"producers/bnb_llama_nf4_dq", 4, 5},
+        Case{"producers/bnb_llama_fp4", 2, 9}, Case{"producers/bnb_llama_int8", 2, 9},
+        Case{"producers/bnb_llama_int8", 4, 7}, Case{"documented/modelslim_llama_w8a8", 2, 5},
+        Case{"documented/modelslim_llama_w8a8_fp16", 2, 5},
+        Case{"documented/modelslim_llama_w8a8_dynamic", 2, 5},
+        Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
+        Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
+        Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));
 
 }  // namespace
 }  // namespace quantpath
