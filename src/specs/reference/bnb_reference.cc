@@ -57,7 +57,7 @@ Result<ReferenceLeg> DequantizeBnb4Leg(const Checkpoint& checkpoint, const Quant
 Result<ReferenceLeg> DequantizeBnb8Leg(const Checkpoint& checkpoint, const QuantScheme&,
                                        std::string_view layer, const std::string& prefix) {
   QP_ASSIGN_OR_RETURN(ReferenceLeg leg,
-                      reference::ReadWeight(checkpoint, SourceLayout::kBnb8bit, layer, prefix));
+                      reference::ReadInt8Weight(checkpoint, layer, prefix + ".weight"));
   TensorInfo info;
   QP_ASSIGN_OR_RETURN(std::vector<double> scb,
                       reference::ReadDoubles(checkpoint, layer, prefix + ".SCB", &info));
