@@ -11,7 +11,6 @@
 //   weight.quant_state.bitsandbytes__nf4|fp4  the JSON quant state (bnb_quant_state.h), whose
 //                           blocksize must be the spec's b and whose shape must be [N, K].
 // Non-goals (later): MoE experts.
-#include <cstring>
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
