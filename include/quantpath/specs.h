@@ -103,8 +103,7 @@ struct SpecKey {
   std::array<int64_t, 2> block{};  // 2-D scale blocks [rows, cols] (fp8 block)
   bool zero_point = false;         // asymmetric: stored zero points
   ScaleVariant scales = ScaleVariant::kNone;
-  bool double_quant = false;  // scales themselves quantized (bitsandbytes)
-  bool act_order = false;     // kernels permute X by g_idx at run time
+  bool act_order = false;  // kernels permute X by g_idx at run time
   bool operator==(const SpecKey&) const = default;
   // The spec_id, written by the family's row ("fp8_block_128_128"); "?" for an unregistered family.
   std::string ToId() const;

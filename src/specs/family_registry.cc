@@ -104,7 +104,7 @@ size_t SpecKeyHash::operator()(const SpecKey& key) const {
   mix(static_cast<uint64_t>(key.block[0]));
   mix(static_cast<uint64_t>(key.block[1]));
   mix((static_cast<uint64_t>(key.zero_point) << 0) | (static_cast<uint64_t>(key.scales) << 1) |
-      (static_cast<uint64_t>(key.double_quant) << 4) | (static_cast<uint64_t>(key.act_order) << 5));
+      (static_cast<uint64_t>(key.act_order) << 5));
   return static_cast<size_t>(h);
 }
 

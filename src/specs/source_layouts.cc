@@ -63,11 +63,12 @@ constexpr SourceTensor kModelOptW4A8Awq[] = {
     {S::kPreQuantScale, ".pre_quant_scale", false},
     {S::kInputScale, ".input_scale", false}};
 // bitsandbytes 4-bit: the packed codes and their quant state, serialized next to the weight.
+// Double quantization's nested tensors are read only to resolve the absmax (bnb_family.h).
 constexpr SourceTensor kBnb4bit[] = {
     {S::kWeight, ".weight", true},
     {S::kWeightScale, ".weight.absmax", true},
     {std::nullopt, ".weight.quant_map", true},
-    {S::kWeightGlobalScale, ".weight.nested_absmax", false},
+    {std::nullopt, ".weight.nested_absmax", false},
     {std::nullopt, ".weight.nested_quant_map", false},
     {std::nullopt, ".weight.quant_state.bitsandbytes__nf4", false},
     {std::nullopt, ".weight.quant_state.bitsandbytes__fp4", false}};

@@ -142,9 +142,9 @@ const KernelRegistrar kRegisterToyKernel(std::make_unique<ToyKernel>());
 const ReferenceRegistrar kRegisterToyReference(SourceLayout::kAwqGemv, &DequantizeToyLeg);
 
 // Two oracles for one source layout would make the reference ambiguous: no layout of the library
-// has an entry for bitsandbytes int8 yet, so two are registered here to see the error.
-const ReferenceRegistrar kFirstBnb8(SourceLayout::kBnb8bit, &DequantizeToyLeg);
-const ReferenceRegistrar kSecondBnb8(SourceLayout::kBnb8bit, &DequantizeToyLeg);
+// has an entry for AWQ's gemv packing, so two are registered here to see the error.
+const ReferenceRegistrar kFirstGemv(SourceLayout::kAwqGemv, &DequantizeToyLeg);
+const ReferenceRegistrar kSecondGemv(SourceLayout::kAwqGemv, &DequantizeToyLeg);
 
 QuantScheme ToyScheme() {
   QuantScheme s;
@@ -208,11 +208,11 @@ TEST(ToyFamilyTest, ReachesEveryGenericPath) {
 TEST(ToyFamilyTest, TwoReferenceEntriesForOneLayoutAreAnError) {
   Checkpoint checkpoint = testing::OpenTestCheckpoint({});
   QuantScheme scheme = ToyScheme();
-  scheme.weight.load.layout = SourceLayout::kBnb8bit;
+  scheme.weight.load.layout = SourceLayout::kAwqGemv;
   Result<ReferenceLayer> ref =
       DequantizeReference(checkpoint, scheme, "toy.proj", {"toy.proj"}, false);
   ASSERT_FALSE(ref.ok());
-  EXPECT_NE(ref.status().message().find("bnb-8bit has 2 reference entries"), std::string::npos)
+  EXPECT_NE(ref.status().message().find("awq-gemv has 2 reference entries"), std::string::npos)
       << ref.status().message();
 }
 

@@ -179,6 +179,10 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
       "model.layers.0.self_attn.o_proj: int4_group_64 with tensor-parallel size 4 splits K = "
       "128 into slices of 32 columns, which is not a multiple of the group size 64; legal "
       "--tp: 1, 2");
+  EXPECT_EQ(LoadError("producers/bnb_llama_nf4_dq", 4, "model.layers.0.self_attn.o_proj"),
+            "model.layers.0.self_attn.o_proj: nf4_block_64 blocks of 64 run over the flattened "
+            "weight, so a row-parallel rank's 32 of K = 128 columns would cut blocks (both must "
+            "be multiples of 64); legal --tp: 1, 2");
   EXPECT_EQ(
       LoadError("producers/ar_llama_auto_gptq_w4g64_sym", 3, "lm_head"),
       "lm_head: N = 128 of the weight is not divisible by tensor-parallel size 3; legal --tp: "
@@ -204,6 +208,8 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   MXFP4 / MXFP8 (one scale per row and 32 columns): as bf16 at --tp 2 (9) and --tp 4 (7: o's
 //   K 32 is one whole block); a row rank's MX activations are the whole layer's blocks of its
 //   columns, so the sum is within the weight-only tolerance.
+//   bitsandbytes 4-bit (blocks of 64 over the flattened weight): as groups of 64 (9 and 5; o's
+//   K 32 per rank would cut blocks); LLM.int8 (one absmax per row) as int8 W8A8 (9 and 7).
 // ModelSlim (tests/data/documented/SOURCES.md): 1 layer, hidden 64, 2 heads of 32, 1 KV head:
 //   qkv [64 + 32 + 32, 64], o [64, 64], gate_up [128 + 128, 64], down [64, 128], lm_head [64, 64]:
 //   all 5 split at --tp 2; MX at --tp 4 splits gate_up, down (K 32 per rank) and lm_head, not qkv
@@ -248,7 +254,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"documented/modelslim_llama_w4a4_mxfp4", 4, 3},
         Case{"documented/modelslim_llama_w4a8_mxfp", 2, 5},
         Case{"documented/modelslim_llama_w8a8_mxfp8", 2, 5},
-        Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
+        Case{"producers/bnb_llama_nf4_dq", 2, 9}, Case{"producers/bnb_llama_nf4_dq", 4, 5},
+        Case{"producers/bnb_llama_fp4", 2, 9}, Case{"producers/bnb_llama_int8", 2, 9},
+        Case{"producers/bnb_llama_int8", 4, 7}, 
+                        Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
         Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
         Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));
 

@@ -149,11 +149,11 @@ TEST(DequantizeReferenceTest, TheSourceLayoutChoosesTheEntry) {
   EXPECT_EQ(DequantizeReference(checkpoint, scheme, "l", {"a"}, false)->weight,
             (std::vector<double>{3, 3}));
   // A layout without an entry is an error naming it.
-  scheme.weight.load.layout = SourceLayout::kBnb4bit;
-  Result<ReferenceLayer> bnb = DequantizeReference(checkpoint, scheme, "l", {"a"}, false);
-  ASSERT_FALSE(bnb.ok());
-  EXPECT_EQ(bnb.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(bnb.status().message().find("source layout bnb-4bit"), std::string::npos);
+  scheme.weight.load.layout = SourceLayout::kAwqGemv;
+  Result<ReferenceLayer> none = DequantizeReference(checkpoint, scheme, "l", {"a"}, false);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(none.status().message().find("source layout awq-gemv"), std::string::npos);
 }
 
 }  // namespace

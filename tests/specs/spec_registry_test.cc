@@ -164,8 +164,8 @@ TEST(StorageOnlyFamiliesTest, IdsAndBytes) {
       {"mxfp8_block_32", 8, 256, 2048 + 64},
       // bitsandbytes blocks over the flattened 2048 values: 32 blocks.
       {"nf4_block_64", 8, 256, 1024 + 32 * 4},
-      {"nf4_block_64_dq", 8, 256, 1024 + 32 + 4},
       {"fp4_block_64", 8, 256, 1024 + 32 * 4},
+      {"int8_rowwise_bnb", 8, 256, 2048 + 8 * 4},
   };
   for (const Row& r : rows) {
     Result<SpecKey> key = ParseSpecId(r.id);
@@ -175,7 +175,8 @@ TEST(StorageOnlyFamiliesTest, IdsAndBytes) {
     Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(*key);
     ASSERT_FALSE(spec.ok()) << r.id;
     EXPECT_EQ(spec.status().code(), ErrorCode::kUnsupported);
-    const bool loads = r.id.starts_with("int") || r.id == "nvfp4_block_16_linear";
+    const bool loads = r.id.starts_with("int") || r.id == "nvfp4_block_16_linear" ||
+                       r.id.starts_with("nf4") || r.id.starts_with("fp4");
     EXPECT_NE(spec.status().message().find(loads ? "source layout dense cannot be loaded"
                                                  : "not implemented in this build"),
               std::string::npos)

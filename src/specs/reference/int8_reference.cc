@@ -53,22 +53,6 @@ Result<std::vector<double>> ReadIntegers(const Checkpoint& checkpoint, std::stri
   return out;
 }
 
-Result<ReferenceLeg> ReadInt8Weight(const Checkpoint& checkpoint, std::string_view layer,
-                                    const std::string& name) {
-  Result<TensorView> view = checkpoint.Get(name);
-  if (!view.ok()) return view.status().WithContext(layer);
-  const TensorInfo& info = *view->info;
-  if (info.dtype != StDtype::kI8 || info.shape.size() != 2) {
-    return InvalidInput(fmt::format("{}: tensor {} is {} {}, expected an I8 matrix", layer, name,
-                                    StDtypeName(info.dtype), info.shape.size()));
-  }
-  ReferenceLeg leg{info.shape[0], info.shape[1], {}};
-  leg.weight.resize(static_cast<size_t>(leg.rows * leg.cols));
-  for (size_t i = 0; i < leg.weight.size(); ++i)
-    leg.weight[i] = static_cast<int8_t>(view->bytes[i]);
-  return leg;
-}
-
 Status CheckInt8(const QuantScheme& scheme, std::string_view layer) {
   if (scheme.weight.dtype == QDType::kINT8) return {};
   return Unsupported(fmt::format("{}: the int8 reference reads int8 weights, not {}", layer,
@@ -78,7 +62,8 @@ Status CheckInt8(const QuantScheme& scheme, std::string_view layer) {
 Result<ReferenceLeg> DequantizeCtInt8Leg(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                          std::string_view layer, const std::string& prefix) {
   QP_RETURN_IF_ERROR(CheckInt8(scheme, layer));
-  QP_ASSIGN_OR_RETURN(ReferenceLeg leg, ReadInt8Weight(checkpoint, layer, prefix + ".weight"));
+  QP_ASSIGN_OR_RETURN(ReferenceLeg leg,
+                      reference::ReadInt8Weight(checkpoint, layer, prefix + ".weight"));
   const int64_t rows = leg.rows;
   const int64_t cols = leg.cols;
   TensorInfo info;
@@ -135,7 +120,8 @@ Result<ReferenceLeg> DequantizeModelSlimInt8Leg(const Checkpoint& checkpoint,
     return reference::DequantizeMxLeg(checkpoint, scheme, SourceLayout::kModelSlim, layer, prefix);
   }
   QP_RETURN_IF_ERROR(CheckInt8(scheme, layer));
-  QP_ASSIGN_OR_RETURN(ReferenceLeg leg, ReadInt8Weight(checkpoint, layer, prefix + ".weight"));
+  QP_ASSIGN_OR_RETURN(ReferenceLeg leg,
+                      reference::ReadInt8Weight(checkpoint, layer, prefix + ".weight"));
   TensorInfo info;
   QP_ASSIGN_OR_RETURN(std::vector<double> s,
                       reference::ReadDoubles(checkpoint, layer, prefix + ".weight_scale", &info));

@@ -34,6 +34,22 @@ Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layou
   return leg;
 }
 
+Result<ReferenceLeg> ReadInt8Weight(const Checkpoint& checkpoint, std::string_view layer,
+                                    const std::string& name) {
+  Result<TensorView> view = checkpoint.Get(name);
+  if (!view.ok()) return view.status().WithContext(layer);
+  const TensorInfo& info = *view->info;
+  if (info.dtype != StDtype::kI8 || info.shape.size() != 2) {
+    return InvalidInput(fmt::format("{}: tensor {} is {} {}, expected an I8 matrix", layer, name,
+                                    StDtypeName(info.dtype), info.shape.size()));
+  }
+  ReferenceLeg leg{info.shape[0], info.shape[1], {}};
+  leg.weight.resize(static_cast<size_t>(leg.rows * leg.cols));
+  for (size_t i = 0; i < leg.weight.size(); ++i)
+    leg.weight[i] = static_cast<int8_t>(view->bytes[i]);
+  return leg;
+}
+
 Status ApplyRowScaleAndOffset(std::string_view layer, const std::string& prefix,
                               const std::vector<double>& scale, const std::vector<double>& offset,
                               ReferenceLeg* leg) {

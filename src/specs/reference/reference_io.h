@@ -1,5 +1,5 @@
-// Checkpoint reads shared by the reference entries: a tensor as doubles, a leg's 2-D weight, and
-// ModelSlim's per-row scale and offset.
+// Checkpoint reads shared by the reference entries: a tensor as doubles, a leg's 2-D weight, an
+// int8 weight, and ModelSlim's per-row scale and offset.
 #pragma once
 
 #include <string>
@@ -18,6 +18,11 @@ Result<std::vector<double>> ReadDoubles(const Checkpoint& checkpoint, std::strin
 // Reads `<prefix><suffix of kWeight in layout>` as a [rows, cols] matrix of doubles.
 Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layout,
                                 std::string_view layer, const std::string& prefix);
+
+// Reads the I8 matrix `name` (int8 codes) as doubles; other dtypes or ranks are an error naming
+// the tensor and the layer.
+Result<ReferenceLeg> ReadInt8Weight(const Checkpoint& checkpoint, std::string_view layer,
+                                    const std::string& name);
 
 // ModelSlim's per-row dequantization of `leg`'s codes, w = (q − offset[r]) · scale[r]; an error
 // naming the layer when either has other than one value per row.
