@@ -120,11 +120,12 @@ void CheckRanksAddUp(const std::string& dir) {
     // Column ranks see all of X; a down rank quantizing its columns per token takes their own
     // absmax (as vLLM's ranks do), so its X rounds differently: bounded as tp_shards_test does.
     const ActMode mode = whole->activation.mode;
-    // int4 activations (ModelSlim W4A4_DYNAMIC) round to 16 levels: bounded at 2.5e-1.
+    // int4 activations (ModelSlim W4A4_DYNAMIC) round to 16 levels: measured up to 4.9e-2,
+    // bounded at 2e-1 as tp_shards_test does.
     const bool requantized = mode == ActMode::kDynamicPerToken;
     const bool int4_act = whole->activation.dtype == QDType::kINT4;
     const double bound =
-        requantized ? (int4_act ? 2.5e-1 : 1e-1) : ToleranceFor(whole->key, ActMode::kNone);
+        requantized ? (int4_act ? 2e-1 : 1e-1) : ToleranceFor(whole->key, ActMode::kNone);
     const double rel = max_diff / max_ref;
     EXPECT_LE(rel, bound);
     std::cout << dir << " " << site.path << ": ranks' sum vs tp 1 rel " << rel << " (bound "

@@ -150,11 +150,11 @@ TEST_P(TpShardsTest, RanksAddUpToTheWholeLayer) {
     const ActMode mode = whole->activation.mode;
     const bool requantized =
         row_parallel && (mode == ActMode::kDynamicPerToken || mode == ActMode::kDynamicPerTensor);
-    // int4 activations (ModelSlim W4A4_DYNAMIC) round to 16 levels, so the ranks' own absmax
-    // moves X further: measured up to 1.4e-1 on these K of 64 and 128, bounded at 2.5e-1.
+    // int4 activations (ModelSlim W4A4_DYNAMIC) round to 16 levels, so a rank's own absmax moves
+    // X further: measured up to 8.6e-2 (o_proj, K 64 in two slices of 32), bounded at 2e-1.
     const bool int4_act = whole->activation.dtype == QDType::kINT4;
     const double bound =
-        requantized ? (int4_act ? 2.5e-1 : 1e-1) : ToleranceFor(whole->key, ActMode::kNone);
+        requantized ? (int4_act ? 2e-1 : 1e-1) : ToleranceFor(whole->key, ActMode::kNone);
     EXPECT_LE(rel, bound) << (row_parallel ? "row" : "column");
     std::cout << c.dir << " tp " << c.tp << " " << site.path << " " << whole->key.ToId()
               << (row_parallel ? " row" : " column") << ": ranks vs reference rel " << worst_rank
