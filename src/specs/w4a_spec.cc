@@ -13,7 +13,11 @@
 // Tensor-parallel slices: a column split takes each leg's rows (whole row pairs in packing new),
 // a row split its columns, every row's scale whole; the layer's bias stays on rank 0 (spec_common).
 // The files hold no other per-layer term (no quant_bias), so no rank adds more than its product.
-// Non-goals: grouped W4A8_DYNAMIC (weight_scale_second, a second scale level).
+// Non-goals: grouped W4A8_DYNAMIC (weight_scale_second, a second scale level per group). SGLang's
+// NPUW4A8DynamicLinearMethod and vllm-ascend's AscendW4A8DynamicLinearMethod run it through
+// npu_weight_quant_batchmatmul: X stays in the model dtype and W = w · (weight_scale ·
+// weight_scale_second) per group (_process_scale_second / process_scale_second; the offsets are
+// not read), a W4A16 product that this spec's int8 activations do not describe.
 #include "fmt/format.h"
 #include "src/specs/int_family.h"
 #include "src/specs/spec_common.h"
@@ -215,9 +219,10 @@ Result<std::unique_ptr<WeightSpec>> MakeW4aSpec(const SpecKey& key, const Activa
         "{} with {} activations: ModelSlim's int4 weights load per channel, symmetric "
         "(int4_channel){}",
         id, act.ToString(),
-        key.family == kIntGroupFamily ? "; grouped W4A8_DYNAMIC (weight_scale_second) is not "
-                                        "implemented yet"
-                                      : ""));
+        key.family == kIntGroupFamily
+            ? "; grouped W4A8_DYNAMIC (weight_scale_second) is not loaded: the NPU methods run it "
+              "as a weight-dequant product with unquantized activations, not int8 ones"
+            : ""));
   }
   if (act.mode != ActMode::kDynamicPerToken || !act.symmetric ||
       (act.dtype != QDType::kINT4 && act.dtype != QDType::kINT8)) {
