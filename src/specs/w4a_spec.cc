@@ -10,8 +10,14 @@
 // The files do not say which packing they hold, so the packing comes from the option
 // (LoadFacts::int4_pairs); a weight whose shape is the other packing's is an error naming both.
 // Codes are stored as q = w + 8, the scales exactly in their 16-bit dtype.
-// Non-goals: grouped W4A8_DYNAMIC (weight_scale_second, a second scale level), tensor-parallel
-// slices and MoE experts (not yet).
+// Tensor-parallel slices: a column split takes each leg's rows (whole row pairs in packing new),
+// a row split its columns, every row's scale whole; the layer's bias stays on rank 0 (spec_common).
+// The files hold no other per-layer term (no quant_bias), so no rank adds more than its product.
+// Non-goals: grouped W4A8_DYNAMIC (weight_scale_second, a second scale level per group). SGLang's
+// NPUW4A8DynamicLinearMethod and vllm-ascend's AscendW4A8DynamicLinearMethod run it through
+// npu_weight_quant_batchmatmul: X stays in the model dtype and W = w · (weight_scale ·
+// weight_scale_second) per group (_process_scale_second / process_scale_second; the offsets are
+// not read), a W4A16 product that this spec's int8 activations do not describe.
 #include "fmt/format.h"
 #include "src/specs/int_family.h"
 #include "src/specs/spec_common.h"
@@ -72,13 +78,19 @@ class W4aSpec final : public specs_internal::KeyedSpec {
  private:
   bool pairs() const { return facts_.int4_pairs; }
 
+  // This rank's rows and columns (spec_common.h). With two rows per byte (packing new) a column
+  // split must keep whole row pairs, as SGLang's loader cuts the stored [N / 2, K] tensor along
+  // its first dimension: an odd count of rows per rank is an error.
   Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, specs_internal::ComputeGeometry(request));
-    if (request.tp_size > 1) {
-      return Unsupported(fmt::format(
-          "{}: {} with {} activations at tensor-parallel size {}: ModelSlim int4 weights are "
-          "not split across ranks yet",
-          request.layer, key_.ToId(), activation_.ToString(), request.tp_size));
+    if (!pairs() || request.tp_size == 1) return g;
+    for (size_t leg = 0; leg < g.leg_rows.size(); ++leg) {
+      if (g.leg_rows[leg] % 2 == 0) continue;
+      return InvalidInput(fmt::format(
+          "{}: {} with tensor-parallel size {} gives N = {} of {} {} rows per rank; "
+          "--modelslim-packing new stores two rows per int8, so each rank needs an even count",
+          request.layer, key_.ToId(), request.tp_size, g.full_leg_rows[leg],
+          specs_internal::LegLabel(request, leg), g.leg_rows[leg]));
     }
     return g;
   }
@@ -123,9 +135,12 @@ class W4aSpec final : public specs_internal::KeyedSpec {
     QP_RETURN_IF_ERROR(CheckShape(w, layer, rows, cols));
     ParamTensor& dst = params->tensor(Slot::kWeight);
     const auto* src = reinterpret_cast<const uint8_t*>(w.bytes.data());
-    for (int64_t r = 0; r < rows; ++r) {
-      uint8_t* to = dst.data<uint8_t>() + (g.leg_offsets[leg] + r) * dst.row_bytes();
-      for (int64_t c = 0; c < cols; ++c) {
+    // This rank's rows [leg_src_rows, + leg_rows) and columns [src_col, + cols) of the leg.
+    for (int64_t i = 0; i < g.leg_rows[leg]; ++i) {
+      const int64_t r = g.leg_src_rows[leg] + i;
+      uint8_t* to = dst.data<uint8_t>() + (g.leg_offsets[leg] + i) * dst.row_bytes();
+      for (int64_t j = 0; j < g.cols; ++j) {
+        const int64_t c = g.src_col + j;
         int code = 0;
         if (pairs()) {
           const uint8_t byte = src[(r / 2) * cols + c];
@@ -139,7 +154,7 @@ class W4aSpec final : public specs_internal::KeyedSpec {
                             layer, w.info->name, code, r, c));
           }
         }
-        WriteCode(to, c, 4, static_cast<uint32_t>(code + 8));
+        WriteCode(to, j, 4, static_cast<uint32_t>(code + 8));
       }
     }
     return CheckZeroOffset(checkpoint, prefix, rows, layer);
@@ -177,8 +192,10 @@ class W4aSpec final : public specs_internal::KeyedSpec {
     ParamTensor& s = params->tensor(Slot::kWeightScale);
     const std::optional<QDType> stored = SixteenBitScaleDtype(view.info->dtype);
     if (leg == 0 && stored && *stored != s.dtype()) s = ParamTensor(*stored, s.rows(), 1);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t i = g.leg_offsets[leg] + r;
+    // A row split keeps every row's scale; a column split this rank's rows.
+    for (int64_t j = 0; j < g.leg_rows[leg]; ++j) {
+      const int64_t r = g.leg_src_rows[leg] + j;
+      const int64_t i = g.leg_offsets[leg] + j;
       specs_internal::StoreFloat(&s, i, values[r]);
       if (LoadFloat(s, i) == values[r]) continue;
       return InvalidInput(fmt::format(
@@ -202,9 +219,10 @@ Result<std::unique_ptr<WeightSpec>> MakeW4aSpec(const SpecKey& key, const Activa
         "{} with {} activations: ModelSlim's int4 weights load per channel, symmetric "
         "(int4_channel){}",
         id, act.ToString(),
-        key.family == kIntGroupFamily ? "; grouped W4A8_DYNAMIC (weight_scale_second) is not "
-                                        "implemented yet"
-                                      : ""));
+        key.family == kIntGroupFamily
+            ? "; grouped W4A8_DYNAMIC (weight_scale_second) is not loaded: the NPU methods run it "
+              "as a weight-dequant product with unquantized activations, not int8 ones"
+            : ""));
   }
   if (act.mode != ActMode::kDynamicPerToken || !act.symmetric ||
       (act.dtype != QDType::kINT4 && act.dtype != QDType::kINT8)) {

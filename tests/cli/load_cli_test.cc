@@ -113,6 +113,12 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_llama_w4a4_mxfp4",
     "documented/modelslim_llama_w4a8_mxfp",
     "documented/modelslim_llama_w8a8_mxfp8",
+    "documented/modelslim_llama_w4a4_dynamic_new",  // the paired packing: --modelslim-packing new
+    "documented/modelslim_llama_w4a8_dynamic_new",
+    "documented/modelslim_qwen3moe_w8a8",
+    "documented/modelslim_qwen3moe_w8a8_dynamic",
+    "documented/modelslim_qwen3moe_w4a4_dynamic",
+    "documented/modelslim_qwen3moe_w4a8_dynamic_new",
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
     "producers/ct_qwen3moe_fp8_block",
@@ -131,8 +137,9 @@ TEST(LoadCli, LoadsEveryFixtureAndAccountsForEveryTensor) {
   for (const char* fixture : kLoadableFixtures) {
     SCOPED_TRACE(fixture);
     const std::string dir = DataDir(fixture);
-    const std::string engine =
+    std::string engine =
         std::string(fixture).find("/sglang_") != std::string::npos ? " --engine sglang" : "";
+    if (std::string_view(fixture).ends_with("_new")) engine += " --modelslim-packing new";
     auto result = RunCli("load " + dir + engine + " --json");
     ASSERT_EQ(result.exit_code, 0) << RunCli("load " + dir + engine, true).out;
     const Json load = ParseOrDie(result.out);

@@ -1,8 +1,9 @@
 // libFuzzer target: a safetensors file holding one small ModelSlim int4 layer `m` (weight I8,
 // weight_scale, weight_offset) → for both 4-bit packings and both activation types (int4, int8
 // dynamic per token), allocate (shape from the `m.weight` header: [N, K] one code per byte, or
-// [N / 2, K] two), load, convert, one Forward on a fixed input, and the fp64 reference. Nothing
-// may crash; errors are fine.
+// [N / 2, K] two), load, convert, one Forward on a fixed input, and the fp64 reference; then the
+// last rank of a column and of a row split at tensor-parallel size 2. Nothing may crash; errors
+// are fine.
 // seeds: tests/fuzz/seeds/w4a_loader/*
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +14,8 @@ namespace {
 
 using namespace quantpath;
 
-void Run(const Checkpoint& checkpoint, bool pairs, QDType activations, int64_t n, int64_t k) {
+void Run(const Checkpoint& checkpoint, bool pairs, QDType activations, int64_t n, int64_t k,
+         Parallel parallel = Parallel::kReplicated, int tp = 1) {
   QuantScheme scheme;
   scheme.weight.dtype = QDType::kINT4;
   scheme.weight.granularity = Granularity::kPerChannel;
@@ -29,7 +31,7 @@ void Run(const Checkpoint& checkpoint, bool pairs, QDType activations, int64_t n
   act.dtype = activations;
   SpecKey key{SpecFamily("int_channel")};
   key.bits = 4;
-  fuzz::RunLayer(checkpoint, scheme, key, act, n, k);
+  fuzz::RunLayer(checkpoint, scheme, key, act, n, k, parallel, tp, tp - 1);
 }
 
 }  // namespace
@@ -45,6 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Each packing reads the shape it expects, and the other one's, which must be refused.
       Run(*checkpoint, pairs, activations, rows, k);
       Run(*checkpoint, pairs, activations, 2 * rows, k);
+      Run(*checkpoint, pairs, activations, pairs ? 2 * rows : rows, k, Parallel::kColumn, 2);
+      Run(*checkpoint, pairs, activations, pairs ? 2 * rows : rows, k, Parallel::kRow, 2);
     }
   }
   return 0;

@@ -64,21 +64,25 @@ inline std::vector<float> FixedInput(int64_t m, int64_t k) {
 // Small layers only: the seeds are [16, 128], and larger shapes only slow the search down.
 inline bool SmallShape(int64_t n, int64_t k) { return n > 0 && k > 0 && n <= 512 && k <= 512; }
 
-// Allocates [n, k] in the spec of `key`, loads `m` from `checkpoint`, runs one Forward and the
-// fp64 reference of `scheme`.
+// Allocates [n, k] in the spec of `key` (rank `tp_rank` of `tp_size`, split as `parallel` says),
+// loads `m` from `checkpoint`, runs one Forward and the fp64 reference of `scheme`.
 inline void RunLayer(const Checkpoint& checkpoint, const QuantScheme& scheme, const SpecKey& key,
-                     const ActivationQuant& act, int64_t n, int64_t k) {
+                     const ActivationQuant& act, int64_t n, int64_t k,
+                     Parallel parallel = Parallel::kReplicated, int tp_size = 1, int tp_rank = 0) {
   Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, scheme.weight.load);
   if (!spec.ok()) return;
   AllocationRequest request;
   request.layer = "m";
   request.shape = {n, k};
+  request.parallel = parallel;
+  request.tp_size = tp_size;
+  request.tp_rank = tp_rank;
   Result<std::shared_ptr<Dispatcher>> dispatcher = Dispatcher::Default();
   if (!dispatcher.ok()) return;
   Result<Linear> linear = LoadLinear(std::move(*spec), request, checkpoint, {"m"}, *dispatcher);
   (void)DequantizeReference(checkpoint, scheme, "m", {"m"}, false);
   if (!linear.ok()) return;
-  (void)linear->Forward(FixedInput(2, k), 2);
+  (void)linear->Forward(FixedInput(2, linear->in_features()), 2);
 }
 
 // One way to read an int4 layer: the source layout and the scheme's facts.

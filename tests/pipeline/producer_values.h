@@ -54,8 +54,10 @@ struct ProducerFolder {
   std::shared_ptr<const SafetensorsFile> saved;
 };
 inline Result<ProducerFolder> OpenProducerFolder(const std::string& dir,
-                                                 std::string_view engine = "native") {
+                                                 std::string_view engine = "native",
+                                                 std::string_view modelslim_packing = "") {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
+  QP_RETURN_IF_ERROR(options.SetModelSlimPacking(modelslim_packing));
   QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
   ProducerFolder folder{std::make_unique<Model>(std::move(model)), {}, nullptr};
   QP_ASSIGN_OR_RETURN(folder.layers, DecideAll(*folder.model));

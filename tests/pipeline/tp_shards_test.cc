@@ -35,6 +35,8 @@ std::ostream& operator<<(std::ostream& os, const Case& c) {
 
 Result<Model> Open(const std::string& dir, int tp) {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu", "auto", tp));
+  // ModelSlim's folders in the paired 4-bit packing say so by name; the files cannot.
+  if (dir.ends_with("_new")) QP_RETURN_IF_ERROR(options.SetModelSlimPacking("new"));
   return OpenModel(std::string(QUANTPATH_TEST_DATA) + "/" + dir, options);
 }
 
@@ -148,7 +150,11 @@ TEST_P(TpShardsTest, RanksAddUpToTheWholeLayer) {
     const ActMode mode = whole->activation.mode;
     const bool requantized =
         row_parallel && (mode == ActMode::kDynamicPerToken || mode == ActMode::kDynamicPerTensor);
-    const double bound = requantized ? 1e-1 : ToleranceFor(whole->key, ActMode::kNone);
+    // int4 activations (ModelSlim W4A4_DYNAMIC) round to 16 levels, so a rank's own absmax moves
+    // X further: measured up to 8.6e-2 (o_proj, K 64 in two slices of 32), bounded at 2e-1.
+    const bool int4_act = whole->activation.dtype == QDType::kINT4;
+    const double bound =
+        requantized ? (int4_act ? 2e-1 : 1e-1) : ToleranceFor(whole->key, ActMode::kNone);
     EXPECT_LE(rel, bound) << (row_parallel ? "row" : "column");
     std::cout << c.dir << " tp " << c.tp << " " << site.path << " " << whole->key.ToId()
               << (row_parallel ? " row" : " column") << ": ranks vs reference rel " << worst_rank
@@ -216,6 +222,9 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   (2 heads) or o (K 16 per rank, half a 32-block): 3. A static layer's row ranks are measured as
 //   the engines run them: only rank 0 adds the checkpoint's quant_bias (LoadReference says how the
 //   reference follows).
+//   The int4 folders (W4A4_DYNAMIC, W4A8_DYNAMIC) split the same 5 in both packings: the paired
+//   one (`_new`, two rows per byte) gives every rank whole row pairs (q 32, k/v 32, gate/up 64);
+//   at --tp 4 all but qkv (2 heads) split: o and down by K, gate/up 32 rows per leg, lm_head (4).
 // llama-tiny-fp8-*: 1 layer, hidden 256, 4 heads, 2 KV heads of 64, intermediate 512, vocab 256:
 //   qkv [256 + 128 + 128, 256]. Block 128×128 at --tp 2: qkv's k/v slices are 64 rows, o's K 128
 //   and down's K 256 split, gate_up 256 per leg (4 of 5: all but qkv); per-tensor static: all 5.
@@ -239,8 +248,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"producers/ct_llama_fp8_block", 2, 5}, Case{"producers/mo_llama_fp8", 2, 9},
         Case{"producers/mo_llama_fp8", 4, 7},
         Case{"producers/mo_llama_fp8_per_channel_per_token", 2, 9},
-        Case{"producers/mo_llama_fp8_pb_wo", 2, 5},
-        Case{"producers/mo_llama_w4a8_awq", 2, 7},
+        Case{"producers/mo_llama_fp8_pb_wo", 2, 5}, Case{"producers/mo_llama_w4a8_awq", 2, 7},
         Case{"producers/ct_llama_w8a8_int8_dynamic", 2, 9},
         Case{"producers/ct_llama_w8a8_int8_dynamic", 4, 7},
         Case{"producers/ct_llama_w8a8_int8_static", 2, 9},
@@ -256,8 +264,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"documented/modelslim_llama_w8a8_mxfp8", 2, 5},
         Case{"producers/bnb_llama_nf4_dq", 2, 9}, Case{"producers/bnb_llama_nf4_dq", 4, 5},
         Case{"producers/bnb_llama_fp4", 2, 9}, Case{"producers/bnb_llama_int8", 2, 9},
-        Case{"producers/bnb_llama_int8", 4, 7}, 
-                        Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
+        Case{"producers/bnb_llama_int8", 4, 7},
+        Case{"documented/modelslim_llama_w4a4_dynamic", 2, 5},
+        Case{"documented/modelslim_llama_w4a4_dynamic_new", 2, 5},
+        Case{"documented/modelslim_llama_w4a8_dynamic", 2, 5},
+        Case{"documented/modelslim_llama_w4a8_dynamic_new", 2, 5},
+        Case{"documented/modelslim_llama_w4a8_dynamic_new", 4, 4},
+        Case{"checkpoints/llama-tiny-fp8-sharded", 2, 4},
         Case{"checkpoints/llama-tiny-fp8-static", 2, 5},
         Case{"checkpoints/llama-tiny-fp8-static", 4, 5}));
 

@@ -6,7 +6,11 @@
 //   2. a seeded run of every dense and fused layer is within the family's tolerance, and within
 //      1e-6 of the reference, which quantizes X with the kernel's own fp32 arithmetic;
 //   3. errors: a weight in the other packing's shape names both packings, a non-zero weight
-//      offset and an out-of-range code name the tensor and the layer.
+//      offset and an out-of-range code name the tensor and the layer;
+//   4. tensor-parallel slices of one small layer: a rank holds exactly its rows (column split,
+//      whole row pairs in the paired packing) or its columns with every row's scale (row split);
+//      an odd count of rows per rank in the paired packing is an error naming the layer, the
+//      dimension and the rows. (tp_shards_test.cc runs the fixtures' ranks against the reference.)
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -213,6 +217,91 @@ TEST(W4aErrors, OffsetsAndCodesAreChecked) {
   EXPECT_NE(code.message().find("m: tensor m.weight holds 9 at [1, 1], not an int4 code"),
             std::string::npos)
       << code.message();
+}
+
+// Codes q[r][c] = (r * 8 + c) % 16 − 8 of one [rows, 8] layer `m`, in the packing `pairs` names,
+// with row scales 0.5 · (r + 1), loaded through the spec on rank `rank` of `tp`.
+Result<LinearParams> LoadSlice(bool pairs, int64_t rows, Parallel parallel, int tp, int rank) {
+  SpecKey key{kIntChannelFamily};
+  key.bits = 4;
+  ActivationQuant act;
+  act.mode = ActMode::kDynamicPerToken;
+  act.dtype = QDType::kINT8;
+  LoadFacts facts;
+  facts.layout = SourceLayout::kModelSlim;
+  facts.int4_pairs = pairs;
+  QP_ASSIGN_OR_RETURN(std::unique_ptr<WeightSpec> spec, MakeSpec(key, act, facts));
+  constexpr int64_t kCols = 8;
+  std::vector<uint8_t> bytes(static_cast<size_t>((pairs ? rows / 2 : rows) * kCols), 0);
+  std::vector<float> scales;
+  for (int64_t r = 0; r < rows; ++r) {
+    scales.push_back(0.5f * static_cast<float>(r + 1));
+    for (int64_t c = 0; c < kCols; ++c) {
+      const int code = static_cast<int>((r * 8 + c) % 16) - 8;
+      if (!pairs) {
+        bytes[r * kCols + c] = static_cast<uint8_t>(static_cast<int8_t>(code));
+      } else {
+        bytes[(r / 2) * kCols + c] |= static_cast<uint8_t>((code & 0xF) << (r % 2 == 0 ? 0 : 4));
+      }
+    }
+  }
+  const Checkpoint checkpoint = testing::OpenTestCheckpoint({
+      {"m.weight", "I8", {pairs ? rows / 2 : rows, kCols}, bytes},
+      testing::Bf16Tensor("m.weight_scale", {rows, 1}, scales),
+  });
+  AllocationRequest request;
+  request.layer = "m";
+  request.shape = {rows, kCols};
+  request.parallel = parallel;
+  request.tp_size = tp;
+  request.tp_rank = rank;
+  QP_ASSIGN_OR_RETURN(LinearParams params, spec->Allocate(request));
+  QP_RETURN_IF_ERROR(spec->Load(checkpoint, {"m"}, &params));
+  return params;
+}
+
+// Whether `params` hold rows [row0, + rows) and columns [col0, + cols) of LoadSlice's layer.
+void ExpectSlice(const LinearParams& params, int64_t row0, int64_t rows, int64_t col0,
+                 int64_t cols) {
+  const ParamTensor& w = params.tensor(Slot::kWeight);
+  const ParamTensor& s = params.tensor(Slot::kWeightScale);
+  ASSERT_EQ(w.rows(), rows);
+  ASSERT_EQ(w.cols(), cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    EXPECT_EQ(LoadFloat(s, i), 0.5f * static_cast<float>(row0 + i + 1)) << "row " << i;
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t want = ((row0 + i) * 8 + col0 + j) % 16;  // q + 8
+      EXPECT_EQ(ReadCode(w.data<uint8_t>() + i * w.row_bytes(), j, 4), want) << i << ", " << j;
+    }
+  }
+}
+
+TEST(W4aTensorParallel, EachRankHoldsItsRowsOrColumns) {
+  for (bool pairs : {false, true}) {
+    SCOPED_TRACE(pairs ? "new" : "old");
+    for (int rank = 0; rank < 2; ++rank) {
+      Result<LinearParams> column = LoadSlice(pairs, 8, Parallel::kColumn, 2, rank);
+      ASSERT_TRUE(column.ok()) << column.status().message();
+      ExpectSlice(*column, 4 * rank, 4, 0, 8);
+      Result<LinearParams> row = LoadSlice(pairs, 8, Parallel::kRow, 2, rank);
+      ASSERT_TRUE(row.ok()) << row.status().message();
+      ExpectSlice(*row, 0, 8, 4 * rank, 4);
+    }
+  }
+}
+
+TEST(W4aTensorParallel, PairedRowsMustStayWholeOnEachRank) {
+  // 12 rows at --tp 4: 3 per rank, half a byte row. The old packing splits them; a row split
+  // keeps every row.
+  EXPECT_TRUE(LoadSlice(false, 12, Parallel::kColumn, 4, 1).ok());
+  EXPECT_TRUE(LoadSlice(true, 12, Parallel::kRow, 4, 1).ok());
+  EXPECT_TRUE(LoadSlice(true, 12, Parallel::kColumn, 2, 1).ok());
+  const Result<LinearParams> odd = LoadSlice(true, 12, Parallel::kColumn, 4, 1);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().message(),
+            "m: int4_channel with tensor-parallel size 4 gives N = 12 of the weight 3 rows per "
+            "rank; --modelslim-packing new stores two rows per int8, so each rank needs an even "
+            "count");
 }
 
 }  // namespace
