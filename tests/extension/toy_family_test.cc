@@ -141,10 +141,11 @@ const SpecFamilyRegistrar kRegisterToy(std::make_unique<ToyFamily>());
 const KernelRegistrar kRegisterToyKernel(std::make_unique<ToyKernel>());
 const ReferenceRegistrar kRegisterToyReference(SourceLayout::kAwqGemv, &DequantizeToyLeg);
 
-// Two oracles for one source layout would make the reference ambiguous: no layout of the library
-// has an entry for AWQ's gemv packing, so two are registered here to see the error.
-const ReferenceRegistrar kFirstGemv(SourceLayout::kAwqGemv, &DequantizeToyLeg);
-const ReferenceRegistrar kSecondGemv(SourceLayout::kAwqGemv, &DequantizeToyLeg);
+// Two oracles for one source layout would make the reference ambiguous: the library has no entry
+// for gpt-oss's *_blocks / *_scales yet (nor does the toy), so two are registered here to see the
+// error.
+const ReferenceRegistrar kFirstGptOss(SourceLayout::kGptOssMxfp4, &DequantizeToyLeg);
+const ReferenceRegistrar kSecondGptOss(SourceLayout::kGptOssMxfp4, &DequantizeToyLeg);
 
 QuantScheme ToyScheme() {
   QuantScheme s;
@@ -208,11 +209,11 @@ TEST(ToyFamilyTest, ReachesEveryGenericPath) {
 TEST(ToyFamilyTest, TwoReferenceEntriesForOneLayoutAreAnError) {
   Checkpoint checkpoint = testing::OpenTestCheckpoint({});
   QuantScheme scheme = ToyScheme();
-  scheme.weight.load.layout = SourceLayout::kAwqGemv;
+  scheme.weight.load.layout = SourceLayout::kGptOssMxfp4;
   Result<ReferenceLayer> ref =
       DequantizeReference(checkpoint, scheme, "toy.proj", {"toy.proj"}, false);
   ASSERT_FALSE(ref.ok());
-  EXPECT_NE(ref.status().message().find("awq-gemv has 2 reference entries"), std::string::npos)
+  EXPECT_NE(ref.status().message().find("gpt-oss-mxfp4 has 2 reference entries"), std::string::npos)
       << ref.status().message();
 }
 
