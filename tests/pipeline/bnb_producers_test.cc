@@ -99,27 +99,6 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, BnbFixturesTest,
                            return info.param.folder.substr(info.param.folder.find('/') + 1);
                          });
 
-// A copy of a fixture folder with its tensors edited (dropped when `edit` returns false).
-template <typename Edit>
-std::filesystem::path Mutated(const std::string& folder, Edit edit) {
-  const std::filesystem::path src = kData + folder;
-  const std::filesystem::path dir = testing::FreshDir();
-  std::filesystem::copy_file(src / "config.json", dir / "config.json");
-  Result<std::shared_ptr<const SafetensorsFile>> file =
-      SafetensorsFile::Open(src / "model.safetensors");
-  EXPECT_TRUE(file.ok());
-  std::vector<testing::TestTensor> tensors;
-  for (const TensorInfo& info : (*file)->tensors()) {
-    const TensorView view = (*file)->View(info);
-    testing::TestTensor t{info.name, std::string(StDtypeName(info.dtype)), info.shape,
-                          std::vector<uint8_t>(view.bytes.size())};
-    std::memcpy(t.bytes.data(), view.bytes.data(), view.bytes.size());
-    if (edit(&t)) tensors.push_back(std::move(t));
-  }
-  testing::WriteSafetensors(dir / "model.safetensors", tensors);
-  return dir;
-}
-
 // Replaces `from` by `to` in a quant_state tensor's JSON text.
 void EditJson(testing::TestTensor* t, const std::string& from, const std::string& to) {
   std::string text(t->bytes.begin(), t->bytes.end());
@@ -131,12 +110,7 @@ void EditJson(testing::TestTensor* t, const std::string& from, const std::string
 }
 
 std::string LoadError(const std::filesystem::path& dir, const std::string& layer) {
-  Result<Model> model = Open(dir.string());
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  if (!model.ok()) return "";
-  Result<LoadedLayer> loaded = LoadLayer(*model, layer);
-  EXPECT_FALSE(loaded.ok());
-  return loaded.ok() ? "" : std::string(loaded.status().message());
+  return testing::LayerLoadError(Open(dir.string()), layer);
 }
 
 TEST(BnbErrors, NameTheTensorAndTheLayer) {
@@ -175,21 +149,23 @@ TEST(BnbErrors, NameTheTensorAndTheLayer) {
            Case{int8, k_proj + ".weight", "dtype:U8", "expects I8"},
        }) {
     SCOPED_TRACE(c.folder + " " + c.tensor + " " + c.what);
-    const std::filesystem::path dir = Mutated(c.folder, [&](testing::TestTensor* t) {
-      if (t->name != c.tensor) return true;
-      if (c.what == "drop") return false;
-      const std::string arg = c.what.substr(c.what.find(':') + 1);
-      if (c.what.starts_with("json:")) {
-        EditJson(t, arg.substr(0, arg.find('>')), arg.substr(arg.find('>') + 1));
-      } else if (c.what.starts_with("byte:")) {
-        t->bytes[std::stoul(arg.substr(0, arg.find('=')))] =
-            static_cast<uint8_t>(std::stoul(arg.substr(arg.find('=') + 1)));
-      } else {
-        t->dtype = arg;  // the same bytes, as elements of the new dtype
-        t->shape = {static_cast<int64_t>(t->bytes.size()) / (arg == "U8" || arg == "I8" ? 1 : 4)};
-      }
-      return true;
-    });
+    const std::filesystem::path dir =
+        testing::MutatedFixture(kData + c.folder, [&](testing::TestTensor* t) {
+          if (t->name != c.tensor) return true;
+          if (c.what == "drop") return false;
+          const std::string arg = c.what.substr(c.what.find(':') + 1);
+          if (c.what.starts_with("json:")) {
+            EditJson(t, arg.substr(0, arg.find('>')), arg.substr(arg.find('>') + 1));
+          } else if (c.what.starts_with("byte:")) {
+            t->bytes[std::stoul(arg.substr(0, arg.find('=')))] =
+                static_cast<uint8_t>(std::stoul(arg.substr(arg.find('=') + 1)));
+          } else {
+            t->dtype = arg;  // the same bytes, as elements of the new dtype
+            t->shape = {static_cast<int64_t>(t->bytes.size()) /
+                        (arg == "U8" || arg == "I8" ? 1 : 4)};
+          }
+          return true;
+        });
     const std::string message = LoadError(dir, qkv);
     EXPECT_NE(message.find(qkv), std::string::npos) << message;
     EXPECT_NE(message.find(k_proj), std::string::npos) << message;

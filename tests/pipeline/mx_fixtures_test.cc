@@ -137,36 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.folder.substr(info.param.folder.find('/') + 1);
     });
 
-// A copy of a fixture folder with its tensors edited (dropped when `edit` returns false).
-template <typename Edit>
-std::filesystem::path Mutated(const std::string& folder, Edit edit) {
-  const std::filesystem::path src = kData + folder;
-  const std::filesystem::path dir = testing::FreshDir();
-  for (const char* name : {"config.json", "quant_model_description.json"}) {
-    if (std::filesystem::exists(src / name)) std::filesystem::copy_file(src / name, dir / name);
-  }
-  Result<std::shared_ptr<const SafetensorsFile>> file =
-      SafetensorsFile::Open(src / "model.safetensors");
-  EXPECT_TRUE(file.ok());
-  std::vector<testing::TestTensor> tensors;
-  for (const TensorInfo& info : (*file)->tensors()) {
-    const TensorView view = (*file)->View(info);
-    testing::TestTensor t{info.name, std::string(StDtypeName(info.dtype)), info.shape,
-                          std::vector<uint8_t>(view.bytes.size())};
-    std::memcpy(t.bytes.data(), view.bytes.data(), view.bytes.size());
-    if (edit(&t)) tensors.push_back(std::move(t));
-  }
-  testing::WriteSafetensors(dir / "model.safetensors", tensors);
-  return dir;
-}
-
 std::string LoadError(const std::filesystem::path& dir, const std::string& layer, int64_t tp = 1) {
-  Result<Model> model = Open(dir.string(), tp);
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  if (!model.ok()) return "";
-  Result<LoadedLayer> loaded = LoadLayer(*model, layer);
-  EXPECT_FALSE(loaded.ok());
-  return loaded.ok() ? "" : std::string(loaded.status().message());
+  return testing::LayerLoadError(Open(dir.string(), tp), layer);
 }
 
 TEST(MxErrors, NameTheTensorAndTheLayer) {
@@ -192,19 +164,20 @@ TEST(MxErrors, NameTheTensorAndTheLayer) {
                 "E8M0 NaN (0xFF) at row 0, block 1"},
        }) {
     SCOPED_TRACE(c.folder + " " + c.tensor + " " + c.what);
-    const std::filesystem::path dir = Mutated(c.folder, [&](testing::TestTensor* t) {
-      if (t->name != c.tensor) return true;
-      if (c.what == "drop") return false;
-      if (c.what == "dtype") {
-        t->dtype = "I8";
-      } else if (c.what == "shape") {
-        t->shape[0] /= 2;
-        t->bytes.resize(t->bytes.size() / 2);
-      } else {
-        t->bytes[1] = kE8M0Nan;
-      }
-      return true;
-    });
+    const std::filesystem::path dir =
+        testing::MutatedFixture(kData + c.folder, [&](testing::TestTensor* t) {
+          if (t->name != c.tensor) return true;
+          if (c.what == "drop") return false;
+          if (c.what == "dtype") {
+            t->dtype = "I8";
+          } else if (c.what == "shape") {
+            t->shape[0] /= 2;
+            t->bytes.resize(t->bytes.size() / 2);
+          } else {
+            t->bytes[1] = kE8M0Nan;
+          }
+          return true;
+        });
     const std::string message = LoadError(dir, qkv);
     EXPECT_NE(message.find(qkv), std::string::npos) << message;
     EXPECT_NE(message.find(c.tensor), std::string::npos) << message;

@@ -17,6 +17,7 @@
 #include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
 #include "quantpath/specs.h"
+#include "tests/specs/test_checkpoint.h"
 
 namespace quantpath::testing {
 
@@ -110,6 +111,42 @@ inline void ExpectLegsMatchSaved(const SafetensorsFile& saved,
     row += info->shape[0];
   }
   EXPECT_EQ(row, ref.rows);
+}
+
+// A copy of fixture folder `src` (every file but its safetensors) whose model.safetensors holds
+// `extra`, then the fixture's tensors as `edit` leaves them (a tensor is dropped where it returns
+// false): the error tests' corrupted checkpoints.
+template <typename Edit>
+std::filesystem::path MutatedFixture(const std::filesystem::path& src, Edit edit,
+                                     std::vector<TestTensor> extra = {}) {
+  const std::filesystem::path dir = FreshDir();
+  for (const auto& entry : std::filesystem::directory_iterator(src)) {
+    if (entry.path().extension() == ".safetensors") continue;
+    std::filesystem::copy_file(entry.path(), dir / entry.path().filename());
+  }
+  Result<std::shared_ptr<const SafetensorsFile>> file =
+      SafetensorsFile::Open(src / "model.safetensors");
+  EXPECT_TRUE(file.ok()) << file.status().message();
+  std::vector<TestTensor> tensors = std::move(extra);
+  if (!file.ok()) return dir;
+  for (const TensorInfo& info : (*file)->tensors()) {
+    const TensorView view = (*file)->View(info);
+    TestTensor t{info.name, std::string(StDtypeName(info.dtype)), info.shape,
+                 std::vector<uint8_t>(view.bytes.size())};
+    std::memcpy(t.bytes.data(), view.bytes.data(), view.bytes.size());
+    if (edit(&t)) tensors.push_back(std::move(t));
+  }
+  WriteSafetensors(dir / "model.safetensors", tensors);
+  return dir;
+}
+
+// Why `layer` of `model` does not load ("" and a test failure when it opens or loads).
+inline std::string LayerLoadError(const Result<Model>& model, const std::string& layer) {
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return "";
+  Result<LoadedLayer> loaded = LoadLayer(*model, layer);
+  EXPECT_FALSE(loaded.ok());
+  return loaded.ok() ? "" : std::string(loaded.status().message());
 }
 
 }  // namespace quantpath::testing

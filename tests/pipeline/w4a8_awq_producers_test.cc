@@ -140,37 +140,13 @@ TEST(W4a8AwqProducer, MatchesTheSavedDequantizationAndRuns) {
   EXPECT_EQ(prescaled, 4);
 }
 
-// A copy of the fixture with its tensors edited (dropped when `edit` returns false) and `extra`
-// tensors added.
 template <typename Edit>
 std::filesystem::path Mutated(Edit edit, std::vector<testing::TestTensor> extra = {}) {
-  const std::filesystem::path src = kDir;
-  const std::filesystem::path dir = testing::FreshDir();
-  for (const char* name : {"config.json", "hf_quant_config.json"}) {
-    std::filesystem::copy_file(src / name, dir / name);
-  }
-  Result<std::shared_ptr<const SafetensorsFile>> file =
-      SafetensorsFile::Open(src / "model.safetensors");
-  EXPECT_TRUE(file.ok());
-  std::vector<testing::TestTensor> tensors = std::move(extra);
-  for (const TensorInfo& info : (*file)->tensors()) {
-    const TensorView view = (*file)->View(info);
-    testing::TestTensor t{info.name, std::string(StDtypeName(info.dtype)), info.shape,
-                          std::vector<uint8_t>(view.bytes.size())};
-    std::memcpy(t.bytes.data(), view.bytes.data(), view.bytes.size());
-    if (edit(&t)) tensors.push_back(std::move(t));
-  }
-  testing::WriteSafetensors(dir / "model.safetensors", tensors);
-  return dir;
+  return testing::MutatedFixture(kDir, edit, std::move(extra));
 }
 
 std::string LoadError(const std::filesystem::path& dir, const std::string& layer, int64_t tp = 1) {
-  Result<Model> model = Open(dir.string(), tp);
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  if (!model.ok()) return "";
-  Result<LoadedLayer> loaded = LoadLayer(*model, layer);
-  EXPECT_FALSE(loaded.ok());
-  return loaded.ok() ? "" : std::string(loaded.status().message());
+  return testing::LayerLoadError(Open(dir.string(), tp), layer);
 }
 
 testing::TestTensor Prescale(const std::string& name, float value) {
