@@ -119,6 +119,7 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_qwen3moe_w8a8_dynamic",
     "documented/modelslim_qwen3moe_w4a4_dynamic",
     "documented/modelslim_qwen3moe_w4a8_dynamic_new",
+    "documented/modelopt_qwen3moe_w4a8_awq",
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
     "producers/ct_qwen3moe_fp8_block",

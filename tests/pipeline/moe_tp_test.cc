@@ -150,12 +150,15 @@ INSTANTIATE_TEST_SUITE_P(Folders, MoeTpTest,
 // ModelSlim's experts (tests/data/documented, SOURCES.md: the same Qwen3-MoE shape), read per
 // expert into the w13 / w2 view: W8A8 static (each expert its own input_scale and quant_bias,
 // added by rank 0 of down only), W8A8_DYNAMIC, W4A4_DYNAMIC and W4A8_DYNAMIC in the paired
-// packing (two rows per byte: each rank's 64 gate and up rows are 32 whole byte rows).
+// packing (two rows per byte: each rank's 64 gate and up rows are 32 whole byte rows). ModelOpt's
+// W4A8_AWQ experts (written from its export layout, I = 256): each rank keeps 128 of gate's and
+// up's rows and down's 128 columns, one whole group of 128, with their pre_quant_scale columns.
 INSTANTIATE_TEST_SUITE_P(Documented, MoeTpTest,
                          ::testing::Values("documented/modelslim_qwen3moe_w8a8",
                                            "documented/modelslim_qwen3moe_w8a8_dynamic",
                                            "documented/modelslim_qwen3moe_w4a4_dynamic",
-                                           "documented/modelslim_qwen3moe_w4a8_dynamic_new"));
+                                           "documented/modelslim_qwen3moe_w4a8_dynamic_new",
+                                           "documented/modelopt_qwen3moe_w4a8_awq"));
 
 // Unquantized (bf16) experts: the producers' Qwen3-MoE config without its quantization_config,
 // and bf16 expert weights written here.
