@@ -2,7 +2,8 @@
 # `quantpath run` on integer weight-only layers of the producer-written checkpoints
 # (tests/data/producers: compressed-tensors pack-quantized, GPTQModel act-order, auto-round's
 # gptq / awq / auto_round exports; 3-bit GPTQ and 8-bit pack-quantized among them): dense and
-# fused layers run on the integer reference kernel within tolerance (exit 0), and unusable layers exit 2 naming the tensor and the layer.
+# fused layers run on the integer reference kernel within tolerance (exit 0), and unusable layers
+# exit 2 naming the tensor and the layer.
 # Usage: run_int.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
