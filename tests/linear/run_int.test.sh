@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `quantpath run` on integer weight-only layers of the producer-written checkpoints
 # (tests/data/producers: compressed-tensors pack-quantized, GPTQModel act-order, auto-round's
-# gptq / awq / auto_round exports): dense and fused layers run on the integer reference kernel within tolerance (exit 0),
-# and unusable layers exit 2 naming the tensor and the layer.
+# gptq / awq / auto_round exports; 3-bit GPTQ and 8-bit pack-quantized among them): dense and
+# fused layers run on the integer reference kernel within tolerance (exit 0), and unusable layers
+# exit 2 naming the tensor and the layer.
 # Usage: run_int.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
@@ -39,6 +40,8 @@ ar_llama_auto_gptq_w4g64_asym int4_group_64_zp
 ar_llama_auto_awq_w4g64_asym int4_group_64_zp
 ar_llama_auto_round_w4g64_sym int4_group_64
 ar_llama_auto_round_w4g64_asym int4_group_64_zp
+ar_llama_auto_gptq_w3g64_sym int3_group_64
+ct_llama_w8a16_g64_sym int8_group_64
 LIST
 
 # tests/data/checkpoints/llama-tiny-gptq holds random bytes under real GPTQ headers: its

@@ -72,12 +72,34 @@ TEST_P(IntProducersTest, MatchesTheProducersDequantizationAndRuns) {
   EXPECT_EQ(checked, 8);
 }
 
+// The 3-bit (GPTQ codes crossing int32 words) and 8-bit (four codes per word) folders plan the
+// integer family at their own width, every quantized linear alike.
+TEST(IntProducersTest, NonFourBitFoldersPlanTheirWidth) {
+  for (const auto& [folder_name, spec_id] :
+       {std::pair{"ar_llama_auto_gptq_w3g64_sym", "int3_group_64"},
+        std::pair{"ct_llama_w8a16_g64_sym", "int8_group_64"}}) {
+    SCOPED_TRACE(folder_name);
+    Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(kProducers + folder_name);
+    ASSERT_TRUE(folder.ok()) << folder.status().message();
+    int linears = 0;
+    for (const LayerDecision& decision : folder->layers) {
+      if (decision.site->kind != SiteKind::kLinear || decision.site->path == "lm_head") continue;
+      SCOPED_TRACE(decision.site->path);
+      ASSERT_TRUE(decision.spec.has_value()) << decision.spec_note;
+      EXPECT_EQ(decision.spec->ToId(), spec_id);
+      ++linears;
+    }
+    EXPECT_EQ(linears, 8);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Producers, IntProducersTest,
     ::testing::Values("ct_llama_w4a16_g64_sym", "ct_llama_w4a16_g64_asym", "ct_llama_w4a16_channel",
                       "gm_llama_gptq_w4g64_sym_desc_act", "ar_llama_auto_gptq_w4g64_sym",
                       "ar_llama_auto_gptq_w4g64_asym", "ar_llama_auto_awq_w4g64_asym",
-                      "ar_llama_auto_round_w4g64_sym", "ar_llama_auto_round_w4g64_asym"),
+                      "ar_llama_auto_round_w4g64_sym", "ar_llama_auto_round_w4g64_asym",
+                      "ar_llama_auto_gptq_w3g64_sym", "ct_llama_w8a16_g64_sym"),
     [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

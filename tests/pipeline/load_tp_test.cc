@@ -43,16 +43,18 @@ const std::set<std::string> kWholeBlocksOrGroups = {
 // folders split in both packings, their Qwen3-MoE experts along the intermediate size.)
 const std::set<std::string> kTpOne = {"producers/ct_llama_nvfp4", "producers/ct_llama_nvfp4a16",
                                       "producers/mo_llama_nvfp4"};
-// Symmetric int4 groups: zero points (the asymmetric folders') pack two groups per byte, so a
-// rank's one group of K / 2 takes a byte per row as the whole layer's two do.
+// Symmetric integer groups (int3, int4, int8): zero points (the asymmetric folders') pack two
+// groups per byte, so a rank's one group of K / 2 takes a byte per row as the whole layer's two
+// do. A 3-bit rank's 64 rows or columns are 6 whole int32 words.
 const std::set<std::string> kExact = {
-    "producers/ar_llama_auto_gptq_w4g64_sym", "producers/ar_llama_auto_round_w4g64_sym",
-    "producers/ar_qwen3moe_auto_round_w4g64_sym", "producers/ct_llama_w4a16_g64_sym",
+    "producers/ar_llama_auto_gptq_w3g64_sym",  "producers/ar_llama_auto_gptq_w4g64_sym",
+    "producers/ar_llama_auto_round_w4g64_sym", "producers/ar_qwen3moe_auto_round_w4g64_sym",
+    "producers/ct_llama_w4a16_g64_sym",        "producers/ct_llama_w8a16_g64_sym",
     "producers/ct_qwen3moe_w4a16_g64_sym"};
 
 TEST(LoadTpTest, EveryFixtureAtTpTwo) {
   const std::vector<std::string> fixtures = testing::FixtureFolders();
-  EXPECT_EQ(fixtures.size(), 52u);
+  EXPECT_EQ(fixtures.size(), 54u);
   int exact = 0;
   for (const std::string& dir : fixtures) {
     SCOPED_TRACE(dir);

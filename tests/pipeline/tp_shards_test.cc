@@ -239,6 +239,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"producers/ar_llama_auto_awq_w4g64_asym", 2, 9},
         Case{"producers/ar_llama_auto_gptq_w4g64_asym", 2, 9},
         Case{"producers/ar_llama_auto_gptq_w4g64_sym", 2, 9},
+        Case{"producers/ar_llama_auto_gptq_w3g64_sym", 2, 9},
+        Case{"producers/ct_llama_w8a16_g64_sym", 2, 9},
         Case{"producers/ar_llama_auto_round_w4g64_asym", 2, 9},
         Case{"producers/ar_llama_auto_round_w4g64_sym", 2, 9},
         Case{"producers/ar_llama_auto_round_w4g64_sym", 4, 5},
