@@ -382,6 +382,16 @@ std::span<const SourceTensor> SourceTensors(SourceLayout layout);
 // The checkpoint suffix of `slot` in `layout`, or nullopt when the layout has no such tensor.
 std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot);
 
+// bitsandbytes keeps the 4-bit block size in each weight's serialized quant_state, not in
+// config.json. The block size of the first well-formed quant_state of `checkpoint` (by name), with
+// that tensor's name; nullopt without one. A layer whose own state says otherwise, or is
+// malformed, is that layer's load error.
+struct Bnb4BlockSize {
+  int64_t block = 0;
+  std::string tensor;
+};
+std::optional<Bnb4BlockSize> Bnb4BlockSizeOf(const Checkpoint& checkpoint);
+
 // ---------------------------------------------------------------------------------------------
 // Double-precision reference: reads a layer's checkpoint tensors directly, without a spec, and
 // dequantizes them to double. `run` and the kernel tests compare kernels against it.

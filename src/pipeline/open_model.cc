@@ -1,6 +1,8 @@
 // Opens a model folder: sources → importer (with the dialect's HF→engine name mapper) → sites.
 #include "fmt/format.h"
+#include "quantpath/checkpoint.h"
 #include "quantpath/pipeline.h"
+#include "quantpath/specs.h"
 
 namespace quantpath {
 
@@ -36,19 +38,47 @@ Status OpenOptions::SetModelSlimPacking(std::string_view text) {
 
 namespace {
 
+// Applies `apply` to the scheme of every action of the plan.
+template <typename Fn>
+void ForEachScheme(QuantPlan* plan, Fn apply) {
+  if (plan->default_action.scheme) apply(*plan->default_action.scheme);
+  for (RuleGroup& group : plan->groups) {
+    for (Rule& rule : group.rules) {
+      if (rule.action.scheme) apply(*rule.action.scheme);
+    }
+  }
+}
+
 // The packing is the loader's to know (LoadFacts), so every ModelSlim 4-bit scheme of the plan
 // carries it.
 void ApplyModelSlimPacking(ModelSlimPacking packing, QuantPlan* plan) {
-  auto apply = [packing](Action& action) {
-    if (!action.scheme) return;
-    TensorQuant& w = action.scheme->weight;
+  ForEachScheme(plan, [packing](QuantScheme& s) {
+    TensorQuant& w = s.weight;
     if (w.load.layout != SourceLayout::kModelSlim || w.dtype != QDType::kINT4) return;
     w.load.int4_pairs = packing == ModelSlimPacking::kNew;
-  };
-  apply(plan->default_action);
-  for (RuleGroup& group : plan->groups) {
-    for (Rule& rule : group.rules) apply(rule.action);
-  }
+  });
+}
+
+// bitsandbytes' 4-bit block size is the checkpoint's to say (each quant_state), so where the
+// folder has weights, every 4-bit scheme of the plan takes it from there instead of the 64 the
+// importer assumes from config.json alone.
+Status ApplyBnbBlockSize(const std::string& dir, QuantPlan* plan) {
+  bool bnb4 = false;
+  ForEachScheme(plan, [&](const QuantScheme& s) {
+    bnb4 = bnb4 || s.weight.load.layout == SourceLayout::kBnb4bit;
+  });
+  if (!bnb4) return {};
+  Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
+  if (checkpoint.status().code() == ErrorCode::kNotFound) return {};  // a config-only plan
+  if (!checkpoint.ok()) return checkpoint.status();
+  const std::optional<Bnb4BlockSize> block = Bnb4BlockSizeOf(*checkpoint);
+  if (!block) return {};
+  ForEachScheme(plan, [&](QuantScheme& s) {
+    if (s.weight.load.layout == SourceLayout::kBnb4bit) s.weight.group_size = block->block;
+  });
+  plan->notes.push_back(fmt::format("block size {} read from {}, replacing the assumed one",
+                                    block->block, block->tensor));
+  return {};
 }
 
 }  // namespace
@@ -69,6 +99,7 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
   NameFindingTensors(sites, &plan);
   ApplyModelSlimPacking(options.modelslim_packing, &plan);
+  QP_RETURN_IF_ERROR(ApplyBnbBlockSize(dir, &plan).WithContext(dir));
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
                options.launch};
 }

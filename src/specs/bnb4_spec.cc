@@ -112,9 +112,10 @@ class Bnb4Spec final : public specs_internal::KeyedSpec {
     }
     if (state.blocksize != key_.group) {
       return InvalidInput(fmt::format(
-          "{}: {}'s quant_state says blocksize {}, but the plan chose {} (config.json does not "
-          "carry the block size; {} was assumed)",
-          layer, prefix, state.blocksize, key_.ToId(), key_.group));
+          "{}: {}'s quant_state says blocksize {}, but the plan chose {} (the block size of "
+          "the checkpoint's first 4-bit quant_state: one model, one block size; {} without "
+          "weights)",
+          layer, prefix, state.blocksize, key_.ToId(), kDefaultBlock));
     }
     if (state.shape != std::vector<int64_t>{full_rows, k}) {
       return InvalidInput(fmt::format("{}: {}'s quant_state shape is {}, expected [{}, {}]", layer,

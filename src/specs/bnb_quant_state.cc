@@ -11,9 +11,11 @@
 #include "src/specs/spec_common.h"
 
 namespace quantpath::specs_internal {
-namespace {
 
 constexpr std::string_view kStatePrefix = ".weight.quant_state.bitsandbytes__";
+
+namespace {
+
 constexpr std::string_view kAbsmax = ".weight.absmax";
 constexpr std::string_view kNestedAbsmax = ".weight.nested_absmax";
 constexpr std::string_view kNestedMap = ".weight.nested_quant_map";
@@ -168,3 +170,20 @@ Result<std::vector<float>> ReadBnbAbsmax(const Checkpoint& checkpoint, std::stri
 }
 
 }  // namespace quantpath::specs_internal
+
+namespace quantpath {
+
+std::optional<Bnb4BlockSize> Bnb4BlockSizeOf(const Checkpoint& checkpoint) {
+  for (const std::string& name : checkpoint.TensorNames()) {
+    const size_t at = name.find(specs_internal::kStatePrefix);
+    if (at == std::string::npos) continue;
+    const std::string prefix = name.substr(0, at);
+    // A malformed state is its own layer's load error, not the whole model's.
+    Result<specs_internal::BnbQuantState> state =
+        specs_internal::ReadBnbQuantState(checkpoint, prefix, prefix);
+    if (state.ok()) return Bnb4BlockSize{state->blocksize, name};
+  }
+  return std::nullopt;
+}
+
+}  // namespace quantpath

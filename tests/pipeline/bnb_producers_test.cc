@@ -5,7 +5,8 @@
 //      the loaded parameters are the checkpoint's codes (nibbles swapped into the canonical
 //      order) and absmax (double quant resolved);
 //   2. seeded runs of the dense (o, down) and fused (qkv, gate_up) layers are within tolerance;
-//   3. the quant_state's block size is read, not assumed, and every malformed tensor or
+//   3. the quant_state's block size is read, not assumed (bnb_llama_nf4_b128 quantizes in blocks of
+//      128, bitsandbytes' own argument, and plans as nf4_block_128), and every malformed tensor or
 //      quant_state field is an error naming the tensor and the layer;
 //   4. a shard that would cut a block is an error (tensor-parallel runs: tp_shards_test.cc).
 #include <gtest/gtest.h>
@@ -72,7 +73,8 @@ TEST_P(BnbFixturesTest, MatchesTheProducerAndRuns) {
     }
     EXPECT_EQ(differ, 0);
     if (four_bit) {
-      EXPECT_EQ(params.tensor(Slot::kWeightScale).cols(), params.rows * params.cols / 64);
+      EXPECT_EQ(params.tensor(Slot::kWeightScale).cols(),
+                params.rows * params.cols / decision.spec->group);
     }
 
     for (uint64_t seed : {3u, 11u}) {
@@ -94,6 +96,7 @@ TEST_P(BnbFixturesTest, MatchesTheProducerAndRuns) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, BnbFixturesTest,
                          ::testing::Values(Fixture{"producers/bnb_llama_nf4_dq", "nf4_block_64"},
                                            Fixture{"producers/bnb_llama_fp4", "fp4_block_64"},
+                                           Fixture{"producers/bnb_llama_nf4_b128", "nf4_block_128"},
                                            Fixture{"producers/bnb_llama_int8", "int8_rowwise_bnb"}),
                          [](const ::testing::TestParamInfo<Fixture>& info) {
                            return info.param.folder.substr(info.param.folder.find('/') + 1);

@@ -36,9 +36,9 @@ Result<ModelLoad> Load(const std::string& dir, int tp, int rank) {
 }
 
 const std::set<std::string> kWholeBlocksOrGroups = {
-    "producers/ct_llama_fp8_block", "producers/ct_qwen3moe_fp8_block",
-    "producers/mo_llama_fp8_pb_wo", "producers/mo_llama_w4a8_awq",
-    "documented/modelopt_qwen3moe_w4a8_awq"};
+    "producers/ct_llama_fp8_block",          "producers/ct_qwen3moe_fp8_block",
+    "producers/mo_llama_fp8_pb_wo",          "producers/mo_llama_w4a8_awq",
+    "documented/modelopt_qwen3moe_w4a8_awq", "producers/bnb_llama_nf4_b128"};
 // NVFP4 loads at tp 1 only: every rank's load is refused naming the layer. (ModelSlim's int4
 // folders split in both packings, their Qwen3-MoE experts along the intermediate size.)
 const std::set<std::string> kTpOne = {"producers/ct_llama_nvfp4", "producers/ct_llama_nvfp4a16",
@@ -54,7 +54,7 @@ const std::set<std::string> kExact = {
 
 TEST(LoadTpTest, EveryFixtureAtTpTwo) {
   const std::vector<std::string> fixtures = testing::FixtureFolders();
-  EXPECT_EQ(fixtures.size(), 54u);
+  EXPECT_EQ(fixtures.size(), 55u);
   int exact = 0;
   for (const std::string& dir : fixtures) {
     SCOPED_TRACE(dir);
