@@ -78,6 +78,7 @@ void DecideKvCache(const QuantPlan& plan, QDType torch_dtype, LayerDecision* lay
   }
   layer->kv = std::move(kv);
   layer->bytes = 0;  // the KV cache is not a weight
+  layer->spec_note = "no weights of its own (the KV cache is allocated at run time)";
 }
 
 // The regex limit `site`'s decision met under `budget`, as the whole plan's error: the planner

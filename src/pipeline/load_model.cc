@@ -95,7 +95,7 @@ class Loader {
  private:
   Status LoadSite(const LayerSite& site, const LayerDecision& decision, SiteLoad* load) {
     if (site.kind == SiteKind::kAttention) {
-      load->note = "attention: no weights of its own (the KV cache is allocated at run time)";
+      load->note = fmt::format("attention: {}", decision.spec_note);
       return Status();
     }
     if (site.kind == SiteKind::kLmHead && site.params == 0) {
