@@ -77,6 +77,10 @@ struct ModelSites {
   std::string architecture;
   std::vector<LayerSite> sites;  // module construction order, MTP last
   int64_t other_params = 0;      // norms and other tensors that are not sites
+  // Engine dialects: the checkpoint paths of the modules the engine builds without a quantization
+  // config (embeddings, routers), which it does not list as sites; their weights, unquantized,
+  // count in other_params.
+  std::vector<std::string> unlisted_modules;
   QDType torch_dtype = QDType::kBF16;
   PackedModulesMapping packed_modules_mapping;
   // The module list of the language model's decoder blocks, e.g. "model.layers", "transformer.h".

@@ -143,6 +143,7 @@ void KeepEngineCalls(bool build_mtp, ModelSites* out) {
       kept.push_back(std::move(site));
     } else {
       out->other_params += site.params;  // SiteList::status() checked the total
+      if (!site.mtp) out->unlisted_modules.push_back(site.checkpoint_path);
     }
   }
   out->sites = std::move(kept);

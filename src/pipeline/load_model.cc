@@ -257,6 +257,19 @@ class Loader {
     return Status();
   }
 
+  // The module of `name` (its `.weight` or `.bias`) when the engine builds that module without a
+  // quantization config and so lists no site for it (ModelSites::unlisted_modules).
+  std::optional<std::string_view> UnlistedModuleOf(std::string_view name) const {
+    for (std::string_view suffix : {".weight", ".bias"}) {
+      if (!name.ends_with(suffix)) continue;
+      const std::string_view module = name.substr(0, name.size() - suffix.size());
+      for (const std::string& unlisted : model_.sites.unlisted_modules) {
+        if (unlisted == module) return unlisted;
+      }
+    }
+    return std::nullopt;
+  }
+
   // Reads the non-layer parameters and fails on any tensor left over.
   Status ConsumeOthers(ModelLoad* out) {
     std::vector<std::string> extra;
@@ -265,11 +278,19 @@ class Loader {
     std::vector<std::byte> buffer;
     for (const std::string& name : names) {
       if (consumed_.contains(name)) continue;
-      if (!IsOtherParam(name)) {
+      const std::optional<std::string_view> unlisted = UnlistedModuleOf(name);
+      if (!IsOtherParam(name) && !unlisted) {
         extra.push_back(name);
         continue;
       }
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+      if (unlisted && view.info->dtype != StDtype::kBF16 && view.info->dtype != StDtype::kF16 &&
+          view.info->dtype != StDtype::kF32) {
+        return InvalidInput(fmt::format(
+            "{}: tensor {} is {}, but the engine builds {} without a quantization config "
+            "(expected BF16, F16 or F32)",
+            view.file, name, StDtypeName(view.info->dtype), *unlisted));
+      }
       buffer.resize(view.bytes.size());
       std::memcpy(buffer.data(), view.bytes.data(), buffer.size());
       ++out->other_tensors;
@@ -306,6 +327,11 @@ class Loader {
     }
     int64_t elements = 0;
     for (const std::string& name : names) {
+      if (UnlistedModuleOf(name) && !consumed_.contains(name)) {
+        QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
+        elements += view.info->Elements();
+        continue;
+      }
       if (!IsOtherParam(name) || name.ends_with(".inv_freq")) continue;
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
       elements += view.info->Elements();

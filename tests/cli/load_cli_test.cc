@@ -106,6 +106,7 @@ const char* const kLoadableFixtures[] = {
     "producers/bnb_llama_nf4_dq",
     "producers/bnb_llama_fp4",
     "producers/bnb_llama_nf4_b128",
+    "producers/bnb_qwen3moe_nf4",
     "producers/bnb_llama_int8",
     "documented/modelslim_llama_w8a8",
     "documented/modelslim_llama_w8a8_fp16",

@@ -1,0 +1,75 @@
+// `load --engine E` on MoE folders: the engines build the embedding (SGLang) and the router
+// without a quantization config and list no site for them, yet their weights are the model's. They
+// load unquantized with the norms, and one stored quantized is an error naming the tensor and the
+// module.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "quantpath/pipeline.h"
+#include "tests/pipeline/producer_values.h"
+#include "tests/specs/test_checkpoint.h"
+
+namespace quantpath {
+namespace {
+
+const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
+
+Result<ModelLoad> LoadWith(const std::string& dir, std::string_view engine) {
+  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
+  QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
+  QP_ASSIGN_OR_RETURN(ModelLoad load, LoadModel(model, LoadModelOptions{0, {}}));
+  for (SiteLoad& site : load.sites) site.site = nullptr;  // into the Model, which ends here
+  return load;
+}
+
+TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
+  struct Case {
+    std::string folder;
+    std::string engine;
+  };
+  for (const Case& c : {Case{"producers/ct_qwen3moe_w4a16_g64_sym", "native"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang@0.5.23"},
+                        // SGLang gives every FusedMoE BitsAndBytesMoEMethod (vLLM's experts get
+                        // no method, so there the 4-bit experts are refused).
+                        Case{"producers/bnb_qwen3moe_nf4", "native"},
+                        Case{"producers/bnb_qwen3moe_nf4", "sglang"}}) {
+    SCOPED_TRACE(c.folder + " --engine " + c.engine);
+    Result<ModelLoad> load = LoadWith(kData + c.folder, c.engine);
+    ASSERT_TRUE(load.ok()) << load.status().message();
+    Result<ModelLoad> native = LoadWith(kData + c.folder, "native");
+    ASSERT_TRUE(native.ok()) << native.status().message();
+    // Every tensor is read once, whichever sites the engine lists.
+    EXPECT_EQ(load->bytes_read, native->bytes_read);
+    EXPECT_EQ(load->tensors, native->tensors);
+  }
+  Result<ModelLoad> vllm = LoadWith(kData + "producers/bnb_qwen3moe_nf4", "vllm");
+  ASSERT_FALSE(vllm.ok());
+  EXPECT_NE(vllm.status().message().find("mlp.experts.0.gate_proj.weight is stored as U8"),
+            std::string::npos)
+      << vllm.status().message();
+}
+
+TEST(LoadEnginesTest, AQuantizedUnlistedModuleIsAnError) {
+  const std::string router = "model.layers.1.mlp.gate.weight";
+  const std::filesystem::path dir = testing::MutatedFixture(
+      kData + "producers/ct_qwen3moe_w4a16_g64_sym", [&](testing::TestTensor* t) {
+        if (t->name == router) {
+          t->dtype = "U8";  // the same bytes, as if stored quantized
+          t->shape = {static_cast<int64_t>(t->bytes.size())};
+        }
+        return true;
+      });
+  Result<ModelLoad> load = LoadWith(dir.string(), "sglang");
+  ASSERT_FALSE(load.ok());
+  const std::string message(load.status().message());
+  EXPECT_NE(message.find(router + " is U8"), std::string::npos) << message;
+  EXPECT_NE(message.find("builds model.layers.1.mlp.gate without a quantization config"),
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace quantpath
