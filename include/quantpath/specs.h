@@ -267,8 +267,8 @@ class WeightSpec {
   // Allocates zeroed parameters for `request`. Errors name the layer: shapes that do not add up,
   // tensor-parallel sizes that do not divide, fused legs the layout cannot hold.
   virtual Result<LinearParams> Allocate(const AllocationRequest& request) const = 0;
-  // Bytes Allocate(request) would store (LinearParams::WeightBytes()), with the same checks,
-  // without allocating.
+  // Bytes the parameters of `request` hold once processed (LinearParams::WeightBytes()), with
+  // Allocate's checks, without allocating.
   virtual Result<int64_t> StorageBytes(const AllocationRequest& request) const = 0;
   // Loads the layer from `checkpoint` in the source layout of facts(): `leg_prefixes` holds one
   // module prefix per fused leg, in leg order ("model.layers.0.self_attn.q_proj", …), or one
@@ -278,6 +278,14 @@ class WeightSpec {
                       LinearParams* params) const = 0;
   // Converts loaded parameters into the canonical layout kernels read.
   virtual Status ProcessAfterLoading(LinearParams* params) const = 0;
+  // The experts of one MoE layer, loaded and not yet processed: experts[e] holds expert e's
+  // projections in ExpertProjectionRequests' order (gate, up, down). A family whose engines share
+  // a per-layer scalar across experts, or across an expert's gate and up, sets it here in the
+  // kept leg scalars, before ProcessAfterLoading reads them; by default nothing is shared.
+  virtual Status ShareAcrossExperts(std::span<std::vector<LinearParams>> experts) const {
+    (void)experts;
+    return {};
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -434,6 +442,17 @@ struct ReferenceRegistrar {
 Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                            std::string_view layer,
                                            const std::vector<std::string>& leg_prefixes, bool bias);
+
+// DequantizeReference of one expert projection (`prefix`) of an MoE layer. The engines quantize
+// the input of every expert's gate and up, and of every expert's down, against one NVFP4 global
+// (nvfp4_family.h, Nvfp4SharedExpertInput), so NVFP4 activations take their divisor from
+// `input_peers`, that projection's prefixes in every expert; other activations keep the
+// projection's own scales, as their specs load them.
+Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
+                                                 const QuantScheme& scheme, std::string_view layer,
+                                                 const std::string& prefix,
+                                                 const std::vector<std::string>& input_peers,
+                                                 bool bias);
 
 // The rank's slice of a whole layer's reference (`whole` from DequantizeReference, `slice` from
 // RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, its columns

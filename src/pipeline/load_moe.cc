@@ -1,8 +1,9 @@
 // Loads the experts of one MoE layer and measures them against the double-precision reference,
 // as load_layer.cc does for a dense layer: decision → materialize → per expert one Linear per
 // projection (gate, up, down), each loaded through the spec from the expert's own checkpoint
-// prefix. The Materialize / LoadLinear / DequantizeReference / ToleranceFor calls for experts stay
-// together here.
+// prefix, then what the engines share across experts (WeightSpec::ShareAcrossExperts), then
+// processed. The Materialize / Load / DequantizeExpertReference / ToleranceFor calls for experts
+// stay together here.
 //
 // Tensor parallelism as vLLM's FusedMoE shards experts without expert parallelism: every rank
 // holds every expert, gate and up split along the intermediate rows (each its own I / tp rows:
@@ -63,14 +64,22 @@ std::vector<double> ColumnsOf(std::span<const double> x, int64_t m, int64_t full
   return out;
 }
 
-// The reference of one projection on this rank: its slice of the whole projection's.
+// The reference of one projection on this rank: its slice of the whole projection's. Its input
+// is the one the engines quantize for w13 (gate and up) or w2 (down) of every expert.
 Result<ReferenceLayer> ProjectionReference(const LoadedExperts& layer, int64_t e, size_t leg) {
   const LayerSite& site = *layer.resolved.site;
   const LoadedExpert& expert = layer.experts[static_cast<size_t>(e)];
-  QP_ASSIGN_OR_RETURN(
-      ReferenceLayer whole,
-      DequantizeReference(layer.checkpoint, layer.scheme, ExpertLayer(site, e, site.legs[leg].name),
-                          {expert.prefixes[leg]}, site.bias));
+  const size_t down = expert.prefixes.size() - 1;
+  std::vector<std::string> peers;
+  for (const LoadedExpert& other : layer.experts) {
+    for (size_t p = 0; p < other.prefixes.size(); ++p) {
+      if ((p == down) == (leg == down)) peers.push_back(other.prefixes[p]);
+    }
+  }
+  QP_ASSIGN_OR_RETURN(ReferenceLayer whole,
+                      DequantizeExpertReference(layer.checkpoint, layer.scheme,
+                                                ExpertLayer(site, e, site.legs[leg].name),
+                                                expert.prefixes[leg], peers, site.bias));
   const AllocationRequest& request = expert.projections[leg].params().request;
   if (request.tp_size == 1) return whole;
   ReferenceLayer ref = SliceReference(whole, expert.slices[leg]);
@@ -202,7 +211,11 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
                       RankRequests(model, site, tp, tp_rank));
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
+  // Every projection of every expert is loaded before any is processed, so that the spec can
+  // share what the engines share across experts (ShareAcrossExperts).
   std::vector<LoadedExpert> experts(static_cast<size_t>(site.experts));
+  std::vector<std::vector<LinearParams>> params(experts.size());
+  std::vector<std::vector<std::unique_ptr<WeightSpec>>> specs(experts.size());
   for (int64_t e = 0; e < site.experts; ++e) {
     LoadedExpert& expert = experts[static_cast<size_t>(e)];
     for (size_t leg = 0; leg < requests.size(); ++leg) {
@@ -213,9 +226,19 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
       QP_ASSIGN_OR_RETURN(RankSlice slice, RankSliceOf(request));
       expert.slices.push_back(std::move(slice));
       expert.prefixes.push_back(site.ExpertLegPath(e, leg));
-      QP_ASSIGN_OR_RETURN(Linear linear, LoadLinear(std::move(*spec), request, checkpoint,
-                                                    {expert.prefixes.back()}, dispatcher));
-      expert.projections.push_back(std::move(linear));
+      QP_ASSIGN_OR_RETURN(LinearParams loaded, (*spec)->Allocate(request));
+      QP_RETURN_IF_ERROR((*spec)->Load(checkpoint, {expert.prefixes.back()}, &loaded));
+      params[static_cast<size_t>(e)].push_back(std::move(loaded));
+      specs[static_cast<size_t>(e)].push_back(std::move(*spec));
+    }
+  }
+  QP_RETURN_IF_ERROR((*probe)->ShareAcrossExperts(params));
+  for (size_t e = 0; e < experts.size(); ++e) {
+    for (size_t leg = 0; leg < requests.size(); ++leg) {
+      QP_RETURN_IF_ERROR(specs[e][leg]->ProcessAfterLoading(&params[e][leg]));
+      QP_ASSIGN_OR_RETURN(Linear linear, Linear::Create(std::move(specs[e][leg]),
+                                                        std::move(params[e][leg]), dispatcher));
+      experts[e].projections.push_back(std::move(linear));
     }
   }
   return LoadedExperts{std::move(resolved), std::move(decision),    std::move(scheme),

@@ -11,8 +11,6 @@
 // error. Tensor parallel: column slices are whole rows; a row-parallel slice of K must be a
 // multiple of 32 columns (whole scale blocks), else the error names the layer.
 // Non-goals (later): gpt-oss's `*_blocks` / `*_scales` experts, quantizing at load time.
-#include <cstring>
-
 #include "fmt/format.h"
 #include "quantpath/specs.h"
 #include "src/specs/mx_family.h"
@@ -22,8 +20,7 @@
 namespace quantpath {
 namespace {
 
-using specs_internal::ComputeGeometry;
-using specs_internal::ExpectShape;
+using specs_internal::CopyByteRows;
 using specs_internal::FindSlotTensor;
 using specs_internal::ShardGeometry;
 
@@ -68,38 +65,7 @@ class MxSpec final : public specs_internal::KeyedSpec {
   MxLayout Layout() const { return {Fp4(), key_.group}; }
 
   Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
-    if (Fp4() && g.full_cols % 2 != 0) {
-      return InvalidInput(fmt::format("{}: {} packs two values per byte, but K = {} is odd",
-                                      request.layer, key_.ToId(), g.full_cols));
-    }
-    if (g.cols != g.full_cols && g.cols % key_.group != 0) {
-      return InvalidInput(fmt::format(
-          "{}: {} with tensor-parallel size {} splits K = {} into slices of {} columns, which is "
-          "not a multiple of the {}-column scale block",
-          request.layer, key_.ToId(), request.tp_size, g.full_cols, g.cols, key_.group));
-    }
-    return g;
-  }
-
-  // Copies this rank's rows of a [full rows, full_row_bytes] byte tensor of dtype `dtype`, from
-  // byte column `first_byte`, `row_bytes` per row, into rows of `dst` from `dst_row`.
-  Status CopySlice(const TensorView& view, std::string_view layer, StDtype dtype,
-                   const std::vector<int64_t>& shape, int64_t src_row, int64_t rows,
-                   int64_t first_byte, int64_t dst_row, ParamTensor* dst) const {
-    if (view.info->dtype != dtype) {
-      return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects {}", layer,
-                                      view.info->name, StDtypeName(view.info->dtype), key_.ToId(),
-                                      StDtypeName(dtype)));
-    }
-    QP_RETURN_IF_ERROR(ExpectShape(view, layer, shape));
-    const int64_t row_bytes = dst->row_bytes();
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(dst->raw() + (dst_row + r) * row_bytes,
-                  view.bytes.data() + (src_row + r) * shape[1] + first_byte,
-                  static_cast<size_t>(row_bytes));
-    }
-    return {};
+    return specs_internal::BlockScaledGeometry(request, key_, key_.group, Fp4());
   }
 
   Status LoadLeg(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
@@ -110,16 +76,17 @@ class MxSpec final : public specs_internal::KeyedSpec {
     QP_ASSIGN_OR_RETURN(TensorView weight,
                         FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
     // Column offsets are whole bytes: a slice starts on a 32-block, so on an even element.
-    QP_RETURN_IF_ERROR(CopySlice(
-        weight, layer, Fp4() ? StDtype::kU8 : StDtype::kF8E4M3,
+    QP_RETURN_IF_ERROR(CopyByteRows(
+        weight, layer, key_, Fp4() ? StDtype::kU8 : StDtype::kF8E4M3,
         {full_rows, layout.WeightRowBytes(g.full_cols)}, g.leg_src_rows[leg], g.leg_rows[leg],
         layout.WeightRowBytes(g.src_col), g.leg_offsets[leg], &params->tensor(Slot::kWeight)));
     QP_ASSIGN_OR_RETURN(TensorView scale, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
                                                          Slot::kWeightScale));
     ParamTensor& scales = params->tensor(Slot::kWeightScale);
-    QP_RETURN_IF_ERROR(CopySlice(
-        scale, layer, StDtype::kU8, {full_rows, layout.ScaleCols(g.full_cols)}, g.leg_src_rows[leg],
-        g.leg_rows[leg], g.src_col / layout.group, g.leg_offsets[leg], &scales));
+    QP_RETURN_IF_ERROR(CopyByteRows(scale, layer, key_, StDtype::kU8,
+                                    {full_rows, layout.ScaleCols(g.full_cols)}, g.leg_src_rows[leg],
+                                    g.leg_rows[leg], g.src_col / layout.group, g.leg_offsets[leg],
+                                    &scales));
     const uint8_t* bytes = scales.data<uint8_t>() + g.leg_offsets[leg] * scales.cols();
     for (int64_t i = 0; i < g.leg_rows[leg] * scales.cols(); ++i) {
       if (bytes[i] == kE8M0Nan) {

@@ -40,17 +40,62 @@ inline constexpr SpecKey Nvfp4LinearKey(int64_t group = kNvfp4Group) {
   return key;
 }
 
-struct Nvfp4LinearLayout {
+// nvfp4_block_16_128x4 keeps W, G and D as above and stores S as Blackwell's block-scaled GEMMs
+// read it: cuBLASLt's "1D block scaling factors layout" (the cuBLAS documentation of
+// cublasLtMatmul block scaling; nvmath-python's get_block_scale_offset documents the same offsets,
+// vLLM's swizzle_blockscale and FlashInfer's nvfp4_block_scale_interleave write it). S is padded
+// with zero bytes to Np = ceil(N / 128)·128 rows and Bp = ceil(ceil(K / g) / 4)·4 columns and cut
+// into tiles of 128 rows × 4 blocks (512 bytes), row tile after row tile, the Bp / 4 tiles of a
+// row tile in column order. Inside its tile, row r and block b sit at byte
+// 16·(r mod 32) + 4·(r div 32) + b: the four 32-row quarters of the tile interleave, so that the
+// 4 scales of one row are contiguous and rows r, r + 32, r + 64, r + 96 follow each other.
+inline constexpr int64_t kNvfp4TileRows = 128;
+inline constexpr int64_t kNvfp4TileBlocks = 4;
+
+// Where S[row][block] lies in the 128x4 scale bytes of a matrix whose padded width is
+// `padded_blocks` (Bp, a multiple of 4).
+inline constexpr int64_t Nvfp4TiledScaleOffset(int64_t row, int64_t block, int64_t padded_blocks) {
+  const int64_t tile =
+      row / kNvfp4TileRows * (padded_blocks / kNvfp4TileBlocks) + block / kNvfp4TileBlocks;
+  const int64_t r = row % kNvfp4TileRows;
+  return tile * kNvfp4TileRows * kNvfp4TileBlocks + r % 32 * 16 + r / 32 * 4 +
+         block % kNvfp4TileBlocks;
+}
+// nvmath-python's example, a [128, 128] NVFP4 operand (8 blocks a row, two tiles): block 2 of
+// row 5 at 82, block 5 of row 5 at 593.
+static_assert(Nvfp4TiledScaleOffset(5, 2, 8) == 82);
+static_assert(Nvfp4TiledScaleOffset(5, 5, 8) == 593);
+
+// Both layouts' bytes: W, S (as its layout stores it) and the 4-byte global.
+struct Nvfp4Layout {
   int64_t group = kNvfp4Group;
+  bool tiled = false;  // 128x4
   constexpr int64_t WeightRowBytes(int64_t cols) const { return (cols + 1) / 2; }
+  // Blocks of one row: ceil(K / g).
   constexpr int64_t ScaleCols(int64_t cols) const { return (cols + group - 1) / group; }
-  // W, S and the 4-byte global.
-  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
-    return rows * (WeightRowBytes(cols) + ScaleCols(cols)) + 4;
+  // The stored scale matrix: [N, blocks] linear, [Np, Bp] tiled.
+  constexpr int64_t StoredScaleRows(int64_t rows) const {
+    return tiled ? RoundUpTo(rows, kNvfp4TileRows) : rows;
   }
+  constexpr int64_t StoredScaleCols(int64_t cols) const {
+    return tiled ? RoundUpTo(ScaleCols(cols), kNvfp4TileBlocks) : ScaleCols(cols);
+  }
+  // Where S[row][block] lies in the stored scale bytes of a matrix with `stored_cols` columns.
+  constexpr int64_t ScaleOffset(int64_t row, int64_t block, int64_t stored_cols) const {
+    return tiled ? Nvfp4TiledScaleOffset(row, block, stored_cols) : row * stored_cols + block;
+  }
+  constexpr int64_t BytesFor(int64_t rows, int64_t cols) const {
+    return rows * WeightRowBytes(cols) + StoredScaleRows(rows) * StoredScaleCols(cols) + 4;
+  }
+
+ private:
+  static constexpr int64_t RoundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 };
-// q_proj of the producer fixtures: [128, 128] = 8192 code bytes + 1024 scales + the global.
-static_assert(Nvfp4LinearLayout{}.BytesFor(128, 128) == 8192 + 1024 + 4);
+// q_proj of the producer fixtures: [128, 128] = 8192 code bytes + 1024 scales + the global, in
+// either layout; tiled, a [200, 80] weight pads its [200, 5] scales to [256, 8].
+static_assert(Nvfp4Layout{}.BytesFor(128, 128) == 8192 + 1024 + 4);
+static_assert(Nvfp4Layout{kNvfp4Group, true}.BytesFor(128, 128) == 8192 + 1024 + 4);
+static_assert(Nvfp4Layout{kNvfp4Group, true}.BytesFor(200, 80) == 200 * 40 + 256 * 8 + 4);
 
 // The layer's weight multiplier G from its legs' stored globals, in fp32 as the engines compute
 // it: ModelOpt takes the max of the legs' `weight_scale_2` (vLLM / SGLang
@@ -67,6 +112,21 @@ inline float Nvfp4WeightMultiplier(SourceLayout layout, std::span<const float> s
 inline float Nvfp4InputDivisor(SourceLayout layout, std::span<const float> stored) {
   const float top = *std::max_element(stored.begin(), stored.end());
   return layout == SourceLayout::kModelOptNvfp4 ? 1.0f / top : top;
+}
+
+// MoE experts, as vLLM's FusedMoE NVFP4 methods convert them after loading
+// (CompressedTensorsW4A4MoeMethod, ModelOptNvFp4FusedMoE): an expert's gate and up run as one
+// w13 GEMM with one weight global, gate's (compressed-tensors `w13_weight_global_scale[:, 0]`,
+// ModelOpt `w13_weight_scale_2[:, 0]`), and the block scales untouched, so up comes out scaled
+// by gate's multiplier over its own; down keeps its own. W4A4: on FlashInfer's kernels (sm100's
+// default) one input global serves every expert's w13 and one every expert's w2, the coarsest of
+// the stored ones: ModelOpt the largest `input_scale` (`w13_input_scale.max()`),
+// compressed-tensors the smallest divisor (`w13_input_global_scale.min()`), where a dense fused
+// layer takes the largest divisor. The stored value returned gives the divisor through
+// Nvfp4InputDivisor.
+inline float Nvfp4SharedExpertInput(SourceLayout layout, std::span<const float> stored) {
+  return layout == SourceLayout::kModelOptNvfp4 ? *std::max_element(stored.begin(), stored.end())
+                                                : *std::min_element(stored.begin(), stored.end());
 }
 
 // W4A4 activations, per row and per g columns of X, with d = the layer's input divisor (fp32

@@ -1,22 +1,25 @@
-// Nvfp4Spec: NVFP4 weights in the linear layout (spec_id nvfp4_block_16_linear), and the family's
-// row, which also sizes nvfp4_block_16_128x4 for `plan` (that layout has no loader yet).
+// Nvfp4Spec: NVFP4 weights in the linear layout (nvfp4_block_16_linear) or Blackwell's 128x4
+// scale layout (nvfp4_block_16_128x4), and the family's row.
 //
 // Layout and global-scale conventions: nvfp4_family.h. Source layouts (SourceTensors names them):
 // kModelOptNvfp4 (`weight`, `weight_scale`, `weight_scale_2` multiplies, `input_scale`) and
 // kCtNvfp4PackQuantized (`weight_packed`, `weight_scale`, `weight_global_scale` divides,
 // `input_global_scale`). Per leg `<prefix>`:
-//   weight / weight_packed  U8 [rows, K/2], copied as is (both producers pack the even element
-//                           in the low nibble);
-//   weight_scale            F8_E4M3 [rows, K/16], copied as is (a NaN is an error);
+//   weight / weight_packed  U8 [rows, K/2], this rank's bytes copied as they are (both producers
+//                           pack the even element in the low nibble);
+//   weight_scale            F8_E4M3 [rows, K/16], this rank's bytes copied (a NaN is an error);
 //   global                  one F32 value per leg (shape [] or [1]), positive and finite;
 //   input global            W4A4 only, one F32 value per leg.
+// Tensor parallel: a column rank keeps its rows of each leg's weight and scales, a row rank its
+// columns, which must be whole 16-blocks (so whole bytes); the globals are whole on every rank.
 // ProcessAfterLoading keeps one weight multiplier and one input divisor for the layer, as the
-// engines pick them (nvfp4_family.h).
-// Non-goals (later): the 128x4 swizzled layout, MoE experts, tensor-parallel slices (refused with
-// the layer's name), quantizing high-precision checkpoints at load time.
-#include <algorithm>
-#include <cmath>
-#include <cstring>
+// engines pick them (nvfp4_family.h), and for 128x4 pads and swizzles the loaded linear scales.
+// MoE experts load one projection at a time; ShareAcrossExperts gives them the engines' shared
+// globals (gate's for up, one input global over the experts).
+// Non-goals (later): quantizing high-precision checkpoints at load time.
+#include <span>
+#include <string>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
@@ -27,16 +30,11 @@
 namespace quantpath {
 namespace {
 
-using specs_internal::ComputeGeometry;
+using specs_internal::CopyByteRows;
 using specs_internal::ExpectElements;
-using specs_internal::ExpectShape;
 using specs_internal::FindSlotTensor;
 using specs_internal::ReadScales;
 using specs_internal::ShardGeometry;
-
-int64_t RoundUp(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
 
 class Nvfp4Spec final : public specs_internal::KeyedSpec {
  public:
@@ -46,6 +44,7 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
     LinearParams params = specs_internal::NewParams(request, g, key_);
     params.tensor(Slot::kWeight) = ParamTensor(QDType::kNVFP4, g.rows, g.cols);
+    // Linear as loaded; ProcessAfterLoading tiles them for 128x4.
     params.tensor(Slot::kWeightScale) =
         ParamTensor(QDType::kFP8E4M3, g.rows, Layout().ScaleCols(g.cols));
     params.tensor(Slot::kWeightGlobalScale) = ParamTensor(QDType::kFP32, 1, 1);
@@ -87,40 +86,61 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
           Nvfp4InputDivisor(facts_.layout, params->leg_input_scales);
       params->leg_input_scales.clear();
     }
+    if (Layout().tiled) TileScales(params);
     params->processed = true;
     return {};
   }
 
- private:
-  Nvfp4LinearLayout Layout() const { return {key_.group}; }
-
-  Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
-    if (request.tp_size > 1) {
-      return Unsupported(fmt::format(
-          "{}: {} with tensor-parallel size {} is not implemented yet (NVFP4 layers load on one "
-          "rank only)",
-          request.layer, key_.ToId(), request.tp_size));
+  // vLLM's FusedMoE NVFP4 methods (nvfp4_family.h): up takes gate's stored weight global; W4A4
+  // experts take one stored input global over every expert's gate and up (w13), and one over
+  // every expert's down (w2). ProcessAfterLoading then turns them into the multiplier and divisor.
+  Status ShareAcrossExperts(std::span<std::vector<LinearParams>> experts) const override {
+    std::vector<float> inputs[2];  // w13, w2
+    for (std::vector<LinearParams>& expert : experts) {
+      if (expert.size() != 3) {
+        return InvalidInput(fmt::format(
+            "{}: an NVFP4 expert has gate, up and down projections, not {}",
+            expert.empty() ? std::string("experts") : expert[0].request.layer, expert.size()));
+      }
+      for (size_t p = 0; p < expert.size(); ++p) {
+        QP_RETURN_IF_ERROR(specs_internal::ExpectLoadedNotProcessed(expert[p]));
+        const std::vector<float>& stored = expert[p].leg_input_scales;
+        inputs[p / 2].insert(inputs[p / 2].end(), stored.begin(), stored.end());
+      }
+      expert[1].leg_weight_scales = expert[0].leg_weight_scales;
     }
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
-    if (g.cols % 2 != 0) {
-      return InvalidInput(fmt::format("{}: {} packs two values per byte, but K = {} is odd",
-                                      request.layer, key_.ToId(), g.cols));
+    if (activation_.mode == ActMode::kNone || inputs[0].empty() || inputs[1].empty()) return {};
+    const float shared[2] = {Nvfp4SharedExpertInput(facts_.layout, inputs[0]),
+                             Nvfp4SharedExpertInput(facts_.layout, inputs[1])};
+    for (std::vector<LinearParams>& expert : experts) {
+      for (size_t p = 0; p < expert.size(); ++p) {
+        expert[p].leg_input_scales.assign(expert[p].leg_input_scales.size(), shared[p / 2]);
+      }
     }
-    return g;
+    return {};
   }
 
-  // Copies a [rows, row_bytes] byte tensor of dtype `dtype` into rows of `dst` from `dst_row`.
-  Status CopyBytes(const TensorView& view, std::string_view layer, StDtype dtype, int64_t rows,
-                   int64_t row_bytes, int64_t dst_row, ParamTensor* dst) const {
-    if (view.info->dtype != dtype) {
-      return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects {}", layer,
-                                      view.info->name, StDtypeName(view.info->dtype), key_.ToId(),
-                                      StDtypeName(dtype)));
+ private:
+  Nvfp4Layout Layout() const { return {key_.group, key_.scales == ScaleVariant::kTiled128x4}; }
+
+  Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
+    return specs_internal::BlockScaledGeometry(request, key_, key_.group, true);
+  }
+
+  // The loaded [N, blocks] scales padded with zeros to [Np, Bp] and swizzled (nvfp4_family.h).
+  void TileScales(LinearParams* params) const {
+    const Nvfp4Layout layout = Layout();
+    const ParamTensor& linear = params->tensor(Slot::kWeightScale);
+    ParamTensor tiled(QDType::kFP8E4M3, layout.StoredScaleRows(params->rows),
+                      layout.StoredScaleCols(params->cols));  // zero-filled: the padding
+    const uint8_t* from = linear.data<uint8_t>();
+    uint8_t* to = tiled.data<uint8_t>();
+    for (int64_t n = 0; n < linear.rows(); ++n) {
+      for (int64_t j = 0; j < linear.cols(); ++j) {
+        to[layout.ScaleOffset(n, j, tiled.cols())] = from[n * linear.cols() + j];
+      }
     }
-    QP_RETURN_IF_ERROR(ExpectShape(view, layer, {rows, row_bytes}));
-    std::memcpy(dst->raw() + dst_row * dst->row_bytes(), view.bytes.data(),
-                static_cast<size_t>(rows * row_bytes));
-    return {};
+    params->tensor(Slot::kWeightScale) = std::move(tiled);
   }
 
   // One positive, finite fp32 global value (weight or input) of a leg.
@@ -141,25 +161,32 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
   Status LoadLeg(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
                  size_t leg, LinearParams* params) const {
     const std::string& layer = params->request.layer;
+    const Nvfp4Layout layout = Layout();
+    const int64_t full_rows = g.full_leg_rows[leg];
+    const int64_t src_row = g.leg_src_rows[leg];
     const int64_t rows = g.leg_rows[leg];
-    const Nvfp4LinearLayout layout = Layout();
     QP_ASSIGN_OR_RETURN(TensorView weight,
                         FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
-    QP_RETURN_IF_ERROR(CopyBytes(weight, layer, StDtype::kU8, rows, layout.WeightRowBytes(g.cols),
-                                 g.leg_offsets[leg], &params->tensor(Slot::kWeight)));
+    // A row rank's columns start on a 16-block, so on a whole byte.
+    QP_RETURN_IF_ERROR(CopyByteRows(weight, layer, key_, StDtype::kU8,
+                                    {full_rows, layout.WeightRowBytes(g.full_cols)}, src_row, rows,
+                                    layout.WeightRowBytes(g.src_col), g.leg_offsets[leg],
+                                    &params->tensor(Slot::kWeight)));
     QP_ASSIGN_OR_RETURN(TensorView scale, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
                                                          Slot::kWeightScale));
     ParamTensor& scales = params->tensor(Slot::kWeightScale);
-    QP_RETURN_IF_ERROR(CopyBytes(scale, layer, StDtype::kF8E4M3, rows, layout.ScaleCols(g.cols),
-                                 g.leg_offsets[leg], &scales));
+    const int64_t first_block = g.src_col / layout.group;
+    QP_RETURN_IF_ERROR(CopyByteRows(scale, layer, key_, StDtype::kF8E4M3,
+                                    {full_rows, layout.ScaleCols(g.full_cols)}, src_row, rows,
+                                    first_block, g.leg_offsets[leg], &scales));
     // e4m3fn NaN is S.1111.111; a block scale is never NaN.
     const uint8_t* bytes = scales.data<uint8_t>() + g.leg_offsets[leg] * scales.cols();
     for (int64_t i = 0; i < rows * scales.cols(); ++i) {
       if ((bytes[i] & 0x7F) == 0x7F) {
         return InvalidInput(
-            fmt::format("{}: tensor {} holds an fp8 NaN (0x{:02X}) at row {}, "
-                        "block {}",
-                        layer, scale.info->name, bytes[i], i / scales.cols(), i % scales.cols()));
+            fmt::format("{}: tensor {} holds an fp8 NaN (0x{:02X}) at row {}, block {}", layer,
+                        scale.info->name, bytes[i], src_row + i / scales.cols(),
+                        first_block + i % scales.cols()));
       }
     }
     QP_ASSIGN_OR_RETURN(params->leg_weight_scales[leg],
@@ -224,14 +251,11 @@ class Nvfp4Family final : public SpecFamilyRow {
   // 128x4: scales padded to [ceil(N, 128), ceil(ceil(K / g), 4)] and swizzled the way Blackwell
   // block-scaled GEMMs read them; materialize picks it for sm100 and newer.
   int64_t BytesFor(const SpecKey& key, int64_t rows, int64_t cols, int) const override {
-    const Nvfp4LinearLayout layout{key.group};
-    if (key.scales != ScaleVariant::kTiled128x4) return layout.BytesFor(rows, cols);
-    return rows * layout.WeightRowBytes(cols) +
-           RoundUp(rows, 128) * RoundUp(layout.ScaleCols(cols), 4) + 4;
+    return Nvfp4Layout{key.group, key.scales == ScaleVariant::kTiled128x4}.BytesFor(rows, cols);
   }
   Result<std::unique_ptr<WeightSpec>> Make(const SpecKey& key, const ActivationQuant& act,
                                            const LoadFacts& facts) const override {
-    if (key.scales != ScaleVariant::kLinear || key.group != kNvfp4Group) {
+    if (key.group != kNvfp4Group) {
       return Unsupported(fmt::format(
           "spec {}: loading this layout is not implemented in this build", Format(key)));
     }

@@ -133,6 +133,22 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
   return g;
 }
 
+Result<ShardGeometry> BlockScaledGeometry(const AllocationRequest& request, const SpecKey& key,
+                                          int64_t block, bool packed) {
+  QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
+  if (packed && g.full_cols % 2 != 0) {
+    return InvalidInput(fmt::format("{}: {} packs two values per byte, but K = {} is odd",
+                                    request.layer, key.ToId(), g.full_cols));
+  }
+  if (g.cols != g.full_cols && g.cols % block != 0) {
+    return InvalidInput(fmt::format(
+        "{}: {} with tensor-parallel size {} splits K = {} into slices of {} columns, which is "
+        "not a multiple of the {}-column scale block",
+        request.layer, key.ToId(), request.tp_size, g.full_cols, g.cols, block));
+  }
+  return g;
+}
+
 }  // namespace quantpath::specs_internal
 
 namespace quantpath {
@@ -287,6 +303,24 @@ Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row,
     for (int64_t c = 0; c < cols; ++c) {
       StoreFloat(dst, (dst_row + r) * cols + c, (*values)[(src_row + r) * src_cols + src_col + c]);
     }
+  }
+  return {};
+}
+
+Status CopyByteRows(const TensorView& view, std::string_view layer, const SpecKey& key,
+                    StDtype dtype, const std::vector<int64_t>& shape, int64_t src_row, int64_t rows,
+                    int64_t first_byte, int64_t dst_row, ParamTensor* dst) {
+  if (view.info->dtype != dtype) {
+    return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects {}", layer,
+                                    view.info->name, StDtypeName(view.info->dtype), key.ToId(),
+                                    StDtypeName(dtype)));
+  }
+  QP_RETURN_IF_ERROR(ExpectShape(view, layer, shape));
+  const int64_t row_bytes = dst->row_bytes();
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst->raw() + (dst_row + r) * row_bytes,
+                view.bytes.data() + (src_row + r) * shape[1] + first_byte,
+                static_cast<size_t>(row_bytes));
   }
   return {};
 }

@@ -38,6 +38,12 @@ struct ShardGeometry {
 // the layer.
 Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request);
 
+// ComputeGeometry for a layout with one scale per `block` columns of each row, its codes packed
+// two per byte along K where `packed` (E2M1): K must then be even, and a row-parallel rank's K
+// must be whole blocks (so whole bytes); errors name the layer, `key` and the sizes.
+Result<ShardGeometry> BlockScaledGeometry(const AllocationRequest& request, const SpecKey& key,
+                                          int64_t block, bool packed);
+
 // "leg q_proj" (named legs), "leg 1" (unnamed fused legs) or "the weight" (one leg), for
 // messages about one leg's dimension.
 std::string LegLabel(const AllocationRequest& request, size_t leg);
@@ -83,6 +89,14 @@ std::string ShapeString(const std::vector<int64_t>& shape);
 // dtype (values are converted with round-to-nearest-even).
 Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row, int64_t src_col,
                 int64_t rows, int64_t dst_row, ParamTensor* dst);
+
+// Copies rows [src_row, src_row + rows) of the byte tensor `view` (packed codes, fp8 or E8M0
+// scales), which must be of dtype `dtype` and shape `shape`, into rows [dst_row, dst_row + rows)
+// of `dst`: dst->row_bytes() bytes of each row from byte column `first_byte` (a rank's slice of a
+// row-parallel layer starts there). Errors name the tensor, the layer and `key`'s spec.
+Status CopyByteRows(const TensorView& view, std::string_view layer, const SpecKey& key,
+                    StDtype dtype, const std::vector<int64_t>& shape, int64_t src_row, int64_t rows,
+                    int64_t first_byte, int64_t dst_row, ParamTensor* dst);
 
 // Loads every leg's `<prefix>.bias` slice into params->bias (when this rank stores the bias).
 Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,

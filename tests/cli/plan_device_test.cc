@@ -1,7 +1,11 @@
 // `plan --device`: the device chooses the layout of a scheme (materialize's device predicates),
-// and the kernel registry says separately whether this build can run it.
+// and the kernel registry says separately whether this build can run it; `load` and `run` lay
+// layers out for the same device.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "tests/cli/cli_test_util.h"
@@ -48,8 +52,52 @@ TEST(PlanDeviceCli, AKernelMissingOnTheDeviceIsANoteNotAnotherLayout) {
   const Json plan = ParseOrDie(sm90.out);
   for (const Json& layer : plan.Find("layers")->items()) {
     if (layer.Find("decision")->string_value() != "quantized") continue;
-    EXPECT_FALSE(layer.Find("kernel_available")->bool_value()) << layer.Find("path")->string_value();
+    EXPECT_FALSE(layer.Find("kernel_available")->bool_value())
+        << layer.Find("path")->string_value();
   }
+}
+
+std::string FileBytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Blackwell's NVFP4 layout on the host: `load --device sm100` holds what plan says it stores,
+// and `run --device sm100` writes the linear layout's y byte for byte.
+TEST(PlanDeviceCli, LoadAndRunLayTheLayersOutForTheDevice) {
+  const std::string dir = "tests/data/producers/ct_llama_nvfp4";
+  const Json plan = ParseOrDie(RunCli("plan " + dir + " --device sm100 --json").out);
+  const auto load = RunCli("load " + dir + " --device sm100 --json");
+  ASSERT_EQ(load.exit_code, 0) << RunCli("load " + dir + " --device sm100", true).out;
+  const auto& planned = plan.Find("layers")->items();
+  const Json loaded = ParseOrDie(load.out);
+  const auto& sites = loaded.Find("sites")->items();
+  ASSERT_EQ(sites.size(), planned.size());
+  int tiled = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (!sites[i].Find("loaded")->bool_value()) continue;
+    EXPECT_EQ(sites[i].Find("spec_id")->string_value(), planned[i].Find("spec_id")->string_value());
+    EXPECT_EQ(sites[i].Find("bytes_held")->int_value(), planned[i].Find("bytes")->int_value());
+    if (sites[i].Find("spec_id")->string_value() == "nvfp4_block_16_128x4") ++tiled;
+  }
+  EXPECT_EQ(tiled, 8);
+
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "quantpath_device";
+  std::filesystem::create_directories(out);
+  const std::string run = "run " + dir + " --layer model.layers.0.mlp.gate_up_proj --m 3 --json";
+  const auto on_cpu = RunCli(run + " --output " + (out / "cpu.safetensors").string());
+  const auto on_sm100 =
+      RunCli(run + " --device sm100 --output " + (out / "sm100.safetensors").string());
+  ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.out;
+  ASSERT_EQ(on_sm100.exit_code, 0) << on_sm100.out;
+  EXPECT_EQ(ParseOrDie(on_sm100.out).Find("spec_id")->string_value(), "nvfp4_block_16_128x4");
+  const std::string y = FileBytes(out / "cpu.safetensors");
+  EXPECT_GT(y.size(), 3u * 512 * 4);  // y [3, 512] fp32 and its header
+  EXPECT_EQ(y, FileBytes(out / "sm100.safetensors"));
+  // A layer without a kernel on that device is unusable input, naming the spec.
+  const auto bf16 = RunCli("run " + dir + " --layer lm_head --device sm100", true);
+  EXPECT_EQ(bf16.exit_code, 2) << bf16.out;
+  EXPECT_NE(bf16.out.find("bf16"), std::string::npos) << bf16.out;
 }
 
 }  // namespace

@@ -258,18 +258,14 @@ TEST(MaterializeTest, DeviceChoosesTheLayout) {
   EXPECT_EQ(KeyFor(nvfp4, kCpu)->ToId(), "nvfp4_block_16_linear");
   EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm90"))->ToId(), "nvfp4_block_16_linear");
   EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm100"))->ToId(), "nvfp4_block_16_128x4");
-  // The linear layout loads from an NVFP4 source layout; the 128x4 one has no loader yet, and
-  // materialize says so instead of picking another.
+  // Both layouts load from an NVFP4 source layout, each on its device.
   nvfp4.weight.load.layout = SourceLayout::kModelOptNvfp4;
   Result<std::unique_ptr<WeightSpec>> linear = Materialize(nvfp4, kCpu);
   ASSERT_TRUE(linear.ok()) << linear.status().message();
   EXPECT_EQ((*linear)->key().ToId(), "nvfp4_block_16_linear");
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(nvfp4, *ParseDevice("sm100"));
-  ASSERT_FALSE(spec.ok());
-  EXPECT_NE(spec.status().message().find("nvfp4_block_16_128x4: loading this layout is not "
-                                         "implemented"),
-            std::string::npos)
-      << spec.status().message();
+  Result<std::unique_ptr<WeightSpec>> tiled = Materialize(nvfp4, *ParseDevice("sm100"));
+  ASSERT_TRUE(tiled.ok()) << tiled.status().message();
+  EXPECT_EQ((*tiled)->key().ToId(), "nvfp4_block_16_128x4");
   // A device without kernels does not change the key (the registry answers that separately).
   EXPECT_EQ(KeyFor(BlockScheme(), *ParseDevice("sm90"))->ToId(), "fp8_block_128_128");
 }

@@ -1,12 +1,16 @@
-// The NVFP4 spec (nvfp4_block_16_linear) on checkpoints written by llmcompressor (NVFP4A16 and
-// NVFP4 presets, compressed-tensors nvfp4-pack-quantized) and by ModelOpt (NVFP4_DEFAULT_CFG),
+// The NVFP4 spec (nvfp4_block_16_linear, and nvfp4_block_16_128x4 on --device sm100) on
+// checkpoints written by llmcompressor (NVFP4A16 and NVFP4 presets, compressed-tensors
+// nvfp4-pack-quantized) and by ModelOpt (NVFP4_DEFAULT_CFG),
 // tests/data/producers/{ct,mo}_llama_nvfp4*, through the pipeline:
 //   1. the fp64 reference, rounded to the saved dequantization's dtype, equals the producer's own
 //      dequantization exactly, and the loaded parameters are the checkpoint's bytes;
 //   2. seeded runs of the dense (o, down) and fused (qkv, gate_up) layers are within tolerance;
 //   3. fused legs with different global scales get one, the engines' choice, and the error that
 //      adds is what the ratio of the globals predicts;
-//   4. errors name the tensor and the layer; tensor parallelism is refused naming the layer.
+//   4. on sm100 every layer holds plan's bytes in the 128x4 layout and runs to the linear
+//      layout's outputs bit for bit;
+//   5. errors name the tensor and the layer; a row split that cuts a 16-block names the legal
+//      sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,8 +31,8 @@ const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
 using testing::Rounded;
 using testing::SavedValue;
 
-Result<Model> Open(const std::string& dir, int64_t tp = 1) {
-  Result<OpenOptions> options = OpenOptions::Parse("native", "", "cpu", "auto", tp);
+Result<Model> Open(const std::string& dir, int64_t tp = 1, std::string_view device = "cpu") {
+  Result<OpenOptions> options = OpenOptions::Parse("native", "", device, "auto", tp);
   if (!options.ok()) return options.status();
   return OpenModel(dir, *options);
 }
@@ -120,6 +124,48 @@ TEST_P(Nvfp4FixturesTest, MatchesTheProducerAndRuns) {
   }
   EXPECT_EQ(checked, 8);  // qkv, o, gate_up, down in each of the two layers
   EXPECT_EQ(fused, 4);
+}
+
+// Blackwell's layout on the host: same codes, scales swizzled (each rank its own rows), same
+// products, at tp 1 and on both ranks of tp 2.
+TEST_P(Nvfp4FixturesTest, Sm100LoadsTheTiledLayoutWithTheLinearOutputs) {
+  const std::string dir = kData + GetParam().folder;
+  for (int64_t tp : {1, 2}) {
+    Result<Model> cpu = Open(dir, tp);
+    Result<Model> sm100 = Open(dir, tp, "sm100");
+    ASSERT_TRUE(cpu.ok() && sm100.ok());
+    Result<std::vector<LayerDecision>> layers = DecideAll(*sm100);
+    ASSERT_TRUE(layers.ok()) << layers.status().message();
+    int checked = 0;
+    for (const LayerDecision& decision : *layers) {
+      if (!decision.spec || decision.spec->family != kNvfp4Family) continue;
+      const std::string& path = decision.site->path;
+      SCOPED_TRACE(path + " tp " + std::to_string(tp));
+      EXPECT_EQ(decision.spec->ToId(), "nvfp4_block_16_128x4");
+      EXPECT_TRUE(decision.kernel_available);
+      ASSERT_TRUE(decision.bytes.has_value());
+      for (int rank = 0; rank < tp; ++rank) {
+        Result<LoadedLayer> tiled = LoadLayer(*sm100, path, rank);
+        ASSERT_TRUE(tiled.ok()) << tiled.status().message();
+        // What the rank holds is what its spec says it stores; plan's bytes are tp 1's.
+        const LinearParams& params = tiled->linear.params();
+        EXPECT_EQ(params.WeightBytes(), *tiled->linear.spec().StorageBytes(params.request));
+        if (tp == 1) {
+          EXPECT_EQ(params.WeightBytes(), *decision.bytes);
+        }
+        Result<LoadedLayer> linear = LoadLayer(*cpu, path, rank);
+        ASSERT_TRUE(linear.ok()) << linear.status().message();
+        Result<LayerRun> a = RunSeeded(*linear, 5, 3);
+        Result<LayerRun> b = RunSeeded(*tiled, 5, 3);
+        ASSERT_TRUE(a.ok() && b.ok());
+        ASSERT_EQ(a->y.size(), b->y.size());
+        EXPECT_EQ(std::memcmp(a->y.data(), b->y.data(), a->y.size() * sizeof(float)), 0);
+        EXPECT_TRUE(b->pass()) << "rel " << b->rel << " tol " << b->tol;
+      }
+      ++checked;
+    }
+    EXPECT_EQ(checked, 8);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Nvfp4FixturesTest,
@@ -250,12 +296,15 @@ TEST(Nvfp4Errors, NameTheTensorAndTheLayer) {
   }
 }
 
-TEST(Nvfp4Errors, TensorParallelIsRefusedNamingTheLayer) {
+// o_proj's K of 128 splits into 8 whole 16-blocks at most.
+TEST(Nvfp4Errors, ARowSplitThatCutsABlockNamesTheLegalSizes) {
   const std::string o_proj = "model.layers.1.self_attn.o_proj";
-  const std::string message = LoadError(kData + "producers/mo_llama_nvfp4", o_proj, 2);
-  EXPECT_NE(message.find(o_proj), std::string::npos) << message;
-  EXPECT_NE(message.find("nvfp4_block_16_linear with tensor-parallel size 2"), std::string::npos)
-      << message;
+  EXPECT_EQ(
+      LoadError(kData + "producers/mo_llama_nvfp4", o_proj, 16),
+      o_proj +
+          ": nvfp4_block_16_linear with tensor-parallel size 16 splits K = 128 into slices of "
+          "8 columns, which is not a multiple of the 16-column scale block; legal --tp: 1, "
+          "2, 4, 8");
 }
 
 }  // namespace

@@ -214,6 +214,9 @@ TEST(TpShardsErrorsTest, NameTheLayerTheDimensionAndTheLegalSizes) {
 //   MXFP4 / MXFP8 (one scale per row and 32 columns): as bf16 at --tp 2 (9) and --tp 4 (7: o's
 //   K 32 is one whole block); a row rank's MX activations are the whole layer's blocks of its
 //   columns, so the sum is within the weight-only tolerance.
+//   NVFP4 (one scale per row and 16 columns, the globals whole on every rank): as MX (9 and 7);
+//   a row rank's W4A4 activations are the whole layer's 16-blocks of its columns against the same
+//   divisor, so the sum too is within the weight-only tolerance.
 //   bitsandbytes 4-bit (blocks of 64 over the flattened weight): as groups of 64 (9 and 5; o's
 //   K 32 per rank would cut blocks); LLM.int8 (one absmax per row) as int8 W8A8 (9 and 7).
 // ModelSlim (tests/data/documented/SOURCES.md): 1 layer, hidden 64, 2 heads of 32, 1 KV head:
@@ -260,6 +263,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"documented/modelslim_llama_w8a8_dynamic", 2, 5},
         Case{"producers/ct_llama_mxfp4a16", 2, 9}, Case{"producers/ct_llama_mxfp4", 2, 9},
         Case{"producers/ct_llama_mxfp4", 4, 7}, Case{"producers/ct_llama_mxfp8a16", 2, 9},
+        Case{"producers/ct_llama_nvfp4a16", 2, 9}, Case{"producers/ct_llama_nvfp4", 2, 9},
+        Case{"producers/ct_llama_nvfp4", 4, 7}, Case{"producers/mo_llama_nvfp4", 2, 9},
         Case{"producers/ct_llama_mxfp8", 2, 9}, Case{"documented/modelslim_llama_w4a4_mxfp4", 2, 5},
         Case{"documented/modelslim_llama_w4a4_mxfp4", 4, 3},
         Case{"documented/modelslim_llama_w4a8_mxfp", 2, 5},

@@ -1,4 +1,5 @@
-// quantpath load MODEL_DIR [--quantization NAME] [--engine E] [--tp N --rank R] [--json]
+// quantpath load MODEL_DIR [--quantization NAME] [--engine E] [--device D] [--tp N --rank R]
+//                [--json]
 //
 // Loads every layer of the model through its spec (the pipeline's LoadModel) and reports what it
 // cost: layers, bytes read, bytes held, GB/s, peak RSS, seconds. Progress goes to stderr: a bar
@@ -22,6 +23,7 @@ struct LoadArgs {
   std::string engine = "native";
   std::string quantization;
   std::string modelslim_packing;
+  std::string device = "cpu";
   int64_t tp_size = 1;
   int64_t tp_rank = 0;
   bool json = false;
@@ -136,7 +138,7 @@ Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load)
 
 int RunLoad(const LoadArgs& args) {
   Result<OpenOptions> options =
-      OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp_size);
+      OpenOptions::Parse(args.engine, args.quantization, args.device, "auto", args.tp_size);
   if (!options.ok()) return ReportBadInput(options.status().message());
   if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
     return ReportBadInput(s.message());
@@ -162,6 +164,7 @@ void AddLoadCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("model_dir", args->dir, "Model folder")->required();
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100 (the layouts to load)");
   cmd->add_option("--tp", args->tp_size, "Tensor-parallel size");
   cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);

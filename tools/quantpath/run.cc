@@ -1,6 +1,6 @@
 // quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--tp N --rank R]
 //               [--input X.safetensors] [--output Y.safetensors] [--engine E]
-//               [--quantization NAME] [--json]
+//               [--quantization NAME] [--device D] [--json]
 //
 // Loads one layer the way an engine would (rank R's shard of N with --tp) and compares one Forward
 // with the double-precision reference, on seeded input (pipeline.h RunSeeded says exactly how) or
@@ -33,9 +33,10 @@ struct RunArgs {
   int64_t tp = 1;
   int rank = 0;
   bool json = false;
-  // --engine, --quantization
+  // --engine, --quantization, --device
   std::string engine = "native";
   std::string quantization;
+  std::string device = "cpu";
   std::string modelslim_packing;
   // --input, --output
   std::string input;
@@ -161,7 +162,7 @@ int RunLayer(const RunArgs& args) {
     if (Status s = CheckOutputPath(args); !s.ok()) return ReportBadInput(s.message());
   }
   Result<OpenOptions> options =
-      OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp);
+      OpenOptions::Parse(args.engine, args.quantization, args.device, "auto", args.tp);
   if (!options.ok()) return ReportBadInput(options.status().message());
   if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
     return ReportBadInput(s.message());
@@ -212,9 +213,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--tp", args->tp, "Tensor-parallel size (default 1)");
   cmd->add_option("--rank", args->rank, "Tensor-parallel rank to load, 0 to tp - 1 (default 0)");
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/run.md)");
-  // --engine, --quantization: decide the layer as plan does.
+  // --engine, --quantization, --device: decide and lay out the layer as plan does.
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100 (the layout to load)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   // --input, --output: given activations in, the result out.
   cmd->add_option("--input", args->input,

@@ -1,7 +1,12 @@
-// Reference kernel of nvfp4_block_16_linear, X and Y in fp32 or bf16, products in fp32:
+// Reference kernel of nvfp4_block_16_linear and nvfp4_block_16_128x4, X and Y in fp32 or bf16,
+// products in fp32:
 //   GemmNvfp4_Ref  W[n][c] = e2m1(W[n][c]) × e4m3(S[n][c / g]) × G (nvfp4_family.h), X as it is
-//                  (W4A16) or rounded to NVFP4 per 16 columns against the input divisor (W4A4).
-// Non-goals: speed, the 128x4 swizzled scales.
+//                  (W4A16) or rounded to NVFP4 per 16 columns against the input divisor (W4A4);
+//                  S[n][j] read where its layout stores it (Nvfp4Layout::ScaleOffset), so both
+//                  layouts give the same products.
+// The 128x4 layout is Blackwell's (materialize picks it for sm100); this build has no CUDA kernel,
+// so the reference serves it there too, run on the host, which lets `run --device sm100` check the
+// layout a Blackwell GEMM reads. Non-goals: speed.
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -47,19 +52,26 @@ class GemmNvfp4Ref final : public LinearKernel {
   CpuFeatures features() const override { return {}; }
   int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kNvfp4Family && key.scales == ScaleVariant::kLinear && device.is_cpu();
+    if (key.family != kNvfp4Family) return false;
+    return key.scales == ScaleVariant::kLinear
+               ? device.is_cpu()
+               : key.scales == ScaleVariant::kTiled128x4 && (device.is_cpu() || device.sm >= 100);
   }
   bool CanHandle(const KernelProbe& probe) const override {
+    // The dtypes and shape as the host, which runs it for either device, checks them.
+    KernelProbe host = probe;
+    host.device = DeviceCaps{};
     return Serves(probe.spec, probe.device) && probe.spec.group > 0 && CanHandleAct(probe.act) &&
-           reference::CanHandleIo(probe);
+           reference::CanHandleIo(host);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const Nvfp4LinearLayout layout{params.key.group};
+    const Nvfp4Layout layout{params.key.group, params.key.scales == ScaleVariant::kTiled128x4};
     const int64_t k = params.cols;
     const ParamTensor& codes = params.tensor(Slot::kWeight);
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-    assert(scales.rows() == params.rows && scales.cols() == layout.ScaleCols(k));
+    assert(scales.rows() == layout.StoredScaleRows(params.rows) &&
+           scales.cols() == layout.StoredScaleCols(k));
     const uint8_t* w = codes.data<uint8_t>();
     const uint8_t* s = scales.data<uint8_t>();
     const float global = params.tensor(Slot::kWeightGlobalScale).data<float>()[0];
@@ -67,10 +79,10 @@ class GemmNvfp4Ref final : public LinearKernel {
     const int64_t scale_cols = scales.cols();
     reference::GemmRowwise(params, act, x, y, [&](int64_t n, float* row) {
       const uint8_t* wn = w + n * row_bytes;
-      const uint8_t* sn = s + n * scale_cols;
       for (int64_t c = 0; c < k; ++c) {
         const uint8_t nibble = c % 2 == 0 ? wn[c / 2] & 0xF : wn[c / 2] >> 4;
-        row[c] = E2M1ToFloat(nibble) * (Fp8E4M3ToFloat(sn[c / layout.group]) * global);
+        const uint8_t scale = s[layout.ScaleOffset(n, c / layout.group, scale_cols)];
+        row[c] = E2M1ToFloat(nibble) * (Fp8E4M3ToFloat(scale) * global);
       }
     });
   }

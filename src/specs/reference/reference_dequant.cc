@@ -4,7 +4,9 @@
 // from its own file (dense_reference.cc, fp8_reference.cc, …); this file stacks the legs.
 //
 //   inputs:   the static activation scale is the max of the legs' `input_scale`; int8 inputs
-//             follow the engines' one grid for all legs (int8_reference.cc).
+//             follow the engines' one grid for all legs (int8_reference.cc); an MoE expert's
+//             NVFP4 activations the one input global the engines share over the experts
+//             (DequantizeExpertReference, nvfp4_family.h).
 //   X:        per ActivationQuant: scale = max(absmax, kActAbsMaxFloor) / 448 over the row, the
 //             whole X, or each group of columns of a row, divided in fp32 because scales are fp32
 //             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double; int8
@@ -78,6 +80,24 @@ Status ReadPrescale(const Checkpoint& checkpoint, SourceLayout layout, std::stri
   }
   *prescale = std::move(values);
   return {};
+}
+
+// The stored NVFP4 input global of the leg `prefix` (one positive value).
+Result<float> ReadNvfp4InputGlobal(const Checkpoint& checkpoint, SourceLayout layout,
+                                   std::string_view layer, const std::string& prefix) {
+  const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
+  if (!suffix) {
+    return InvalidInput(fmt::format("{}: source layout {} stores no input global scale", layer,
+                                    SourceLayoutName(layout)));
+  }
+  TensorInfo info;
+  QP_ASSIGN_OR_RETURN(
+      std::vector<double> s,
+      reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
+  if (s.size() != 1 || !(s[0] > 0.0)) {
+    return InvalidInput(fmt::format("{}: tensor {} is not one positive value", layer, info.name));
+  }
+  return static_cast<float>(s[0]);
 }
 
 }  // namespace
@@ -154,20 +174,9 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
       out.input_scale = std::max(out.input_scale.value_or(s[0]), s[0]);
     }
     if (nvfp4_input) {
-      TensorInfo info;
-      const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
-      if (!suffix) {
-        return InvalidInput(fmt::format("{}: source layout {} stores no input global scale", layer,
-                                        SourceLayoutName(layout)));
-      }
-      QP_ASSIGN_OR_RETURN(
-          std::vector<double> s,
-          reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
-      if (s.size() != 1 || !(s[0] > 0.0)) {
-        return InvalidInput(
-            fmt::format("{}: tensor {} is not one positive value", layer, info.name));
-      }
-      nvfp4_inputs.push_back(static_cast<float>(s[0]));
+      QP_ASSIGN_OR_RETURN(const float global,
+                          ReadNvfp4InputGlobal(checkpoint, layout, layer, prefix));
+      nvfp4_inputs.push_back(global);
     }
     if (bias) {
       TensorInfo info;
@@ -185,6 +194,28 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
     QP_RETURN_IF_ERROR(
         reference::ReadStaticInt8Inputs(checkpoint, scheme, layer, int8_scales, int8_zeros, &out));
   }
+  return out;
+}
+
+Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
+                                                 const QuantScheme& scheme, std::string_view layer,
+                                                 const std::string& prefix,
+                                                 const std::vector<std::string>& input_peers,
+                                                 bool bias) {
+  QP_ASSIGN_OR_RETURN(ReferenceLayer out,
+                      DequantizeReference(checkpoint, scheme, layer, {prefix}, bias));
+  if (!scheme.input || scheme.input->dtype != QDType::kNVFP4) return out;
+  const SourceLayout layout = scheme.weight.load.layout;
+  std::vector<float> stored;
+  for (const std::string& peer : input_peers) {
+    QP_ASSIGN_OR_RETURN(const float global, ReadNvfp4InputGlobal(checkpoint, layout, layer, peer));
+    stored.push_back(global);
+  }
+  if (stored.empty()) {
+    return InvalidInput(fmt::format("{}: no experts to share the NVFP4 input global of", layer));
+  }
+  const float shared = Nvfp4SharedExpertInput(layout, stored);
+  out.input_scale = Nvfp4InputDivisor(layout, std::span<const float>(&shared, 1));
   return out;
 }
 
