@@ -84,9 +84,20 @@ std::string ShapeString(const std::vector<int64_t>& shape);
 Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row, int64_t src_col,
                 int64_t rows, int64_t dst_row, ParamTensor* dst);
 
-// Loads every leg's `<prefix>.bias` slice into params->bias (when this rank stores the bias).
+// The leading dimensions of a leg's checkpoint tensors, one entry per row of the leg: [full leg
+// rows], or for a stacked projection (AllocationRequest::stacked) [experts, row_step · full leg
+// rows], every expert's rows with the other projections' interleaved.
+std::vector<int64_t> SourceRowsShape(const AllocationRequest& request, const ShardGeometry& g,
+                                     size_t leg);
+// The row, counted over those leading dimensions, that holds row r of this rank's slice of leg
+// `leg`.
+int64_t SourceRow(const AllocationRequest& request, const ShardGeometry& g, size_t leg, int64_t r);
+
+// Loads every leg's `<prefix><suffix>` slice into params->bias (when this rank stores the bias),
+// the rows SourceRow names.
 Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
-                const ShardGeometry& geometry, LinearParams* params);
+                const ShardGeometry& geometry, LinearParams* params,
+                std::string_view suffix = ".bias");
 
 // Whether `leg_prefixes` has one prefix per leg; an error naming the layer otherwise.
 Status ExpectLegPrefixes(const LinearParams& params, const std::vector<std::string>& leg_prefixes);

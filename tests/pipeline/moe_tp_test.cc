@@ -51,8 +51,8 @@ std::vector<float> SeededX(int64_t k, uint64_t seed) {
   return x;
 }
 
-// Checks 1 and 2 on both moe sites of the folder `dir`.
-void CheckRanksAddUp(const std::string& dir) {
+// Checks 1 and 2 on the `moe_sites` moe sites of the folder `dir`.
+void CheckRanksAddUp(const std::string& dir, int moe_sites = 2) {
   Result<Model> whole_model = Open(dir, 1);
   ASSERT_TRUE(whole_model.ok()) << whole_model.status().message();
   Result<Model> model = Open(dir, kTp);
@@ -131,7 +131,7 @@ void CheckRanksAddUp(const std::string& dir) {
     std::cout << dir << " " << site.path << ": ranks' sum vs tp 1 rel " << rel << " (bound "
               << bound << ")\n";
   }
-  EXPECT_EQ(sites, 2);
+  EXPECT_EQ(sites, moe_sites);
 }
 
 class MoeTpTest : public ::testing::TestWithParam<std::string> {};
@@ -187,6 +187,23 @@ TEST(MoeTpBf16Test, RanksAddUpToTheWholeExperts) {
   }
   testing::WriteSafetensors(dir / "model.safetensors", tensors);
   CheckRanksAddUp(dir.string());
+}
+
+// gpt-oss's stacked MXFP4 experts (documented/gptoss_mxfp4, one layer, I = 64): each rank holds
+// one 32-block of every expert's gate and up rows (the interleaved rows 2i and 2i + 1 of
+// gate_up_proj) and those columns of down; its biases on every rank (gate, up) or rank 0 (down).
+// At tp 4 a rank would be left without a block.
+TEST(MoeTpGptOssTest, RanksAddUpToTheWholeExperts) {
+  const std::string dir = std::string(QUANTPATH_TEST_DATA) + "/documented/gptoss_mxfp4";
+  CheckRanksAddUp(dir, 1);
+  Result<Model> four = Open(dir, 4);
+  ASSERT_TRUE(four.ok()) << four.status().message();
+  Result<LoadedExperts> loaded = LoadExperts(*four, "model.layers.0.mlp.experts", 0);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().message(),
+            "model.layers.0.mlp.experts (gate_up_proj[0::2]): N of leg gate_up_proj = 64 is 2 "
+            "blocks of 32; ⌈2 / 4⌉ = 1 per tensor-parallel rank leaves rank 3 without one; legal "
+            "--tp: 1, 2");
 }
 
 TEST(MoeTpErrorsTest, NameTheProjectionTheDimensionAndTheLegalSizes) {
