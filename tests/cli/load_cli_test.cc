@@ -129,6 +129,7 @@ const char* const kLoadableFixtures[] = {
     "producers/ct_qwen3moe_w8a8_int8_dynamic",
     "producers/ar_qwen3moe_auto_round_w4g64_sym",
     "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
+    "producers/ct_qwen3moe_mxfp4",
     "checkpoints/llama-tiny-fp8-sharded",
     "checkpoints/llama-tiny-fp8-static",
 };

@@ -145,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(Folders, MoeTpTest,
                                            "producers/ct_qwen3moe_fp8_dynamic",
                                            "producers/ct_qwen3moe_w8a8_int8_dynamic",
                                            "producers/ar_qwen3moe_auto_round_w4g64_sym",
-                                           "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act"));
+                                           "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
+                                           "producers/ct_qwen3moe_mxfp4"));
 
 // ModelSlim's experts (tests/data/documented, SOURCES.md: the same Qwen3-MoE shape), read per
 // expert into the w13 / w2 view: W8A8 static (each expert its own input_scale and quant_bias,
