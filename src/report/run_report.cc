@@ -100,9 +100,9 @@ std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) 
                                          : fmt::format("all {}, one input", run.experts);
   out += fmt::format("layer    {}\nexperts  {}\nspec_id  {}\nact      {}\nm        {}\n", site.path,
                      experts, layer.key.ToId(), layer.activation.ToString(), run.w13.m);
-  out += fmt::format("{:<5} {:<28} {}  kernel\n", "proj", "legs", ErrorHeader());
+  out += fmt::format("{:<5} {:<37} {}  kernel\n", "proj", "legs", ErrorHeader());
   const auto row = [&](std::string_view name, std::string legs, const LayerRun& r) {
-    out += fmt::format("{:<5} {:<28} {}  {}\n", name, legs, ErrorRow(r), r.kernel);
+    out += fmt::format("{:<5} {:<37} {}  {}\n", name, legs, ErrorRow(r), r.kernel);
   };
   const LoadedExpert& front = layer.experts.at(static_cast<size_t>(run.expert.value_or(0)));
   row("w13", front.names.at(0) + "+" + front.names.at(1), run.w13);
