@@ -53,8 +53,9 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme);
 Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request,
                              const ActivationQuant& act = {}, const LoadFacts& facts = {});
 
-// The allocation request of a site: its shape, legs (rows and names), bias and expert count, with
-// `params_dtype` (the checkpoint's torch_dtype), on `device`, unsplit.
+// The allocation request of a site: its shape, legs (rows and names), bias and expert count (and,
+// where the checkpoint stacks the experts, a StackedExpert of expert 0), with `params_dtype` (the
+// checkpoint's torch_dtype), on `device`, unsplit.
 AllocationRequest RequestForSite(const LayerSite& site, QDType params_dtype,
                                  const DeviceCaps& device);
 // The checkpoint module prefix of each leg of a site, in leg order (the site's path when it is

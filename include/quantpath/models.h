@@ -25,6 +25,22 @@ struct Leg {
   int64_t rows = 0;
 };
 
+// How an expert combines its gate and up outputs into down_proj's input: the fused MoE activation
+// the engines run for the architecture.
+struct ExpertActivation {
+  enum class Kind : uint8_t {
+    kSiluAndMul,  // silu(gate) · up (vLLM's SiluAndMul): Qwen3-MoE, DeepSeek-V3, GLM-4.5
+    // gpt-oss: g = min(gate, limit), u = clamp(up, −limit, limit), (u + 1) · g · σ(alpha · g)
+    // (transformers' GptOssExperts, vLLM's swigluoai_and_mul).
+    kSwigluOai,
+  };
+  Kind kind = Kind::kSiluAndMul;
+  double alpha = 0;  // kSwigluOai: 1.702, fixed in both engines
+  double limit = 0;  // kSwigluOai: config.json `swiglu_limit` (7.0 where absent, as transformers)
+  // The activation of one (gate, up) pair, in double.
+  double Apply(double gate, double up) const;
+};
+
 struct LayerSite {
   std::string path;  // execution name, e.g. "model.layers.0.self_attn.qkv_proj"
   SiteKind kind = SiteKind::kLinear;
@@ -52,6 +68,12 @@ struct LayerSite {
   // engine passes to get_quant_method, which may differ (vLLM's gpt-oss `model.layers.N.attn.*`)
   // or be empty (vLLM's Llama embed_tokens, SGLang's phi-2 linear layers).
   std::string checkpoint_path;
+  // moe only: the checkpoint holds each projection of every expert in one tensor, the experts
+  // along its first dimension (gpt-oss's `<experts>.gate_up_proj_blocks` [E, 2I, H/32, 16], gate
+  // and up rows interleaved); ExpertLegPath then names that tensor's module, whatever the expert.
+  bool stacked_experts = false;
+  // moe only: how gate and up combine before down_proj.
+  ExpertActivation expert_activation;
 
   // "model.layers.0.self_attn.q_proj" for leg 0 of qkv_proj: the parent path plus the leg's name.
   // For an moe site the legs belong to each expert, and this returns the path without an expert
@@ -60,7 +82,8 @@ struct LayerSite {
   // lookup starts from the prefix's last segment).
   std::string LegPath(size_t leg) const;
   // "model.layers.3.mlp.experts.5.gate_proj": leg `leg` of expert `expert`, as the checkpoint
-  // names it. Empty unless this is an moe site and both indices are in range.
+  // names it ("model.layers.3.mlp.experts.gate_up_proj" for every expert of stacked_experts).
+  // Empty unless this is an moe site and both indices are in range.
   std::string ExpertLegPath(int64_t expert, size_t leg) const;
   // What lines this site up with the same module under another dialect, built from checkpoint
   // names only (dialects name fused MLA projections, attention modules and routers differently):

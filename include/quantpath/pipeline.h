@@ -211,6 +211,9 @@ Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);
 // in the site's leg order (gate_proj [I, H], up_proj [I, H], down_proj [H, I]).
 struct LoadedExpert {
   std::vector<Linear> projections;
+  // Each projection's name: its leg's ("gate_proj"), with its rows where it is every other row
+  // of a stacked tensor ("gate_up_proj[0::2]": gpt-oss's gate).
+  std::vector<std::string> names;
   std::vector<std::string> prefixes;  // the checkpoint prefix of each projection
   std::vector<RankSlice> slices;      // where this rank's rows and columns lie in each projection
 };
@@ -228,14 +231,19 @@ struct LoadedExperts {
 
 // Resolves `path` to an moe site, decides it, and loads every expert from the checkpoint
 // prefixes the site names (LayerSite::ExpertLegPath: `…mlp.experts.N.gate_proj` in Qwen3-MoE,
-// DeepSeek-V3/R1, Kimi-K2 and GLM-4.5). Errors: not an moe site, a decision of error, no spec,
-// a missing or misshapen expert tensor (naming the tensor, the expert and the layer).
+// DeepSeek-V3/R1, Kimi-K2 and GLM-4.5; gpt-oss's `…mlp.experts.gate_up_proj` stacks every expert,
+// gate and up rows interleaved, so each expert's gate (rows 0::2) and up (rows 1::2) load as two
+// projections, StackedExpert). Errors: not an moe site, a decision of error, no spec, a source
+// layout that stacks experts on a site that does not (or the reverse), a missing or misshapen
+// expert tensor (naming the tensor, the expert and the layer).
 //
 // Rank `tp_rank` of model.launch.tp_size holds its shard of every expert, as vLLM's FusedMoE
 // with tensor (not expert) parallelism: gate and up their rows [r·I/tp, (r+1)·I/tp) each
-// (column-parallel), down its columns of the same range (row-parallel: a partial sum). A split
-// that breaks a group, pack or block is an error naming the projection and the dimension, ending
-// "; legal --tp: …" (up to 64).
+// (column-parallel), down its columns of the same range (row-parallel: a partial sum); gpt-oss's
+// stacked MXFP4 experts as vLLM's gpt-oss loader cuts them, ⌈(I / 32) / tp⌉ whole 32-blocks per
+// rank and the rest on the last (AllocationRequest::split_block). A split that breaks a group,
+// pack or block is an error naming the projection and the dimension, ending "; legal --tp: …"
+// (up to 64).
 Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int tp_rank = 0);
 
 // RunSeeded for experts: `expert` runs that one expert, nullopt runs every expert on the same
@@ -258,7 +266,9 @@ Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint6
                                     std::optional<int64_t> expert);
 
 // The experts on given activations (`run --input`), X [m, H] in bf16, fp16 or fp32: w13 (gate and
-// up) on X, then h = bf16(SiLU(gate) ⊙ up) on this rank's intermediate rows, then down on h, so
+// up, their biases added) on X, then h = bf16(act(gate, up)) on this rank's intermediate rows, act
+// the architecture's (LayerSite::expert_activation: SiLU(gate) ⊙ up, gpt-oss's clamped SwiGLU),
+// then down on h, so
 // w2.y is each expert's output ([E, m, H] for every expert, [m, H] for one; at --tp > 1 this
 // rank's partial sum, the ranks' sum being the whole expert's). Each product is measured against
 // the reference on the input its kernel read (w2 on h). The kernels read bf16 where every value

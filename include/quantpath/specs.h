@@ -185,6 +185,19 @@ enum class Parallel : uint8_t {
   kRow,         // input columns split into tp_size equal slices; the bias lives on rank 0
 };
 
+// One expert's projection inside checkpoint tensors that hold every expert of a layer, the
+// experts along the first dimension (gpt-oss: `<experts>.gate_up_proj_blocks` [E, 2I, H/32, 16],
+// `_scales` [E, 2I, H/32], `_bias` [E, 2I]; StacksExperts): expert `expert` of `experts`, and of
+// that expert's rows the projection's rows first_row, first_row + row_step, … (gate_up_proj
+// interleaves gate and up: gate rows 0::2, up rows 1::2; down_proj is all of its rows).
+struct StackedExpert {
+  int64_t experts = 0;
+  int64_t expert = 0;
+  int64_t row_step = 1;
+  int64_t first_row = 0;
+  bool operator==(const StackedExpert&) const = default;
+};
+
 // What a layer asks a spec to allocate.
 struct AllocationRequest {
   std::string layer;                    // the site's execution path, for messages
@@ -204,6 +217,15 @@ struct AllocationRequest {
   // rows per rank has R / r distinct slices, slice i held by ranks [i·t, (i+1)·t), t = tp_size /
   // (R / r). Empty: leg_rows / tp_size.
   std::vector<int64_t> rank_leg_rows;
+  // > 0: the split dimension (N of a column split, K of a row split) is cut into whole blocks of
+  // this many rows or columns, ⌈blocks / tp_size⌉ per rank and the last ranks holding what remains
+  // (vLLM's gpt-oss loader cuts the MXFP4 experts' intermediate size in 32-blocks this way); the
+  // size must still divide it, as vLLM asserts, and a rank left without a block is an error.
+  // 0: tp_size equal slices.
+  int64_t split_block = 0;
+  // Where the projection lies in tensors that hold every expert of its layer; nullopt: the
+  // checkpoint tensors under its prefix are its own.
+  std::optional<StackedExpert> stacked;
 };
 
 // Where one rank's slice lies in the whole layer: the whole layer's row of each of the rank's
@@ -226,7 +248,9 @@ Result<RankSlice> RankSliceOf(const AllocationRequest& request);
 // expert its own g_idx, which one GEMM over stacked experts could not share, and block-fp8 experts
 // whose I is not a multiple of the block keep one scale grid per projection as stored.
 // StorageBytes counts `experts` such triples. `request.leg_names` names the three legs when given
-// (gpt-oss's two, gate_up_proj and down_proj, name the gate and up halves alike). Errors name the
+// (gpt-oss's two, gate_up_proj and down_proj, name the gate and up halves alike). With
+// `request.stacked`, each projection's copy says which rows are its own: gate_up_proj's gate rows
+// 0::2 and up rows 1::2, all of down_proj's (the expert index stays the caller's). Errors name the
 // layer.
 Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const AllocationRequest& request);
 
@@ -387,8 +411,12 @@ struct SourceTensor {
 // required = false: whether a layer needs them depends on its scheme. Every layout also has the
 // optional ".bias" of the layer itself.
 std::span<const SourceTensor> SourceTensors(SourceLayout layout);
-// The checkpoint suffix of `slot` in `layout`, or nullopt when the layout has no such tensor.
+// The checkpoint suffix of `slot` in `layout`, or nullopt when the layout has no such tensor
+// (the bias is ".bias" unless the layout names another).
 std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot);
+// Whether `layout` holds every expert of a layer in one tensor per projection (gpt-oss's
+// `_blocks` / `_scales`), so that its loaders read a projection through StackedExpert.
+bool StacksExperts(SourceLayout layout);
 
 // bitsandbytes keeps the 4-bit block size in each weight's serialized quant_state, not in
 // config.json. The block size of the first well-formed quant_state of `checkpoint` (by name), with
@@ -431,19 +459,32 @@ struct ReferenceLeg {
 using ReferenceLegFn = Result<ReferenceLeg> (*)(const Checkpoint& checkpoint,
                                                 const QuantScheme& scheme, std::string_view layer,
                                                 const std::string& prefix);
+// The same for a layout that stacks every expert of a layer (StacksExperts): `expert` says which
+// expert and which of its rows are the projection's.
+using StackedReferenceLegFn = Result<ReferenceLeg> (*)(const Checkpoint& checkpoint,
+                                                       const QuantScheme& scheme,
+                                                       std::string_view layer,
+                                                       const std::string& prefix,
+                                                       const StackedExpert& expert);
 struct ReferenceRegistrar {
   ReferenceRegistrar(SourceLayout layout, ReferenceLegFn dequantize);
+  ReferenceRegistrar(SourceLayout layout, StackedReferenceLegFn dequantize);
 };
 
 // Dequantizes the legs of one layer with the entry of the scheme's source layout
 // (scheme.weight.load.layout), stacking legs in order, and reads the static activation scales,
 // the input prescale (which the legs must share) and biases. A layout without an entry is an error
-// naming it. `layer` names the layer in errors.
-Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
-                                           std::string_view layer,
-                                           const std::vector<std::string>& leg_prefixes, bool bias);
+// naming it. `layer` names the layer in errors. `stacked`: one expert's projection of a layout
+// that stacks experts (its one prefix names the stacked tensors), read through the layout's
+// stacked entry, its bias rows too; a stacked layout without it, or a plain one with it, is an
+// error naming the layout.
+Result<ReferenceLayer> DequantizeReference(
+    const Checkpoint& checkpoint, const QuantScheme& scheme, std::string_view layer,
+    const std::vector<std::string>& leg_prefixes, bool bias,
+    const std::optional<StackedExpert>& stacked = std::nullopt);
 
-// DequantizeReference of one expert projection (`prefix`) of an MoE layer. The engines quantize
+// DequantizeReference of one expert projection (`prefix`, `stacked` as for DequantizeReference)
+// of an MoE layer. The engines quantize
 // the input of every expert's gate and up, and of every expert's down, against one NVFP4 global
 // (nvfp4_family.h, Nvfp4SharedExpertInput), so NVFP4 activations take their divisor from
 // `input_peers`, that projection's prefixes in every expert; other activations keep the
@@ -452,7 +493,8 @@ Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
                                                  const QuantScheme& scheme, std::string_view layer,
                                                  const std::string& prefix,
                                                  const std::vector<std::string>& input_peers,
-                                                 bool bias);
+                                                 bool bias,
+                                                 const std::optional<StackedExpert>& stacked = {});
 
 // The rank's slice of a whole layer's reference (`whole` from DequantizeReference, `slice` from
 // RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, its columns

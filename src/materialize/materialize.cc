@@ -139,6 +139,9 @@ AllocationRequest RequestForSite(const LayerSite& site, QDType params_dtype,
   request.params_dtype = params_dtype;
   request.device = device;
   request.experts = site.kind == SiteKind::kMoe ? site.experts : 0;
+  if (site.kind == SiteKind::kMoe && site.stacked_experts) {
+    request.stacked = StackedExpert{.experts = site.experts};
+  }
   request.bias = site.bias;
   return request;
 }

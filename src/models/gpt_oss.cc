@@ -5,7 +5,9 @@
 // and `o_proj`, both biased; the attention module; `mlp.router` (built without a quantization
 // config, with a bias); `mlp.experts` (FusedMoE with biases). The checkpoint stores each layer's
 // experts as `gate_up_proj` (gate and up rows interleaved) and `down_proj`, plus their biases, so
-// the moe site's legs are those two. `layer_types` (sliding / full attention) changes no site.
+// the moe site's legs are those two, stacked over the experts. The experts' activation is the
+// clamped SwiGLU of transformers' GptOssExperts (`swiglu_limit`). `layer_types` (sliding / full
+// attention) changes no site.
 //
 // Names: vLLM builds the attention block as `attn` (`model.layers.N.attn.qkv_proj`, its attention
 // module `…attn.attn`) and the embedding as `embedding`, renaming the checkpoint's `self_attn` and
@@ -30,6 +32,10 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
   QP_ASSIGN_OR_RETURN(const int64_t experts, c.Positive("num_local_experts", kMaxExperts));
   QP_ASSIGN_OR_RETURN(const int64_t vocab, c.Positive("vocab_size"));
   QP_ASSIGN_OR_RETURN(const bool tied, c.BoolOr("tie_word_embeddings", false));
+  // The experts' clamped SwiGLU: alpha is fixed in both engines' kernels, the limit is the
+  // config's (GptOssConfig's default 7.0).
+  QP_ASSIGN_OR_RETURN(const double limit, c.PositiveNumberOr("swiglu_limit", 7.0));
+  const ExpertActivation activation{ExpertActivation::Kind::kSwigluOai, 1.702, limit};
   // vLLM builds q/k/v and o with biases whatever the config says; the released configs say
   // `attention_bias: true` and the checkpoints store them.
   attention.qkv_bias = attention.o_bias = true;
@@ -49,7 +55,7 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
     list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
     list.Router(layer + ".mlp.router", experts, hidden, /*bias=*/true);
     list.Moe(layer + ".mlp.experts", experts, intermediate, hidden,
-             {.fused_gate_up = true, .bias = true});
+             {.fused_gate_up = true, .bias = true, .activation = activation});
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }
   list.Other({hidden});           // model.norm

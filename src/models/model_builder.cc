@@ -182,6 +182,12 @@ Result<double> ConfigReader::PositiveNumber(std::string_view key, double max) co
   return v->number_value();
 }
 
+Result<double> ConfigReader::PositiveNumberOr(std::string_view key, double fallback,
+                                              double max) const {
+  if (object_.FindNonNull(key) == nullptr) return fallback;
+  return PositiveNumber(key, max);
+}
+
 Result<std::optional<std::vector<std::string>>> ConfigReader::OptionalStringList(
     std::string_view key) const {
   const Json* v = object_.FindNonNull(key);
@@ -297,6 +303,8 @@ void SiteList::Moe(std::string path, int64_t experts, int64_t intermediate, int6
   } else {
     site.legs = {{"gate_proj", intermediate}, {"up_proj", intermediate}, {"down_proj", hidden}};
   }
+  site.stacked_experts = layout.fused_gate_up;
+  site.expert_activation = layout.activation;
   site.bias = layout.bias;
   const int64_t bias_per_expert = layout.bias ? 2 * intermediate + hidden : 0;
   site.params = Product({experts, Sum(Product({3, hidden, intermediate}), bias_per_expert)});

@@ -140,6 +140,9 @@ class ConfigReader {
   Result<std::optional<std::string>> OptionalString(std::string_view key) const;
   // A number (integer or not) in (0, max], e.g. Qwen-VL's `mlp_ratio`.
   Result<double> PositiveNumber(std::string_view key, double max = kMaxDim) const;
+  // The same; absent or null gives `fallback`.
+  Result<double> PositiveNumberOr(std::string_view key, double fallback,
+                                  double max = kMaxDim) const;
   // A list of strings; absent or null gives nullopt.
   Result<std::optional<std::vector<std::string>>> OptionalStringList(std::string_view key) const;
   // The length of a list (any items); absent or null gives 0.
@@ -154,13 +157,15 @@ class ConfigReader {
   std::string architecture_;
 };
 
-// How a checkpoint stores the projections of one routed expert.
+// How a checkpoint stores the projections of one routed expert, and how they combine.
 struct ExpertLayout {
-  // gpt-oss: one `gate_up_proj` tensor per layer, gate and up rows interleaved, instead of
-  // separate gate_proj and up_proj.
+  // gpt-oss: one `gate_up_proj` and one `down_proj` tensor per layer holding every expert
+  // (LayerSite::stacked_experts), gate and up rows interleaved, instead of separate gate_proj and
+  // up_proj per expert.
   bool fused_gate_up = false;
   // gpt-oss: `gate_up_proj_bias` and `down_proj_bias`.
   bool bias = false;
+  ExpertActivation activation;
 };
 
 // ---------------------------------------------------------------------------------------------

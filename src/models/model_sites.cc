@@ -1,4 +1,8 @@
-// Accessors of LayerSite and ModelSites: leg paths, checkpoint keys and parameter sums.
+// Accessors of LayerSite and ModelSites: leg paths, checkpoint keys and parameter sums; the
+// experts' activation.
+#include <algorithm>
+#include <cmath>
+
 #include "fmt/format.h"
 #include "quantpath/models.h"
 
@@ -18,7 +22,21 @@ std::string LayerSite::LegPath(size_t leg) const {
 
 std::string LayerSite::ExpertLegPath(int64_t expert, size_t leg) const {
   if (kind != SiteKind::kMoe || expert < 0 || expert >= experts || leg >= legs.size()) return {};
+  if (stacked_experts) return LegPath(leg);
   return fmt::format("{}.{}.{}", path, expert, legs[leg].name);
+}
+
+double ExpertActivation::Apply(double gate, double up) const {
+  switch (kind) {
+    case Kind::kSiluAndMul:
+      return gate / (1.0 + std::exp(-gate)) * up;
+    case Kind::kSwigluOai: {
+      const double g = std::min(gate, limit);
+      const double u = std::clamp(up, -limit, limit);
+      return (u + 1.0) * g / (1.0 + std::exp(-alpha * g));
+    }
+  }
+  return 0.0;
 }
 
 std::string LayerSite::CheckpointKey() const {

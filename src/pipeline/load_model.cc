@@ -38,9 +38,10 @@ double CpuSeconds() {
 
 // The non-layer parameters every supported architecture stores: normalisation weights and biases
 // (the module's last segment ends in "norm": input_layernorm, post_attention_layernorm, norm,
-// q_norm, k_norm, …) and the rotary tables older checkpoints save (vLLM skips those).
+// q_norm, k_norm, …), gpt-oss's attention sinks (one learned logit per head) and the rotary
+// tables older checkpoints save (vLLM skips those).
 bool IsOtherParam(std::string_view name) {
-  if (name.ends_with(".rotary_emb.inv_freq")) return true;
+  if (name.ends_with(".rotary_emb.inv_freq") || name.ends_with(".self_attn.sinks")) return true;
   for (std::string_view suffix : {".weight", ".bias"}) {
     if (!name.ends_with(suffix)) continue;
     std::string_view module = name.substr(0, name.size() - suffix.size());
@@ -145,9 +146,10 @@ class Loader {
 
   // The tensors of a loaded layer's source layout under each of its prefixes (SourceTensors is
   // the one table loaders and `check` share), and its bias. An optional tensor counts only when
-  // the loaded layer holds its slot: one the spec had no use for (a zero point on a symmetric
-  // layer, an input scale on a dynamic one, a bias the site does not have) stays unconsumed and
-  // is named at the end, as the engines' weight loaders reject it.
+  // the loaded layer holds its slot (the bias: when the layer has one, whichever rank adds it):
+  // one the spec had no use for (a zero point on a symmetric layer, an input scale on a dynamic
+  // one, a bias the site does not have) stays unconsumed and is named at the end, as the engines'
+  // weight loaders reject it.
   Status ConsumeLayer(const LinearParams& params, SourceLayout layout,
                       const std::vector<std::string>& prefixes, SiteLoad* load) {
     const auto consumes = [&](const SourceTensor& tensor) {
@@ -163,7 +165,11 @@ class Loader {
           QP_RETURN_IF_ERROR(Consume(prefix + std::string(tensor.suffix), load));
         }
       }
-      if (!params.tensor(Slot::kBias).empty()) QP_RETURN_IF_ERROR(Consume(prefix + ".bias", load));
+      // The layer's bias, on every rank: a row-parallel rank other than 0 reads no bias (rank 0
+      // adds it), yet the tensor is the layer's.
+      if (params.request.bias) {
+        QP_RETURN_IF_ERROR(Consume(prefix + std::string(*SourceSuffix(layout, Slot::kBias)), load));
+      }
     }
     return Status();
   }
@@ -225,8 +231,10 @@ class Loader {
   Status WithFiles(const Status& status, const std::vector<std::string>& prefixes) const {
     std::vector<std::string> files;
     for (const std::string& name : checkpoint_.TensorNames()) {
-      const bool of_layer = std::any_of(prefixes.begin(), prefixes.end(),
-                                        [&](const auto& p) { return name.starts_with(p + "."); });
+      // gpt-oss's stacked expert tensors follow their prefix with "_" (`gate_up_proj_blocks`).
+      const bool of_layer = std::any_of(prefixes.begin(), prefixes.end(), [&](const auto& p) {
+        return name.starts_with(p + ".") || name.starts_with(p + "_");
+      });
       if (!of_layer) continue;
       Result<TensorView> view = checkpoint_.Get(name);
       if (!view.ok()) continue;

@@ -10,9 +10,13 @@
 // w13's two shards), down along its intermediate columns (a partial sum per rank). The specs'
 // column and row geometry does the slicing, so a split that breaks a group, a pack or a block is
 // the spec's error, to which the legal sizes are added.
+//
+// gpt-oss stacks every expert of a layer in one tensor per projection, gate and up rows
+// interleaved (LayerSite::stacked_experts): each expert's projection names its rows of them
+// (StackedExpert), so gate and up load as two projections (the interleave undone) and the
+// architecture's activation (LayerSite::expert_activation) combines them.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -25,29 +29,52 @@
 namespace quantpath {
 namespace {
 
+// "up_proj", or "gate_up_proj[1::2]" for a projection that is every other row of a stacked
+// tensor (gpt-oss's up rows).
+std::string ProjectionName(const AllocationRequest& request) {
+  const std::string& name = request.leg_names.front();
+  const std::optional<StackedExpert>& stacked = request.stacked;
+  if (!stacked || stacked->row_step == 1) return name;
+  return fmt::format("{}[{}::{}]", name, stacked->first_row, stacked->row_step);
+}
+
 // "model.layers.0.mlp.experts, expert 3 (up_proj)": the layer name of one expert's projection in
 // every message the spec and the checkpoint give.
-std::string ExpertLayer(const LayerSite& site, int64_t expert, std::string_view projection) {
-  return fmt::format("{}, expert {} ({})", site.path, expert, projection);
+std::string ExpertLayer(const LayerSite& site, int64_t expert, const AllocationRequest& request) {
+  return fmt::format("{}, expert {} ({})", site.path, expert, ProjectionName(request));
 }
 
 // The three projection requests of `site` on rank `rank` of `tp` (ExpertProjectionRequests
-// marks gate and up column-parallel, down row-parallel).
+// marks gate and up column-parallel, down row-parallel), for a scheme in source layout `layout`.
 Result<std::vector<AllocationRequest>> RankRequests(const Model& model, const LayerSite& site,
-                                                    int64_t tp, int rank) {
+                                                    SourceLayout layout, int64_t tp, int rank) {
   AllocationRequest request = RequestForSite(site, model.sites.torch_dtype, model.device);
   request.tp_size = static_cast<int>(tp);
   request.tp_rank = rank;
+  // vLLM's gpt-oss loader gives each rank ⌈(I / 32) / tp⌉ whole 32-blocks of the intermediate
+  // size (gate and up rows, down columns), the last rank the rest; its kernels pad the shorter
+  // slice.
+  if (StacksExperts(layout)) request.split_block = 32;
   QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests, ExpertProjectionRequests(request));
-  for (size_t leg = 0; leg < requests.size(); ++leg) {
-    requests[leg].layer = fmt::format("{} ({})", site.path, site.legs[leg].name);
+  for (AllocationRequest& projection : requests) {
+    projection.layer = fmt::format("{} ({})", site.path, ProjectionName(projection));
   }
   return requests;
 }
 
+// The site leg whose checkpoint prefix holds `request`'s projection (gpt-oss's gate and up rows
+// are both gate_up_proj's).
+size_t SiteLeg(const LayerSite& site, const AllocationRequest& request) {
+  for (size_t leg = 0; leg < site.legs.size(); ++leg) {
+    if (site.legs[leg].name == request.leg_names.front()) return leg;
+  }
+  return site.legs.size();  // ExpertLegPath gives "" for it: the spec names the missing tensor
+}
+
 // Whether `spec` holds every projection of rank 0 at `tp`.
 Status Fits(const WeightSpec& spec, const Model& model, const LayerSite& site, int64_t tp) {
-  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests, RankRequests(model, site, tp, 0));
+  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests,
+                      RankRequests(model, site, spec.facts().layout, tp, 0));
   for (const AllocationRequest& request : requests) {
     QP_RETURN_IF_ERROR(spec.StorageBytes(request).status());
   }
@@ -69,6 +96,7 @@ std::vector<double> ColumnsOf(std::span<const double> x, int64_t m, int64_t full
 Result<ReferenceLayer> ProjectionReference(const LoadedExperts& layer, int64_t e, size_t leg) {
   const LayerSite& site = *layer.resolved.site;
   const LoadedExpert& expert = layer.experts[static_cast<size_t>(e)];
+  const AllocationRequest& request = expert.projections[leg].params().request;
   const size_t down = expert.prefixes.size() - 1;
   std::vector<std::string> peers;
   for (const LoadedExpert& other : layer.experts) {
@@ -76,11 +104,10 @@ Result<ReferenceLayer> ProjectionReference(const LoadedExperts& layer, int64_t e
       if ((p == down) == (leg == down)) peers.push_back(other.prefixes[p]);
     }
   }
-  QP_ASSIGN_OR_RETURN(ReferenceLayer whole,
-                      DequantizeExpertReference(layer.checkpoint, layer.scheme,
-                                                ExpertLayer(site, e, site.legs[leg].name),
-                                                expert.prefixes[leg], peers, site.bias));
-  const AllocationRequest& request = expert.projections[leg].params().request;
+  QP_ASSIGN_OR_RETURN(
+      ReferenceLayer whole,
+      DequantizeExpertReference(layer.checkpoint, layer.scheme, ExpertLayer(site, e, request),
+                                expert.prefixes[leg], peers, site.bias, request.stacked));
   if (request.tp_size == 1) return whole;
   ReferenceLayer ref = SliceReference(whole, expert.slices[leg]);
   pipeline_internal::ShiftModelSlimRowRank(whole, expert.slices[leg], request, layer.scheme,
@@ -186,11 +213,13 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
   if (decision.kind == DecisionKind::kError) {
     return InvalidInput(fmt::format("{}: decided error: {}", site.path, decision.detail));
   }
-  // ExpertProjectionRequests' order: gate_proj, up_proj, down_proj, one checkpoint prefix each.
-  if (site.legs.size() != 3) {
-    return Unsupported(
-        fmt::format("{}: experts stored with gate and up fused ({}) are not loaded yet", site.path,
-                    site.legs.empty() ? std::string("no legs") : site.legs.front().name));
+  // ExpertProjectionRequests' order: gate_proj, up_proj, down_proj, one checkpoint prefix each;
+  // gate and up fused in one tensor are read only as the architecture stacks them (gpt-oss).
+  if (site.legs.size() != 3 && !site.stacked_experts) {
+    return Unsupported(fmt::format(
+        "{}: experts stored with gate and up fused ({}) are loaded only where the "
+        "architecture says how they are stacked (gpt-oss)",
+        site.path, site.legs.empty() ? std::string("no legs") : site.legs.front().name));
   }
   const int64_t tp = model.launch.tp_size;
   if (tp_rank < 0 || tp_rank >= tp) {
@@ -198,6 +227,15 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
                                     site.path, tp_rank, tp));
   }
   QuantScheme scheme = decision.scheme.value_or(QuantScheme{});
+  const SourceLayout layout = scheme.weight.load.layout;
+  if (site.stacked_experts != StacksExperts(layout)) {
+    return InvalidInput(fmt::format(
+        "{}: {} stores {}, but source layout {} {}", site.path, model.sites.architecture,
+        site.stacked_experts ? "every expert of a layer in one tensor per projection"
+                             : "each expert's projections under its own prefix",
+        SourceLayoutName(layout),
+        StacksExperts(layout) ? "stacks them" : "reads a tensor per expert projection"));
+  }
   Result<std::unique_ptr<WeightSpec>> probe = Materialize(scheme, model.device);
   if (!probe.ok()) return probe.status().WithContext(site.path);
   if (Status fits = Fits(**probe, model, site, tp); !fits.ok()) {
@@ -208,7 +246,7 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
   }
   QP_ASSIGN_OR_RETURN(const std::vector<AllocationRequest> requests,
-                      RankRequests(model, site, tp, tp_rank));
+                      RankRequests(model, site, layout, tp, tp_rank));
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
   // Every projection of every expert is loaded before any is processed, so that the spec can
@@ -218,14 +256,16 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
   std::vector<std::vector<std::unique_ptr<WeightSpec>>> specs(experts.size());
   for (int64_t e = 0; e < site.experts; ++e) {
     LoadedExpert& expert = experts[static_cast<size_t>(e)];
-    for (size_t leg = 0; leg < requests.size(); ++leg) {
-      AllocationRequest request = requests[leg];
-      request.layer = ExpertLayer(site, e, site.legs[leg].name);
+    for (const AllocationRequest& projection : requests) {
+      AllocationRequest request = projection;
+      request.layer = ExpertLayer(site, e, projection);
+      if (request.stacked) request.stacked->expert = e;
       Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, model.device);
       if (!spec.ok()) return spec.status().WithContext(request.layer);
       QP_ASSIGN_OR_RETURN(RankSlice slice, RankSliceOf(request));
       expert.slices.push_back(std::move(slice));
-      expert.prefixes.push_back(site.ExpertLegPath(e, leg));
+      expert.prefixes.push_back(site.ExpertLegPath(e, SiteLeg(site, request)));
+      expert.names.push_back(ProjectionName(request));
       QP_ASSIGN_OR_RETURN(LinearParams loaded, (*spec)->Allocate(request));
       QP_RETURN_IF_ERROR((*spec)->Load(checkpoint, {expert.prefixes.back()}, &loaded));
       params[static_cast<size_t>(e)].push_back(std::move(loaded));
@@ -283,9 +323,10 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
   ExpertsRun run;
   run.expert = expert;
   run.experts = last - first;
-  // w13 on X; then per expert h = bf16(SiLU(gate) · up) on this rank's intermediate rows (the
-  // activation every architecture whose experts load uses), and down on h: each product is
-  // measured on the input its kernel read.
+  // w13 on X; then per expert h = bf16(act(gate, up)) on this rank's intermediate rows, act the
+  // architecture's (LayerSite::expert_activation), and down on h: each product is measured on
+  // the input its kernel read.
+  const ExpertActivation& act = layer.resolved.site->expert_activation;
   QP_ASSIGN_OR_RETURN(run.w13, RunProjections(layer, first, last, 0, 2, xd, m));
   pipeline_internal::ErrorStats w2;
   run.w2.m = m;
@@ -296,8 +337,7 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
     const float* up = gate + m * inter;
     std::vector<double> h(static_cast<size_t>(m * inter));
     for (size_t i = 0; i < h.size(); ++i) {
-      const double g = gate[i];
-      h[i] = Bf16ToFloat(FloatToBf16(static_cast<float>(g / (1.0 + std::exp(-g)) * up[i])));
+      h[i] = Bf16ToFloat(FloatToBf16(static_cast<float>(act.Apply(gate[i], up[i]))));
     }
     std::vector<float> y;
     QP_RETURN_IF_ERROR(TimedForward(down, h, m, &y, &run.w2));

@@ -14,12 +14,12 @@ Json Number(double v) { return std::isfinite(v) ? Json::Double(v) : Json::Null()
 
 // w13 or w2 of the experts that ran: legs [first, last) of one expert, their outputs side by
 // side ([N, K] with N the legs' rows together).
-Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, const LayerSite& site,
-                      size_t first, size_t last, const LayerRun& run) {
+Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, size_t first, size_t last,
+                      const LayerRun& run) {
   std::vector<Json> leg_names;
   int64_t n = 0;
   for (size_t leg = first; leg < last; ++leg) {
-    leg_names.push_back(Json::String(site.legs[leg].name));
+    leg_names.push_back(Json::String(expert.names[leg]));
     n += expert.projections[leg].out_features();
   }
   return Json::Object({{"name", Json::String(std::string(name))},
@@ -87,8 +87,8 @@ Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_
        {"seed", Json::Int(static_cast<int64_t>(seed))},
        {"expert", run.expert ? Json::Int(*run.expert) : Json::Null()},
        {"experts", Json::Int(run.experts)},
-       {"projections", Json::Array({ProjectionToJson("w13", front, site, 0, down, run.w13),
-                                    ProjectionToJson("w2", front, site, down, down + 1, run.w2)})},
+       {"projections", Json::Array({ProjectionToJson("w13", front, 0, down, run.w13),
+                                    ProjectionToJson("w2", front, down, down + 1, run.w2)})},
        {"pass", Json::Bool(run.pass())}});
 }
 
@@ -100,12 +100,13 @@ std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) 
                                          : fmt::format("all {}, one input", run.experts);
   out += fmt::format("layer    {}\nexperts  {}\nspec_id  {}\nact      {}\nm        {}\n", site.path,
                      experts, layer.key.ToId(), layer.activation.ToString(), run.w13.m);
-  out += fmt::format("{:<5} {:<28} {}  kernel\n", "proj", "legs", ErrorHeader());
+  out += fmt::format("{:<5} {:<37} {}  kernel\n", "proj", "legs", ErrorHeader());
   const auto row = [&](std::string_view name, std::string legs, const LayerRun& r) {
-    out += fmt::format("{:<5} {:<28} {}  {}\n", name, legs, ErrorRow(r), r.kernel);
+    out += fmt::format("{:<5} {:<37} {}  {}\n", name, legs, ErrorRow(r), r.kernel);
   };
-  row("w13", site.legs[0].name + "+" + site.legs[1].name, run.w13);
-  row("w2", site.legs[2].name, run.w2);
+  const LoadedExpert& front = layer.experts.at(static_cast<size_t>(run.expert.value_or(0)));
+  row("w13", front.names.at(0) + "+" + front.names.at(1), run.w13);
+  row("w2", front.names.at(2), run.w2);
   out += run.pass() ? "ok\n" : "above tolerance\n";
   return out;
 }

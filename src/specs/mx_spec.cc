@@ -6,11 +6,19 @@
 //   kCtFloatQuantized      (compressed-tensors mxfp8-quantized) weight F8_E4M3 [rows, K],
 //                          weight_scale U8 [rows, K/32];
 //   kModelSlim             W4A4_MXFP4 / W4A8_MXFP: weight U8 [rows, K/2]; W8A8_MXFP8: weight
-//                          F8_E4M3 [rows, K]; weight_scale U8 [rows, K/32] (seed 003).
+//                          F8_E4M3 [rows, K]; weight_scale U8 [rows, K/32] (seed 003);
+//   kGptOssMxfp4           every expert of a layer in one tensor per projection prefix
+//                          (`<experts>.gate_up_proj`): _blocks U8 [E, R, K/32, 16] (a 32-block's
+//                          16 bytes, low nibble first: the canonical row), _scales U8
+//                          [E, R, K/32], _bias [E, R]; the request's StackedExpert names the
+//                          expert and its rows (gate_up_proj: gate 0::2, up 1::2), so the
+//                          interleave is undone here and gate and up load as two projections.
 // Every one is the canonical layout, so Load copies this rank's bytes; an E8M0 NaN (0xFF) is an
 // error. Tensor parallel: column slices are whole rows; a row-parallel slice of K must be a
 // multiple of 32 columns (whole scale blocks), else the error names the layer.
-// Non-goals (later): gpt-oss's `*_blocks` / `*_scales` experts, quantizing at load time.
+// Non-goals (later): quantizing at load time.
+#include <cstring>
+
 #include "fmt/format.h"
 #include "quantpath/specs.h"
 #include "src/specs/mx_family.h"
@@ -23,6 +31,8 @@ namespace {
 using specs_internal::CopyByteRows;
 using specs_internal::FindSlotTensor;
 using specs_internal::ShardGeometry;
+using specs_internal::SourceRow;
+using specs_internal::SourceRowsShape;
 
 class MxSpec final : public specs_internal::KeyedSpec {
  public:
@@ -47,15 +57,34 @@ class MxSpec final : public specs_internal::KeyedSpec {
   Status Load(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
               LinearParams* params) const override {
     QP_RETURN_IF_ERROR(specs_internal::ExpectLegPrefixes(*params, leg_prefixes));
-    QP_RETURN_IF_ERROR(specs_internal::ExpectLayout(
-        params->request.layer, key_, facts_.layout,
-        {Fp4() ? SourceLayout::kCtMxfp4PackQuantized : SourceLayout::kCtFloatQuantized,
-         SourceLayout::kModelSlim}));
-    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(params->request));
+    const AllocationRequest& request = params->request;
+    const std::string& layer = request.layer;
+    QP_RETURN_IF_ERROR(
+        Fp4() ? specs_internal::ExpectLayout(layer, key_, facts_.layout,
+                                             {SourceLayout::kCtMxfp4PackQuantized,
+                                              SourceLayout::kModelSlim, SourceLayout::kGptOssMxfp4})
+              : specs_internal::ExpectLayout(
+                    layer, key_, facts_.layout,
+                    {SourceLayout::kCtFloatQuantized, SourceLayout::kModelSlim}));
+    const bool stacked = StacksExperts(facts_.layout);
+    if (stacked != request.stacked.has_value()) {
+      return InvalidInput(fmt::format(
+          "{}: source layout {} {}", layer, SourceLayoutName(facts_.layout),
+          stacked ? "holds every expert of a layer in one tensor per projection, and this layer "
+                    "is not one expert's projection of such tensors"
+                  : "stores a tensor per projection, not every expert of a layer in one"));
+    }
+    QP_ASSIGN_OR_RETURN(ShardGeometry g, Geometry(request));
+    if (stacked && g.full_cols % key_.group != 0) {
+      return InvalidInput(
+          fmt::format("{}: K = {} is not a whole number of {}-blocks, as {} stores it", layer,
+                      g.full_cols, key_.group, SourceLayoutName(facts_.layout)));
+    }
     for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
       QP_RETURN_IF_ERROR(LoadLeg(checkpoint, leg_prefixes[leg], g, leg, params));
     }
-    QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params));
+    QP_RETURN_IF_ERROR(specs_internal::LoadBias(checkpoint, leg_prefixes, g, params,
+                                                *SourceSuffix(facts_.layout, Slot::kBias)));
     params->loaded = true;
     return {};
   }
@@ -70,29 +99,44 @@ class MxSpec final : public specs_internal::KeyedSpec {
 
   Status LoadLeg(const Checkpoint& checkpoint, const std::string& prefix, const ShardGeometry& g,
                  size_t leg, LinearParams* params) const {
-    const std::string& layer = params->request.layer;
+    const AllocationRequest& request = params->request;
+    const std::string& layer = request.layer;
     const MxLayout layout = Layout();
-    const int64_t full_rows = g.full_leg_rows[leg];
+    const int64_t groups = layout.ScaleCols(g.full_cols);
+    const int64_t row_bytes = layout.WeightRowBytes(g.full_cols);
+    // One leading entry per source row; a row is [K/2] or [K] bytes, in gpt-oss's layout [K/32,
+    // 16]: each 32-block's 16 bytes, which is the same row.
+    const std::vector<int64_t> rows = SourceRowsShape(request, g, leg);
+    std::vector<int64_t> weight_shape = rows;
+    if (request.stacked) {
+      weight_shape.insert(weight_shape.end(), {groups, row_bytes / groups});
+    } else {
+      weight_shape.push_back(row_bytes);
+    }
+    std::vector<int64_t> scale_shape = rows;
+    scale_shape.push_back(groups);
     QP_ASSIGN_OR_RETURN(TensorView weight,
                         FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
     // Column offsets are whole bytes: a slice starts on a 32-block, so on an even element.
     QP_RETURN_IF_ERROR(CopyByteRows(
-        weight, layer, key_, Fp4() ? StDtype::kU8 : StDtype::kF8E4M3,
-        {full_rows, layout.WeightRowBytes(g.full_cols)}, g.leg_src_rows[leg], g.leg_rows[leg],
-        layout.WeightRowBytes(g.src_col), g.leg_offsets[leg], &params->tensor(Slot::kWeight)));
+        weight, request, g, leg, key_, Fp4() ? StDtype::kU8 : StDtype::kF8E4M3, weight_shape,
+        row_bytes, layout.WeightRowBytes(g.src_col), &params->tensor(Slot::kWeight)));
     QP_ASSIGN_OR_RETURN(TensorView scale, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
                                                          Slot::kWeightScale));
     ParamTensor& scales = params->tensor(Slot::kWeightScale);
-    QP_RETURN_IF_ERROR(CopyByteRows(scale, layer, key_, StDtype::kU8,
-                                    {full_rows, layout.ScaleCols(g.full_cols)}, g.leg_src_rows[leg],
-                                    g.leg_rows[leg], g.src_col / layout.group, g.leg_offsets[leg],
-                                    &scales));
+    QP_RETURN_IF_ERROR(CopyByteRows(scale, request, g, leg, key_, StDtype::kU8, scale_shape, groups,
+                                    g.src_col / layout.group, &scales));
     const uint8_t* bytes = scales.data<uint8_t>() + g.leg_offsets[leg] * scales.cols();
     for (int64_t i = 0; i < g.leg_rows[leg] * scales.cols(); ++i) {
       if (bytes[i] == kE8M0Nan) {
-        return InvalidInput(fmt::format(
-            "{}: tensor {} holds an E8M0 NaN (0xFF) at row {}, block {}", layer, scale.info->name,
-            g.leg_src_rows[leg] + i / scales.cols(), g.src_col / layout.group + i % scales.cols()));
+        // The row as the tensor's first dimensions index it ([expert, row] when stacked).
+        const int64_t row = SourceRow(request, g, leg, i / scales.cols());
+        const std::string at = request.stacked
+                                   ? fmt::format("expert {}, row {}", row / rows[1], row % rows[1])
+                                   : fmt::format("row {}", row);
+        return InvalidInput(fmt::format("{}: tensor {} holds an E8M0 NaN (0xFF) at {}, block {}",
+                                        layer, scale.info->name, at,
+                                        g.src_col / layout.group + i % scales.cols()));
       }
     }
     return {};
@@ -136,7 +180,8 @@ class MxFamily final : public SpecFamilyRow {
     }
     const SourceLayout own =
         kFp4 ? SourceLayout::kCtMxfp4PackQuantized : SourceLayout::kCtFloatQuantized;
-    if (facts.layout != own && facts.layout != SourceLayout::kModelSlim) {
+    const bool gpt_oss = kFp4 && facts.layout == SourceLayout::kGptOssMxfp4;
+    if (facts.layout != own && facts.layout != SourceLayout::kModelSlim && !gpt_oss) {
       return Unsupported(
           fmt::format("{}: loading {} weights in source layout {} is not implemented in this build",
                       Format(key), kFp4 ? "MXFP4" : "MXFP8", SourceLayoutName(facts.layout)));

@@ -162,30 +162,31 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
                  size_t leg, LinearParams* params) const {
     const std::string& layer = params->request.layer;
     const Nvfp4Layout layout = Layout();
-    const int64_t full_rows = g.full_leg_rows[leg];
-    const int64_t src_row = g.leg_src_rows[leg];
-    const int64_t rows = g.leg_rows[leg];
+    const std::vector<int64_t> rows = specs_internal::SourceRowsShape(params->request, g, leg);
+    std::vector<int64_t> weight_shape = rows;
+    weight_shape.push_back(layout.WeightRowBytes(g.full_cols));
+    std::vector<int64_t> scale_shape = rows;
+    scale_shape.push_back(layout.ScaleCols(g.full_cols));
     QP_ASSIGN_OR_RETURN(TensorView weight,
                         FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
     // A row rank's columns start on a 16-block, so on a whole byte.
-    QP_RETURN_IF_ERROR(CopyByteRows(weight, layer, key_, StDtype::kU8,
-                                    {full_rows, layout.WeightRowBytes(g.full_cols)}, src_row, rows,
-                                    layout.WeightRowBytes(g.src_col), g.leg_offsets[leg],
-                                    &params->tensor(Slot::kWeight)));
+    QP_RETURN_IF_ERROR(CopyByteRows(
+        weight, params->request, g, leg, key_, StDtype::kU8, weight_shape, weight_shape.back(),
+        layout.WeightRowBytes(g.src_col), &params->tensor(Slot::kWeight)));
     QP_ASSIGN_OR_RETURN(TensorView scale, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
                                                          Slot::kWeightScale));
     ParamTensor& scales = params->tensor(Slot::kWeightScale);
     const int64_t first_block = g.src_col / layout.group;
-    QP_RETURN_IF_ERROR(CopyByteRows(scale, layer, key_, StDtype::kF8E4M3,
-                                    {full_rows, layout.ScaleCols(g.full_cols)}, src_row, rows,
-                                    first_block, g.leg_offsets[leg], &scales));
+    QP_RETURN_IF_ERROR(CopyByteRows(scale, params->request, g, leg, key_, StDtype::kF8E4M3,
+                                    scale_shape, scale_shape.back(), first_block, &scales));
     // e4m3fn NaN is S.1111.111; a block scale is never NaN.
     const uint8_t* bytes = scales.data<uint8_t>() + g.leg_offsets[leg] * scales.cols();
-    for (int64_t i = 0; i < rows * scales.cols(); ++i) {
+    for (int64_t i = 0; i < g.leg_rows[leg] * scales.cols(); ++i) {
       if ((bytes[i] & 0x7F) == 0x7F) {
         return InvalidInput(
             fmt::format("{}: tensor {} holds an fp8 NaN (0x{:02X}) at row {}, block {}", layer,
-                        scale.info->name, bytes[i], src_row + i / scales.cols(),
+                        scale.info->name, bytes[i],
+                        specs_internal::SourceRow(params->request, g, leg, i / scales.cols()),
                         first_block + i % scales.cols()));
       }
     }

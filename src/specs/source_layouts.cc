@@ -76,9 +76,11 @@ constexpr SourceTensor kBnb4bit[] = {
 constexpr SourceTensor kBnb8bit[] = {{S::kWeight, ".weight", true},
                                      {S::kWeightScale, ".SCB", true},
                                      {std::nullopt, ".weight_format", false}};
-// gpt-oss experts: "<experts>.gate_up_proj_blocks" / "_scales" (E8M0), per projection prefix.
-constexpr SourceTensor kGptOssMxfp4[] = {{S::kWeight, "_blocks", true},
-                                         {S::kWeightScale, "_scales", true}};
+// gpt-oss experts, every expert of a layer in one tensor per projection prefix
+// ("<experts>.gate_up_proj"): `_blocks` U8 [E, R, K/32, 16], `_scales` U8 [E, R, K/32] (E8M0),
+// `_bias` [E, R], R the projection's rows (gate and up interleaved in gate_up_proj).
+constexpr SourceTensor kGptOssMxfp4[] = {
+    {S::kWeight, "_blocks", true}, {S::kWeightScale, "_scales", true}, {S::kBias, "_bias", false}};
 constexpr SourceTensor kModelSlim[] = {{S::kWeight, ".weight", true},
                                        {S::kWeightScale, ".weight_scale", true},
                                        // On every W8A8 layer; SGLang loads it, the spec checks 0.
@@ -131,11 +133,13 @@ std::span<const SourceTensor> SourceTensors(SourceLayout layout) {
 }
 
 std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot) {
-  if (slot == Slot::kBias) return ".bias";
   for (const SourceTensor& tensor : SourceTensors(layout)) {
     if (tensor.slot == slot) return tensor.suffix;
   }
+  if (slot == Slot::kBias) return ".bias";
   return std::nullopt;
 }
+
+bool StacksExperts(SourceLayout layout) { return layout == SourceLayout::kGptOssMxfp4; }
 
 }  // namespace quantpath

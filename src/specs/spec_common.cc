@@ -1,6 +1,7 @@
 // Request validation, tensor-parallel geometry and checkpoint slice copies shared by the specs.
 #include "src/specs/spec_common.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -12,6 +13,43 @@ namespace {
 
 bool IsHighPrecision(QDType dtype) {
   return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
+}
+
+// This rank's slice [*start, *start + *size) of a dimension of `full` cut into whole blocks of
+// request.split_block, c = ⌈blocks / tp⌉ per rank, the last rank holding the rest (vLLM's gpt-oss
+// loader: `cdiv(intermediate_size // 32, tp_size) * 32` per rank, clipped at the end). Every rank
+// must hold at least one block, so the check does not depend on the rank asked for.
+Status BlockSlice(const AllocationRequest& request, int64_t full, std::string_view what,
+                  int64_t* start, int64_t* size) {
+  const int64_t block = request.split_block;
+  const int64_t tp = request.tp_size;
+  const int64_t blocks = (full + block - 1) / block;
+  const int64_t rank_blocks = (blocks + tp - 1) / tp;
+  const int64_t span = rank_blocks * block;
+  if ((tp - 1) * span >= full) {
+    return InvalidInput(fmt::format(
+        "{}: {} = {} is {} blocks of {}; ⌈{} / {}⌉ = {} per tensor-parallel rank leaves rank {} "
+        "without one",
+        request.layer, what, full, blocks, block, blocks, tp, rank_blocks, tp - 1));
+  }
+  *start = request.tp_rank * span;
+  *size = std::min(span, full - *start);
+  return {};
+}
+
+// A stacked projection (AllocationRequest::stacked) is one expert of its tensors, one leg, and
+// rows first_row::row_step of that expert's.
+Status CheckStacked(const AllocationRequest& request, size_t legs) {
+  if (!request.stacked) return {};
+  const StackedExpert& s = *request.stacked;
+  if (s.expert < 0 || s.expert >= s.experts || s.row_step < 1 || s.first_row < 0 ||
+      s.first_row >= s.row_step || legs != 1) {
+    return InvalidInput(fmt::format(
+        "{}: expert {} of {}, rows {}::{} of {} leg(s), is not one projection of stacked expert "
+        "tensors",
+        request.layer, s.expert, s.experts, s.first_row, s.row_step, legs));
+  }
+  return {};
 }
 
 }  // namespace
@@ -94,9 +132,11 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
     return InvalidInput(fmt::format("{}: fused leg widths {} add up to {}, not N = {}", layer,
                                     ShapeString(g.full_leg_rows), sum, n));
   }
+  QP_RETURN_IF_ERROR(CheckStacked(request, g.full_leg_rows.size()));
   const int tp = request.tp_size;
   const bool column = request.parallel == Parallel::kColumn && tp > 1;
   const bool row = request.parallel == Parallel::kRow && tp > 1;
+  const bool blocks = request.split_block > 0;
   g.full_cols = k;
   g.cols = row ? k / tp : k;
   g.src_col = row ? g.cols * request.tp_rank : 0;
@@ -104,16 +144,25 @@ Result<ShardGeometry> ComputeGeometry(const AllocationRequest& request) {
     return InvalidInput(
         fmt::format("{}: K = {} is not divisible by tensor-parallel size {}", layer, k, tp));
   }
+  if (row && blocks) QP_RETURN_IF_ERROR(BlockSlice(request, k, "K", &g.src_col, &g.cols));
   const std::vector<int64_t>& rank_rows = request.rank_leg_rows;
-  if (column && !rank_rows.empty() && rank_rows.size() != g.full_leg_rows.size()) {
-    return InvalidInput(fmt::format("{}: {} per-rank leg widths given for {} legs", layer,
-                                    rank_rows.size(), g.full_leg_rows.size()));
+  if (column && !rank_rows.empty() && (blocks || rank_rows.size() != g.full_leg_rows.size())) {
+    return InvalidInput(fmt::format("{}: {} per-rank leg widths given for {} legs{}", layer,
+                                    rank_rows.size(), g.full_leg_rows.size(),
+                                    blocks ? " split in whole blocks" : ""));
   }
   for (size_t leg = 0; leg < g.full_leg_rows.size(); ++leg) {
     const int64_t full = g.full_leg_rows[leg];
     int64_t rows = full;
     int64_t src = 0;
-    if (column) {
+    if (column && blocks) {
+      if (full % tp != 0) {
+        return InvalidInput(
+            fmt::format("{}: N = {} of {} is not divisible by tensor-parallel size {}", layer, full,
+                        LegLabel(request, leg), tp));
+      }
+      QP_RETURN_IF_ERROR(BlockSlice(request, full, "N of " + LegLabel(request, leg), &src, &rows));
+    } else if (column) {
       // `slices` distinct slices of `rows` rows, each held by tp / slices consecutive ranks.
       rows = rank_rows.empty() ? full / tp : rank_rows[leg];
       const int64_t slices = rows > 0 && full % rows == 0 ? full / rows : 0;
@@ -161,8 +210,10 @@ Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const Allocation
   }
   std::vector<std::string> names = request.leg_names;
   if (names.empty()) names = {"gate_proj", "up_proj", "down_proj"};
-  // gpt-oss stores gate and up as one gate_up_proj: its halves are still two [I, H] products.
-  if (names.size() == 2) names = {names[0], names[0], names[1]};
+  // gpt-oss stores gate and up as one gate_up_proj: its halves are still two [I, H] products,
+  // its rows interleaved (gate 0::2, up 1::2).
+  const bool interleaved = names.size() == 2;
+  if (interleaved) names = {names[0], names[0], names[1]};
   if (names.size() != 3) {
     return InvalidInput(
         fmt::format("{}: an expert has gate, up and down projections, found {} leg names", layer,
@@ -179,6 +230,10 @@ Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const Allocation
     p.leg_rows = {};
     p.leg_names = {names[leg]};
     p.parallel = down ? Parallel::kRow : Parallel::kColumn;
+    if (p.stacked && interleaved && !down) {
+      p.stacked->row_step = 2;
+      p.stacked->first_row = static_cast<int64_t>(leg);
+    }
   }
   return projections;
 }
@@ -307,36 +362,52 @@ Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row,
   return {};
 }
 
-Status CopyByteRows(const TensorView& view, std::string_view layer, const SpecKey& key,
-                    StDtype dtype, const std::vector<int64_t>& shape, int64_t src_row, int64_t rows,
-                    int64_t first_byte, int64_t dst_row, ParamTensor* dst) {
+std::vector<int64_t> SourceRowsShape(const AllocationRequest& request, const ShardGeometry& g,
+                                     size_t leg) {
+  if (!request.stacked) return {g.full_leg_rows[leg]};
+  return {request.stacked->experts, request.stacked->row_step * g.full_leg_rows[leg]};
+}
+
+int64_t SourceRow(const AllocationRequest& request, const ShardGeometry& g, size_t leg, int64_t r) {
+  const int64_t row = g.leg_src_rows[leg] + r;
+  if (!request.stacked) return row;
+  const StackedExpert& s = *request.stacked;
+  return (s.expert * g.full_leg_rows[leg] + row) * s.row_step + s.first_row;
+}
+
+Status CopyByteRows(const TensorView& view, const AllocationRequest& request,
+                    const ShardGeometry& g, size_t leg, const SpecKey& key, StDtype dtype,
+                    const std::vector<int64_t>& shape, int64_t src_row_bytes, int64_t first_byte,
+                    ParamTensor* dst) {
   if (view.info->dtype != dtype) {
-    return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects {}", layer,
+    return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects {}", request.layer,
                                     view.info->name, StDtypeName(view.info->dtype), key.ToId(),
                                     StDtypeName(dtype)));
   }
-  QP_RETURN_IF_ERROR(ExpectShape(view, layer, shape));
+  QP_RETURN_IF_ERROR(ExpectShape(view, request.layer, shape));
   const int64_t row_bytes = dst->row_bytes();
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(dst->raw() + (dst_row + r) * row_bytes,
-                view.bytes.data() + (src_row + r) * shape[1] + first_byte,
+  for (int64_t r = 0; r < g.leg_rows[leg]; ++r) {
+    std::memcpy(dst->raw() + (g.leg_offsets[leg] + r) * row_bytes,
+                view.bytes.data() + SourceRow(request, g, leg, r) * src_row_bytes + first_byte,
                 static_cast<size_t>(row_bytes));
   }
   return {};
 }
 
 Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
-                const ShardGeometry& geometry, LinearParams* params) {
+                const ShardGeometry& geometry, LinearParams* params, std::string_view suffix) {
   ParamTensor& bias = params->tensor(Slot::kBias);
   if (bias.empty()) return {};
-  const std::string& layer = params->request.layer;
+  const AllocationRequest& request = params->request;
+  const std::string& layer = request.layer;
   for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
-    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, leg_prefixes[leg], ".bias"));
-    QP_RETURN_IF_ERROR(ExpectShape(view, layer, {geometry.full_leg_rows[leg]}));
+    QP_ASSIGN_OR_RETURN(TensorView view, FindTensor(checkpoint, layer, leg_prefixes[leg], suffix));
+    QP_RETURN_IF_ERROR(ExpectShape(view, layer, SourceRowsShape(request, geometry, leg)));
     Result<std::vector<float>> values = TensorToFloat(view);
     if (!values.ok()) return values.status().WithContext(layer);
     for (int64_t r = 0; r < geometry.leg_rows[leg]; ++r) {
-      StoreFloat(&bias, geometry.leg_offsets[leg] + r, (*values)[geometry.leg_src_rows[leg] + r]);
+      StoreFloat(&bias, geometry.leg_offsets[leg] + r,
+                 (*values)[SourceRow(request, geometry, leg, r)]);
     }
   }
   return {};

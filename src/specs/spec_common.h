@@ -90,17 +90,30 @@ std::string ShapeString(const std::vector<int64_t>& shape);
 Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row, int64_t src_col,
                 int64_t rows, int64_t dst_row, ParamTensor* dst);
 
-// Copies rows [src_row, src_row + rows) of the byte tensor `view` (packed codes, fp8 or E8M0
-// scales), which must be of dtype `dtype` and shape `shape`, into rows [dst_row, dst_row + rows)
-// of `dst`: dst->row_bytes() bytes of each row from byte column `first_byte` (a rank's slice of a
-// row-parallel layer starts there). Errors name the tensor, the layer and `key`'s spec.
-Status CopyByteRows(const TensorView& view, std::string_view layer, const SpecKey& key,
-                    StDtype dtype, const std::vector<int64_t>& shape, int64_t src_row, int64_t rows,
-                    int64_t first_byte, int64_t dst_row, ParamTensor* dst);
+// The leading dimensions of a leg's checkpoint tensors, one entry per row of the leg: [full leg
+// rows], or for a stacked projection (AllocationRequest::stacked) [experts, row_step · full leg
+// rows], every expert's rows with the other projections' interleaved.
+std::vector<int64_t> SourceRowsShape(const AllocationRequest& request, const ShardGeometry& g,
+                                     size_t leg);
+// The row, counted over those leading dimensions, that holds row r of this rank's slice of leg
+// `leg`.
+int64_t SourceRow(const AllocationRequest& request, const ShardGeometry& g, size_t leg, int64_t r);
 
-// Loads every leg's `<prefix>.bias` slice into params->bias (when this rank stores the bias).
+// Copies this rank's rows of leg `leg` (the rows SourceRow names) from the byte tensor `view`
+// (packed codes, fp8 or E8M0 scales), which must be of dtype `dtype` and shape `shape`, whose rows
+// are `src_row_bytes` long, into the leg's rows of `dst`: dst->row_bytes() bytes of each row from
+// byte column `first_byte` (a rank's slice of a row-parallel layer starts there). Errors name the
+// tensor, the layer and `key`'s spec.
+Status CopyByteRows(const TensorView& view, const AllocationRequest& request,
+                    const ShardGeometry& g, size_t leg, const SpecKey& key, StDtype dtype,
+                    const std::vector<int64_t>& shape, int64_t src_row_bytes, int64_t first_byte,
+                    ParamTensor* dst);
+
+// Loads every leg's `<prefix><suffix>` slice into params->bias (when this rank stores the bias),
+// the rows SourceRow names.
 Status LoadBias(const Checkpoint& checkpoint, const std::vector<std::string>& leg_prefixes,
-                const ShardGeometry& geometry, LinearParams* params);
+                const ShardGeometry& geometry, LinearParams* params,
+                std::string_view suffix = ".bias");
 
 // Whether `leg_prefixes` has one prefix per leg; an error naming the layer otherwise.
 Status ExpectLegPrefixes(const LinearParams& params, const std::vector<std::string>& leg_prefixes);

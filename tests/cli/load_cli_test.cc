@@ -124,6 +124,7 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_qwen3moe_w4a4_dynamic",
     "documented/modelslim_qwen3moe_w4a8_dynamic_new",
     "documented/modelopt_qwen3moe_w4a8_awq",
+    "documented/gptoss_mxfp4",  // every expert of a layer stacked: *_blocks, *_scales, *_bias
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
     "producers/ct_qwen3moe_fp8_block",
@@ -132,6 +133,7 @@ const char* const kLoadableFixtures[] = {
     "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
     "producers/ct_qwen3moe_nvfp4a16",
     "producers/ct_qwen3moe_nvfp4",
+    "producers/ct_qwen3moe_mxfp4",
     "checkpoints/llama-tiny-fp8-sharded",
     "checkpoints/llama-tiny-fp8-static",
 };
@@ -182,9 +184,11 @@ TEST(LoadCli, LoadsEveryFixtureAndAccountsForEveryTensor) {
     EXPECT_EQ(load.Find("layers_loaded")->int_value(),
               static_cast<int64_t>(sites.size()) - attention);
     // Norms are the only other tensors of these checkpoints: 2 per layer (Llama) or 4 (Qwen3-MoE
-    // adds q_norm and k_norm), and the final one.
-    const int64_t norms_per_layer =
-        std::string(fixture).find("qwen3moe") != std::string::npos ? 4 : 2;
+    // adds q_norm and k_norm), and the final one; gpt-oss adds its attention sinks.
+    const std::string_view name = fixture;
+    const int64_t norms_per_layer = name.find("qwen3moe") != std::string_view::npos ? 4
+                                    : name.find("gptoss") != std::string_view::npos ? 3
+                                                                                    : 2;
     EXPECT_EQ(load.Find("other_tensors")->int_value(), norms_per_layer * attention + 1);
     // Held: the layers' storage and the plain tensors at the model's dtype, as plan counts them.
     const Json& summary = *plan.Find("summary");

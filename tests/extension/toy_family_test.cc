@@ -141,10 +141,9 @@ const SpecFamilyRegistrar kRegisterToy(std::make_unique<ToyFamily>());
 const KernelRegistrar kRegisterToyKernel(std::make_unique<ToyKernel>());
 const ReferenceRegistrar kRegisterToyReference(SourceLayout::kAwqGemv, &DequantizeToyLeg);
 
-// Two oracles for one source layout would make the reference ambiguous: the library has no entry
-// for gpt-oss's *_blocks / *_scales yet (nor does the toy), so two are registered here to see the
+// Two oracles for one source layout would make the reference ambiguous: the library has its
+// (stacked) entry for gpt-oss's *_blocks / *_scales, and a second is registered here to see the
 // error.
-const ReferenceRegistrar kFirstGptOss(SourceLayout::kGptOssMxfp4, &DequantizeToyLeg);
 const ReferenceRegistrar kSecondGptOss(SourceLayout::kGptOssMxfp4, &DequantizeToyLeg);
 
 QuantScheme ToyScheme() {

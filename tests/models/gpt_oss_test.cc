@@ -72,6 +72,39 @@ TEST(GptOss, SitesOfOneLayer) {
   // Weights and biases of gate_up (2I rows) and down (H rows), per expert.
   EXPECT_EQ(experts->params,
             kExperts * (3 * kHidden * kIntermediate + 2 * kIntermediate + kHidden));
+  // One tensor per projection holds every expert (`gate_up_proj_blocks` [E, 2I, H/32, 16]).
+  EXPECT_TRUE(experts->stacked_experts);
+  EXPECT_EQ(experts->ExpertLegPath(5, 0), "model.layers.0.mlp.experts.gate_up_proj");
+  EXPECT_EQ(experts->ExpertLegPath(5, 1), "model.layers.0.mlp.experts.down_proj");
+}
+
+// The experts' clamped SwiGLU (transformers' GptOssExperts): the limit is the config's
+// `swiglu_limit` (7.0 in the corpus config), alpha 1.702. Expected values from the formula in
+// Python's math module: (min(up, l) clamped to ±l + 1) · g · 1 / (1 + exp(−1.702 · g)),
+// g = min(gate, l).
+TEST(GptOss, ExpertActivationIsTheClampedSwiglu) {
+  auto r = SitesFromCorpus(kFolder);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ExpertActivation& act = r->Find("model.layers.3.mlp.experts")->expert_activation;
+  EXPECT_EQ(act.kind, ExpertActivation::Kind::kSwigluOai);
+  EXPECT_EQ(act.limit, 7.0);
+  EXPECT_EQ(act.alpha, 1.702);
+  EXPECT_NEAR(act.Apply(1, 0), 0.8457957659328212, 1e-15);
+  EXPECT_NEAR(act.Apply(-2, 3), -0.25736550742316744, 1e-15);
+  EXPECT_NEAR(act.Apply(8, -9), -41.99971876981991, 1e-13);  // both clamped
+  EXPECT_NEAR(act.Apply(9, 9), 55.99962502642654, 1e-13);
+  EXPECT_NEAR(act.Apply(0.5, 0.25), 0.43798554575797516, 1e-15);
+  // Another limit from the config; other architectures keep SiLU(gate) · up.
+  auto limited = models_test::SitesFromText(R"({"architectures": ["GptOssForCausalLM"],
+      "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+      "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 64,
+      "num_local_experts": 2, "vocab_size": 32, "swiglu_limit": 5.5})");
+  ASSERT_TRUE(limited.ok()) << limited.status().message();
+  EXPECT_NEAR(limited->Find("model.layers.0.mlp.experts")->expert_activation.Apply(9, 9),
+              35.74692526248149, 1e-13);
+  const ExpertActivation silu;
+  EXPECT_EQ(silu.kind, ExpertActivation::Kind::kSiluAndMul);
+  EXPECT_NEAR(silu.Apply(1, 2), 2 * 0.7310585786300049, 1e-15);
 }
 
 TEST(GptOss, PublishedTotalAndActiveCounts) {

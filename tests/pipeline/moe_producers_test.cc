@@ -14,6 +14,7 @@
 // layer.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -134,7 +135,13 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
       EXPECT_EQ(run->experts, which ? 1 : 4);
       EXPECT_TRUE(run->w13.pass()) << "w13 rel " << run->w13.rel << " tol " << run->w13.tol;
       EXPECT_TRUE(run->w2.pass()) << "w2 rel " << run->w2.rel << " tol " << run->w2.tol;
-      EXPECT_GT(run->w13.rel, 0.0);  // the kernel is not the reference
+      // The kernel is not the reference; with MXFP4 activations every product and sum is exact
+      // in fp32 (E2M1 × E2M1 values times powers of two), so both give the same values.
+      if (loaded->activation.dtype != QDType::kMXFP4) {
+        EXPECT_GT(run->w13.rel, 0.0);
+      }
+      std::printf("%s %s expert %s: w13 rel %.3g, w2 rel %.3g (tol %.3g)\n", GetParam().c_str(),
+                  path.c_str(), which ? "3" : "all", run->w13.rel, run->w2.rel, run->w13.tol);
     }
     ++sites;
   }
@@ -147,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("ct_qwen3moe_w4a16_g64_sym", "ct_qwen3moe_fp8_dynamic",
                       "ct_qwen3moe_fp8_block", "ar_qwen3moe_auto_round_w4g64_sym",
                       "gm_qwen3moe_gptq_w4g64_sym_desc_act", "bnb_qwen3moe_nf4",
-                      "ct_qwen3moe_nvfp4a16", "ct_qwen3moe_nvfp4"),
+                      "ct_qwen3moe_nvfp4a16", "ct_qwen3moe_nvfp4", "ct_qwen3moe_mxfp4"),
     [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A copy of the compressed-tensors W4A16 fixture with `edit` applied to its tensors.

@@ -51,8 +51,8 @@ std::vector<float> SeededX(int64_t k, uint64_t seed) {
   return x;
 }
 
-// Checks 1 and 2 on both moe sites of the folder `dir`.
-void CheckRanksAddUp(const std::string& dir) {
+// Checks 1 and 2 on the `moe_sites` moe sites of the folder `dir`.
+void CheckRanksAddUp(const std::string& dir, int moe_sites = 2) {
   Result<Model> whole_model = Open(dir, 1);
   ASSERT_TRUE(whole_model.ok()) << whole_model.status().message();
   Result<Model> model = Open(dir, kTp);
@@ -131,7 +131,7 @@ void CheckRanksAddUp(const std::string& dir) {
     std::cout << dir << " " << site.path << ": ranks' sum vs tp 1 rel " << rel << " (bound "
               << bound << ")\n";
   }
-  EXPECT_EQ(sites, 2);
+  EXPECT_EQ(sites, moe_sites);
 }
 
 class MoeTpTest : public ::testing::TestWithParam<std::string> {};
@@ -147,7 +147,8 @@ INSTANTIATE_TEST_SUITE_P(Folders, MoeTpTest,
                                            "producers/ar_qwen3moe_auto_round_w4g64_sym",
                                            "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
                                            "producers/ct_qwen3moe_nvfp4a16",
-                                           "producers/ct_qwen3moe_nvfp4"));
+                                           "producers/ct_qwen3moe_nvfp4",
+                                           "producers/ct_qwen3moe_mxfp4"));
 
 // ModelSlim's experts (tests/data/documented, SOURCES.md: the same Qwen3-MoE shape), read per
 // expert into the w13 / w2 view: W8A8 static (each expert its own input_scale and quant_bias,
@@ -191,27 +192,42 @@ TEST(MoeTpBf16Test, RanksAddUpToTheWholeExperts) {
   CheckRanksAddUp(dir.string());
 }
 
+// Why the experts of `layer` do not load on rank `rank` of `tp` ("" and a failure when they do).
+std::string ExpertsLoadError(const std::string& dir, int tp, const std::string& layer, int rank) {
+  Result<Model> model = Open(dir, tp);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return "";
+  Result<LoadedExperts> loaded = LoadExperts(*model, layer, rank);
+  EXPECT_FALSE(loaded.ok());
+  return loaded.ok() ? "" : std::string(loaded.status().message());
+}
+
+// gpt-oss's stacked MXFP4 experts (documented/gptoss_mxfp4, one layer, I = 64): each rank holds
+// one 32-block of every expert's gate and up rows (the interleaved rows 2i and 2i + 1 of
+// gate_up_proj) and those columns of down; its biases on every rank (gate, up) or rank 0 (down).
+// At tp 4 a rank would be left without a block.
+TEST(MoeTpGptOssTest, RanksAddUpToTheWholeExperts) {
+  const std::string dir = std::string(QUANTPATH_TEST_DATA) + "/documented/gptoss_mxfp4";
+  CheckRanksAddUp(dir, 1);
+  EXPECT_EQ(ExpertsLoadError(dir, 4, "model.layers.0.mlp.experts", 0),
+            "model.layers.0.mlp.experts (gate_up_proj[0::2]): N of leg gate_up_proj = 64 is 2 "
+            "blocks of 32; ⌈2 / 4⌉ = 1 per tensor-parallel rank leaves rank 3 without one; legal "
+            "--tp: 1, 2");
+}
+
 TEST(MoeTpErrorsTest, NameTheProjectionTheDimensionAndTheLegalSizes) {
-  Result<Model> model = Open(kProducers + "ct_qwen3moe_fp8_block", kTp);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Result<LoadedExperts> loaded = LoadExperts(*model, "model.layers.0.mlp.experts", 1);
-  ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.status().message(),
+  const std::string block = kProducers + "ct_qwen3moe_fp8_block";
+  EXPECT_EQ(ExpertsLoadError(block, kTp, "model.layers.0.mlp.experts", 1),
             "model.layers.0.mlp.experts (gate_proj): fp8_block_128_128 with tensor-parallel size 2 "
             "gives each rank slices of the weight (gate_proj = 64), and gate_proj is not a "
             "multiple of the block's 128 rows; legal --tp: 1");
   // int4 groups of 64: down's K = 128 splits in two, not in four.
-  Result<Model> four = Open(kProducers + "ct_qwen3moe_w4a16_g64_sym", 4);
-  ASSERT_TRUE(four.ok()) << four.status().message();
-  Result<LoadedExperts> groups = LoadExperts(*four, "model.layers.1.mlp.experts", 0);
-  ASSERT_FALSE(groups.ok());
-  EXPECT_EQ(groups.status().message(),
+  EXPECT_EQ(ExpertsLoadError(kProducers + "ct_qwen3moe_w4a16_g64_sym", 4,
+                             "model.layers.1.mlp.experts", 0),
             "model.layers.1.mlp.experts (down_proj): int4_group_64 with tensor-parallel size 4 "
             "splits K = 128 into slices of 32 columns, which is not a multiple of the group size "
             "64; legal --tp: 1, 2");
-  Result<LoadedExperts> rank = LoadExperts(*model, "model.layers.0.mlp.experts", 2);
-  ASSERT_FALSE(rank.ok());
-  EXPECT_EQ(rank.status().message(),
+  EXPECT_EQ(ExpertsLoadError(block, kTp, "model.layers.0.mlp.experts", 2),
             "model.layers.0.mlp.experts: rank 2 is not one of the 2 tensor-parallel ranks");
 }
 

@@ -205,7 +205,8 @@ TEST(SourceLayoutTest, EveryLayoutNamesItsWeightOnce) {
       }
     }
     EXPECT_TRUE(SourceSuffix(layout, Slot::kWeight).has_value()) << SourceLayoutName(layout);
-    EXPECT_EQ(SourceSuffix(layout, Slot::kBias), ".bias");
+    // gpt-oss's expert biases sit beside their blocks, as the module's own parameters.
+    EXPECT_EQ(SourceSuffix(layout, Slot::kBias), StacksExperts(layout) ? "_bias" : ".bias");
   }
 }
 
@@ -226,6 +227,9 @@ TEST(SourceLayoutTest, ProducersNames) {
   EXPECT_EQ(SourceSuffix(SourceLayout::kCtNvfp4PackQuantized, Slot::kWeightGlobalScale),
             ".weight_global_scale");
   EXPECT_EQ(SourceSuffix(SourceLayout::kGptOssMxfp4, Slot::kWeight), "_blocks");
+  EXPECT_EQ(SourceSuffix(SourceLayout::kGptOssMxfp4, Slot::kWeightScale), "_scales");
+  EXPECT_TRUE(StacksExperts(SourceLayout::kGptOssMxfp4));
+  EXPECT_FALSE(StacksExperts(SourceLayout::kCtMxfp4PackQuantized));
   EXPECT_EQ(SourceSuffix(SourceLayout::kDense, Slot::kWeightScale), std::nullopt);
 }
 

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
@@ -32,6 +33,7 @@ namespace {
 struct Entries {
   std::mutex mu;
   std::map<SourceLayout, ReferenceLegFn> by_layout;
+  std::map<SourceLayout, StackedReferenceLegFn> stacked_by_layout;
   std::map<SourceLayout, int> registrations;  // two oracles for one layout is an error
 };
 
@@ -40,19 +42,47 @@ Entries& ReferenceEntries() {
   return *entries;
 }
 
-Result<ReferenceLegFn> FindEntry(SourceLayout layout, std::string_view layer) {
+// The one entry of `layout` in `by_layout` (the plain or the stacked map of Entries).
+template <typename Fn>
+Result<Fn> FindEntry(const std::map<SourceLayout, Fn>& by_layout, SourceLayout layout,
+                     std::string_view layer) {
   Entries& e = ReferenceEntries();
   std::lock_guard<std::mutex> lock(e.mu);
   if (e.registrations[layout] > 1) {
     return InternalError(fmt::format("{}: source layout {} has {} reference entries registered",
                                      layer, SourceLayoutName(layout), e.registrations[layout]));
   }
-  auto it = e.by_layout.find(layout);
-  if (it == e.by_layout.end()) {
-    return Unsupported(fmt::format("{}: the reference cannot dequantize source layout {}", layer,
-                                   SourceLayoutName(layout)));
+  auto it = by_layout.find(layout);
+  if (it == by_layout.end()) {
+    const bool stacked = std::is_same_v<Fn, StackedReferenceLegFn>;
+    const std::string_view why = stacked == StacksExperts(layout) ? ""
+                                 : stacked                        ? " as stacked expert tensors"
+                                           : " without the expert to read from its stacked tensors";
+    return Unsupported(fmt::format("{}: the reference cannot dequantize source layout {}{}", layer,
+                                   SourceLayoutName(layout), why));
   }
   return it->second;
+}
+
+// The bias rows of one expert's projection in `prefix`'s stacked bias [experts, row_step · rows].
+Result<std::vector<double>> ReadStackedBias(const Checkpoint& checkpoint, SourceLayout layout,
+                                            std::string_view layer, const std::string& prefix,
+                                            const StackedExpert& expert, int64_t rows) {
+  TensorInfo info;
+  QP_ASSIGN_OR_RETURN(
+      std::vector<double> all,
+      reference::ReadDoubles(checkpoint, layer,
+                             prefix + std::string(*SourceSuffix(layout, Slot::kBias)), &info));
+  const int64_t block = expert.row_step * rows;
+  if (info.shape != std::vector<int64_t>{expert.experts, block}) {
+    return InvalidInput(
+        fmt::format("{}: tensor {} is not [{}, {}]", layer, info.name, expert.experts, block));
+  }
+  std::vector<double> bias(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    bias[r] = all[expert.expert * block + r * expert.row_step + expert.first_row];
+  }
+  return bias;
 }
 
 // The leg's input prescale (AWQ's pre_quant_scale, [cols]) where its layout has one: X is scaled
@@ -109,6 +139,13 @@ ReferenceRegistrar::ReferenceRegistrar(SourceLayout layout, ReferenceLegFn dequa
   ++e.registrations[layout];
 }
 
+ReferenceRegistrar::ReferenceRegistrar(SourceLayout layout, StackedReferenceLegFn dequantize) {
+  Entries& e = ReferenceEntries();
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.stacked_by_layout.emplace(layout, dequantize);
+  ++e.registrations[layout];
+}
+
 double RoundToE4M3(double value) {
   if (std::isnan(value)) return value;
   const double a = std::fabs(value);
@@ -123,10 +160,27 @@ double RoundToE4M3(double value) {
 
 Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const QuantScheme& scheme,
                                            std::string_view layer,
-                                           const std::vector<std::string>& leg_prefixes,
-                                           bool bias) {
+                                           const std::vector<std::string>& leg_prefixes, bool bias,
+                                           const std::optional<StackedExpert>& stacked) {
   const SourceLayout layout = scheme.weight.load.layout;
-  QP_ASSIGN_OR_RETURN(const ReferenceLegFn dequantize, FindEntry(layout, layer));
+  if (stacked) {
+    QP_ASSIGN_OR_RETURN(const StackedReferenceLegFn dequantize,
+                        FindEntry(ReferenceEntries().stacked_by_layout, layout, layer));
+    if (leg_prefixes.size() != 1) {
+      return InvalidInput(fmt::format("{}: one expert's projection has one prefix, not {}", layer,
+                                      leg_prefixes.size()));
+    }
+    QP_ASSIGN_OR_RETURN(ReferenceLeg leg,
+                        dequantize(checkpoint, scheme, layer, leg_prefixes[0], *stacked));
+    ReferenceLayer out{leg.rows, leg.cols, std::move(leg.weight), {}, {}, {}, {}};
+    if (bias) {
+      QP_ASSIGN_OR_RETURN(out.bias, ReadStackedBias(checkpoint, layout, layer, leg_prefixes[0],
+                                                    *stacked, leg.rows));
+    }
+    return out;
+  }
+  QP_ASSIGN_OR_RETURN(const ReferenceLegFn dequantize,
+                      FindEntry(ReferenceEntries().by_layout, layout, layer));
   ReferenceLayer out;
   const bool int8_static = scheme.input && scheme.input->dynamic == Dynamic::kStatic &&
                            scheme.input->dtype == QDType::kINT8;
@@ -201,9 +255,10 @@ Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
                                                  const QuantScheme& scheme, std::string_view layer,
                                                  const std::string& prefix,
                                                  const std::vector<std::string>& input_peers,
-                                                 bool bias) {
+                                                 bool bias,
+                                                 const std::optional<StackedExpert>& stacked) {
   QP_ASSIGN_OR_RETURN(ReferenceLayer out,
-                      DequantizeReference(checkpoint, scheme, layer, {prefix}, bias));
+                      DequantizeReference(checkpoint, scheme, layer, {prefix}, bias, stacked));
   if (!scheme.input || scheme.input->dtype != QDType::kNVFP4) return out;
   const SourceLayout layout = scheme.weight.load.layout;
   std::vector<float> stored;
