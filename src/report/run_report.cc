@@ -32,7 +32,8 @@ Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, const L
                        {"rel", Number(run.rel)},
                        {"tol", Number(run.tol)},
                        {"time_ms", Number(run.time_ms)},
-                       {"pass", Json::Bool(run.pass())}});
+                       {"pass", Json::Bool(run.pass())},
+                       {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
 }
 
 std::string ErrorHeader() {
@@ -41,8 +42,20 @@ std::string ErrorHeader() {
 }
 
 std::string ErrorRow(const LayerRun& run) {
-  return fmt::format("{:<12.3e} {:<12.3e} {:<12.3e} {:<12.1e} {:<12.3f}", run.max_abs, run.mean_abs,
-                     run.rel, run.tol, run.time_ms);
+  const std::string tol = std::isfinite(run.tol) ? fmt::format("{:.1e}", run.tol) : "-";
+  return fmt::format("{:<12.3e} {:<12.3e} {:<12.3e} {:<12} {:<12.3f}", run.max_abs, run.mean_abs,
+                     run.rel, tol, run.time_ms);
+}
+
+// The verdict line: within tolerance or not, or for weights quantized at load what the errors
+// measure (there is no tolerance).
+std::string Verdict(bool quantized_at_load, std::optional<double> weight_error, bool pass) {
+  if (!quantized_at_load) return pass ? "ok\n" : "above tolerance\n";
+  std::string out =
+      "quantized at load: the errors are against the unquantized layer (X and W in high "
+      "precision)";
+  if (weight_error) out += fmt::format("; weights max |W' - W| / max |W| = {:.3e}", *weight_error);
+  return out + (pass ? "\n" : "; not finite\n");
 }
 
 }  // namespace
@@ -60,7 +73,9 @@ Json RunToJson(const LoadedLayer& layer, const LayerRun& run, uint64_t seed) {
                        {"rel", Number(run.rel)},
                        {"tol", Number(run.tol)},
                        {"time_ms", Number(run.time_ms)},
-                       {"pass", Json::Bool(run.pass())}});
+                       {"pass", Json::Bool(run.pass())},
+                       {"quantized_at_load", Json::Bool(run.quantized_at_load)},
+                       {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
 }
 
 std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
@@ -70,7 +85,7 @@ std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
                      layer.resolved.site->path, layer.key.ToId(), run.kernel,
                      layer.activation.ToString(), run.m);
   out += ErrorHeader() + "\n" + ErrorRow(run) + "\n";
-  out += run.pass() ? "ok\n" : "above tolerance\n";
+  out += Verdict(run.quantized_at_load, run.weight_error, run.pass());
   return out;
 }
 
@@ -89,7 +104,8 @@ Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_
        {"experts", Json::Int(run.experts)},
        {"projections", Json::Array({ProjectionToJson("w13", front, site, 0, down, run.w13),
                                     ProjectionToJson("w2", front, site, down, down + 1, run.w2)})},
-       {"pass", Json::Bool(run.pass())}});
+       {"pass", Json::Bool(run.pass())},
+       {"quantized_at_load", Json::Bool(run.w13.quantized_at_load)}});
 }
 
 std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) {
@@ -106,7 +122,9 @@ std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) 
   };
   row("w13", site.legs[0].name + "+" + site.legs[1].name, run.w13);
   row("w2", site.legs[2].name, run.w2);
-  out += run.pass() ? "ok\n" : "above tolerance\n";
+  std::optional<double> weight_error = run.w13.weight_error;
+  if (run.w2.weight_error) weight_error = std::max(weight_error.value_or(0.0), *run.w2.weight_error);
+  out += Verdict(run.w13.quantized_at_load, weight_error, run.pass());
   return out;
 }
 

@@ -12,8 +12,10 @@
 //   input global            W4A4 only, one F32 value per leg.
 // ProcessAfterLoading keeps one weight multiplier and one input divisor for the layer, as the
 // engines pick them (nvfp4_family.h).
+// High-precision checkpoints are quantized at load into the linear layout by
+// online/nvfp4_quantize.cc.
 // Non-goals (later): the 128x4 swizzled layout, MoE experts, tensor-parallel slices (refused with
-// the layer's name), quantizing high-precision checkpoints at load time.
+// the layer's name).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -176,12 +178,6 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
 // The family row.
 
 Result<SpecKey> KeyWith(const QuantScheme& s, ScaleVariant scales) {
-  if (s.online) {
-    return Unsupported(
-        fmt::format("{}: quantizing high-precision weights to NVFP4 at load time is "
-                    "not implemented",
-                    s.CanonicalName()));
-  }
   SpecKey key{kNvfp4Family};
   key.group = s.weight.group_size.value_or(kNvfp4Group);
   key.scales = scales;

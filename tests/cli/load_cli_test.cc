@@ -43,12 +43,14 @@ std::vector<st_test::RawTensor> ReadTensors(const fs::path& path) {
   return tensors;
 }
 
-// The checkpoint files of a fixture folder (the producers' dequant.safetensors is not one).
+// The checkpoint files of a fixture folder (the producers' dequant.safetensors and
+// online_ref.safetensors are not).
 std::vector<fs::path> WeightFiles(const fs::path& dir) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".safetensors" &&
-        entry.path().filename() != "dequant.safetensors") {
+        entry.path().filename() != "dequant.safetensors" &&
+        entry.path().filename() != "online_ref.safetensors") {
       files.push_back(entry.path());
     }
   }
@@ -74,6 +76,7 @@ CheckpointFacts FactsOf(const fs::path& dir) {
 // (headers only: its values are not a valid symmetric GPTQ checkpoint; see
 // ALayerThatCannotBeLoadedIsAnErrorNamingIt).
 const char* const kLoadableFixtures[] = {
+    "producers/bf16_llama",
     "producers/ct_llama_fp8_dynamic",
     "producers/ct_llama_w4a16_channel",
     "producers/ct_llama_w4a16_g64_asym",

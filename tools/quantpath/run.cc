@@ -1,12 +1,13 @@
 // quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--tp N --rank R]
 //               [--input X.safetensors] [--output Y.safetensors] [--engine E]
-//               [--quantization NAME] [--json]
+//               [--quantization NAME | --online SCHEME] [--json]
 //
 // Loads one layer the way an engine would (rank R's shard of N with --tp) and compares one Forward
 // with the double-precision reference, on seeded input (pipeline.h RunSeeded says exactly how) or
 // on the tensor `x` of
 // --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
-// finite), 2 for unusable input. An MoE layer runs each expert's w13 (gate and up) and w2 (down),
+// finite), 2 for unusable input. A layer quantized at load is compared with the unquantized layer
+// instead, and has no tolerance (exit 1 only for a non-finite error). An MoE layer runs each expert's w13 (gate and up) and w2 (down),
 // for expert K or every expert: on seeded input each on its own (RunExpertsSeeded), on --input
 // the whole expert, y = down(SiLU(gate) ⊙ up) (RunExpertsOnInput), [E, M, H] or [M, H] with
 // --expert; with --tp, rank R's shard of every expert.
@@ -37,6 +38,7 @@ struct RunArgs {
   std::string engine = "native";
   std::string quantization;
   std::string modelslim_packing;
+  std::string online;
   // --input, --output
   std::string input;
   std::string output;
@@ -166,6 +168,7 @@ int RunLayer(const RunArgs& args) {
   if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
     return ReportBadInput(s.message());
   }
+  if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ResolvedSite> resolved = ResolveLayer(model->sites, args.layer);
@@ -216,6 +219,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddOnlineOption(cmd, &args->online);
   // --input, --output: given activations in, the result out.
   cmd->add_option("--input", args->input,
                   "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m and --seed)");
