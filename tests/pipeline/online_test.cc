@@ -325,8 +325,11 @@ TEST(OnlineLoad, EveryLinearLayerIsQuantizedAndEveryTensorConsumed) {
     SCOPED_TRACE(site.site->path);
     const bool linear = site.site->kind == SiteKind::kLinear;
     EXPECT_EQ(site.quantization_error.has_value(), linear);
-    if (linear) EXPECT_EQ(site.spec_id, "fp8_per_channel");
-    if (site.site->kind == SiteKind::kLmHead) EXPECT_EQ(site.spec_id, "bf16");
+    if (linear) {
+      EXPECT_EQ(site.spec_id, "fp8_per_channel");
+    } else if (site.site->kind == SiteKind::kLmHead) {
+      EXPECT_EQ(site.spec_id, "bf16");
+    }
   }
 }
 
