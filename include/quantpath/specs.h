@@ -363,8 +363,9 @@ double ToleranceFor(const SpecKey& key, ActMode mode);
 
 // ---------------------------------------------------------------------------------------------
 // Quantizing at load (scheme.online): a bf16 / fp16 / fp32 checkpoint whose plan asks for a
-// quantized scheme. Such a scheme's weight source layout is kDense, and MakeSpec then gives the
-// family's spec behind the quantizer registered for its key (src/specs/online/): Load reads every
+// quantized scheme. Such a scheme's weight source layout is kDense, and materialize makes its spec
+// with MakeSpecQuantizingAtLoad: the family's spec behind the quantizer registered for its key
+// (src/specs/online/), whose Load reads every
 // leg whole, quantizes it as the family's own checkpoints store it (round to nearest even, the
 // format's scale rule) and hands those tensors to the family's loader, so a tensor-parallel rank
 // holds its slice of the whole layer's codes and scales.
@@ -373,7 +374,7 @@ double ToleranceFor(const SpecKey& key, ActMode mode);
 struct OnlineTarget {
   QuantScheme scheme;        // online, weight source layout kDense
   std::string_view refusal;  // non-empty: known and refused, and why
-  std::string name;          // the scheme's CanonicalName() without "-online" (filled when registered)
+  std::string name;  // the scheme's CanonicalName() without "-online" (filled when registered)
 };
 // The registered targets, by name.
 std::vector<OnlineTarget> OnlineTargets();
@@ -382,6 +383,12 @@ std::vector<OnlineTarget> OnlineTargets();
 Result<QuantScheme> OnlineTargetNamed(std::string_view name);
 // Whether a quantizer writes `key`'s layout at load for kernels that quantize X as `act` says.
 bool QuantizesAtLoad(const SpecKey& key, const ActivationQuant& act);
+// The spec of `key` that quantizes the checkpoint's high-precision weights at load (`facts`'
+// layout kDense): the family's spec behind the quantizer registered for (key, act). kUnsupported
+// naming the spec when no quantizer is registered.
+Result<std::unique_ptr<WeightSpec>> MakeSpecQuantizingAtLoad(const SpecKey& key,
+                                                             const ActivationQuant& act,
+                                                             const LoadFacts& facts);
 
 // ---------------------------------------------------------------------------------------------
 // Checkpoint source layouts: the tensor names of every layout, in one table (loaders and `check`

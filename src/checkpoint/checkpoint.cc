@@ -291,7 +291,8 @@ bool Checkpoint::Has(std::string_view name) const {
 Result<TensorView> Checkpoint::Get(std::string_view name) const {
   if (auto held = impl_->memory_of.find(std::string(name)); held != impl_->memory_of.end()) {
     const std::vector<std::byte>& bytes = impl_->memory_bytes[held->second];
-    return TensorView{&impl_->memory_infos[held->second], impl_->label, {bytes.data(), bytes.size()}};
+    return TensorView{
+        &impl_->memory_infos[held->second], impl_->label, {bytes.data(), bytes.size()}};
   }
   auto it = impl_->shard_of.find(std::string(name));
   if (it == impl_->shard_of.end()) {

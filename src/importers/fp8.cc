@@ -28,11 +28,11 @@
 //   - vLLM (recorded): Fp8Config() is not fp8-serialized, and Fp8LinearMethod quantizes each
 //     layer's weight once per tensor in process_weights_after_loading (ops.scaled_fp8_quant),
 //     activations per token on CUTLASS; vLLM 0.33 warns that the use is deprecated and builds its
-//     fp8_per_tensor online config (Fp8PerTensorOnlineLinearMethod, the same scheme, and no KV-cache
-//     method);
+//     fp8_per_tensor online config (Fp8PerTensorOnlineLinearMethod, the same scheme, and no
+//     KV-cache method);
 //   - SGLang 0.5.23: Fp8Config() likewise, but Fp8LinearMethod quantizes per output channel where
-//     CUTLASS fp8 runs (per_token_group_quant_fp8 over the whole row; per tensor otherwise, a device
-//     choice the capability-9.0 dialect does not take), activations per token.
+//     CUTLASS fp8 runs (per_token_group_quant_fp8 over the whole row; per tensor otherwise, a
+//     device choice the capability-9.0 dialect does not take), activations per token.
 //
 // `fmt`: neither engine's Fp8Config nor transformers' FineGrainedFP8Config reads it; all three
 // load fp8 weights as float8_e4m3fn. quantpath does the same (weights are always kFP8E4M3) and

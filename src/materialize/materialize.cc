@@ -61,7 +61,9 @@ Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
                                                 const DeviceCaps& device) {
   QP_ASSIGN_OR_RETURN(SpecKey key, KeyFor(scheme, device));
   QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(scheme));
-  Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, scheme.weight.load);
+  Result<std::unique_ptr<WeightSpec>> spec =
+      scheme.online ? MakeSpecQuantizingAtLoad(key, act, scheme.weight.load)
+                    : MakeSpec(key, act, scheme.weight.load);
   if (!spec.ok()) return spec.status().WithContext(scheme.CanonicalName());
   return spec;
 }

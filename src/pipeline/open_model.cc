@@ -79,8 +79,8 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(QuantPlan plan,
                       ImportForEngine(sources, options.dialect, options.quantization));
   if (options.online && options.quantization) {
-    return InvalidInput(fmt::format("--online and --quantization {}: give one of them",
-                                    *options.quantization));
+    return InvalidInput(
+        fmt::format("--online and --quantization {}: give one of them", *options.quantization));
   }
   if (options.online) {
     Result<QuantPlan> online = OnlinePlan(plan, *options.online);

@@ -12,6 +12,18 @@ namespace {
 
 Json Number(double v) { return std::isfinite(v) ? Json::Double(v) : Json::Null(); }
 
+// The errors of a run, from max_abs to weight_error (docs/json/run.md).
+void AddErrors(const LayerRun& run, std::vector<Json::Member>* members) {
+  members->insert(members->end(),
+                  {{"max_abs", Number(run.max_abs)},
+                   {"mean_abs", Number(run.mean_abs)},
+                   {"rel", Number(run.rel)},
+                   {"tol", Number(run.tol)},
+                   {"time_ms", Number(run.time_ms)},
+                   {"pass", Json::Bool(run.pass())},
+                   {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
+}
+
 // w13 or w2 of the experts that ran: legs [first, last) of one expert, their outputs side by
 // side ([N, K] with N the legs' rows together).
 Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, const LayerSite& site,
@@ -22,18 +34,13 @@ Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, const L
     leg_names.push_back(Json::String(site.legs[leg].name));
     n += expert.projections[leg].out_features();
   }
-  return Json::Object({{"name", Json::String(std::string(name))},
-                       {"legs", Json::Array(std::move(leg_names))},
-                       {"n", Json::Int(n)},
-                       {"k", Json::Int(expert.projections[first].in_features())},
-                       {"kernel", Json::String(run.kernel)},
-                       {"max_abs", Number(run.max_abs)},
-                       {"mean_abs", Number(run.mean_abs)},
-                       {"rel", Number(run.rel)},
-                       {"tol", Number(run.tol)},
-                       {"time_ms", Number(run.time_ms)},
-                       {"pass", Json::Bool(run.pass())},
-                       {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
+  std::vector<Json::Member> members = {{"name", Json::String(std::string(name))},
+                                       {"legs", Json::Array(std::move(leg_names))},
+                                       {"n", Json::Int(n)},
+                                       {"k", Json::Int(expert.projections[first].in_features())},
+                                       {"kernel", Json::String(run.kernel)}};
+  AddErrors(run, &members);
+  return Json::Object(std::move(members));
 }
 
 std::string ErrorHeader() {
@@ -61,21 +68,16 @@ std::string Verdict(bool quantized_at_load, std::optional<double> weight_error, 
 }  // namespace
 
 Json RunToJson(const LoadedLayer& layer, const LayerRun& run, uint64_t seed) {
-  return Json::Object({{"layer", Json::String(layer.resolved.site->path)},
-                       {"resolved", NonEmptyOrNull(layer.resolved.note)},
-                       {"spec_id", Json::String(layer.key.ToId())},
-                       {"activation", Json::String(layer.activation.ToString())},
-                       {"kernel", Json::String(run.kernel)},
-                       {"m", Json::Int(run.m)},
-                       {"seed", Json::Int(static_cast<int64_t>(seed))},
-                       {"max_abs", Number(run.max_abs)},
-                       {"mean_abs", Number(run.mean_abs)},
-                       {"rel", Number(run.rel)},
-                       {"tol", Number(run.tol)},
-                       {"time_ms", Number(run.time_ms)},
-                       {"pass", Json::Bool(run.pass())},
-                       {"quantized_at_load", Json::Bool(run.quantized_at_load)},
-                       {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
+  std::vector<Json::Member> members = {{"layer", Json::String(layer.resolved.site->path)},
+                                       {"resolved", NonEmptyOrNull(layer.resolved.note)},
+                                       {"spec_id", Json::String(layer.key.ToId())},
+                                       {"activation", Json::String(layer.activation.ToString())},
+                                       {"kernel", Json::String(run.kernel)},
+                                       {"m", Json::Int(run.m)},
+                                       {"seed", Json::Int(static_cast<int64_t>(seed))}};
+  AddErrors(run, &members);
+  members.emplace_back("quantized_at_load", Json::Bool(run.quantized_at_load));
+  return Json::Object(std::move(members));
 }
 
 std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
@@ -123,7 +125,8 @@ std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) 
   row("w13", site.legs[0].name + "+" + site.legs[1].name, run.w13);
   row("w2", site.legs[2].name, run.w2);
   std::optional<double> weight_error = run.w13.weight_error;
-  if (run.w2.weight_error) weight_error = std::max(weight_error.value_or(0.0), *run.w2.weight_error);
+  if (run.w2.weight_error)
+    weight_error = std::max(weight_error.value_or(0.0), *run.w2.weight_error);
   out += Verdict(run.w13.quantized_at_load, weight_error, run.pass());
   return out;
 }

@@ -6,7 +6,6 @@
 
 #include "fmt/format.h"
 #include "quantpath/specs.h"
-#include "src/specs/online/online_quantizer.h"
 #include "src/specs/spec_common.h"
 
 namespace quantpath {
@@ -121,12 +120,6 @@ Result<SpecKey> ParseSpecId(std::string_view spec_id) {
 Result<std::unique_ptr<WeightSpec>> MakeSpec(const SpecKey& key, const ActivationQuant& act,
                                              const LoadFacts& facts) {
   QP_ASSIGN_OR_RETURN(const SpecFamilyRow* row, FamilyRowFor(key));
-  // High-precision weights for a quantized layout: quantized at load by the key's quantizer.
-  if (facts.layout == SourceLayout::kDense) {
-    if (const specs_internal::OnlineQuantizer* q = specs_internal::FindOnlineQuantizer(key, act)) {
-      return specs_internal::MakeOnlineSpec(*q, key, act, facts);
-    }
-  }
   return row->Make(key, act, facts);
 }
 

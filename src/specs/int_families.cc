@@ -160,8 +160,7 @@ class IntChannelFamily final : public IntFamilyRow {
                return IsInt(s.weight.dtype) && s.weight.granularity == Granularity::kPerChannel;
              },
              specs_internal::AnyDevice,
-             [](const QuantScheme& s) -> Result<SpecKey> { return IntKey(kIntChannel, s); },
-             10}};
+             [](const QuantScheme& s) -> Result<SpecKey> { return IntKey(kIntChannel, s); }, 10}};
   }
 };
 

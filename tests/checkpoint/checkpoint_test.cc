@@ -287,8 +287,8 @@ TEST(Checkpoint, HoldsTensorsGivenInMemory) {
   EXPECT_TRUE(Contains(missing.status().message(), "a.bias")) << missing.status().message();
 
   // Bytes that are not dtype × shape, and a repeated name, are refused naming the tensor.
-  Result<Checkpoint> short_bytes = Checkpoint::FromTensors(
-      "held", {{"b.weight", StDtype::kF32, {2}, bytes({0, 0, 0, 0})}});
+  Result<Checkpoint> short_bytes =
+      Checkpoint::FromTensors("held", {{"b.weight", StDtype::kF32, {2}, bytes({0, 0, 0, 0})}});
   ASSERT_FALSE(short_bytes.ok());
   EXPECT_TRUE(Contains(short_bytes.status().message(), "b.weight"))
       << short_bytes.status().message();

@@ -570,8 +570,10 @@ TEST(LoadCli, QuantizationFp8QuantizesABf16CheckpointAtLoad) {
 // the scheme and the device.
 TEST(LoadCli, AnOnlineTargetThatCannotBeQuantizedNamesTheSchemeAndTheDevice) {
   const std::string dir = DataDir("producers/bf16_llama");
-  auto int4 = RunCli("run " + dir + " --layer model.layers.0.mlp.down_proj --online "
-                     "w4a16-int4-channel", true);
+  auto int4 = RunCli("run " + dir +
+                         " --layer model.layers.0.mlp.down_proj --online "
+                         "w4a16-int4-channel",
+                     true);
   EXPECT_EQ(int4.exit_code, 2);
   EXPECT_NE(int4.out.find("--online w4a16-int4-channel on cpu: no quantizer in this build"),
             std::string::npos)

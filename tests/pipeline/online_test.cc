@@ -68,10 +68,10 @@ std::vector<uint8_t> SlotBytes(const LinearParams& params, Slot slot) {
 
 // How a family keeps the library's tensors after loading.
 enum class Kept : uint8_t {
-  kAsStored,        // the slot's bytes are the legs' tensors, concatenated
-  kPerRow,          // one fp32 per leg, broadcast to its rows (fp8_per_tensor)
-  kOffsetCodes,     // int8: the signed codes + 128 (int_family.h)
-  kInverseGlobal,   // NVFP4: the multiplier 1 / weight_global_scale (nvfp4_family.h)
+  kAsStored,       // the slot's bytes are the legs' tensors, concatenated
+  kPerRow,         // one fp32 per leg, broadcast to its rows (fp8_per_tensor)
+  kOffsetCodes,    // int8: the signed codes + 128 (int_family.h)
+  kInverseGlobal,  // NVFP4: the multiplier 1 / weight_global_scale (nvfp4_family.h)
 };
 
 struct SlotCheck {

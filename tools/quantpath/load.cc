@@ -123,18 +123,17 @@ Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load)
   }
   std::vector<Json> sites;
   for (const SiteLoad& site : load.sites) {
-    sites.push_back(
-        Json::Object({{"path", Json::String(site.site->path)},
-                      {"kind", Json::String(std::string(SiteKindName(site.site->kind)))},
-                      {"loaded", Json::Bool(site.loaded)},
-                      {"spec_id", NullIfEmpty(site.spec_id)},
-                      {"note", NullIfEmpty(site.note)},
-                      {"tensors", Json::Int(site.tensors)},
-                      {"bytes_read", Json::Int(site.bytes_read)},
-                      {"bytes_held", Json::Int(site.bytes_held)},
-                      {"quantization_error", site.quantization_error
-                                                 ? Json::Double(*site.quantization_error)
-                                                 : Json::Null()}}));
+    sites.push_back(Json::Object(
+        {{"path", Json::String(site.site->path)},
+         {"kind", Json::String(std::string(SiteKindName(site.site->kind)))},
+         {"loaded", Json::Bool(site.loaded)},
+         {"spec_id", NullIfEmpty(site.spec_id)},
+         {"note", NullIfEmpty(site.note)},
+         {"tensors", Json::Int(site.tensors)},
+         {"bytes_read", Json::Int(site.bytes_read)},
+         {"bytes_held", Json::Int(site.bytes_held)},
+         {"quantization_error",
+          site.quantization_error ? Json::Double(*site.quantization_error) : Json::Null()}}));
   }
   return Json::Object({{"model", Json::String(model.dir)},
                        {"engine", Json::String(std::string(model.plan.dialect.name))},

@@ -7,9 +7,10 @@
 // on the tensor `x` of
 // --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
 // finite), 2 for unusable input. A layer quantized at load is compared with the unquantized layer
-// instead, and has no tolerance (exit 1 only for a non-finite error). An MoE layer runs each expert's w13 (gate and up) and w2 (down),
-// for expert K or every expert: on seeded input each on its own (RunExpertsSeeded), on --input
-// the whole expert, y = down(SiLU(gate) ⊙ up) (RunExpertsOnInput), [E, M, H] or [M, H] with
+// instead, and has no tolerance (exit 1 only for a non-finite error). An MoE layer runs each
+// expert's w13 (gate and up) and w2 (down), for expert K or every expert: on seeded input each on
+// its own (RunExpertsSeeded), on --input the whole expert, y = down(SiLU(gate) ⊙ up)
+// (RunExpertsOnInput), [E, M, H] or [M, H] with
 // --expert; with --tp, rank R's shard of every expert.
 #include <filesystem>
 #include <iostream>

@@ -45,7 +45,8 @@ struct Fp8Leg {
   std::vector<int64_t> scale_shape;
 };
 
-// Quantizes the rows × cols block of `w` at `first` (row stride `stride`) with `scale`.
+// Quantizes the rows × cols block at `w` (rows `stride` apart) with `scale`: w · (1 / scale) where
+// `reciprocal` (scaled_fp8_quant), else w / scale.
 void QuantizeBlock(const float* w, int64_t rows, int64_t cols, int64_t stride, float scale,
                    bool reciprocal, uint8_t* codes, QuantizationError* error) {
   const float inverse = 1.0f / scale;
@@ -98,11 +99,7 @@ Fp8Leg QuantizeLeg(const SpecKey& key, const ParamTensor& leg, float tensor_scal
 }
 
 Result<QuantizedLayer> QuantizeFp8(const SpecKey& key, const DenseLayer& layer) {
-  float amax = 0.0f;
-  for (const ParamTensor& leg : layer.legs) {
-    amax = std::max(amax, AbsMax(leg.data<float>(), leg.elements()));
-  }
-  const float tensor_scale = ScaleOf(amax);
+  const float tensor_scale = ScaleOf(layer.AbsMax());
   QuantizedLayer out;
   for (size_t l = 0; l < layer.legs.size(); ++l) {
     const ParamTensor& leg = layer.legs[l];
@@ -144,11 +141,11 @@ OnlineTarget Target(Granularity granularity) {
   return Served(OnlineScheme(Fp8Weight(granularity), Fp8DynamicInput(granularity)));
 }
 
-const OnlineQuantizerRegistrar kPerTensor({kFp8PerTensorFamily, SourceLayout::kFp8Scale,
-                                           Accepts, QuantizeFp8},
+const OnlineQuantizerRegistrar kPerTensor({kFp8PerTensorFamily, SourceLayout::kFp8Scale, Accepts,
+                                           QuantizeFp8},
                                           {Target(Granularity::kPerTensor)});
-const OnlineQuantizerRegistrar kPerChannel({kFp8PerChannelFamily, SourceLayout::kFp8Scale,
-                                            Accepts, QuantizeFp8},
+const OnlineQuantizerRegistrar kPerChannel({kFp8PerChannelFamily, SourceLayout::kFp8Scale, Accepts,
+                                            QuantizeFp8},
                                            {Target(Granularity::kPerChannel)});
 const OnlineQuantizerRegistrar kBlock({kFp8BlockFamily, SourceLayout::kFp8Scale, Accepts,
                                        QuantizeFp8},

@@ -38,36 +38,10 @@ uint8_t SharedExponent(float amax) {
 }
 
 Result<QuantizedLayer> QuantizeMxfp4(const SpecKey& key, const DenseLayer& layer) {
-  const MxLayout layout{true, key.group};
-  const int64_t cols = layer.cols;
-  const int64_t row_bytes = layout.WeightRowBytes(cols);
-  const int64_t blocks = layout.ScaleCols(cols);
   QuantizedLayer out;
   for (size_t l = 0; l < layer.legs.size(); ++l) {
-    const ParamTensor& leg = layer.legs[l];
-    const int64_t rows = leg.rows();
-    std::vector<uint8_t> codes(static_cast<size_t>(rows * row_bytes), 0);
-    std::vector<uint8_t> scales(static_cast<size_t>(rows * blocks));
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* w = leg.data<float>() + r * cols;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t c0 = b * key.group;
-        const int64_t n = std::min(key.group, cols - c0);
-        const uint8_t e = SharedExponent(AbsMax(w + c0, n));
-        scales[r * blocks + b] = e;
-        const float scale = E8M0ToFloat(e);
-        for (int64_t c = c0; c < c0 + n; ++c) {
-          const uint8_t q = FloatToE2M1(w[c] / scale);
-          PutE2M1(codes.data() + r * row_bytes, c, q);
-          out.error.Add(w[c], static_cast<double>(E2M1ToFloat(q)) * scale);
-        }
-      }
-    }
-    const std::string& prefix = layer.prefixes[l];
-    out.tensors.push_back(
-        OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kU8, {rows, row_bytes}, codes));
-    out.tensors.push_back(
-        OwnedTensorOf<uint8_t>(prefix, ".weight_scale", StDtype::kU8, {rows, blocks}, scales));
+    WriteE2M1Leg(layer.legs[l], layer.prefixes[l], key.group, StDtype::kU8, SharedExponent,
+                 E8M0ToFloat, &out);
   }
   return out;
 }

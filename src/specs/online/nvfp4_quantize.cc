@@ -33,42 +33,17 @@ float GlobalScaleOf(float amax) {
 }
 
 Result<QuantizedLayer> QuantizeNvfp4(const SpecKey& key, const DenseLayer& layer) {
-  float amax = 0.0f;
-  for (const ParamTensor& leg : layer.legs) {
-    amax = std::max(amax, AbsMax(leg.data<float>(), leg.elements()));
-  }
-  const float g = GlobalScaleOf(amax);
-  const Nvfp4LinearLayout layout{key.group};
-  const int64_t cols = layer.cols;
-  const int64_t row_bytes = layout.WeightRowBytes(cols);
-  const int64_t blocks = layout.ScaleCols(cols);
+  const float g = GlobalScaleOf(layer.AbsMax());
   QuantizedLayer out;
   for (size_t l = 0; l < layer.legs.size(); ++l) {
-    const ParamTensor& leg = layer.legs[l];
-    const int64_t rows = leg.rows();
-    std::vector<uint8_t> codes(static_cast<size_t>(rows * row_bytes), 0);
-    std::vector<uint8_t> scales(static_cast<size_t>(rows * blocks));
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* w = leg.data<float>() + r * cols;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t c0 = b * key.group;
-        const int64_t n = std::min(key.group, cols - c0);
-        uint8_t s = FloatToFp8E4M3(g * (AbsMax(w + c0, n) / kE2M1Max));
-        if (Fp8E4M3ToFloat(s) == 0.0f) s = FloatToFp8E4M3(kZeroBlockScale);
-        scales[r * blocks + b] = s;
-        const float step = Fp8E4M3ToFloat(s) / g;
-        for (int64_t c = c0; c < c0 + n; ++c) {
-          const uint8_t q = FloatToE2M1(w[c] / step);
-          PutE2M1(codes.data() + r * row_bytes, c, q);
-          out.error.Add(w[c], static_cast<double>(E2M1ToFloat(q)) * step);
-        }
-      }
-    }
     const std::string& prefix = layer.prefixes[l];
-    out.tensors.push_back(
-        OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kU8, {rows, row_bytes}, codes));
-    out.tensors.push_back(OwnedTensorOf<uint8_t>(prefix, ".weight_scale", StDtype::kF8E4M3,
-                                                 {rows, blocks}, scales));
+    WriteE2M1Leg(
+        layer.legs[l], prefix, key.group, StDtype::kF8E4M3,
+        [g](float amax) {
+          const uint8_t s = FloatToFp8E4M3(g * (amax / kE2M1Max));
+          return Fp8E4M3ToFloat(s) == 0.0f ? FloatToFp8E4M3(kZeroBlockScale) : s;
+        },
+        [g](uint8_t s) { return Fp8E4M3ToFloat(s) / g; }, &out);
     const float global[] = {g};
     out.tensors.push_back(
         OwnedTensorOf<float>(prefix, ".weight_global_scale", StDtype::kF32, {1}, global));

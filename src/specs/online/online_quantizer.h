@@ -8,6 +8,7 @@
 // Non-goals: reading checkpoints, tensor-parallel slices, kernels.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <span>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "quantpath/checkpoint.h"
+#include "quantpath/numeric.h"
 #include "quantpath/specs.h"
 
 namespace quantpath::specs_internal {
@@ -27,6 +29,7 @@ struct DenseLayer {
   std::vector<ParamTensor> legs;      // fp32 [rows of the leg, cols], in leg order
   int64_t cols = 0;
   QDType params_dtype = QDType::kBF16;  // the checkpoint's dtype (16-bit scales are stored in it)
+  float AbsMax() const;                 // the largest |w| of every leg
 };
 
 // The largest |W' − W| and |W| a quantizer met, W' the value its codes and scales stand for.
@@ -86,10 +89,40 @@ Checkpoint::OwnedTensor OwnedTensorOf(const std::string& prefix, std::string_vie
 // The largest |w| of `count` values from `w`, `stride` apart.
 float AbsMax(const float* w, int64_t count, int64_t stride = 1);
 
-// Writes E2M1 code `code` (low 4 bits) as element `col` of a zeroed row packed two per byte, the
-// even element in the low nibble (NVFP4 and MXFP4 alike).
-inline void PutE2M1(uint8_t* row, int64_t col, uint8_t code) {
-  row[col / 2] |= static_cast<uint8_t>(col % 2 != 0 ? code << 4 : code);
+// One leg in E2M1 codes with an 8-bit scale per `group` columns of each row (NVFP4, MXFP4):
+// `scale_of(amax)` is a block's stored scale byte and `step_of(byte)` what a code of 1 stands for,
+// each weight e2m1(w / step). Written as `<prefix>.weight_packed` U8 [rows, ceil(cols / 2)], two
+// codes per byte with the even element in the low nibble, and `<prefix>.weight_scale`
+// [rows, ceil(cols / group)] of `scale_dtype`.
+template <typename ScaleOf, typename StepOf>
+void WriteE2M1Leg(const ParamTensor& leg, const std::string& prefix, int64_t group,
+                  StDtype scale_dtype, ScaleOf scale_of, StepOf step_of, QuantizedLayer* out) {
+  const int64_t rows = leg.rows();
+  const int64_t cols = leg.cols();
+  const int64_t row_bytes = (cols + 1) / 2;
+  const int64_t blocks = (cols + group - 1) / group;
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * row_bytes), 0);
+  std::vector<uint8_t> scales(static_cast<size_t>(rows * blocks));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* w = leg.data<float>() + r * cols;
+    uint8_t* packed = codes.data() + r * row_bytes;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t c0 = b * group;
+      const int64_t n = std::min(group, cols - c0);
+      const uint8_t scale = scale_of(AbsMax(w + c0, n));
+      scales[r * blocks + b] = scale;
+      const float step = step_of(scale);
+      for (int64_t c = c0; c < c0 + n; ++c) {
+        const uint8_t q = FloatToE2M1(w[c] / step);
+        packed[c / 2] |= static_cast<uint8_t>(c % 2 != 0 ? q << 4 : q);
+        out->error.Add(w[c], static_cast<double>(E2M1ToFloat(q)) * step);
+      }
+    }
+  }
+  out->tensors.push_back(
+      OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kU8, {rows, row_bytes}, codes));
+  out->tensors.push_back(
+      OwnedTensorOf<uint8_t>(prefix, ".weight_scale", scale_dtype, {rows, blocks}, scales));
 }
 
 }  // namespace quantpath::specs_internal

@@ -47,9 +47,9 @@ Result<DenseLayer> ReadDenseLayer(const Checkpoint& checkpoint, const Allocation
     QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, prefixes[leg],
                                                         SourceLayout::kDense, Slot::kWeight));
     if (!IsDenseFloat(view.info->dtype)) {
-      return InvalidInput(fmt::format(
-          "{}: tensor {} is {}, but quantizing at load reads BF16, F16 or F32 weights",
-          request.layer, view.info->name, StDtypeName(view.info->dtype)));
+      return InvalidInput(
+          fmt::format("{}: tensor {} is {}, but quantizing at load reads BF16, F16 or F32 weights",
+                      request.layer, view.info->name, StDtypeName(view.info->dtype)));
     }
     QP_RETURN_IF_ERROR(ExpectShape(view, request.layer, {g.full_leg_rows[leg], g.full_cols}));
     QP_ASSIGN_OR_RETURN(std::vector<float> values, TensorToFloat(view));
@@ -106,10 +106,9 @@ class OnlineSpec final : public WeightSpec {
     QP_ASSIGN_OR_RETURN(QuantizedLayer quantized, quantizer_.quantize(key(), dense));
     std::vector<Checkpoint::OwnedTensor> bias = BiasTensors(checkpoint, leg_prefixes);
     std::move(bias.begin(), bias.end(), std::back_inserter(quantized.tensors));
-    QP_ASSIGN_OR_RETURN(
-        Checkpoint held,
-        Checkpoint::FromTensors(fmt::format("{} quantized at load", layer),
-                                std::move(quantized.tensors)));
+    QP_ASSIGN_OR_RETURN(Checkpoint held,
+                        Checkpoint::FromTensors(fmt::format("{} quantized at load", layer),
+                                                std::move(quantized.tensors)));
     QP_RETURN_IF_ERROR(family_spec_->Load(held, leg_prefixes, params));
     params->quantization_error = quantized.error.rel();
     return {};
@@ -173,6 +172,14 @@ OnlineTarget Refused(QuantScheme scheme, std::string_view why) {
   return {std::move(scheme), why, {}};
 }
 
+float DenseLayer::AbsMax() const {
+  float amax = 0.0f;
+  for (const ParamTensor& leg : legs) {
+    amax = std::max(amax, specs_internal::AbsMax(leg.data<float>(), leg.elements()));
+  }
+  return amax;
+}
+
 float AbsMax(const float* w, int64_t count, int64_t stride) {
   float amax = 0.0f;
   for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::abs(w[i * stride]));
@@ -198,12 +205,23 @@ Result<QuantScheme> OnlineTargetNamed(std::string_view name) {
     if (target.name == name) return target.scheme;
     if (target.refusal.empty()) names.push_back(target.name);
   }
-  return Unsupported(fmt::format("no quantizer in this build writes {} at load (targets: {})",
-                                 name, Join(names, ", ")));
+  return Unsupported(fmt::format("no quantizer in this build writes {} at load (targets: {})", name,
+                                 Join(names, ", ")));
 }
 
 bool QuantizesAtLoad(const SpecKey& key, const ActivationQuant& act) {
   return specs_internal::FindOnlineQuantizer(key, act) != nullptr;
+}
+
+Result<std::unique_ptr<WeightSpec>> MakeSpecQuantizingAtLoad(const SpecKey& key,
+                                                             const ActivationQuant& act,
+                                                             const LoadFacts& facts) {
+  const specs_internal::OnlineQuantizer* q = specs_internal::FindOnlineQuantizer(key, act);
+  if (q == nullptr) {
+    return Unsupported(fmt::format("spec {} with {} activations: no quantizer writes it at load",
+                                   key.ToId(), act.ToString()));
+  }
+  return specs_internal::MakeOnlineSpec(*q, key, act, facts);
 }
 
 }  // namespace quantpath
