@@ -109,6 +109,18 @@ class Checkpoint {
   // kNotFound.
   static Result<Checkpoint> Open(const std::filesystem::path& dir);
 
+  // A tensor held in memory: little-endian values, exactly dtype × shape bytes.
+  struct OwnedTensor {
+    std::string name;
+    StDtype dtype = StDtype::kU8;
+    std::vector<int64_t> shape;
+    std::vector<std::byte> bytes;
+  };
+  // A checkpoint of tensors computed rather than read (a layer quantized at load hands its codes
+  // and scales to its family's loader this way); `label` stands for the folder in messages and
+  // views. Errors: a repeated or empty name, bytes that are not dtype × shape.
+  static Result<Checkpoint> FromTensors(std::string label, std::vector<OwnedTensor> tensors);
+
   std::vector<std::string> TensorNames() const;  // sorted
   bool Has(std::string_view name) const;
   Result<TensorView> Get(std::string_view name) const;

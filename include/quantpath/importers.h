@@ -30,6 +30,15 @@ class Importer {
   virtual bool Detect(const ConfigSources& sources) const = 0;
   virtual Result<QuantPlan> BuildPlan(const ConfigSources& sources,
                                       const Dialect& dialect) const = 0;
+  // The plan of `--quantization <name>` on a folder that describes no quantization, where the
+  // dialect's engine builds the method without a description (vLLM's and SGLang's
+  // get_quant_config construct a config class that reads no file with its defaults, which
+  // quantizes high-precision weights at load); nullopt where it does not, which is an error
+  // naming the format.
+  virtual Result<std::optional<QuantPlan>> PlanWithoutDescription(
+      const ConfigSources& /*sources*/, const Dialect& /*dialect*/) const {
+    return std::optional<QuantPlan>();
+  }
 };
 
 // Importers in detection order (the first whose Detect is true wins).
@@ -44,5 +53,11 @@ const Importer* FindImporter(std::string_view name);  // by name or alias
 Result<QuantPlan> ImportPlan(const ConfigSources& sources, const Dialect& dialect,
                              const std::optional<std::string>& forced = std::nullopt,
                              const std::optional<NameMapper>& mapper = std::nullopt);
+
+// `--online`: every linear layer and MoE expert quantized at load to `scheme` (its weight source
+// layout kDense), the LM head, routers and embeddings left in the checkpoint's dtype; for a folder
+// whose `unquantized` plan (ImportPlan's) describes no quantization, else an error naming the
+// method and its files.
+Result<QuantPlan> OnlinePlan(const QuantPlan& unquantized, const QuantScheme& scheme);
 
 }  // namespace quantpath

@@ -28,7 +28,9 @@ namespace quantpath {
 // predicate both hold builds the key, and its family row builds the spec with the scheme's
 // activation mode and LoadFacts. No candidate is an error (kUnsupported) naming the scheme, the
 // device, and the candidates that store the scheme on other devices; an inconsistent scheme is
-// the candidate's error (kInvalidInput or kUnsupported).
+// the candidate's error (kInvalidInput or kUnsupported). A scheme quantized at load
+// (scheme.online) gets MakeSpecQuantizingAtLoad's spec; a key no quantizer writes is
+// kUnsupported naming the scheme, the device and the schemes this build quantizes at load.
 Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
                                                 const DeviceCaps& device);
 // The key Materialize(scheme, device) would build, with the same errors, without a spec.

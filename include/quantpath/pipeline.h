@@ -46,10 +46,16 @@ struct OpenOptions {
   DeviceCaps device;                        // default: cpu
   Launch launch;                            // --tp, --dtype, --speculative
   ModelSlimPacking modelslim_packing = ModelSlimPacking::kOld;  // --modelslim-packing
+  // --online: every linear layer and MoE expert of a high-precision checkpoint quantized at load
+  // to this scheme (OnlinePlan, importers.h).
+  std::optional<QuantScheme> online;
 
   // --modelslim-packing: "old", "new", or "" (SGLang 0.5.23's default, old). An error names
   // the option and what it accepts.
   Status SetModelSlimPacking(std::string_view text);
+  // --online: a target's name (OnlineTargets(), specs.h), or "" for none. The target must have a
+  // spec on `device` that quantizes at load; errors name the scheme and the device.
+  Status SetOnline(std::string_view name);
 
   // From the command line's spellings: an engine name (DialectNames()), a format name or "" for
   // detection, a device name (ParseDevice), and --dtype, --tp and --speculative (ParseLaunch).
@@ -191,6 +197,9 @@ std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t 
 //   (QuantizeActivationsReference). max_abs = max |Y − Y_ref|, mean_abs = mean |Y − Y_ref|,
 //   rel = max_abs / max |Y_ref|, tol = ToleranceFor(family, activation mode), time_ms = one
 //   Forward after a warm-up call.
+//   A layer quantized at load (scheme.online) is measured against the unquantized layer instead:
+//   Y_ref = X · Wᵀ + bias with the checkpoint's high-precision W and X itself, so the errors are
+//   the quantization's (weights and activations), and there is no tolerance (tol is NaN).
 struct LayerRun {
   std::string kernel;  // the kernel Forward used
   int64_t m = 0;
@@ -200,7 +209,11 @@ struct LayerRun {
   double tol = 0;
   double time_ms = 0;
   std::vector<float> y;  // Y [m, N] of the timed Forward, row-major
-  bool pass() const;     // rel finite and within tol
+  bool quantized_at_load = false;
+  // Quantized at load: the weights' max |W' − W| / max |W| (LinearParams::quantization_error;
+  // the largest over the layers measured together).
+  std::optional<double> weight_error;
+  bool pass() const;  // rel finite and, unless quantized at load, within tol
 };
 Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);
 
@@ -294,6 +307,9 @@ struct SiteLoad {
   int64_t bytes_read = 0;           // the checkpoint tensors it consumed
   int64_t bytes_held = 0;           // what it holds once loaded (LinearParams::WeightBytes)
   int64_t tensors = 0;              // how many checkpoint tensors it consumed
+  // Quantized at load: the weights' max |W' − W| / max |W| (LinearParams::quantization_error,
+  // the largest over an moe site's projections); nullopt otherwise.
+  std::optional<double> quantization_error;
 };
 
 struct LoadProgress {
@@ -315,6 +331,7 @@ struct ModelLoad {
   std::array<int64_t, 6> loaded_per_kind{};
   int64_t layers_loaded = 0;
   int64_t not_loaded = 0;
+  int64_t quantized_at_load = 0;  // sites whose weights were quantized at load
   // Checkpoint tensors that are not sites (norms, rotary tables), matched by LoadModel's rules.
   int64_t other_tensors = 0;
   int64_t other_bytes = 0;  // their bytes as stored (read; held at the model's dtype)

@@ -268,6 +268,9 @@ struct LinearParams {
   std::vector<float> leg_input_scales;
   bool loaded = false;
   bool processed = false;
+  // A layer quantized at load (scheme.online): max |W' − W| / max |W| over the whole layer, W the
+  // checkpoint's high-precision weights and W' the quantized ones dequantized; nullopt otherwise.
+  std::optional<double> quantization_error;
 
   ParamTensor& tensor(Slot slot) { return slots[static_cast<size_t>(slot)]; }
   const ParamTensor& tensor(Slot slot) const { return slots[static_cast<size_t>(slot)]; }
@@ -389,6 +392,35 @@ Result<int64_t> LayoutStorageBytes(const SpecKey& key, const AllocationRequest& 
 // The tolerance of kernels of `key` against the fp64 reference (its row's Tolerance); 0 for an
 // unregistered family.
 double ToleranceFor(const SpecKey& key, ActMode mode);
+
+// ---------------------------------------------------------------------------------------------
+// Quantizing at load (scheme.online): a bf16 / fp16 / fp32 checkpoint whose plan asks for a
+// quantized scheme. Such a scheme's weight source layout is kDense, and materialize makes its spec
+// with MakeSpecQuantizingAtLoad: the family's spec behind the quantizer registered for its key
+// (src/specs/online/), whose Load reads every
+// leg whole, quantizes it as the family's own checkpoints store it (round to nearest even, the
+// format's scale rule) and hands those tensors to the family's loader, so a tensor-parallel rank
+// holds its slice of the whole layer's codes and scales.
+
+// A scheme `--online` names.
+struct OnlineTarget {
+  QuantScheme scheme;        // online, weight source layout kDense
+  std::string_view refusal;  // non-empty: known and refused, and why
+  std::string name;  // the scheme's CanonicalName() without "-online" (filled when registered)
+};
+// The registered targets, by name.
+std::vector<OnlineTarget> OnlineTargets();
+// The scheme of the target `name`. An unknown name is an error naming it and listing the targets; a
+// refused target's error says why.
+Result<QuantScheme> OnlineTargetNamed(std::string_view name);
+// Whether a quantizer writes `key`'s layout at load for kernels that quantize X as `act` says.
+bool QuantizesAtLoad(const SpecKey& key, const ActivationQuant& act);
+// The spec of `key` that quantizes the checkpoint's high-precision weights at load (`facts`'
+// layout kDense): the family's spec behind the quantizer registered for (key, act). kUnsupported
+// naming the spec when no quantizer is registered.
+Result<std::unique_ptr<WeightSpec>> MakeSpecQuantizingAtLoad(const SpecKey& key,
+                                                             const ActivationQuant& act,
+                                                             const LoadFacts& facts);
 
 // ---------------------------------------------------------------------------------------------
 // Checkpoint source layouts: the tensor names of every layout, in one table (loaders and `check`

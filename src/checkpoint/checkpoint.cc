@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "quantpath/checkpoint.h"
 
 namespace quantpath {
@@ -51,6 +52,11 @@ struct Checkpoint::Impl {
 
   std::filesystem::path dir;
   std::string index;  // the index's path, empty when the folder has none
+  // FromTensors: the tensors held in memory (no shards), by name, and the label of their views.
+  std::string label;
+  std::vector<TensorInfo> memory_infos;
+  std::vector<std::vector<std::byte>> memory_bytes;
+  std::unordered_map<std::string, size_t> memory_of;
   std::optional<uint64_t> total_size;
   std::vector<std::unique_ptr<Shard>> shards;
   std::unordered_map<std::string, size_t> shard_of;  // tensor name → index into shards
@@ -241,19 +247,53 @@ Result<Checkpoint> Checkpoint::Open(const std::filesystem::path& dir) {
   return checkpoint;
 }
 
+Result<Checkpoint> Checkpoint::FromTensors(std::string label, std::vector<OwnedTensor> tensors) {
+  Checkpoint checkpoint;
+  checkpoint.impl_ = std::make_shared<Impl>();
+  Impl& impl = *checkpoint.impl_;
+  impl.dir = label;
+  impl.label = std::move(label);
+  uint64_t offset = 0;
+  for (OwnedTensor& t : tensors) {
+    TensorInfo info{t.name, t.dtype, t.shape};
+    const std::optional<uint64_t> length = StDtypeByteLength(t.dtype, info.Elements());
+    if (t.name.empty() || !length || *length != t.bytes.size()) {
+      return InvalidInput(fmt::format("{}: tensor \"{}\": {} bytes, but {} [{}] takes {}",
+                                      impl.label, t.name, t.bytes.size(), StDtypeName(t.dtype),
+                                      fmt::join(t.shape, ", "), length.value_or(0)));
+    }
+    info.begin = offset;
+    info.end = offset + *length;
+    offset = info.end;
+    if (!impl.memory_of.emplace(t.name, impl.memory_infos.size()).second) {
+      return InvalidInput(fmt::format("{}: tensor \"{}\" given twice", impl.label, t.name));
+    }
+    impl.memory_infos.push_back(std::move(info));
+    impl.memory_bytes.push_back(std::move(t.bytes));
+  }
+  return checkpoint;
+}
+
 std::vector<std::string> Checkpoint::TensorNames() const {
   std::vector<std::string> names;
-  names.reserve(impl_->shard_of.size());
+  names.reserve(impl_->shard_of.size() + impl_->memory_of.size());
   for (const auto& [name, shard] : impl_->shard_of) names.push_back(name);
+  for (const auto& [name, i] : impl_->memory_of) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 bool Checkpoint::Has(std::string_view name) const {
-  return impl_->shard_of.contains(std::string(name));
+  const std::string key(name);
+  return impl_->shard_of.contains(key) || impl_->memory_of.contains(key);
 }
 
 Result<TensorView> Checkpoint::Get(std::string_view name) const {
+  if (auto held = impl_->memory_of.find(std::string(name)); held != impl_->memory_of.end()) {
+    const std::vector<std::byte>& bytes = impl_->memory_bytes[held->second];
+    return TensorView{
+        &impl_->memory_infos[held->second], impl_->label, {bytes.data(), bytes.size()}};
+  }
   auto it = impl_->shard_of.find(std::string(name));
   if (it == impl_->shard_of.end()) {
     return NotFound(fmt::format("{}: no tensor \"{}\"", impl_->dir.string(), name));

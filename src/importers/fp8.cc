@@ -20,6 +20,20 @@
 //   - static → weights fp8 per tensor, activations fp8 per tensor with the checkpoint's
 //     `input_scale`.
 //
+// Without a description, `--quantization fp8` quantizes a bf16 / fp16 checkpoint at load
+// (PlanWithoutDescription): the engines' get_quant_config builds the config class with its defaults
+// when the class reads no file. What each then stores:
+//   - transformers: FineGrainedFP8Config() defaults weight_block_size to (128, 128), so blocks of
+//     128 × 128 with 1 × 128 activation groups;
+//   - vLLM (recorded): Fp8Config() is not fp8-serialized, and Fp8LinearMethod quantizes each
+//     layer's weight once per tensor in process_weights_after_loading (ops.scaled_fp8_quant),
+//     activations per token on CUTLASS; vLLM 0.33 warns that the use is deprecated and builds its
+//     fp8_per_tensor online config (Fp8PerTensorOnlineLinearMethod, the same scheme, and no
+//     KV-cache method);
+//   - SGLang 0.5.23: Fp8Config() likewise, but Fp8LinearMethod quantizes per output channel where
+//     CUTLASS fp8 runs (per_token_group_quant_fp8 over the whole row; per tensor otherwise, a
+//     device choice the capability-9.0 dialect does not take), activations per token.
+//
 // `fmt`: neither engine's Fp8Config nor transformers' FineGrainedFP8Config reads it; all three
 // load fp8 weights as float8_e4m3fn. quantpath does the same (weights are always kFP8E4M3) and
 // records the field in plan.notes, with a warning for "e5m2": the checkpoint check compares the
@@ -47,25 +61,29 @@ constexpr std::string_view kKnownKeys[] = {"quant_method",      "fmt",
 // Everything else (which list is read, its matcher semantics, texts) is the engine's and is the
 // same in its recorded and current code (vLLM 0.33.0 and SGLang 0.5.23 Fp8Config.from_config /
 // get_quant_method were read against the recorded ones).
+// What `--quantization fp8` stores on a folder without a description (see the file comment).
+enum class OnlineFp8 : uint8_t { kBlock, kPerTensor, kPerChannel };
+
 struct Fp8Dialect {
   FusedPolicy fused;
   SglangShardTable shard_table;  // SGLang only
+  OnlineFp8 online;
 };
 
 // One row per dialect, in DialectNames() order.
 constexpr std::array<Fp8Dialect, kDialectCount> kDialects = {{
     // native: transformers decides every nn.Linear (HF leg names) on its own.
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kBlock},
     // vllm: is_layer_skipped looks up the shards only.
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kPerTensor},
     // sglang
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone},
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kPerChannel},
     // vllm@0.33: a fused name listed directly is honoured first (Step-3.5-Flash lists
     // self_attn.qkv_proj), then the shards.
-    {FusedPolicy::kFusedNameThenLegs, SglangShardTable::kNone},
+    {FusedPolicy::kFusedNameThenLegs, SglangShardTable::kNone, OnlineFp8::kPerTensor},
     // sglang@0.5.23: qkv_proj / gate_up_proj are split into shards from a built-in table when the
     // model has no packed mapping for them (SGLang's Llama defines none).
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kBuiltInFallback},
+    {FusedPolicy::kLegsMustAgree, SglangShardTable::kBuiltInFallback, OnlineFp8::kPerChannel},
 }};
 
 // " (vLLM raises ValueError: …)" for the engine dialects, so `match` shows the engine's own text.
@@ -394,6 +412,77 @@ std::vector<ShapeCheck> BlockShapeChecks(const std::array<int64_t, 2>& block,
   return checks;
 }
 
+// The default action and kind policies of every fp8 plan. The DeepSeek / Qwen MoE gate is built
+// without a quantization config (vLLM, SGLang), or is not an nn.Linear (transformers'
+// DeepseekV3TopkRouter); ParallelLMHead is not a LinearBase, so the engines' Fp8Config returns no
+// method for it (transformers' head is the importer's to decide).
+void SetActions(const QuantScheme& scheme, const Dialect& dialect, QuantPlan* plan) {
+  std::string detail = dialect.engine == Engine::kNative
+                           ? "FP8Linear (FP8Experts for experts)"
+                           : "Fp8LinearMethod (Fp8MoEMethod for experts)";
+  plan->default_action = {ActionKind::kQuantize, scheme, "fp8 applies to every linear layer",
+                          detail};
+  plan->linear = KindPolicy::kRules;
+  plan->moe = KindPolicy::kRules;
+  plan->router = KindPolicy::kUnquantized;
+  plan->embedding = KindPolicy::kUnquantized;
+  plan->lm_head = KindPolicy::kUnquantized;
+}
+
+// The engines' Fp8KVCacheMethod on attention layers; vLLM 0.33.0 Fp8Config.get_quant_method tests
+// `Attention`, so MLAAttention gets None.
+void SetEngineAttention(const Dialect& dialect, QuantPlan* plan) {
+  plan->attention = EngineAttentionAction(dialect);
+  if (dialect.engine == Engine::kVllm && dialect.current()) {
+    plan->attention_classes = VllmAttentionClasses();
+  }
+}
+
+// `--quantization fp8` without a description (the file comment says what each engine builds).
+QuantPlan PlanQuantizedAtLoad(const Dialect& dialect) {
+  const OnlineFp8 online = RowFor(dialect, kDialects).online;
+  Fp8Fields fields;
+  if (online == OnlineFp8::kBlock) fields.block = std::array<int64_t, 2>{128, 128};
+  QuantScheme scheme = Fp8Scheme(fields);
+  if (online == OnlineFp8::kPerChannel) scheme.weight.granularity = Granularity::kPerChannel;
+  scheme.weight.load.layout = SourceLayout::kDense;
+  scheme.online = true;
+  QuantPlan plan;
+  plan.quant_method = std::string(kMethod);
+  plan.dialect = dialect;
+  SetActions(scheme, dialect, &plan);
+  switch (dialect.engine) {
+    case Engine::kNative:
+      plan.notes.push_back(
+          "--quantization fp8 without a description: transformers' FineGrainedFP8Config() "
+          "quantizes the weights at load in 128 x 128 blocks (its default weight_block_size) and "
+          "keeps lm_head unquantized by default");
+      break;
+    case Engine::kVllm:
+      if (dialect.current()) {
+        // OnlineQuantizationConfig (fp8_per_tensor) attaches nothing to attention layers.
+        plan.notes.push_back(
+            "--quantization fp8 without a description: vLLM warns \"--quantization fp8 is "
+            "deprecated for online quantization; use --quantization fp8_per_tensor instead.\" and "
+            "builds fp8_per_tensor, which quantizes each layer's weights at load per tensor");
+        break;
+      }
+      SetEngineAttention(dialect, &plan);
+      plan.notes.push_back(
+          "--quantization fp8 without a description: vLLM's Fp8Config() is not fp8-serialized, "
+          "so Fp8LinearMethod quantizes each layer's weights at load per tensor");
+      break;
+    case Engine::kSglang:
+      SetEngineAttention(dialect, &plan);
+      plan.notes.push_back(
+          "--quantization fp8 without a description: SGLang's Fp8Config() is not "
+          "fp8-serialized, so Fp8LinearMethod quantizes each layer's weights at load per output "
+          "channel (the CUTLASS path; per tensor on devices without CUTLASS fp8)");
+      break;
+  }
+  return plan;
+}
+
 class Fp8ImporterImpl : public Importer {
  public:
   std::string_view name() const override { return kMethod; }
@@ -425,17 +514,7 @@ class Fp8ImporterImpl : public Importer {
     QP_ASSIGN_OR_RETURN(RuleGroup exclude, ExcludeGroup(chosen, dialect));
     plan.groups.push_back(std::move(exclude));
 
-    std::string detail = dialect.engine == Engine::kNative
-                             ? "FP8Linear (FP8Experts for experts)"
-                             : "Fp8LinearMethod (Fp8MoEMethod for experts)";
-    plan.default_action = {ActionKind::kQuantize, scheme, "fp8 applies to every linear layer",
-                           detail};
-    plan.linear = KindPolicy::kRules;
-    plan.moe = KindPolicy::kRules;
-    // The DeepSeek / Qwen MoE gate is built without a quantization config (vLLM, SGLang), or is
-    // not an nn.Linear (transformers' DeepseekV3TopkRouter).
-    plan.router = KindPolicy::kUnquantized;
-    plan.embedding = KindPolicy::kUnquantized;
+    SetActions(scheme, dialect, &plan);
     if (dialect.engine == Engine::kNative) {
       // The quantizer adds its default skips (output embedding, tied weights, last module) only
       // when the config gives no list; a given list, even an empty one, replaces them and the
@@ -450,18 +529,17 @@ class Fp8ImporterImpl : public Importer {
                             "unquantized by default",
                             Where(file, q)));
     } else {
-      // ParallelLMHead is not a LinearBase: Fp8Config returns no method for it.
-      plan.lm_head = KindPolicy::kUnquantized;
-      plan.attention = EngineAttentionAction(dialect);
-      // vLLM 0.33.0 Fp8Config.get_quant_method tests `Attention`; MLAAttention gets None.
-      if (dialect.engine == Engine::kVllm && dialect.current()) {
-        plan.attention_classes = VllmAttentionClasses();
-      }
+      SetEngineAttention(dialect, &plan);
     }
     if (fields.block && dialect.current())
       plan.shape_checks = BlockShapeChecks(*fields.block, dialect);
     AddFieldNotes(q, file, &plan.notes);
     return plan;
+  }
+
+  Result<std::optional<QuantPlan>> PlanWithoutDescription(const ConfigSources&,
+                                                          const Dialect& dialect) const override {
+    return std::optional<QuantPlan>(PlanQuantizedAtLoad(dialect));
   }
 };
 

@@ -237,6 +237,28 @@ QuantPlan UnreadMlxPlan(const ConfigSources& sources, const Dialect& dialect, co
 
 }  // namespace
 
+Result<QuantPlan> OnlinePlan(const QuantPlan& unquantized, const QuantScheme& scheme) {
+  const std::string name = scheme.CanonicalName();
+  if (unquantized.quant_method != "none") {
+    std::vector<std::string> files;
+    for (const Provenance& where : unquantized.sources) files.push_back(where.ToString());
+    return InvalidInput(fmt::format(
+        "--online {}: quantizing at load reads a high-precision checkpoint, but the model's "
+        "files describe {} ({})",
+        name, unquantized.quant_method, Join(files, ", ")));
+  }
+  QuantPlan plan = UnquantizedPlan(unquantized.dialect);
+  plan.quant_method = "online";
+  plan.importer = "online";
+  plan.notes = unquantized.notes;
+  plan.default_action = {ActionKind::kQuantize, scheme,
+                         fmt::format("--online {} applies to every linear layer", name),
+                         "quantized at load"};
+  plan.linear = KindPolicy::kRules;
+  plan.moe = KindPolicy::kRules;
+  return plan;
+}
+
 const std::vector<const Importer*>& Importers() {
   // Detection order matters where files could satisfy two importers: the formats that key on a
   // dedicated file or an explicit quant_method come before those that infer from field shapes.
@@ -285,6 +307,13 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
                       *forced, detected->name(), Join(sources.FileNames(), ", ")));
     }
     if (detected == nullptr && !chosen->Detect(sources)) {
+      QP_ASSIGN_OR_RETURN(std::optional<QuantPlan> plan,
+                          chosen->PlanWithoutDescription(sources, dialect));
+      if (plan) {
+        plan->importer = std::string(chosen->name());
+        plan->dialect = dialect;
+        return std::move(*plan);
+      }
       return InvalidInput(
           fmt::format("--quantization {}: the model's files ({}) hold no {} description{}", *forced,
                       Join(sources.FileNames(), ", "), chosen->name(),

@@ -114,6 +114,26 @@ class W8a8ImporterImpl : public Importer {
   explicit W8a8ImporterImpl(const W8a8Method& method) : method_(method) {}
 
   std::string_view name() const override { return method_.name; }
+
+  // `--quantization w8a8_fp8` without a description: W8A8Fp8Config() (get_config_filenames() ==
+  // []) is not fp8-serialized, so W8A8Fp8LinearMethod quantizes every layer per output channel at
+  // load (per_token_group_quant_fp8 over the row where CUTLASS runs). W8A8Int8Config needs its
+  // description.
+  Result<std::optional<QuantPlan>> PlanWithoutDescription(const ConfigSources&,
+                                                          const Dialect& dialect) const override {
+    if (method_.kind != W8a8Kind::kFp8 || !RowFor(dialect, kDialects).supported) {
+      return std::optional<QuantPlan>();
+    }
+    QuantScheme scheme;
+    scheme.weight = PerChannelWeight(QDType::kFP8E4M3, SourceLayout::kDense);
+    scheme.input = DynamicPerToken(QDType::kFP8E4M3);
+    scheme.online = true;
+    QuantPlan plan;
+    plan.quant_method = std::string(method_.name);
+    plan.dialect = dialect;
+    SetActions(scheme, &plan);
+    return std::optional<QuantPlan>(std::move(plan));
+  }
   // SGLang's compatible_quantization_methods: w8a8 may be forced over a compressed-tensors
   // checkpoint.
   std::vector<std::string_view> forced_over() const override { return {"compressed-tensors"}; }
@@ -162,21 +182,25 @@ class W8a8ImporterImpl : public Importer {
             fmt::format("{}: not read (W8A8Fp8Config has no skip list)", Where(file, *ignore)));
       }
     }
-    plan.default_action = {
-        ActionKind::kQuantize, scheme,
-        fmt::format("{} quantizes every linear layer and FusedMoE", method_.config_class),
-        fmt::format("{} ({} for experts)", method_.linear_detail, method_.moe_detail)};
-    plan.linear = KindPolicy::kRules;
-    plan.moe = KindPolicy::kRules;
-    // ParallelLMHead is not a LinearBase and attention gets no method (None); the MoE router is
-    // built without a quantization config.
-    plan.lm_head = KindPolicy::kUnquantized;
-    plan.router = KindPolicy::kUnquantized;
-    plan.embedding = KindPolicy::kUnquantized;
+    SetActions(scheme, &plan);
     return plan;
   }
 
  private:
+  // Every linear layer and FusedMoE quantized with `scheme`. ParallelLMHead is not a LinearBase
+  // and attention gets no method (None); the MoE router is built without a quantization config.
+  void SetActions(const QuantScheme& scheme, QuantPlan* plan) const {
+    plan->default_action = {
+        ActionKind::kQuantize, scheme,
+        fmt::format("{} quantizes every linear layer and FusedMoE", method_.config_class),
+        fmt::format("{} ({} for experts)", method_.linear_detail, method_.moe_detail)};
+    plan->linear = KindPolicy::kRules;
+    plan->moe = KindPolicy::kRules;
+    plan->lm_head = KindPolicy::kUnquantized;
+    plan->router = KindPolicy::kUnquantized;
+    plan->embedding = KindPolicy::kUnquantized;
+  }
+
   const W8a8Method& method_;
 };
 

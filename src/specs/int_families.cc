@@ -35,16 +35,6 @@ std::optional<std::pair<int, std::vector<std::string_view>>> IntId(std::string_v
   return std::make_pair(static_cast<int>(*bits), *params);
 }
 
-Status CheckStorable(const QuantScheme& scheme) {
-  if (scheme.online) {
-    return Unsupported(
-        fmt::format("{}: quantizing high-precision weights to integers at load time "
-                    "is not implemented",
-                    scheme.CanonicalName()));
-  }
-  return {};
-}
-
 SpecKey IntKey(SpecFamily family, const QuantScheme& scheme) {
   SpecKey key{family};
   key.bits = Info(scheme.weight.dtype).bits;
@@ -119,7 +109,6 @@ class IntGroupFamily final : public IntFamilyRow {
              },
              specs_internal::AnyDevice,
              [](const QuantScheme& s) -> Result<SpecKey> {
-               QP_RETURN_IF_ERROR(CheckStorable(s));
                if (!s.weight.group_size || *s.weight.group_size <= 0) {
                  return InvalidInput(fmt::format("{}: group weights need a positive group_size",
                                                  s.CanonicalName()));
@@ -171,11 +160,7 @@ class IntChannelFamily final : public IntFamilyRow {
                return IsInt(s.weight.dtype) && s.weight.granularity == Granularity::kPerChannel;
              },
              specs_internal::AnyDevice,
-             [](const QuantScheme& s) -> Result<SpecKey> {
-               QP_RETURN_IF_ERROR(CheckStorable(s));
-               return IntKey(kIntChannel, s);
-             },
-             10}};
+             [](const QuantScheme& s) -> Result<SpecKey> { return IntKey(kIntChannel, s); }, 10}};
   }
 };
 
@@ -214,7 +199,6 @@ class IntTensorFamily final : public IntFamilyRow {
              },
              specs_internal::AnyDevice,
              [](const QuantScheme& s) -> Result<SpecKey> {
-               QP_RETURN_IF_ERROR(CheckStorable(s));
                if (!s.weight.symmetric) {
                  return Unsupported(fmt::format(
                      "{}: asymmetric per-tensor integer weights have no spec", s.CanonicalName()));

@@ -16,7 +16,7 @@
 // Every one is the canonical layout, so Load copies this rank's bytes; an E8M0 NaN (0xFF) is an
 // error. Tensor parallel: column slices are whole rows; a row-parallel slice of K must be a
 // multiple of 32 columns (whole scale blocks), else the error names the layer.
-// Non-goals (later): quantizing at load time.
+// High-precision checkpoints are quantized at load into mxfp4_block_32 by online/mx_quantize.cc.
 #include <cstring>
 
 #include "fmt/format.h"
@@ -204,10 +204,6 @@ class MxFamily final : public SpecFamilyRow {
              "any", [](const QuantScheme& s) { return s.weight.dtype == kDtype; },
              specs_internal::AnyDevice,
              [](const QuantScheme& s) -> Result<SpecKey> {
-               if (s.online) {
-                 return Unsupported(fmt::format("{}: quantizing at load time is not implemented",
-                                                s.CanonicalName()));
-               }
                SpecKey key{kFp4 ? kMxfp4Family : kMxfp8Family};
                key.group = s.weight.group_size.value_or(kMxGroup);
                return key;

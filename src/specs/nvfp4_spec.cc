@@ -16,7 +16,8 @@
 // engines pick them (nvfp4_family.h), and for 128x4 pads and swizzles the loaded linear scales.
 // MoE experts load one projection at a time; ShareAcrossExperts gives them the engines' shared
 // globals (gate's for up, one input global over the experts).
-// Non-goals (later): quantizing high-precision checkpoints at load time.
+// High-precision checkpoints are quantized at load into the linear layout by
+// online/nvfp4_quantize.cc.
 #include <span>
 #include <string>
 #include <vector>
@@ -204,12 +205,6 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
 // The family row.
 
 Result<SpecKey> KeyWith(const QuantScheme& s, ScaleVariant scales) {
-  if (s.online) {
-    return Unsupported(
-        fmt::format("{}: quantizing high-precision weights to NVFP4 at load time is "
-                    "not implemented",
-                    s.CanonicalName()));
-  }
   SpecKey key{kNvfp4Family};
   key.group = s.weight.group_size.value_or(kNvfp4Group);
   key.scales = scales;

@@ -263,5 +263,40 @@ TEST(Checkpoint, ReportsFoldersWithoutWeights) {
   EXPECT_EQ(Checkpoint::Open(dir.path() / "absent").status().code(), ErrorCode::kNotFound);
 }
 
+TEST(Checkpoint, HoldsTensorsGivenInMemory) {
+  auto bytes = [](std::initializer_list<uint8_t> v) {
+    std::vector<std::byte> out;
+    for (uint8_t b : v) out.push_back(std::byte{b});
+    return out;
+  };
+  Result<Checkpoint> held = Checkpoint::FromTensors(
+      "layer quantized at load", {{"a.weight", StDtype::kU8, {2, 2}, bytes({1, 2, 3, 4})},
+                                  {"a.scale", StDtype::kBF16, {1}, bytes({0x80, 0x3F})}});
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(held->TensorNames(), (std::vector<std::string>{"a.scale", "a.weight"}));
+  EXPECT_TRUE(held->Has("a.weight"));
+  EXPECT_FALSE(held->Has("a.bias"));
+  Result<TensorView> view = held->Get("a.weight");
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  EXPECT_EQ(view->info->shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(view->file, "layer quantized at load");
+  ASSERT_EQ(view->bytes.size(), 4u);
+  EXPECT_EQ(view->bytes[3], std::byte{4});
+  Result<TensorView> missing = held->Get("a.bias");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status().message(), "a.bias")) << missing.status().message();
+
+  // Bytes that are not dtype × shape, and a repeated name, are refused naming the tensor.
+  Result<Checkpoint> short_bytes =
+      Checkpoint::FromTensors("held", {{"b.weight", StDtype::kF32, {2}, bytes({0, 0, 0, 0})}});
+  ASSERT_FALSE(short_bytes.ok());
+  EXPECT_TRUE(Contains(short_bytes.status().message(), "b.weight"))
+      << short_bytes.status().message();
+  Result<Checkpoint> twice = Checkpoint::FromTensors(
+      "held", {{"c", StDtype::kU8, {1}, bytes({1})}, {"c", StDtype::kU8, {1}, bytes({2})}});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_TRUE(Contains(twice.status().message(), "given twice")) << twice.status().message();
+}
+
 }  // namespace
 }  // namespace quantpath

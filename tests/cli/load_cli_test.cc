@@ -43,12 +43,14 @@ std::vector<st_test::RawTensor> ReadTensors(const fs::path& path) {
   return tensors;
 }
 
-// The checkpoint files of a fixture folder (the producers' dequant.safetensors is not one).
+// The checkpoint files of a fixture folder (the producers' dequant.safetensors and
+// online_ref.safetensors are not).
 std::vector<fs::path> WeightFiles(const fs::path& dir) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".safetensors" &&
-        entry.path().filename() != "dequant.safetensors") {
+        entry.path().filename() != "dequant.safetensors" &&
+        entry.path().filename() != "online_ref.safetensors") {
       files.push_back(entry.path());
     }
   }
@@ -74,6 +76,7 @@ CheckpointFacts FactsOf(const fs::path& dir) {
 // (headers only: its values are not a valid symmetric GPTQ checkpoint; see
 // ALayerThatCannotBeLoadedIsAnErrorNamingIt).
 const char* const kLoadableFixtures[] = {
+    "producers/bf16_llama",
     "producers/ct_llama_fp8_dynamic",
     "producers/ct_llama_w4a16_channel",
     "producers/ct_llama_w4a16_g64_asym",
@@ -541,6 +544,54 @@ TEST(RunCli, TakesEngineAndQuantization) {
       RunCli("run " + dir + " --layer model.layers.0.mlp.down_proj --quantization gptq", true);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("gptq"), std::string::npos) << bad.out;
+}
+
+// `--quantization fp8` on the bf16 Llama: vLLM quantizes every linear layer at load per tensor;
+// load says so with the weights' error, run measures against the unquantized layer.
+TEST(LoadCli, QuantizationFp8QuantizesABf16CheckpointAtLoad) {
+  const std::string dir = DataDir("producers/bf16_llama") + " --engine vllm --quantization fp8";
+  auto text = RunCli("load " + dir);
+  ASSERT_EQ(text.exit_code, 0) << RunCli("load " + dir, true).out;
+  EXPECT_NE(text.out.find("quantized at load: 8 layers to w8a8-fp8-tensor-dyn-online, weights "
+                          "max |W' - W| / max |W| up to"),
+            std::string::npos)
+      << text.out;
+  const Json load = ParseOrDie(RunCli("load " + dir + " --json").out);
+  EXPECT_EQ(load.Find("quantized_at_load")->int_value(), 8);
+  for (const Json& site : load.Find("sites")->items()) {
+    const bool linear = site.Find("kind")->string_value() == "linear";
+    EXPECT_EQ(site.Find("quantization_error")->is_number(), linear)
+        << site.Find("path")->string_value();
+  }
+  auto run = RunCli("run " + dir + " --layer model.layers.0.self_attn.qkv_proj --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const Json json = ParseOrDie(run.out);
+  EXPECT_EQ(json.Find("spec_id")->string_value(), "fp8_per_tensor");
+  EXPECT_TRUE(json.Find("quantized_at_load")->bool_value());
+  EXPECT_TRUE(json.Find("tol")->is_null());
+  EXPECT_TRUE(json.Find("pass")->bool_value());
+  EXPECT_GT(json.Find("rel")->number_value(), 0.0);
+  EXPECT_GT(json.Find("weight_error")->number_value(), 0.0);
+}
+
+// A scheme no quantizer writes, and one whose spec does not load on the device: exit 2 naming
+// the scheme and the device.
+TEST(LoadCli, AnOnlineTargetThatCannotBeQuantizedNamesTheSchemeAndTheDevice) {
+  const std::string dir = DataDir("producers/bf16_llama");
+  auto int4 = RunCli("run " + dir +
+                         " --layer model.layers.0.mlp.down_proj --online "
+                         "w4a16-int4-channel",
+                     true);
+  EXPECT_EQ(int4.exit_code, 2);
+  EXPECT_NE(int4.out.find("--online w4a16-int4-channel on cpu: no quantizer in this build"),
+            std::string::npos)
+      << int4.out;
+  auto sm100 = RunCli("plan " + dir + " --online w4a4-nvfp4 --device sm100", true);
+  EXPECT_EQ(sm100.exit_code, 2);
+  EXPECT_NE(sm100.out.find("--online w4a4-nvfp4 on sm100"), std::string::npos) << sm100.out;
+  EXPECT_NE(sm100.out.find("calibration"), std::string::npos) << sm100.out;
+  auto help = RunCli("plan --help");
+  EXPECT_NE(help.out.find("w8a16-int8-channel"), std::string::npos) << help.out;
 }
 
 }  // namespace

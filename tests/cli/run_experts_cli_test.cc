@@ -33,7 +33,7 @@ TEST(RunExpertsCli, OneExpertAsJson) {
   for (const auto& member : j.members()) keys.push_back(member.first);
   EXPECT_EQ(keys, (std::vector<std::string>{"layer", "resolved", "spec_id", "activation", "m",
                                             "seed", "expert", "experts", "projections", "pass",
-                                            "input", "output"}));
+                                            "quantized_at_load", "input", "output"}));
   EXPECT_EQ(j.Find("spec_id")->string_value(), "int4_group_64");
   EXPECT_EQ(j.Find("expert")->int_value(), 2);
   EXPECT_EQ(j.Find("experts")->int_value(), 1);

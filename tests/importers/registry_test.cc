@@ -102,13 +102,20 @@ TEST(Registry, OverrideThatDisagreesNamesBoth) {
   EXPECT_TRUE(Contains(plan.status().message(), "fp8")) << plan.status().message();
 }
 
+// A format the engines cannot build without its description is an error; fp8 is built with its
+// defaults, quantizing at load (fp8.cc).
 TEST(Registry, OverrideWithoutAMatchingDescriptionNamesTheFormatAndFiles) {
-  Result<QuantPlan> plan = ImportPlan(FromConfigJson(R"({"architectures": ["LlamaForCausalLM"]})"),
-                                      Native(), std::string("fp8"));
+  const ConfigSources plain = FromConfigJson(R"({"architectures": ["LlamaForCausalLM"]})");
+  Result<QuantPlan> plan = ImportPlan(plain, Native(), std::string("gptq"));
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), ErrorCode::kInvalidInput);
-  EXPECT_TRUE(Contains(plan.status().message(), "--quantization fp8")) << plan.status().message();
+  EXPECT_TRUE(Contains(plan.status().message(), "--quantization gptq")) << plan.status().message();
   EXPECT_TRUE(Contains(plan.status().message(), "config.json")) << plan.status().message();
+  Result<QuantPlan> fp8 = ImportPlan(plain, Native(), std::string("fp8"));
+  ASSERT_TRUE(fp8.ok()) << fp8.status().message();
+  ASSERT_TRUE(fp8->default_action.scheme.has_value());
+  EXPECT_TRUE(fp8->default_action.scheme->online);
+  EXPECT_EQ(fp8->importer, "fp8");
 }
 
 TEST(Registry, UnknownOverrideListsTheKnownFormats) {

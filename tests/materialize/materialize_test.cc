@@ -95,10 +95,25 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(missing.status().message().find("block_shape"), std::string::npos);
 
+  // Quantizing at load needs a quantizer for the key: block fp8 has one, int4 groups none.
   QuantScheme online = BlockScheme();
   online.online = true;
-  Result<SpecKey> at_load = KeyFor(online, kCpu);
-  EXPECT_NE(at_load.status().message().find("at load time is not implemented"), std::string::npos);
+  online.weight.load.layout = SourceLayout::kDense;
+  Result<std::unique_ptr<WeightSpec>> block_at_load = Materialize(online, kCpu);
+  ASSERT_TRUE(block_at_load.ok()) << block_at_load.status().message();
+  EXPECT_EQ((*block_at_load)->key().ToId(), "fp8_block_128_128");
+  EXPECT_EQ((*block_at_load)->facts().layout, SourceLayout::kDense);
+  QuantScheme int4_online = online;
+  int4_online.weight = TensorQuant{};
+  int4_online.weight.dtype = QDType::kINT4;
+  int4_online.weight.granularity = Granularity::kGroup;
+  int4_online.weight.group_size = 128;
+  int4_online.input.reset();
+  Result<SpecKey> at_load = KeyFor(int4_online, kCpu);
+  EXPECT_EQ(at_load.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(at_load.status().message().find("into int4_group_128 at load is not implemented"),
+            std::string::npos)
+      << at_load.status().message();
 
   QuantScheme int8_act = BlockScheme();
   int8_act.input->dtype = QDType::kINT8;

@@ -34,6 +34,9 @@ struct LaunchArgs {
 void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args);
 // --modelslim-packing old|new (OpenOptions::SetModelSlimPacking reads it).
 void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing);
+// --online SCHEME, the help listing the schemes this build quantizes at load
+// (OpenOptions::SetOnline reads it).
+void AddOnlineOption(CLI::App* cmd, std::string* online);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();

@@ -13,6 +13,7 @@ struct ExplainArgs {
   std::string layer;
   std::string engine = "native";
   std::string quantization;
+  std::string online;
   LaunchArgs launch;
   bool json = false;
 };
@@ -22,6 +23,7 @@ int RunExplain(const ExplainArgs& args) {
       OpenOptions::Parse(args.engine, args.quantization, "cpu", args.launch.dtype,
                          args.launch.tp_size, args.launch.speculative);
   if (!options.ok()) return ReportBadInput(options.status().message());
+  if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ExplainedLayer> explained = DecideLayer(*model, args.layer);
@@ -43,6 +45,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("layer_path", args->layer, "Layer (execution name, leg or HF name)")->required();
   cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
   cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddOnlineOption(cmd, &args->online);
   AddLaunchOptions(cmd, &args->launch);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/explain.md)");
   cmd->callback([args, exit_code] { *exit_code = RunExplain(*args); });

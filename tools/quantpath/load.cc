@@ -1,4 +1,5 @@
-// quantpath load MODEL_DIR [--quantization NAME] [--engine E] [--device D] [--tp N --rank R]
+// quantpath load MODEL_DIR [--quantization NAME | --online SCHEME] [--engine E] [--device D]
+//                          [--tp N --rank R]
 //                [--json]
 //
 // Loads every layer of the model through its spec (the pipeline's LoadModel) and reports what it
@@ -24,6 +25,7 @@ struct LoadArgs {
   std::string quantization;
   std::string modelslim_packing;
   std::string device = "cpu";
+  std::string online;
   int64_t tp_size = 1;
   int64_t tp_rank = 0;
   bool json = false;
@@ -62,7 +64,23 @@ LoadProgressFn ProgressPrinter() {
   };
 }
 
-std::string Summary(const LoadArgs& args, const ModelLoad& load) {
+// The sites quantized at load, their scheme and the largest weight error among them.
+std::string QuantizedAtLoad(const Model& model, const ModelLoad& load) {
+  const SiteLoad* worst = nullptr;
+  for (const SiteLoad& site : load.sites) {
+    if (site.quantization_error &&
+        (worst == nullptr || *site.quantization_error > *worst->quantization_error)) {
+      worst = &site;
+    }
+  }
+  const std::optional<QuantScheme>& scheme = model.plan.default_action.scheme;
+  return fmt::format(
+      "quantized at load: {} layers{}, weights max |W' - W| / max |W| up to {:.3e} ({})\n",
+      load.quantized_at_load, scheme ? " to " + scheme->CanonicalName() : "",
+      *worst->quantization_error, worst->site->path);
+}
+
+std::string Summary(const Model& model, const LoadArgs& args, const ModelLoad& load) {
   std::string kinds;
   for (SiteKind kind : kKinds) {
     if (int64_t n = load.loaded_per_kind[static_cast<size_t>(kind)]) {
@@ -88,6 +106,7 @@ std::string Summary(const LoadArgs& args, const ModelLoad& load) {
     out += fmt::format("tensor parallel: rank {} of {} (held: this rank's shard)\n", args.tp_rank,
                        args.tp_size);
   }
+  if (load.quantized_at_load > 0) out += QuantizedAtLoad(model, load);
   out += fmt::format(
       "loaded {} layers ({}) · {} tensors · read {} · held {} · {:.2f} GB/s · peak RSS {} · "
       "{:.3f} s ({:.3f} s CPU)\n",
@@ -106,15 +125,17 @@ Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load)
   }
   std::vector<Json> sites;
   for (const SiteLoad& site : load.sites) {
-    sites.push_back(
-        Json::Object({{"path", Json::String(site.site->path)},
-                      {"kind", Json::String(std::string(SiteKindName(site.site->kind)))},
-                      {"loaded", Json::Bool(site.loaded)},
-                      {"spec_id", NullIfEmpty(site.spec_id)},
-                      {"note", NullIfEmpty(site.note)},
-                      {"tensors", Json::Int(site.tensors)},
-                      {"bytes_read", Json::Int(site.bytes_read)},
-                      {"bytes_held", Json::Int(site.bytes_held)}}));
+    sites.push_back(Json::Object(
+        {{"path", Json::String(site.site->path)},
+         {"kind", Json::String(std::string(SiteKindName(site.site->kind)))},
+         {"loaded", Json::Bool(site.loaded)},
+         {"spec_id", NullIfEmpty(site.spec_id)},
+         {"note", NullIfEmpty(site.note)},
+         {"tensors", Json::Int(site.tensors)},
+         {"bytes_read", Json::Int(site.bytes_read)},
+         {"bytes_held", Json::Int(site.bytes_held)},
+         {"quantization_error",
+          site.quantization_error ? Json::Double(*site.quantization_error) : Json::Null()}}));
   }
   return Json::Object({{"model", Json::String(model.dir)},
                        {"engine", Json::String(std::string(model.plan.dialect.name))},
@@ -123,6 +144,7 @@ Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load)
                        {"layers_loaded", Json::Int(load.layers_loaded)},
                        {"loaded_per_kind", Json::Object(std::move(per_kind))},
                        {"not_loaded", Json::Int(load.not_loaded)},
+                       {"quantized_at_load", Json::Int(load.quantized_at_load)},
                        {"tensors", Json::Int(load.tensors)},
                        {"other_tensors", Json::Int(load.other_tensors)},
                        {"other_bytes", Json::Int(load.other_bytes)},
@@ -143,6 +165,7 @@ int RunLoad(const LoadArgs& args) {
   if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
     return ReportBadInput(s.message());
   }
+  if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{args.tp_rank, ProgressPrinter()});
@@ -150,7 +173,7 @@ int RunLoad(const LoadArgs& args) {
   if (args.json) {
     std::cout << ToJson(LoadToJson(*model, args, *load)) << "\n";
   } else {
-    std::cout << Summary(args, *load);
+    std::cout << Summary(*model, args, *load);
   }
   return kExitOk;
 }
@@ -168,6 +191,7 @@ void AddLoadCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--tp", args->tp_size, "Tensor-parallel size");
   cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddOnlineOption(cmd, &args->online);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/load.md)");
   cmd->callback([args, exit_code] { *exit_code = RunLoad(*args); });
 }

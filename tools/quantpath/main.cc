@@ -27,6 +27,17 @@ void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing) {
                   "per int8, SGLANG_NPU_W4A4_NEW_PACKING)");
 }
 
+void AddOnlineOption(CLI::App* cmd, std::string* online) {
+  std::vector<std::string> names;
+  for (const OnlineTarget& target : OnlineTargets()) {
+    if (target.refusal.empty()) names.push_back(target.name);
+  }
+  cmd->add_option("--online", *online,
+                  "Quantize every linear layer of a bf16/fp16/fp32 checkpoint at load to this "
+                  "scheme: " +
+                      Join(names, ", "));
+}
+
 int ReportBadInput(const std::string& message) {
   std::cerr << "quantpath: " << message << "\n";
   return kExitBadInput;

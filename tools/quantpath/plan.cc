@@ -1,5 +1,5 @@
-// quantpath plan [MODEL_DIR] [--engine E] [--quantization NAME] [--device D] [--dtype T] [--tp N]
-//                [--speculative] [--json]
+// quantpath plan [MODEL_DIR] [--engine E] [--quantization NAME | --online SCHEME] [--device D]
+//                [--dtype T] [--tp N] [--speculative] [--json]
 #include <iostream>
 
 #include "quantpath/pipeline.h"
@@ -14,6 +14,7 @@ struct PlanArgs {
   std::string engine = "native";
   std::string quantization;
   std::string modelslim_packing;
+  std::string online;
   std::string device = "cpu";
   LaunchArgs launch;
   bool json = false;
@@ -27,6 +28,7 @@ int RunPlan(const PlanArgs& args) {
   if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
     return ReportBadInput(s.message());
   }
+  if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   Result<Model> model = OpenModel(args.dir.empty() ? DefaultExampleDir() : args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<std::vector<LayerDecision>> decided = DecideAll(*model);
@@ -52,6 +54,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100");
   AddLaunchOptions(cmd, &args->launch);
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddOnlineOption(cmd, &args->online);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/plan.md)");
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }

@@ -1,14 +1,16 @@
 // quantpath run MODEL_DIR --layer PATH [--expert K] [--m N] [--seed S] [--tp N --rank R]
 //               [--input X.safetensors] [--output Y.safetensors] [--engine E]
-//               [--quantization NAME] [--device D] [--json]
+//               [--quantization NAME | --online SCHEME] [--device D] [--json]
 //
 // Loads one layer the way an engine would (rank R's shard of N with --tp) and compares one Forward
 // with the double-precision reference, on seeded input (pipeline.h RunSeeded says exactly how) or
 // on the tensor `x` of
 // --input; --output writes the result as the tensor `y`. Exit 1 when rel > tol (or is not
-// finite), 2 for unusable input. An MoE layer runs each expert's w13 (gate and up) and w2 (down),
-// for expert K or every expert: on seeded input each on its own (RunExpertsSeeded), on --input
-// the whole expert, y = down(SiLU(gate) ⊙ up) (RunExpertsOnInput), [E, M, H] or [M, H] with
+// finite), 2 for unusable input. A layer quantized at load is compared with the unquantized layer
+// instead, and has no tolerance (exit 1 only for a non-finite error). An MoE layer runs each
+// expert's w13 (gate and up) and w2 (down), for expert K or every expert: on seeded input each on
+// its own (RunExpertsSeeded), on --input the whole expert, y = down(SiLU(gate) ⊙ up)
+// (RunExpertsOnInput), [E, M, H] or [M, H] with
 // --expert; with --tp, rank R's shard of every expert.
 #include <filesystem>
 #include <iostream>
@@ -38,6 +40,7 @@ struct RunArgs {
   std::string quantization;
   std::string device = "cpu";
   std::string modelslim_packing;
+  std::string online;
   // --input, --output
   std::string input;
   std::string output;
@@ -167,6 +170,7 @@ int RunLayer(const RunArgs& args) {
   if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
     return ReportBadInput(s.message());
   }
+  if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ResolvedSite> resolved = ResolveLayer(model->sites, args.layer);
@@ -218,6 +222,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--quantization", args->quantization, "Force the format");
   cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100 (the layout to load)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddOnlineOption(cmd, &args->online);
   // --input, --output: given activations in, the result out.
   cmd->add_option("--input", args->input,
                   "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m and --seed)");

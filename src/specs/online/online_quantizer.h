@@ -1,0 +1,128 @@
+// Quantizing high-precision weights at load: the quantizer rows (one file per target family under
+// src/specs/online/, each registered from its own file) and what they share.
+//
+// Goals: a quantizer reads nothing itself; it gets a layer's legs whole, in fp32 (the checkpoint's
+// bf16 / fp16 / fp32 values, exact), and writes them as the family's own checkpoints store them,
+// in one source layout its spec already loads. So every rank quantizes the whole layer and keeps
+// its slice, and slicing, validation and after-loading conversion stay the family loader's.
+// Non-goals: reading checkpoints, tensor-parallel slices, kernels.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/checkpoint.h"
+#include "quantpath/numeric.h"
+#include "quantpath/specs.h"
+
+namespace quantpath::specs_internal {
+
+// A layer's high-precision weights, every leg whole.
+struct DenseLayer {
+  std::string_view layer;             // for messages
+  std::vector<std::string> prefixes;  // the legs' module prefixes
+  std::vector<ParamTensor> legs;      // fp32 [rows of the leg, cols], in leg order
+  int64_t cols = 0;
+  QDType params_dtype = QDType::kBF16;  // the checkpoint's dtype (16-bit scales are stored in it)
+  float AbsMax() const;                 // the largest |w| of every leg
+};
+
+// The largest |W' − W| and |W| a quantizer met, W' the value its codes and scales stand for.
+struct QuantizationError {
+  double max_abs = 0;
+  double max_weight = 0;
+  void Add(double weight, double dequantized) {
+    max_abs = std::max(max_abs, std::abs(dequantized - weight));
+    max_weight = std::max(max_weight, std::abs(weight));
+  }
+  double rel() const { return max_weight > 0 ? max_abs / max_weight : max_abs; }
+};
+
+// What a quantizer writes: the tensors of its source layout under every leg's prefix.
+struct QuantizedLayer {
+  std::vector<Checkpoint::OwnedTensor> tensors;
+  QuantizationError error;
+};
+
+struct OnlineQuantizer {
+  SpecFamily family;
+  SourceLayout layout;  // what `quantize` writes; the family's spec loads it
+  // Whether this quantizer writes `key` for kernels with `act` (a family may have several keys).
+  bool (*accepts)(const SpecKey& key, const ActivationQuant& act);
+  Result<QuantizedLayer> (*quantize)(const SpecKey& key, const DenseLayer& layer);
+};
+
+// Registers a quantizer, and the `--online` targets it serves, from its own file.
+struct OnlineQuantizerRegistrar {
+  OnlineQuantizerRegistrar(const OnlineQuantizer& quantizer, std::vector<OnlineTarget> targets);
+};
+// The quantizer that writes `key` for `act`, or nullptr.
+const OnlineQuantizer* FindOnlineQuantizer(const SpecKey& key, const ActivationQuant& act);
+// The spec of `key` behind `quantizer`: its family's spec for the quantizer's layout, which Load
+// feeds with the layer quantized from `facts`' dense weights.
+Result<std::unique_ptr<WeightSpec>> MakeOnlineSpec(const OnlineQuantizer& quantizer,
+                                                   const SpecKey& key, const ActivationQuant& act,
+                                                   const LoadFacts& facts);
+
+// A target scheme: the weight `weight` (source layout kDense) with `input` activations, online.
+QuantScheme OnlineScheme(TensorQuant weight, std::optional<TensorQuant> input);
+// The target of `scheme`, served; or known and refused, `why` saying why.
+OnlineTarget Served(QuantScheme scheme);
+OnlineTarget Refused(QuantScheme scheme, std::string_view why);
+
+// A tensor of `values` (their bytes, little-endian) named `<prefix><suffix>`.
+template <typename T>
+Checkpoint::OwnedTensor OwnedTensorOf(const std::string& prefix, std::string_view suffix,
+                                      StDtype dtype, std::vector<int64_t> shape,
+                                      std::span<const T> values) {
+  Checkpoint::OwnedTensor t{prefix + std::string(suffix), dtype, std::move(shape), {}};
+  t.bytes.resize(values.size_bytes());
+  std::memcpy(t.bytes.data(), values.data(), values.size_bytes());
+  return t;
+}
+
+// The largest |w| of `count` values from `w`, `stride` apart.
+float AbsMax(const float* w, int64_t count, int64_t stride = 1);
+
+// One leg in E2M1 codes with an 8-bit scale per `group` columns of each row (NVFP4, MXFP4):
+// `scale_of(amax)` is a block's stored scale byte and `step_of(byte)` what a code of 1 stands for,
+// each weight e2m1(w / step). Written as `<prefix>.weight_packed` U8 [rows, ceil(cols / 2)], two
+// codes per byte with the even element in the low nibble, and `<prefix>.weight_scale`
+// [rows, ceil(cols / group)] of `scale_dtype`.
+template <typename ScaleOf, typename StepOf>
+void WriteE2M1Leg(const ParamTensor& leg, const std::string& prefix, int64_t group,
+                  StDtype scale_dtype, ScaleOf scale_of, StepOf step_of, QuantizedLayer* out) {
+  const int64_t rows = leg.rows();
+  const int64_t cols = leg.cols();
+  const int64_t row_bytes = (cols + 1) / 2;
+  const int64_t blocks = (cols + group - 1) / group;
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * row_bytes), 0);
+  std::vector<uint8_t> scales(static_cast<size_t>(rows * blocks));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* w = leg.data<float>() + r * cols;
+    uint8_t* packed = codes.data() + r * row_bytes;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t c0 = b * group;
+      const int64_t n = std::min(group, cols - c0);
+      const uint8_t scale = scale_of(AbsMax(w + c0, n));
+      scales[r * blocks + b] = scale;
+      const float step = step_of(scale);
+      for (int64_t c = c0; c < c0 + n; ++c) {
+        const uint8_t q = FloatToE2M1(w[c] / step);
+        packed[c / 2] |= static_cast<uint8_t>(c % 2 != 0 ? q << 4 : q);
+        out->error.Add(w[c], static_cast<double>(E2M1ToFloat(q)) * step);
+      }
+    }
+  }
+  out->tensors.push_back(
+      OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kU8, {rows, row_bytes}, codes));
+  out->tensors.push_back(
+      OwnedTensorOf<uint8_t>(prefix, ".weight_scale", scale_dtype, {rows, blocks}, scales));
+}
+
+}  // namespace quantpath::specs_internal
