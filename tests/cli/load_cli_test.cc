@@ -137,6 +137,7 @@ const char* const kLoadableFixtures[] = {
     "producers/ct_qwen3moe_nvfp4a16",
     "producers/ct_qwen3moe_nvfp4",
     "producers/ct_qwen3moe_mxfp4",
+    "producers/ct_qwen3moe_mxfp8",
     "checkpoints/llama-tiny-fp8-sharded",
     "checkpoints/llama-tiny-fp8-static",
 };

@@ -140,15 +140,14 @@ TEST_P(MoeTpTest, RanksAddUpToTheWholeExperts) {
   CheckRanksAddUp(std::string(QUANTPATH_TEST_DATA) + "/" + GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Folders, MoeTpTest,
-                         ::testing::Values("producers/ct_qwen3moe_w4a16_g64_sym",
-                                           "producers/ct_qwen3moe_fp8_dynamic",
-                                           "producers/ct_qwen3moe_w8a8_int8_dynamic",
-                                           "producers/ar_qwen3moe_auto_round_w4g64_sym",
-                                           "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
-                                           "producers/ct_qwen3moe_nvfp4a16",
-                                           "producers/ct_qwen3moe_nvfp4",
-                                           "producers/ct_qwen3moe_mxfp4"));
+INSTANTIATE_TEST_SUITE_P(
+    Folders, MoeTpTest,
+    ::testing::Values("producers/ct_qwen3moe_w4a16_g64_sym", "producers/ct_qwen3moe_fp8_dynamic",
+                      "producers/ct_qwen3moe_w8a8_int8_dynamic",
+                      "producers/ar_qwen3moe_auto_round_w4g64_sym",
+                      "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
+                      "producers/ct_qwen3moe_nvfp4a16", "producers/ct_qwen3moe_nvfp4",
+                      "producers/ct_qwen3moe_mxfp4", "producers/ct_qwen3moe_mxfp8"));
 
 // ModelSlim's experts (tests/data/documented, SOURCES.md: the same Qwen3-MoE shape), read per
 // expert into the w13 / w2 view: W8A8 static (each expert its own input_scale and quant_bias,
