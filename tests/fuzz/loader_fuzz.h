@@ -64,12 +64,11 @@ inline std::vector<float> FixedInput(int64_t m, int64_t k) {
 // Small layers only: the seeds are [16, 128], and larger shapes only slow the search down.
 inline bool SmallShape(int64_t n, int64_t k) { return n > 0 && k > 0 && n <= 512 && k <= 512; }
 
-// Allocates [n, k] in the spec of `key` (rank `tp_rank` of `tp_size`, split as `parallel` says),
-// loads `m` from `checkpoint`, runs one Forward and the fp64 reference of `scheme`.
-inline void RunLayer(const Checkpoint& checkpoint, const QuantScheme& scheme, const SpecKey& key,
-                     const ActivationQuant& act, int64_t n, int64_t k,
-                     Parallel parallel = Parallel::kReplicated, int tp_size = 1, int tp_rank = 0) {
-  Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, scheme.weight.load);
+// Allocates [n, k] in `spec` (rank `tp_rank` of `tp_size`, split as `parallel` says), loads `m`
+// from `checkpoint`, runs one Forward and the fp64 reference of `scheme`.
+inline void RunSpec(const Checkpoint& checkpoint, const QuantScheme& scheme,
+                    Result<std::unique_ptr<WeightSpec>> spec, int64_t n, int64_t k,
+                    Parallel parallel = Parallel::kReplicated, int tp_size = 1, int tp_rank = 0) {
   if (!spec.ok()) return;
   AllocationRequest request;
   request.layer = "m";
@@ -83,6 +82,14 @@ inline void RunLayer(const Checkpoint& checkpoint, const QuantScheme& scheme, co
   (void)DequantizeReference(checkpoint, scheme, "m", {"m"}, false);
   if (!linear.ok()) return;
   (void)linear->Forward(FixedInput(2, linear->in_features()), 2);
+}
+
+// RunSpec in the spec of `key`.
+inline void RunLayer(const Checkpoint& checkpoint, const QuantScheme& scheme, const SpecKey& key,
+                     const ActivationQuant& act, int64_t n, int64_t k,
+                     Parallel parallel = Parallel::kReplicated, int tp_size = 1, int tp_rank = 0) {
+  RunSpec(checkpoint, scheme, MakeSpec(key, act, scheme.weight.load), n, k, parallel, tp_size,
+          tp_rank);
 }
 
 // One way to read an int4 layer: the source layout and the scheme's facts.
