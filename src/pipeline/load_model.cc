@@ -55,7 +55,10 @@ bool IsOtherParam(std::string_view name) {
 class Loader {
  public:
   Loader(const Model& model, Checkpoint checkpoint, int tp_rank)
-      : model_(model), checkpoint_(std::move(checkpoint)), tp_rank_(tp_rank) {}
+      : model_(model),
+        checkpoint_(std::move(checkpoint)),
+        tp_rank_(tp_rank),
+        unlisted_(model.sites.unlisted_modules.begin(), model.sites.unlisted_modules.end()) {}
 
   Result<ModelLoad> Run(const LoadModelOptions& options) {
     const auto start = std::chrono::steady_clock::now();
@@ -276,10 +279,8 @@ class Loader {
   std::optional<std::string_view> UnlistedModuleOf(std::string_view name) const {
     for (std::string_view suffix : {".weight", ".bias"}) {
       if (!name.ends_with(suffix)) continue;
-      const std::string_view module = name.substr(0, name.size() - suffix.size());
-      for (const std::string& unlisted : model_.sites.unlisted_modules) {
-        if (unlisted == module) return unlisted;
-      }
+      auto it = unlisted_.find(std::string(name.substr(0, name.size() - suffix.size())));
+      if (it != unlisted_.end()) return *it;
     }
     return std::nullopt;
   }
@@ -373,6 +374,8 @@ class Loader {
   Checkpoint checkpoint_;
   const int tp_rank_;
   std::unordered_set<std::string> consumed_;
+  // Looked up once per checkpoint tensor (ModelSites::unlisted_modules).
+  const std::unordered_set<std::string> unlisted_;
 };
 
 }  // namespace
