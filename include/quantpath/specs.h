@@ -50,6 +50,9 @@ struct ActivationQuant {
   QDType dtype = QDType::kFP8E4M3;  // what X is rounded to (fp8, int8, nvfp4, mxfp8); unused
                                     // for kNone
   bool symmetric = true;            // false: a zero point / input offset as well
+  // NVFP4 only: each row of X is divided by its own global, measured at run time
+  // (Nvfp4GlobalFor(max |x_row|)), not by the checkpoint's calibrated input global.
+  bool per_token_global = false;
   bool operator==(const ActivationQuant&) const = default;
   // "none", "fp8 dynamic per-token", "int8 static per-tensor asym", "fp8 dynamic group 128", …
   std::string ToString() const;

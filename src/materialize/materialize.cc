@@ -72,14 +72,15 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
   if (!scheme.input) return ActivationQuant{};
   const TensorQuant& in = *scheme.input;
   const std::string name = scheme.CanonicalName();
-  // NVFP4 activations ("local": per-16 scales at run time against the checkpoint's global):
-  // the group mode with the input divisor in the input slot (nvfp4_family.h).
-  if (in.dynamic == Dynamic::kLocal && in.dtype == QDType::kNVFP4 &&
+  // NVFP4 activations ("local": per-16 scales at run time against the checkpoint's global, the
+  // input divisor in the input slot; "dynamic": the global too, each row's own; nvfp4_family.h).
+  if (in.dynamic != Dynamic::kStatic && in.dtype == QDType::kNVFP4 &&
       in.granularity == Granularity::kTensorGroup && in.group_size && *in.group_size > 0) {
     ActivationQuant act;
     act.mode = ActMode::kDynamicGroup;
     act.dtype = QDType::kNVFP4;
     act.group_size = *in.group_size;
+    act.per_token_global = in.dynamic == Dynamic::kDynamic;
     return act;
   }
   if (in.dynamic == Dynamic::kLocal) {

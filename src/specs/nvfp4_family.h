@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "quantpath/ir.h"
@@ -134,6 +135,16 @@ inline float Nvfp4SharedExpertInput(SourceLayout layout, std::span<const float> 
 //   amax = max |x| over the block;  s = e4m3(d · (amax / 6));  q = e2m1(x · (d / s)), 0 when
 //   s = 0;  X' = q · s / d.
 // The reference kernel computes it in fp32, the double reference (QuantizeActivationsReference)
-// with the same fp32 roundings.
+// with the same fp32 roundings. Quantized at load (`--online w4a4-nvfp4`) no calibrated input
+// global exists, so each row of X takes its own, d = Nvfp4GlobalFor(max |x_row|) in fp32
+// (ActivationQuant::per_token_global): a row's result does not depend on the rows batched with it.
+
+// The global a tensor of largest magnitude `amax` is divided by so that its largest block scale is
+// E4M3's largest (compressed-tensors' generate_gparam, in fp32): 448 · 6 / amax, or 1 where the
+// quotient is not finite (amax = 0).
+inline float Nvfp4GlobalFor(float amax) {
+  const float g = 448.0f * kE2M1Max / amax;
+  return g <= std::numeric_limits<float>::max() ? g : 1.0f;
+}
 
 }  // namespace quantpath

@@ -37,6 +37,11 @@ using specs_internal::FindSlotTensor;
 using specs_internal::ReadScales;
 using specs_internal::ShardGeometry;
 
+// W4A4 with the checkpoint's calibrated input global; with per-token globals X brings its own.
+bool StoresInputGlobal(const ActivationQuant& act) {
+  return act.mode != ActMode::kNone && !act.per_token_global;
+}
+
 class Nvfp4Spec final : public specs_internal::KeyedSpec {
  public:
   using KeyedSpec::KeyedSpec;
@@ -50,7 +55,7 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
         ParamTensor(QDType::kFP8E4M3, g.rows, Layout().ScaleCols(g.cols));
     params.tensor(Slot::kWeightGlobalScale) = ParamTensor(QDType::kFP32, 1, 1);
     params.leg_weight_scales.assign(g.leg_rows.size(), 0.0f);
-    if (activation_.mode != ActMode::kNone) {
+    if (StoresInputGlobal(activation_)) {
       params.tensor(Slot::kInputScale) = ParamTensor(QDType::kFP32, 1, 1);
       params.leg_input_scales.assign(g.leg_rows.size(), 0.0f);
     }
@@ -82,7 +87,7 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
     params->tensor(Slot::kWeightGlobalScale).data<float>()[0] =
         Nvfp4WeightMultiplier(facts_.layout, params->leg_weight_scales);
     params->leg_weight_scales.clear();
-    if (activation_.mode != ActMode::kNone) {
+    if (StoresInputGlobal(activation_)) {
       params->tensor(Slot::kInputScale).data<float>()[0] =
           Nvfp4InputDivisor(facts_.layout, params->leg_input_scales);
       params->leg_input_scales.clear();
@@ -110,7 +115,7 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
       }
       expert[1].leg_weight_scales = expert[0].leg_weight_scales;
     }
-    if (activation_.mode == ActMode::kNone || inputs[0].empty() || inputs[1].empty()) return {};
+    if (!StoresInputGlobal(activation_) || inputs[0].empty() || inputs[1].empty()) return {};
     const float shared[2] = {Nvfp4SharedExpertInput(facts_.layout, inputs[0]),
                              Nvfp4SharedExpertInput(facts_.layout, inputs[1])};
     for (std::vector<LinearParams>& expert : experts) {
@@ -193,7 +198,7 @@ class Nvfp4Spec final : public specs_internal::KeyedSpec {
     }
     QP_ASSIGN_OR_RETURN(params->leg_weight_scales[leg],
                         ReadGlobal(checkpoint, layer, prefix, Slot::kWeightGlobalScale));
-    if (activation_.mode != ActMode::kNone) {
+    if (StoresInputGlobal(activation_)) {
       QP_ASSIGN_OR_RETURN(params->leg_input_scales[leg],
                           ReadGlobal(checkpoint, layer, prefix, Slot::kInputScale));
     }
@@ -240,7 +245,7 @@ class Nvfp4Family final : public SpecFamilyRow {
   }
   std::vector<Slot> Slots(const SpecKey&, const ActivationQuant& act) const override {
     std::vector<Slot> slots = {Slot::kWeight, Slot::kWeightScale, Slot::kWeightGlobalScale};
-    if (act.mode != ActMode::kNone) slots.push_back(Slot::kInputScale);  // the input divisor
+    if (StoresInputGlobal(act)) slots.push_back(Slot::kInputScale);  // the input divisor
     slots.push_back(Slot::kBias);
     return slots;
   }

@@ -51,7 +51,8 @@ std::string ActivationQuant::ToString() const {
     case ActMode::kNone:
       break;
   }
-  return fmt::format("{} {}{}", Info(dtype).name_short, kind, symmetric ? "" : " asym");
+  return fmt::format("{} {}{}{}", Info(dtype).name_short, kind, symmetric ? "" : " asym",
+                     per_token_global ? ", per-token global" : "");
 }
 
 namespace specs_internal {

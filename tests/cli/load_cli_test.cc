@@ -587,9 +587,10 @@ TEST(LoadCli, AnOnlineTargetThatCannotBeQuantizedNamesTheSchemeAndTheDevice) {
   EXPECT_NE(int4.out.find("--online w4a16-int4-channel on cpu: no quantizer in this build"),
             std::string::npos)
       << int4.out;
-  auto sm100 = RunCli("plan " + dir + " --online w4a4-nvfp4 --device sm100", true);
+  auto sm100 = RunCli("plan " + dir + " --online w8a8-fp8-tensor-static --device sm100", true);
   EXPECT_EQ(sm100.exit_code, 2);
-  EXPECT_NE(sm100.out.find("--online w4a4-nvfp4 on sm100"), std::string::npos) << sm100.out;
+  EXPECT_NE(sm100.out.find("--online w8a8-fp8-tensor-static on sm100"), std::string::npos)
+      << sm100.out;
   EXPECT_NE(sm100.out.find("calibration"), std::string::npos) << sm100.out;
   auto help = RunCli("plan --help");
   EXPECT_NE(help.out.find("w8a16-int8-channel"), std::string::npos) << help.out;

@@ -1,7 +1,8 @@
 // Reference kernel of nvfp4_block_16_linear and nvfp4_block_16_128x4, X and Y in fp32 or bf16,
 // products in fp32:
 //   GemmNvfp4_Ref  W[n][c] = e2m1(W[n][c]) × e4m3(S[n][c / g]) × G (nvfp4_family.h), X as it is
-//                  (W4A16) or rounded to NVFP4 per 16 columns against the input divisor (W4A4);
+//                  (W4A16) or rounded to NVFP4 per 16 columns against the input divisor (W4A4,
+//                  the layer's or each row's own);
 //                  S[n][j] read where its layout stores it (Nvfp4Layout::ScaleOffset), so both
 //                  layouts give the same products.
 // The 128x4 layout is Blackwell's (materialize picks it for sm100); this build has no CUDA kernel,
@@ -21,9 +22,14 @@ namespace quantpath {
 namespace reference {
 
 void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
-                              float divisor) {
+                              std::optional<float> layer_divisor) {
   for (int64_t r = 0; r < m; ++r) {
     float* row = xs->data() + r * k;
+    float row_amax = 0.0f;
+    if (!layer_divisor) {
+      for (int64_t c = 0; c < k; ++c) row_amax = std::max(row_amax, std::fabs(row[c]));
+    }
+    const float divisor = layer_divisor ? *layer_divisor : Nvfp4GlobalFor(row_amax);
     for (int64_t begin = 0; begin < k; begin += group) {
       const int64_t end = std::min(k, begin + group);
       float amax = 0.0f;

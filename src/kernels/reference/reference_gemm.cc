@@ -53,8 +53,10 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
     for (int64_t i = 0; i < m * k; ++i) xs[i] *= LoadFloat(prescale, i % k);
   }
   if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
-    QuantizeNvfp4Activations(&xs, m, k, act.group_size,
-                             params.tensor(Slot::kInputScale).data<float>()[0]);
+    QuantizeNvfp4Activations(
+        &xs, m, k, act.group_size,
+        act.per_token_global ? std::nullopt
+                             : std::optional(params.tensor(Slot::kInputScale).data<float>()[0]));
     return xs;
   }
   if ((act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8) &&

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "quantpath/kernels.h"
@@ -25,9 +26,10 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
                                       const ConstMatrix& x);
 
 // W4A4 NVFP4: rounds X [m, k] in place to E2M1 values with one E4M3 scale per `group` columns of
-// a row, against the layer's input divisor (nvfp4_family.h's rule, in fp32), and stores q · s / d.
+// a row, against the layer's input divisor, or without one each row's own (nvfp4_family.h's rule,
+// in fp32), and stores q · s / d.
 void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
-                              float divisor);
+                              std::optional<float> divisor);
 
 // MX activations: rounds X [m, k] in place to `element` (kMXFP4: E2M1, kMXFP8: E4M3) with one
 // E8M0 scale per `group` columns of a row (mx_family.h's rule, in fp32), and stores q · 2^e.

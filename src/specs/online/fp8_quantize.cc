@@ -141,9 +141,19 @@ OnlineTarget Target(Granularity granularity) {
   return Served(OnlineScheme(Fp8Weight(granularity), Fp8DynamicInput(granularity)));
 }
 
+// w8a8-fp8-tensor-static, which vLLM's and SGLang's online fp8 do not offer either.
+OnlineTarget StaticTarget() {
+  TensorQuant in;
+  in.dtype = QDType::kFP8E4M3;
+  in.granularity = Granularity::kPerTensor;
+  return Refused(OnlineScheme(Fp8Weight(Granularity::kPerTensor), in),
+                 "a static input scale is measured on X by calibration, which quantizing weights "
+                 "at load cannot; w8a8-fp8-tensor-dyn scales X at run time");
+}
+
 const OnlineQuantizerRegistrar kPerTensor({kFp8PerTensorFamily, SourceLayout::kFp8Scale, Accepts,
                                            QuantizeFp8},
-                                          {Target(Granularity::kPerTensor)});
+                                          {Target(Granularity::kPerTensor), StaticTarget()});
 const OnlineQuantizerRegistrar kPerChannel({kFp8PerChannelFamily, SourceLayout::kFp8Scale, Accepts,
                                             QuantizeFp8},
                                            {Target(Granularity::kPerChannel)});

@@ -1,21 +1,17 @@
-// NVFP4 weights quantized at load (w4a16-nvfp4), written as compressed-tensors'
+// NVFP4 weights quantized at load (w4a16-nvfp4, w4a4-nvfp4), written as compressed-tensors'
 // nvfp4-pack-quantized layout (`weight_packed`, `weight_scale` E4M3, `weight_global_scale`, which
 // divides) for nvfp4_block_16_linear.
 //
 // The rule of compressed-tensors 0.19 (calculate_qparams with its global scale, _quantize) on the
 // fp32 weights, as llmcompressor's observers feed it for a fused layer:
-//   global  g = 448 · 6 / amax over every leg of the layer, in fp32 (generate_gparam; the fused
-//           legs share one, as llmcompressor's fusion of q/k/v and gate/up makes it, and 1 where
-//           the quotient is not finite);
+//   global  g = Nvfp4GlobalFor(amax over every leg of the layer) (generate_gparam; the fused legs
+//           share one, as llmcompressor's fusion of q/k/v and gate/up makes it);
 //   block   per row and 16 columns, s = e4m3(g · (amax_block / 6)) rounded to nearest even and
 //           saturating, a zero taking compressed-tensors' E4M3 epsilon 0.125;
 //   weight  q = e2m1(w / (s / g)), nearest even, saturating at ±6 (cast_to_fp4), a negative
 //           value that rounds to zero keeping its sign bit (pack_fp4_to_uint8 reads signbit).
-// W4A4 (NVFP4 activations) is refused: its activation divisor is a calibrated global scale of X,
-// which quantizing weights at load cannot measure (vLLM's nvfp4_per_token and SGLang's
-// nvfp4_online quantize MoE experts only, with per-token activation scales).
-#include <algorithm>
-#include <cmath>
+// W4A4: no calibration measured X's global, so the kernels take each row's own at run time
+// (ActivationQuant::per_token_global, nvfp4_family.h) and no input global is written.
 
 #include "quantpath/numeric.h"
 #include "src/specs/nvfp4_family.h"
@@ -27,13 +23,8 @@ namespace {
 // compressed-tensors' _get_dtype_eps for an E4M3 scale, which replaces a zero block scale.
 constexpr float kZeroBlockScale = 0.125f;
 
-float GlobalScaleOf(float amax) {
-  const float g = 448.0f * kE2M1Max / amax;
-  return std::isfinite(g) ? g : 1.0f;
-}
-
 Result<QuantizedLayer> QuantizeNvfp4(const SpecKey& key, const DenseLayer& layer) {
-  const float g = GlobalScaleOf(layer.AbsMax());
+  const float g = Nvfp4GlobalFor(layer.AbsMax());
   QuantizedLayer out;
   for (size_t l = 0; l < layer.legs.size(); ++l) {
     const std::string& prefix = layer.prefixes[l];
@@ -51,9 +42,10 @@ Result<QuantizedLayer> QuantizeNvfp4(const SpecKey& key, const DenseLayer& layer
   return out;
 }
 
-// Weight-only (W4A16): NVFP4 activations need a calibrated input scale.
+// Weight-only (W4A16), or NVFP4 activations with each row's own global (W4A4).
 bool Accepts(const SpecKey& key, const ActivationQuant& act) {
-  return key.group == kNvfp4Group && act.mode == ActMode::kNone;
+  return key.group == kNvfp4Group &&
+         (act.mode == ActMode::kNone || (act.dtype == QDType::kNVFP4 && act.per_token_global));
 }
 
 TensorQuant Nvfp4(Dynamic dynamic) {
@@ -66,12 +58,11 @@ TensorQuant Nvfp4(Dynamic dynamic) {
   return t;
 }
 
+// W4A4's input is dynamic as a whole, its global too (materialize: per_token_global).
 const OnlineQuantizerRegistrar kRegister(
     {kNvfp4Family, SourceLayout::kCtNvfp4PackQuantized, Accepts, QuantizeNvfp4},
     {Served(OnlineScheme(Nvfp4(Dynamic::kStatic), std::nullopt)),
-     Refused(OnlineScheme(Nvfp4(Dynamic::kStatic), Nvfp4(Dynamic::kLocal)),
-             "NVFP4 activations are scaled by a global scale that calibration measures on X, "
-             "which quantizing weights at load cannot; w4a16-nvfp4 quantizes the weights alone")});
+     Served(OnlineScheme(Nvfp4(Dynamic::kStatic), Nvfp4(Dynamic::kDynamic)))});
 
 }  // namespace
 }  // namespace quantpath::specs_internal

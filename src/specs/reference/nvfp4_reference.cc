@@ -116,11 +116,19 @@ double RoundToE2M1(double v) {
 }
 
 std::vector<double> QuantizeNvfp4Reference(std::span<const double> x, int64_t m, int64_t k,
-                                           int64_t group, double divisor) {
+                                           int64_t group, std::optional<double> layer_divisor) {
   // Every step is an fp32 operation in the rule, so each is rounded to float here.
   const auto f = [](double v) { return static_cast<double>(static_cast<float>(v)); };
   std::vector<double> out(x.begin(), x.end());
   for (int64_t r = 0; r < m; ++r) {
+    // Without a layer divisor the row's own: fp32(448 · 6 / max |x_row|), 1 where not finite.
+    double divisor = layer_divisor.value_or(0.0);
+    if (!layer_divisor) {
+      double row_amax = 0.0;
+      for (int64_t c = 0; c < k; ++c) row_amax = std::max(row_amax, std::fabs(f(x[r * k + c])));
+      const double g = f(448.0 * 6.0 / row_amax);
+      divisor = std::isfinite(g) ? g : 1.0;
+    }
     for (int64_t begin = 0; begin < k; begin += group) {
       const int64_t end = std::min(k, begin + group);
       double amax = 0.0;

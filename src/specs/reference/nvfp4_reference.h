@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -17,9 +18,10 @@ double DecodeE2M1(unsigned nibble);
 // The nearest E2M1 value of `v`, ties to the even code, saturating at ±6.
 double RoundToE2M1(double v);
 
-// X [m, k] rounded to NVFP4 per `group` columns of each row against the input divisor `divisor`
-// and dequantized, by nvfp4_family.h's rule (its fp32 roundings reproduced).
+// X [m, k] rounded to NVFP4 per `group` columns of each row against the layer's input divisor,
+// or without one each row's own, and dequantized, by nvfp4_family.h's rule (its fp32 roundings
+// reproduced).
 std::vector<double> QuantizeNvfp4Reference(std::span<const double> x, int64_t m, int64_t k,
-                                           int64_t group, double divisor);
+                                           int64_t group, std::optional<double> layer_divisor);
 
 }  // namespace quantpath::reference

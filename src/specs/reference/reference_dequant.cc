@@ -187,7 +187,9 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
   std::vector<std::string> int8_scales;
   std::vector<std::string> int8_zeros;
   // NVFP4 activations: the legs' stored input globals, made one divisor as the engines do.
-  const bool nvfp4_input = scheme.input && scheme.input->dtype == QDType::kNVFP4;
+  // NVFP4 activations against the checkpoint's global ("local"; "dynamic" ones bring their own).
+  const bool nvfp4_input = scheme.input && scheme.input->dtype == QDType::kNVFP4 &&
+                           scheme.input->dynamic == Dynamic::kLocal;
   std::vector<float> nvfp4_inputs;
   for (const std::string& prefix : leg_prefixes) {
     QP_ASSIGN_OR_RETURN(ReferenceLeg leg, dequantize(checkpoint, scheme, layer, prefix));
@@ -259,7 +261,10 @@ Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
                                                  const std::optional<StackedExpert>& stacked) {
   QP_ASSIGN_OR_RETURN(ReferenceLayer out,
                       DequantizeReference(checkpoint, scheme, layer, {prefix}, bias, stacked));
-  if (!scheme.input || scheme.input->dtype != QDType::kNVFP4) return out;
+  if (!scheme.input || scheme.input->dtype != QDType::kNVFP4 ||
+      scheme.input->dynamic != Dynamic::kLocal) {
+    return out;
+  }
   const SourceLayout layout = scheme.weight.load.layout;
   std::vector<float> stored;
   for (const std::string& peer : input_peers) {
@@ -306,7 +311,9 @@ std::vector<double> QuantizeActivationsReference(std::span<const double> x, int6
                                             static_zero_point.value_or(0.0));
   }
   if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
-    return reference::QuantizeNvfp4Reference(x, m, k, act.group_size, static_scale.value_or(1.0));
+    return reference::QuantizeNvfp4Reference(
+        x, m, k, act.group_size,
+        act.per_token_global ? std::nullopt : std::optional(static_scale.value_or(1.0)));
   }
   if ((act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8) &&
       act.mode == ActMode::kDynamicGroup) {
