@@ -54,7 +54,7 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
                       fmt::format("{}.{}.", layer, input.names.gpt_oss_attention));
     list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
     list.Router(layer + ".mlp.router", experts, hidden, /*bias=*/true);
-    list.Moe(layer + ".mlp.experts", experts, intermediate, hidden,
+    list.Moe(layer + ".mlp.experts", input.names.experts_class, experts, intermediate, hidden,
              {.fused_gate_up = true, .bias = true, .activation = activation});
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }

@@ -47,6 +47,7 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
     vllm_current.qwen3_5_lm_head = "language_model.lm_head";
     vllm_current.qwen3_5_visual = "visual";
     vllm_current.qwen3_5_mtp_head = true;
+    vllm_current.experts_class = "RoutedExperts";
     DialectNames sglang = {
         .dialect = DialectId::kSglang,
         .mla_fused_qkv_a = "fused_qkv_a_proj_with_mqa",
@@ -292,9 +293,9 @@ void SiteList::Router(std::string path, int64_t experts, int64_t hidden, bool bi
   site.params = Sum(Product({experts, hidden}), bias ? experts : 0);
 }
 
-void SiteList::Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
-                   const ExpertLayout& layout) {
-  LayerSite& site = Add(std::move(path), SiteKind::kMoe, "FusedMoE");
+void SiteList::Moe(std::string path, std::string_view module_class, int64_t experts,
+                   int64_t intermediate, int64_t hidden, const ExpertLayout& layout) {
+  LayerSite& site = Add(std::move(path), SiteKind::kMoe, module_class);
   site.shape = {intermediate, hidden};
   site.experts = experts;
   // Legs of one expert: gate and up produce `intermediate` rows each, down produces `hidden`.
@@ -431,8 +432,8 @@ void AddRoutedMoe(SiteList& list, const DialectNames& names, const std::string& 
     AddGatedMlp(list, prefix + ".shared_experts", moe.hidden, moe.shared_intermediate, false);
   };
   if (shared && !names.shared_experts_after_routed) add_shared();
-  list.Moe(prefix + ".experts", moe.experts + moe.fused_shared_experts, moe.moe_intermediate,
-           moe.hidden);
+  list.Moe(prefix + ".experts", names.experts_class, moe.experts + moe.fused_shared_experts,
+           moe.moe_intermediate, moe.hidden);
   if (shared && names.shared_experts_after_routed) add_shared();
 }
 

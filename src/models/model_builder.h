@@ -59,6 +59,9 @@ struct DialectNames {
   std::string_view mla_attention_class;
   // Attention site class of a standard (GQA) layer.
   std::string_view attention_class;
+  // Class of a layer's routed experts: FusedMoE, vLLM 0.33's RoutedExperts (compressed-tensors
+  // class-name targets match it).
+  std::string_view experts_class = "FusedMoE";
   // gpt-oss: vLLM names the attention block `attn` (checkpoint `self_attn`). Its `embedding` is
   // built without a quantization config, so no row carries that name.
   std::string_view gpt_oss_attention;
@@ -195,8 +198,8 @@ class SiteList {
   void Attention(std::string path, std::string_view module_class);
   void Router(std::string path, int64_t experts, int64_t hidden, bool bias = false);
   // All routed experts of one layer: shape is one expert's [intermediate, hidden].
-  void Moe(std::string path, int64_t experts, int64_t intermediate, int64_t hidden,
-           const ExpertLayout& layout = {});
+  void Moe(std::string path, std::string_view module_class, int64_t experts, int64_t intermediate,
+           int64_t hidden, const ExpertLayout& layout = {});
   // A tied head is still a site (the engines build ParallelLMHead and tie its weight), but it
   // stores no parameters of its own (nor a bias).
   void LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied, bool bias = false);

@@ -85,7 +85,8 @@ Result<std::vector<bool>> ReadFullAttentionLayers(const ConfigReader& c, int64_t
   return full;
 }
 
-void AddMlp(SiteList& list, const std::string& prefix, const Mlp& m) {
+void AddMlp(SiteList& list, const std::string& prefix, const Mlp& m,
+            std::string_view experts_class) {
   if (m.experts == 0) {
     AddGatedMlp(list, prefix, m.hidden, m.intermediate, false);
     return;
@@ -96,7 +97,7 @@ void AddMlp(SiteList& list, const std::string& prefix, const Mlp& m) {
   if (m.shared_intermediate > 0) {
     AddGatedMlp(list, prefix + ".shared_expert", m.hidden, m.shared_intermediate, false);
   }
-  list.Moe(prefix + ".experts", m.experts, m.moe_intermediate, m.hidden);
+  list.Moe(prefix + ".experts", experts_class, m.experts, m.moe_intermediate, m.hidden);
 }
 
 void AddLinearAttention(SiteList& list, const std::string& prefix, int64_t hidden,
@@ -212,7 +213,7 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
     } else {
       AddLinearAttention(list, layer + ".linear_attn", hidden, la);
     }
-    AddMlp(list, layer + ".mlp", mlp);
+    AddMlp(list, layer + ".mlp", mlp, input.names.experts_class);
     list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
   }
   list.Other({hidden});  // norm
@@ -233,7 +234,7 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
     for (int64_t j = 0; j < mtp_layers; ++j) {
       const std::string layer = fmt::format("mtp.layers.{}", j);
       add_full_attention(layer);
-      AddMlp(list, layer + ".mlp", mlp);
+      AddMlp(list, layer + ".mlp", mlp, input.names.experts_class);
       list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
     }
     list.Other({3, hidden});  // norm, pre_fc_norm_hidden, pre_fc_norm_embedding

@@ -90,14 +90,15 @@ Result<Qwen3MoeDims> ReadDims(const ConfigReader& c) {
   return d;
 }
 
-void AddSparseBlock(SiteList& list, const Qwen3MoeDims& d, const std::string& prefix) {
+void AddSparseBlock(SiteList& list, const Qwen3MoeDims& d, const std::string& prefix,
+                    std::string_view experts_class) {
   const int64_t hidden = d.attention.hidden;
   list.Router(prefix + ".gate", d.experts, hidden);
   if (d.shared_intermediate > 0) {
     list.Router(prefix + ".shared_expert_gate", 1, hidden);
     AddGatedMlp(list, prefix + ".shared_expert", hidden, d.shared_intermediate, false);
   }
-  list.Moe(prefix + ".experts", d.experts, d.moe_intermediate, hidden);
+  list.Moe(prefix + ".experts", experts_class, d.experts, d.moe_intermediate, hidden);
 }
 
 }  // namespace
@@ -117,7 +118,7 @@ Status BuildQwen3Moe(const ArchInput& input, ModelSites* out) {
     list.Other({2, d.attention.head_dim});  // self_attn.q_norm, k_norm
     const bool sparse = !d.mlp_only[static_cast<size_t>(i)] && (i + 1) % d.sparse_step == 0;
     if (sparse) {
-      AddSparseBlock(list, d, layer + ".mlp");
+      AddSparseBlock(list, d, layer + ".mlp", input.names.experts_class);
     } else {
       AddGatedMlp(list, layer + ".mlp", hidden, d.intermediate, false);
     }

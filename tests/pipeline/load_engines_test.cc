@@ -32,6 +32,7 @@ TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
                         Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm"},
                         Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang"},
                         Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang@0.5.23"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@0.33"},
                         // SGLang gives every FusedMoE BitsAndBytesMoEMethod (vLLM's experts get
                         // no method, so there the 4-bit experts are refused).
                         Case{"producers/bnb_qwen3moe_nf4", "native"},
@@ -50,6 +51,35 @@ TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
   EXPECT_NE(vllm.status().message().find("mlp.experts.0.gate_proj.weight is stored as U8"),
             std::string::npos)
       << vllm.status().message();
+}
+
+// vLLM 0.33 builds the experts as RoutedExperts, the class compressed-tensors' "Linear" target is
+// copied to: every compressed-tensors MoE fixture loads its experts quantized, as on native.
+TEST(LoadEnginesTest, Vllm033QuantizesCompressedTensorsExperts) {
+  for (const char* folder :
+       {"ct_qwen3moe_w4a16_g64_sym", "ct_qwen3moe_fp8_block", "ct_qwen3moe_fp8_dynamic",
+        "ct_qwen3moe_w8a8_int8_dynamic", "ct_qwen3moe_nvfp4", "ct_qwen3moe_nvfp4a16",
+        "ct_qwen3moe_mxfp4", "ct_qwen3moe_mxfp8"}) {
+    SCOPED_TRACE(folder);
+    Result<OpenOptions> options = OpenOptions::Parse("vllm@0.33", "", "cpu");
+    ASSERT_TRUE(options.ok()) << options.status().message();
+    Result<Model> model = OpenModel(kData + "producers/" + folder, *options);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{0, {}});
+    ASSERT_TRUE(load.ok()) << load.status().message();
+    int experts = 0;
+    for (const SiteLoad& site : load->sites) {
+      if (site.site->kind != SiteKind::kMoe) continue;
+      ++experts;
+      EXPECT_EQ(site.site->module_class, "RoutedExperts");
+      EXPECT_TRUE(site.loaded) << site.site->path;
+      EXPECT_NE(site.spec_id, "bf16") << site.site->path;
+    }
+    EXPECT_EQ(experts, 2);
+    Result<ModelLoad> native = LoadWith(kData + "producers/" + folder, "native");
+    ASSERT_TRUE(native.ok()) << native.status().message();
+    EXPECT_EQ(load->bytes_read, native->bytes_read);
+  }
 }
 
 TEST(LoadEnginesTest, AQuantizedUnlistedModuleIsAnError) {
