@@ -15,7 +15,7 @@
 //     (MatchKind::kLeadingPath), no shard expansion; lm_head, experts and attention get no method.
 //   sglang, sglang@0.5.23 — sglang/srt/layers/quantization/bitsandbytes.py (read at 50e143a6,
 //     unchanged in 0.5.23): the same helper for LinearBase, and BitsAndBytesMoEMethod for every
-//     FusedMoE.
+//     FusedMoE, whose create_weights raises NotImplementedError for 8-bit.
 //   vllm@0.33 — vLLM 0.33.0 no longer registers a bitsandbytes method (QUANTIZATION_METHODS in
 //     vllm/model_executor/layers/quantization/__init__.py): ModelConfig._verify_quantization
 //     raises "Unknown quantization method: bitsandbytes".
@@ -49,6 +49,7 @@ struct BnbDialect {
   SiteKindSet skip_kinds;
   bool lm_head_by_skip_list;  // transformers converts the head unless a default skip keeps it
   bool moe_quantized;
+  bool moe_8bit_fails;         // SGLang's BitsAndBytesMoEMethod builds 4-bit experts only
   bool both_widths_error;      // transformers' BitsAndBytesConfig refuses 4-bit and 8-bit at once
   bool storage_must_be_uint8;  // vLLM's from_config check
   bool unknown_method;         // the engine has no bitsandbytes method at all
@@ -71,6 +72,7 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                                 KindBit(SiteKind::kMoe),
                                   .lm_head_by_skip_list = true,
                                   .moe_quantized = true,
+                                  .moe_8bit_fails = false,
                                   .both_widths_error = true,
                                   .storage_must_be_uint8 = false,
                                   .unknown_method = false,
@@ -82,6 +84,7 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                 .skip_kinds = KindBit(SiteKind::kLinear),
                                 .lm_head_by_skip_list = false,
                                 .moe_quantized = false,
+                                .moe_8bit_fails = false,
                                 .both_widths_error = false,
                                 .storage_must_be_uint8 = true,
                                 .unknown_method = false,
@@ -93,6 +96,7 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                        .skip_kinds = 0,
                                        .lm_head_by_skip_list = false,
                                        .moe_quantized = false,
+                                       .moe_8bit_fails = false,
                                        .both_widths_error = false,
                                        .storage_must_be_uint8 = false,
                                        .unknown_method = true,
@@ -105,6 +109,7 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                   .skip_kinds = KindBit(SiteKind::kLinear),
                                   .lm_head_by_skip_list = false,
                                   .moe_quantized = true,
+                                  .moe_8bit_fails = true,
                                   .both_widths_error = false,
                                   .storage_must_be_uint8 = true,
                                   .unknown_method = false,
@@ -263,6 +268,13 @@ Result<QuantPlan> BitsAndBytesFormat::BuildPlan(const ConfigSources& sources,
   if (d.moe_quantized && !d.moe_detail.empty()) {
     Action experts = plan.default_action;
     experts.detail = std::string(d.moe_detail);
+    // create_weights calls _create_weights_8bit, which raises a bare NotImplementedError.
+    if (eight.value_or(false) && d.moe_8bit_fails) {
+      experts = {ActionKind::kFail, std::nullopt,
+                 "NotImplementedError: BitsAndBytesMoEMethod has no 8-bit experts "
+                 "(_create_weights_8bit)",
+                 std::string(d.moe_detail)};
+    }
     QP_ASSIGN_OR_RETURN(RuleGroup group,
                         KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
     plan.groups.push_back(std::move(group));

@@ -110,6 +110,8 @@ const char* const kLoadableFixtures[] = {
     "producers/bnb_llama_fp4",
     "producers/bnb_llama_nf4_b128",
     "producers/bnb_qwen3moe_nf4",
+    "producers/bnb_qwen3moe_fp4_dq",
+    "producers/bnb_qwen3moe_int8",
     "producers/bnb_llama_int8",
     "documented/modelslim_llama_w8a8",
     "documented/modelslim_llama_w8a8_fp16",
@@ -127,6 +129,7 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_qwen3moe_w4a4_dynamic",
     "documented/modelslim_qwen3moe_w4a8_dynamic_new",
     "documented/modelopt_qwen3moe_w4a8_awq",
+    "documented/modelopt_qwen3moe_nvfp4",
     "documented/gptoss_mxfp4",  // every expert of a layer stacked: *_blocks, *_scales, *_bias
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
