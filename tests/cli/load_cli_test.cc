@@ -129,7 +129,6 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_qwen3moe_w4a4_dynamic",
     "documented/modelslim_qwen3moe_w4a8_dynamic_new",
     "documented/modelopt_qwen3moe_w4a8_awq",
-    "documented/modelopt_qwen3moe_nvfp4",
     "documented/gptoss_mxfp4",  // every expert of a layer stacked: *_blocks, *_scales, *_bias
     "producers/ct_qwen3moe_w4a16_g64_sym",
     "producers/ct_qwen3moe_fp8_dynamic",
@@ -141,6 +140,7 @@ const char* const kLoadableFixtures[] = {
     "producers/ct_qwen3moe_nvfp4",
     "producers/ct_qwen3moe_mxfp4",
     "producers/ct_qwen3moe_mxfp8",
+    "producers/mo_qwen3moe_nvfp4",
     "checkpoints/llama-tiny-fp8-sharded",
     "checkpoints/llama-tiny-fp8-static",
 };

@@ -156,12 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "gm_qwen3moe_gptq_w4g64_sym_desc_act", "bnb_qwen3moe_nf4",
                       "bnb_qwen3moe_fp4_dq", "bnb_qwen3moe_int8", "ct_qwen3moe_nvfp4a16",
                       "ct_qwen3moe_nvfp4", "ct_qwen3moe_mxfp4", "ct_qwen3moe_mxfp8",
-                      // ModelOpt's export fails on Qwen3-MoE: written from its layout
-                      // (tests/data/documented/SOURCES.md).
-                      "../documented/modelopt_qwen3moe_nvfp4"),
-    [](const ::testing::TestParamInfo<std::string>& info) {
-      return std::filesystem::path(info.param).filename().string();
-    });
+                      "mo_qwen3moe_nvfp4"),
+    [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A copy of the compressed-tensors W4A16 fixture with `edit` applied to its tensors.
 std::filesystem::path EditedFixture(

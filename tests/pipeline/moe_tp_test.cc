@@ -147,7 +147,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "producers/ar_qwen3moe_auto_round_w4g64_sym",
                       "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act",
                       "producers/ct_qwen3moe_nvfp4a16", "producers/ct_qwen3moe_nvfp4",
-                      "producers/ct_qwen3moe_mxfp4", "producers/ct_qwen3moe_mxfp8"));
+                      "producers/ct_qwen3moe_mxfp4", "producers/ct_qwen3moe_mxfp8",
+                      "producers/mo_qwen3moe_nvfp4"));
 
 // ModelSlim's experts (tests/data/documented, SOURCES.md: the same Qwen3-MoE shape), read per
 // expert into the w13 / w2 view: W8A8 static (each expert its own input_scale and quant_bias,
@@ -155,15 +156,12 @@ INSTANTIATE_TEST_SUITE_P(
 // packing (two rows per byte: each rank's 64 gate and up rows are 32 whole byte rows). ModelOpt's
 // W4A8_AWQ experts (written from its export layout, I = 256): each rank keeps 128 of gate's and
 // up's rows and down's 128 columns, one whole group of 128, with their pre_quant_scale columns.
-// ModelOpt's NVFP4 experts (the same layout): 64 rows of gate and up, 64 columns of down, four
-// whole 16-blocks, each rank with every expert's globals.
 INSTANTIATE_TEST_SUITE_P(Documented, MoeTpTest,
                          ::testing::Values("documented/modelslim_qwen3moe_w8a8",
                                            "documented/modelslim_qwen3moe_w8a8_dynamic",
                                            "documented/modelslim_qwen3moe_w4a4_dynamic",
                                            "documented/modelslim_qwen3moe_w4a8_dynamic_new",
-                                           "documented/modelopt_qwen3moe_w4a8_awq",
-                                           "documented/modelopt_qwen3moe_nvfp4"));
+                                           "documented/modelopt_qwen3moe_w4a8_awq"));
 
 // Unquantized (bf16) experts: the producers' Qwen3-MoE config without its quantization_config,
 // and bf16 expert weights written here.
