@@ -122,6 +122,9 @@ const char* const kLoadableFixtures[] = {
     "documented/modelslim_llama_w4a4_mxfp4",
     "documented/modelslim_llama_w4a8_mxfp",
     "documented/modelslim_llama_w8a8_mxfp8",
+    "documented/modelslim_qwen3moe_w4a4_mxfp4",
+    "documented/modelslim_qwen3moe_w4a8_mxfp",
+    "documented/modelslim_qwen3moe_w8a8_mxfp8",
     "documented/modelslim_llama_w4a4_dynamic_new",  // the paired packing: --modelslim-packing new
     "documented/modelslim_llama_w4a8_dynamic_new",
     "documented/modelslim_qwen3moe_w8a8",

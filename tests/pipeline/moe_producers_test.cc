@@ -28,7 +28,8 @@
 namespace quantpath {
 namespace {
 
-const std::string kProducers = std::string(QUANTPATH_TEST_DATA) + "/producers/";
+const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
+const std::string kProducers = kData + "producers/";
 
 Result<Model> Open(const std::string& dir) {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu"));
@@ -68,7 +69,7 @@ void CheckCanonicalWeights(const Linear& linear, const ReferenceLayer& ref) {
 class MoeProducersTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
-  const std::string dir = kProducers + GetParam();
+  const std::string dir = kData + GetParam();
   Result<testing::ProducerFolder> folder = testing::OpenProducerFolder(dir);
   ASSERT_TRUE(folder.ok()) << folder.status().message();
   const Model& model = *folder->model;
@@ -135,9 +136,13 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
       EXPECT_EQ(run->experts, which ? 1 : 4);
       EXPECT_TRUE(run->w13.pass()) << "w13 rel " << run->w13.rel << " tol " << run->w13.tol;
       EXPECT_TRUE(run->w2.pass()) << "w2 rel " << run->w2.rel << " tol " << run->w2.tol;
-      // The kernel is not the reference; with MXFP4 activations every product and sum is exact
-      // in fp32 (E2M1 × E2M1 values times powers of two), so both give the same values.
-      if (loaded->activation.dtype != QDType::kMXFP4) {
+      // The kernel is not the reference; with MXFP4 activations, or MXFP8 ones on MXFP4 weights,
+      // every product and these tiny sums are exact in fp32 (E2M1 × E2M1 or E2M1 × E4M3 values
+      // times powers of two), so both give the same values.
+      const bool exact = loaded->activation.dtype == QDType::kMXFP4 ||
+                         (loaded->activation.dtype == QDType::kMXFP8 &&
+                          loaded->scheme.weight.dtype == QDType::kMXFP4);
+      if (!exact) {
         EXPECT_GT(run->w13.rel, 0.0);
       }
       std::printf("%s %s expert %s: w13 rel %.3g, w2 rel %.3g (tol %.3g)\n", GetParam().c_str(),
@@ -149,15 +154,29 @@ TEST_P(MoeProducersTest, ExpertsMatchTheProducersDequantizationAndRun) {
   EXPECT_EQ(fused, 2);
 }
 
+// The folder's name.
+std::string FolderName(const ::testing::TestParamInfo<std::string>& info) {
+  return std::filesystem::path(info.param).filename().string();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Producers, MoeProducersTest,
-    ::testing::Values("ct_qwen3moe_w4a16_g64_sym", "ct_qwen3moe_fp8_dynamic",
-                      "ct_qwen3moe_fp8_block", "ar_qwen3moe_auto_round_w4g64_sym",
-                      "gm_qwen3moe_gptq_w4g64_sym_desc_act", "bnb_qwen3moe_nf4",
-                      "bnb_qwen3moe_fp4_dq", "bnb_qwen3moe_int8", "ct_qwen3moe_nvfp4a16",
-                      "ct_qwen3moe_nvfp4", "ct_qwen3moe_mxfp4", "ct_qwen3moe_mxfp8",
-                      "mo_qwen3moe_nvfp4"),
-    [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+    ::testing::Values("producers/ct_qwen3moe_w4a16_g64_sym", "producers/ct_qwen3moe_fp8_dynamic",
+                      "producers/ct_qwen3moe_fp8_block",
+                      "producers/ar_qwen3moe_auto_round_w4g64_sym",
+                      "producers/gm_qwen3moe_gptq_w4g64_sym_desc_act", "producers/bnb_qwen3moe_nf4",
+                      "producers/bnb_qwen3moe_fp4_dq", "producers/bnb_qwen3moe_int8",
+                      "producers/ct_qwen3moe_nvfp4a16", "producers/ct_qwen3moe_nvfp4",
+                      "producers/ct_qwen3moe_mxfp4", "producers/ct_qwen3moe_mxfp8",
+                      "producers/mo_qwen3moe_nvfp4"),
+    FolderName);
+
+// ModelSlim's MX experts, written from seed 003's description (tests/data/documented/SOURCES.md).
+INSTANTIATE_TEST_SUITE_P(Documented, MoeProducersTest,
+                         ::testing::Values("documented/modelslim_qwen3moe_w4a4_mxfp4",
+                                           "documented/modelslim_qwen3moe_w4a8_mxfp",
+                                           "documented/modelslim_qwen3moe_w8a8_mxfp8"),
+                         FolderName);
 
 // A copy of the compressed-tensors W4A16 fixture with `edit` applied to its tensors.
 std::filesystem::path EditedFixture(

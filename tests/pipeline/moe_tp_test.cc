@@ -161,7 +161,10 @@ INSTANTIATE_TEST_SUITE_P(Documented, MoeTpTest,
                                            "documented/modelslim_qwen3moe_w8a8_dynamic",
                                            "documented/modelslim_qwen3moe_w4a4_dynamic",
                                            "documented/modelslim_qwen3moe_w4a8_dynamic_new",
-                                           "documented/modelopt_qwen3moe_w4a8_awq"));
+                                           "documented/modelopt_qwen3moe_w4a8_awq",
+                                           "documented/modelslim_qwen3moe_w4a4_mxfp4",
+                                           "documented/modelslim_qwen3moe_w4a8_mxfp",
+                                           "documented/modelslim_qwen3moe_w8a8_mxfp8"));
 
 // Unquantized (bf16) experts: the producers' Qwen3-MoE config without its quantization_config,
 // and bf16 expert weights written here.
