@@ -140,10 +140,11 @@ inline float Nvfp4SharedExpertInput(SourceLayout layout, std::span<const float> 
 // (ActivationQuant::per_token_global): a row's result does not depend on the rows batched with it.
 
 // The global a tensor of largest magnitude `amax` is divided by so that its largest block scale is
-// E4M3's largest (compressed-tensors' generate_gparam, in fp32): 448 · 6 / amax, or 1 where the
-// quotient is not finite (amax = 0).
+// E4M3's largest (compressed-tensors' generate_gparam): 448 · 6 / amax, computed as torch divides
+// a number by a tensor, fp32(448 · 6 · fp32(1 / amax)) (an ulp or two from the rounded quotient
+// for some amax), and 1 where that is not finite (amax = 0).
 inline float Nvfp4GlobalFor(float amax) {
-  const float g = 448.0f * kE2M1Max / amax;
+  const float g = 448.0f * kE2M1Max * (1.0f / amax);
   return g <= std::numeric_limits<float>::max() ? g : 1.0f;
 }
 

@@ -77,6 +77,7 @@ CheckpointFacts FactsOf(const fs::path& dir) {
 // ALayerThatCannotBeLoadedIsAnErrorNamingIt).
 const char* const kLoadableFixtures[] = {
     "producers/bf16_llama",
+    "producers/bf16_qwen3moe",
     "producers/ct_llama_fp8_dynamic",
     "producers/ct_llama_w4a16_channel",
     "producers/ct_llama_w4a16_g64_asym",

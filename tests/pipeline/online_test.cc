@@ -8,6 +8,8 @@
 //      library's weights make (with X rounded as the kernel rounds it);
 //   3. at tp 2 a rank holds its slice of the whole layer's codes, or the split is refused naming
 //      the layer; the whole model loads, every linear layer quantized;
+//   3b. MoE experts (tests/data/producers/bf16_qwen3moe) quantize per projection, to the
+//      library's codes of each projection on its own;
 //   4. --quantization fp8 gives each engine's scheme; targets without a quantizer or a spec on
 //      the device, quantized folders and non-finite weights are errors naming them.
 #include <gtest/gtest.h>
@@ -34,26 +36,35 @@ Result<Model> Open(const std::string& online, int64_t tp = 1, const std::string&
   return OpenModel(dir, options);
 }
 
+const std::string kMoeDir = std::string(QUANTPATH_TEST_DATA) + "/producers/bf16_qwen3moe";
+
+std::shared_ptr<const SafetensorsFile> OpenReference(const std::string& dir) {
+  Result<std::shared_ptr<const SafetensorsFile>> opened =
+      SafetensorsFile::Open(dir + "/online_ref.safetensors");
+  EXPECT_TRUE(opened.ok()) << opened.status().message();
+  return opened.ok() ? *opened : nullptr;
+}
+
+// The library's quantization of each folder's reference modules.
 const SafetensorsFile& Reference() {
-  static const std::shared_ptr<const SafetensorsFile> file = [] {
-    Result<std::shared_ptr<const SafetensorsFile>> opened =
-        SafetensorsFile::Open(kDir + "/online_ref.safetensors");
-    EXPECT_TRUE(opened.ok()) << opened.status().message();
-    return opened.ok() ? *opened : nullptr;
-  }();
+  static const std::shared_ptr<const SafetensorsFile> file = OpenReference(kDir);
+  return *file;
+}
+const SafetensorsFile& MoeReference() {
+  static const std::shared_ptr<const SafetensorsFile> file = OpenReference(kMoeDir);
   return *file;
 }
 
 // The bytes of the library's `<target>/<prefix><suffix>` for every leg prefix, concatenated.
-std::vector<uint8_t> ReferenceBytes(const std::string& target,
+std::vector<uint8_t> ReferenceBytes(const SafetensorsFile& reference, const std::string& target,
                                     const std::vector<std::string>& prefixes,
                                     const std::string& suffix) {
   std::vector<uint8_t> bytes;
   for (const std::string& prefix : prefixes) {
-    const TensorInfo* info = Reference().Find(target + "/" + prefix + suffix);
+    const TensorInfo* info = reference.Find(target + "/" + prefix + suffix);
     EXPECT_NE(info, nullptr) << target << "/" << prefix << suffix;
     if (info == nullptr) continue;
-    const TensorView view = Reference().View(*info);
+    const TensorView view = reference.View(*info);
     const auto* data = reinterpret_cast<const uint8_t*>(view.bytes.data());
     bytes.insert(bytes.end(), data, data + view.bytes.size());
   }
@@ -124,10 +135,12 @@ const Target kTargets[] = {
       {Slot::kWeightScale, ".weight_scale", Kept::kAsStored}}},
 };
 
-void ExpectSlotMatches(const Target& target, const LoadedLayer& layer, const SlotCheck& check) {
+// The slot of `params` (loaded from the legs `prefixes`) against the library's tensors.
+void ExpectSlotMatches(const SafetensorsFile& reference, const Target& target,
+                       const LinearParams& params, const std::vector<std::string>& prefixes,
+                       const SlotCheck& check) {
   SCOPED_TRACE(SlotName(check.slot));
-  const LinearParams& params = layer.linear.params();
-  std::vector<uint8_t> want = ReferenceBytes(target.weights_of, layer.leg_prefixes, check.suffix);
+  std::vector<uint8_t> want = ReferenceBytes(reference, target.weights_of, prefixes, check.suffix);
   std::vector<uint8_t> have = SlotBytes(params, check.slot);
   switch (check.kept) {
     case Kept::kAsStored:
@@ -190,7 +203,9 @@ TEST_P(OnlineTest, CodesAndScalesAreTheLibrarysAndRunMeasuresTheQuantization) {
     EXPECT_EQ(layer->key.ToId(), target.spec_id);
     EXPECT_TRUE(layer->scheme.online);
     EXPECT_EQ(layer->scheme.CanonicalName(), target.name + "-online");
-    for (const SlotCheck& check : target.slots) ExpectSlotMatches(target, *layer, check);
+    for (const SlotCheck& check : target.slots) {
+      ExpectSlotMatches(Reference(), target, layer->linear.params(), layer->leg_prefixes, check);
+    }
     const std::vector<double> w_q = KernelWeights(layer->linear);
     Result<ReferenceLayer> dense = LoadReference(*layer);  // the checkpoint's bf16 weights
     ASSERT_TRUE(dense.ok()) << dense.status().message();
@@ -260,6 +275,40 @@ TEST_P(OnlineTest, CodesAndScalesAreTheLibrarysAndRunMeasuresTheQuantization) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, OnlineTest, ::testing::ValuesIn(kTargets));
+
+// MoE experts quantize per projection (bf16_qwen3moe): experts 0 and 3 of layer 0 hold the
+// library's codes and scales of each projection on its own, and their runs measure the
+// quantization against the unquantized experts.
+TEST_P(OnlineTest, ExpertsHoldTheLibrarysCodesPerProjection) {
+  const Target& target = GetParam();
+  Result<Model> model = Open(target.name, 1, kMoeDir);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Result<LoadedExperts> loaded = LoadExperts(*model, "model.layers.0.mlp.experts");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->key.ToId(), target.spec_id);
+  EXPECT_TRUE(loaded->scheme.online);
+  ASSERT_EQ(loaded->experts.size(), 4u);
+  for (size_t e : {0u, 3u}) {
+    const LoadedExpert& expert = loaded->experts[e];
+    ASSERT_EQ(expert.projections.size(), 3u);
+    for (size_t p = 0; p < 3; ++p) {
+      SCOPED_TRACE(expert.prefixes[p]);
+      EXPECT_TRUE(expert.projections[p].params().quantization_error.has_value());
+      for (const SlotCheck& check : target.slots) {
+        ExpectSlotMatches(MoeReference(), target, expert.projections[p].params(),
+                          {expert.prefixes[p]}, check);
+      }
+    }
+  }
+  Result<ExpertsRun> run = RunExpertsSeeded(*loaded, 5, 11, std::nullopt);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->experts, 4);
+  EXPECT_TRUE(run->w13.quantized_at_load);
+  EXPECT_GT(run->w13.rel, 0.0);
+  EXPECT_GT(run->w2.rel, 0.0);
+  std::printf("%s experts: w13 rel %.3e, w2 rel %.3e\n", target.name.c_str(), run->w13.rel,
+              run->w2.rel);
+}
 
 // Element (row, col) of a weight slot: a byte, or a nibble of two-per-byte E2M1 codes.
 uint8_t Code(const ParamTensor& w, int64_t row, int64_t col) {

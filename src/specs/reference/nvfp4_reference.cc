@@ -121,12 +121,13 @@ std::vector<double> QuantizeNvfp4Reference(std::span<const double> x, int64_t m,
   const auto f = [](double v) { return static_cast<double>(static_cast<float>(v)); };
   std::vector<double> out(x.begin(), x.end());
   for (int64_t r = 0; r < m; ++r) {
-    // Without a layer divisor the row's own: fp32(448 · 6 / max |x_row|), 1 where not finite.
+    // Without a layer divisor the row's own: fp32(448 · 6 · fp32(1 / max |x_row|)), 1 where not
+    // finite (nvfp4_family.h).
     double divisor = layer_divisor.value_or(0.0);
     if (!layer_divisor) {
       double row_amax = 0.0;
       for (int64_t c = 0; c < k; ++c) row_amax = std::max(row_amax, std::fabs(f(x[r * k + c])));
-      const double g = f(448.0 * 6.0 / row_amax);
+      const double g = f(448.0 * 6.0 * f(1.0 / row_amax));
       divisor = std::isfinite(g) ? g : 1.0;
     }
     for (int64_t begin = 0; begin < k; begin += group) {
