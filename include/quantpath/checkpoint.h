@@ -137,6 +137,54 @@ class Checkpoint {
   std::vector<std::string> warnings_;
 };
 
+// ---------------------------------------------------------------------------------------------
+// Auditing a folder's weights (`quantpath check`): every problem at once, from the index and the
+// headers alone, where Checkpoint stops at the first.
+
+enum class CheckpointProblemKind : uint8_t {
+  kUnreadableShard,   // a structural error of one file: header, offsets, dtype × shape
+  kMissingShard,      // the index places tensors in a shard that is not a file
+  kNotInIndex,        // a tensor in a shard that the index does not list
+  kIndexedElsewhere,  // a tensor in a shard that the index places in another shard
+  kNotInShard,        // the index places a tensor in a shard that does not hold it
+  kInTwoFiles,        // without an index: one name in two files
+  kTotalSize,         // warning: the index's metadata.total_size is not the tensors' bytes
+  kIgnoredFile,       // warning: a .safetensors file that is not part of the weights
+  kEmptyIndex,        // warning: the index lists no tensors
+};
+std::string_view CheckpointProblemKindName(CheckpointProblemKind kind);  // "missing-shard", …
+
+struct CheckpointProblem {
+  CheckpointProblemKind kind = CheckpointProblemKind::kUnreadableShard;
+  bool error = true;    // false: a warning
+  std::string file;     // the shard or index concerned
+  std::string tensor;   // empty when the problem is the file's
+  std::string message;  // names the file and the tensor
+};
+
+// A tensor of the weights as its header describes it; for a shard that is absent or unreadable,
+// as the index names it (no dtype, no shape).
+struct AuditedTensor {
+  std::string name;
+  std::string file;
+  std::optional<StDtype> dtype;
+  std::vector<int64_t> shape;
+};
+
+struct CheckpointAudit {
+  std::string index;                        // its path; empty without one
+  std::vector<AuditedTensor> tensors;       // sorted by name, one per name
+  std::vector<CheckpointProblem> problems;  // in the order found
+  // The shards whose headers could not be read: their tensors are known by name only.
+  std::vector<std::string> unread_files;
+  const AuditedTensor* Find(std::string_view name) const;
+};
+
+// Reads the index and every shard's header, never tensor data. A folder without weights is
+// kNotFound and an index that is not a readable weight map is its error; every other problem is
+// in the audit.
+Result<CheckpointAudit> AuditCheckpoint(const std::filesystem::path& dir);
+
 // Copies a tensor's bytes into an aligned buffer of T (sizeof(T) * elements must equal the byte
 // length; otherwise an error naming the tensor). Instantiated for int8_t … uint64_t, float and
 // double. Values are little-endian, as on every host quantpath builds for.

@@ -7,39 +7,12 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "quantpath/checkpoint.h"
+#include "src/checkpoint/folder.h"
 
 namespace quantpath {
-namespace {
 
-constexpr std::string_view kIndexName = "model.safetensors.index.json";
-constexpr std::string_view kSingleName = "model.safetensors";
-
-// The folder's *.safetensors regular files (symlinks followed, as in the Hugging Face cache),
-// sorted by name.
-Result<std::vector<std::string>> ListSafetensors(const std::filesystem::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec);
-  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::filesystem::path& path = it->path();
-    std::error_code type_ec;
-    if (path.extension() == ".safetensors" && std::filesystem::is_regular_file(path, type_ec)) {
-      names.push_back(path.filename().string());
-    }
-  }
-  if (ec)
-    return IoError(fmt::format("{}: cannot list the folder ({})", dir.string(), ec.message()));
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// A shard name from an index must stay inside the folder: relative, without "..".
-bool IsInsideFolder(const std::filesystem::path& shard) {
-  if (shard.empty() || shard.is_absolute() || shard.has_root_name()) return false;
-  return std::none_of(shard.begin(), shard.end(), [](const auto& part) { return part == ".."; });
-}
-
-}  // namespace
+using checkpoint_internal::kIndexName;
+using checkpoint_internal::kSingleName;
 
 struct Checkpoint::Impl {
   struct Shard {
@@ -110,49 +83,14 @@ struct Checkpoint::Impl {
   }
 
   Status ReadIndex(std::vector<std::string>* warnings) {
-    QP_ASSIGN_OR_RETURN(Json root, ReadJsonFile(index));
-    const Json* weight_map = root.Find("weight_map");
-    if (!root.is_object() || weight_map == nullptr || !weight_map->is_object()) {
-      return InvalidInput(
-          fmt::format("{}: expected an object with a \"weight_map\" object", index));
-    }
-    QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
-    if (static_cast<int64_t>(weight_map->members().size()) > limits.tensors) {
-      return LimitError(
-          fmt::format("{}: \"weight_map\" lists {} tensors, over the limit of {} "
-                      "(QUANTPATH_MAX_TENSORS)",
-                      index, weight_map->members().size(), limits.tensors));
-    }
+    QP_ASSIGN_OR_RETURN(checkpoint_internal::IndexFile file,
+                        checkpoint_internal::ReadIndexFile(index));
     std::unordered_map<std::string, size_t> shard_by_name;
-    for (const auto& [tensor, value] : weight_map->members()) {
-      if (!value.is_string()) {
-        return InvalidInput(fmt::format("{}: tensor \"{}\": expected a shard file name, found {}",
-                                        Where(index, value), tensor, value.TypeName()));
-      }
-      if (value.string_value().find('\0') != std::string::npos) {
-        // A path is cut at the NUL: another file would be opened than the one named.
-        return InvalidInput(fmt::format("{}: tensor \"{}\": shard {} contains a NUL character",
-                                        Where(index, value), tensor,
-                                        JsonQuote(value.string_value())));
-      }
-      std::filesystem::path shard_path(value.string_value());
-      if (!IsInsideFolder(shard_path)) {
-        return InvalidInput(
-            fmt::format("{}: tensor \"{}\": shard {} must be a file inside the "
-                        "folder",
-                        Where(index, value), tensor, JsonQuote(value.string_value())));
-      }
-      std::string shard = shard_path.lexically_normal().string();
-      auto [it, added] = shard_by_name.try_emplace(shard, shards.size());
-      if (added && static_cast<int64_t>(shards.size()) == limits.shards) {
-        return LimitError(
-            fmt::format("{}: \"weight_map\" names more than {} shard files "
-                        "(QUANTPATH_MAX_SHARDS)",
-                        index, limits.shards));
-      }
-      if (added) AddShard(shard);
-      shards[it->second]->listed.push_back(tensor);
-      shard_of.emplace(tensor, it->second);
+    for (checkpoint_internal::IndexEntry& entry : file.entries) {
+      auto [it, added] = shard_by_name.try_emplace(entry.shard, shards.size());
+      if (added) AddShard(entry.shard);
+      shards[it->second]->listed.push_back(entry.tensor);
+      shard_of.emplace(std::move(entry.tensor), it->second);
     }
     for (const auto& shard : shards) {
       std::error_code ec;
@@ -162,19 +100,13 @@ struct Checkpoint::Impl {
                         shard->name, shard->listed.front(), dir.string()));
       }
     }
-    if (shards.empty())
-      warnings->push_back(fmt::format("{}: \"weight_map\" lists no tensors", index));
-    // metadata.total_size is informative: a wrong one is a warning, never an error.
-    if (const Json* metadata = root.FindNonNull("metadata")) {
-      const Json* total = metadata->FindNonNull("total_size");
-      if (total != nullptr && total->is_int() && total->int_value() >= 0) {
-        total_size = static_cast<uint64_t>(total->int_value());
-      } else if (total != nullptr) {
-        warnings->push_back(fmt::format("{}: total_size is not a non-negative integer; not checked",
-                                        Where(index, *total)));
-      }
+    for (const std::optional<std::string>& warning :
+         {file.empty_warning, file.total_size_warning}) {
+      if (warning) warnings->push_back(*warning);
     }
-    QP_ASSIGN_OR_RETURN(std::vector<std::string> present, ListSafetensors(dir));
+    total_size = file.total_size;
+    QP_ASSIGN_OR_RETURN(std::vector<std::string> present,
+                        checkpoint_internal::ListSafetensors(dir));
     for (const std::string& name : present) {
       if (!shard_by_name.contains(name)) {
         warnings->push_back(
@@ -228,22 +160,13 @@ Result<Checkpoint> Checkpoint::Open(const std::filesystem::path& dir) {
     QP_RETURN_IF_ERROR(impl.ReadIndex(&checkpoint.warnings_));
     return checkpoint;
   }
-  QP_ASSIGN_OR_RETURN(std::vector<std::string> files, ListSafetensors(dir));
+  QP_ASSIGN_OR_RETURN(std::vector<std::string> files, checkpoint_internal::ListSafetensors(dir));
   if (files.empty()) {
     return NotFound(fmt::format("{}: no {}, {} or other *.safetensors file", dir.string(),
                                 kIndexName, kSingleName));
   }
-  if (std::find(files.begin(), files.end(), kSingleName) != files.end()) {
-    // As in transformers: a folder's model.safetensors is its weights; other files are not.
-    for (const std::string& other : files) {
-      if (other != kSingleName) {
-        checkpoint.warnings_.push_back(
-            fmt::format("{}: ignored, the weights are in {}", (dir / other).string(), kSingleName));
-      }
-    }
-    files = {std::string(kSingleName)};
-  }
-  QP_RETURN_IF_ERROR(impl.OpenAll(files));
+  QP_RETURN_IF_ERROR(
+      impl.OpenAll(checkpoint_internal::WeightFiles(dir, std::move(files), &checkpoint.warnings_)));
   return checkpoint;
 }
 

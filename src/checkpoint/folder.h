@@ -1,0 +1,46 @@
+// How a model folder lays out its weights, shared by Checkpoint (which opens them) and
+// AuditCheckpoint (which reports every problem of them): the file names, the folder listing and
+// the index's weight map.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quantpath/base.h"
+
+namespace quantpath::checkpoint_internal {
+
+inline constexpr std::string_view kIndexName = "model.safetensors.index.json";
+inline constexpr std::string_view kSingleName = "model.safetensors";
+
+// The folder's *.safetensors regular files (symlinks followed, as in the Hugging Face cache),
+// sorted by name.
+Result<std::vector<std::string>> ListSafetensors(const std::filesystem::path& dir);
+
+// The files a folder without an index keeps as its weights: model.safetensors alone when present
+// (as in transformers; a warning per other file ignored), else every *.safetensors file.
+std::vector<std::string> WeightFiles(const std::filesystem::path& dir,
+                                     std::vector<std::string> files,
+                                     std::vector<std::string>* warnings);
+
+// An index's weight map: each tensor's shard (a relative path inside the folder, normalised), in
+// the index's order, and its metadata.total_size when that is a non-negative integer. Errors name
+// the index and the JSON pointer (not an object, a shard that is not a string or leaves the
+// folder, over the limits); a malformed total_size is a warning, and so is an empty weight map.
+struct IndexEntry {
+  std::string tensor;
+  std::string shard;
+};
+struct IndexFile {
+  std::vector<IndexEntry> entries;
+  std::optional<uint64_t> total_size;
+  std::optional<std::string> empty_warning;       // the weight map lists no tensors
+  std::optional<std::string> total_size_warning;  // total_size is there but not usable
+};
+Result<IndexFile> ReadIndexFile(const std::string& path);
+
+}  // namespace quantpath::checkpoint_internal
