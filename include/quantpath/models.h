@@ -96,14 +96,37 @@ struct LayerSite {
 
 using PackedModulesMapping = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
+// A checkpoint tensor that belongs to no site: a norm's weight or bias, a router's
+// e_score_correction_bias, gpt-oss's attention sinks, a vision tower's convolution or position
+// table.
+struct OtherTensor {
+  // As model.safetensors names it ("model.layers.0.input_layernorm.weight"), whatever the
+  // dialect's execution names.
+  std::string name;
+  // As stored. Empty for a scalar, and for every tensor of sites inferred from an index without
+  // its shards (the names are all it gives).
+  std::vector<int64_t> shape;
+};
+
 struct ModelSites {
   std::string architecture;
   std::vector<LayerSite> sites;  // module construction order, MTP last
-  int64_t other_params = 0;      // norms and other tensors that are not sites
+  // Every checkpoint tensor that belongs to no site, in construction order: `load` requires each
+  // with its shape and accepts no other tensor outside the sites (but those of unlisted_modules
+  // and skipped_modules).
+  std::vector<OtherTensor> other_tensors;
+  // The elements of other_tensors, plus, in engine dialects, the weights of unlisted_modules and
+  // skipped_modules.
+  int64_t other_params = 0;
   // Engine dialects: the checkpoint paths of the modules the engine builds without a quantization
   // config (embeddings, routers), which it does not list as sites; their weights, unquantized,
   // count in other_params.
   std::vector<std::string> unlisted_modules;
+  // Engine dialects without launch.speculative: the checkpoint modules of the MTP layers the
+  // engine does not build ("model.layers.61", Qwen3.5's "mtp"). It skips their weights when
+  // loading (vLLM's DeepseekV3 load_weights drops layers past num_hidden_layers), so they have no
+  // sites and no other_tensors; all their weights count in other_params.
+  std::vector<std::string> skipped_modules;
   QDType torch_dtype = QDType::kBF16;
   PackedModulesMapping packed_modules_mapping;
   // The module list of the language model's decoder blocks, e.g. "model.layers", "transformer.h".

@@ -96,7 +96,7 @@ void AddAttention(SiteList& list, const DeepseekDims& d, const DialectNames& nam
     list.Linear(fmt::format("{}.{}", prefix, names.mla_fused_qkv_a), names.mla_fused_qkv_a_class,
                 *d.q_lora_rank + kv_a_rows, d.hidden, false,
                 {{"q_a_proj", *d.q_lora_rank}, {"kv_a_proj_with_mqa", kv_a_rows}});
-    list.Other({*d.q_lora_rank});  // q_a_layernorm
+    list.Other(prefix + ".q_a_layernorm.weight", {*d.q_lora_rank});
     list.Linear(prefix + ".q_b_proj", "ColumnParallelLinear", d.heads * q_head_dim, *d.q_lora_rank,
                 false);
   } else {
@@ -104,7 +104,7 @@ void AddAttention(SiteList& list, const DeepseekDims& d, const DialectNames& nam
     list.Linear(prefix + ".kv_a_proj_with_mqa", "ReplicatedLinear", kv_a_rows, d.hidden, false);
     list.Linear(prefix + ".q_proj", "ColumnParallelLinear", d.heads * q_head_dim, d.hidden, false);
   }
-  list.Other({d.kv_lora_rank});  // kv_a_layernorm
+  list.Other(prefix + ".kv_a_layernorm.weight", {d.kv_lora_rank});
   list.Linear(prefix + ".kv_b_proj", "ColumnParallelLinear",
               d.heads * (d.qk_nope_head_dim + d.v_head_dim), d.kv_lora_rank, false);
   list.Linear(prefix + ".o_proj", "RowParallelLinear", d.hidden, d.heads * d.v_head_dim, false);
@@ -128,7 +128,7 @@ void AddDecoderLayer(SiteList& list, const DeepseekDims& d, const DialectNames& 
   } else {
     AddGatedMlp(list, layer + ".mlp", d.hidden, d.intermediate, false);
   }
-  list.Other({2, d.hidden});  // input_layernorm, post_attention_layernorm
+  AddDecoderNorms(list, layer, d.hidden);
 }
 
 }  // namespace
@@ -144,10 +144,10 @@ Status BuildDeepseekV3(const ArchInput& input, ModelSites* out) {
         {std::string(input.names.mla_fused_qkv_a), {"q_a_proj", "kv_a_proj_with_mqa"}});
   }
 
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   AddTokenEmbedding(list, input, "model.embed_tokens", d.vocab, d.hidden);
   for (int64_t i = 0; i < d.layers; ++i) AddDecoderLayer(list, d, input.names, i);
-  list.Other({d.hidden});  // model.norm
+  list.Other("model.norm.weight", {d.hidden});
   // With tie_word_embeddings the head reuses embed_tokens' weight: still a site, no own params.
   AddLmHead(list, input, "lm_head", d.vocab, d.hidden, d.tied);
   // MTP layers come last and continue the layer numbering.

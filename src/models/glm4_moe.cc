@@ -70,7 +70,7 @@ void AddDecoderLayer(SiteList& list, const GlmDims& d, const DialectNames& names
   AddGqaAttention(list, layer + ".self_attn", d.attention, names.attention_class);
   // AddGqaAttention adds the attention module last.
   if (!names.glm4_moe_attention_configured) list.NoEngineCallForLast();
-  if (d.qk_norm) list.Other({2, d.attention.head_dim});  // self_attn.q_norm, k_norm
+  if (d.qk_norm) AddQkNorms(list, layer + ".self_attn", d.attention.head_dim);
   // vLLM's rule: routed experts from layer first_k_dense_replace on (MTP layers included).
   if (d.routed_experts && index >= d.first_k_dense_replace) {
     // The router always carries e_score_correction_bias in GLM-4.5.
@@ -84,7 +84,7 @@ void AddDecoderLayer(SiteList& list, const GlmDims& d, const DialectNames& names
   } else {
     AddGatedMlp(list, layer + ".mlp", d.attention.hidden, d.intermediate, false);
   }
-  list.Other({2, d.attention.hidden});  // input_layernorm, post_attention_layernorm
+  AddDecoderNorms(list, layer, d.attention.hidden);
 }
 
 }  // namespace
@@ -97,10 +97,10 @@ Status BuildGlm4Moe(const ArchInput& input, ModelSites* out) {
 
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}},
                                  {"gate_up_proj", {"gate_proj", "up_proj"}}};
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   AddTokenEmbedding(list, input, "model.embed_tokens", d.vocab, hidden);
   for (int64_t i = 0; i < d.layers; ++i) AddDecoderLayer(list, d, input.names, i);
-  list.Other({hidden});  // model.norm
+  list.Other("model.norm.weight", {hidden});
   AddLmHead(list, input, "lm_head", d.vocab, hidden, d.tied);
   // MTP layers come last and continue the layer numbering.
   for (int64_t j = 0; j < d.mtp_layers; ++j) {

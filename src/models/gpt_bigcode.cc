@@ -47,16 +47,16 @@ Status BuildGptBigCode(const ArchInput& input, ModelSites* out) {
   const int64_t kv_rows = (multi_query ? 1 : heads) * head_dim;
 
   out->packed_modules_mapping = {{"c_attn", {"c_attn"}}};
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   AddTokenEmbedding(list, input, "transformer.wte", vocab, hidden);
   list.Embedding("transformer.wpe", positions, hidden, "Embedding");
   for (int64_t i = 0; i < layers; ++i) {
     const std::string block = fmt::format("transformer.h.{}", i);
-    list.Other({2, hidden});  // ln_1 (LayerNorm: weight and bias)
+    AddLayerNorm(list, block + ".ln_1", hidden);
     list.Linear(block + ".attn.c_attn", "QKVParallelLinear", hidden + 2 * kv_rows, hidden, true);
     list.Linear(block + ".attn.c_proj", "RowParallelLinear", hidden, hidden, true);
     list.Attention(block + ".attn.attn", input.names.attention_class);
-    list.Other({2, hidden});  // ln_2
+    AddLayerNorm(list, block + ".ln_2", hidden);
     // The Transformers backend replicates what the model's tensor-parallel plan does not name.
     const bool replicated = input.names.transformers_backend;
     list.Linear(block + ".mlp.c_fc", replicated ? "ReplicatedLinear" : "ColumnParallelLinear",
@@ -64,7 +64,7 @@ Status BuildGptBigCode(const ArchInput& input, ModelSites* out) {
     list.Linear(block + ".mlp.c_proj", replicated ? "ReplicatedLinear" : "RowParallelLinear",
                 hidden, inner, true);
   }
-  list.Other({2, hidden});  // transformer.ln_f
+  AddLayerNorm(list, "transformer.ln_f", hidden);
   if (input.names.transformers_backend) {
     list.MoveAttentionLast(0);
     list.RenamePrefix(0, "transformer.", "model.");

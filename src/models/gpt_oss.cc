@@ -42,7 +42,7 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
 
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}}};
   const int64_t hidden = attention.hidden;
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   AddTokenEmbedding(list, input, "model.embed_tokens", vocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
@@ -52,13 +52,14 @@ Status BuildGptOss(const ArchInput& input, ModelSites* out) {
     list.set_no_engine_call(false);
     list.RenamePrefix(first, layer + ".self_attn.",
                       fmt::format("{}.{}.", layer, input.names.gpt_oss_attention));
-    list.Other({attention.heads});  // self_attn.sinks: one learned logit per head
+    // One learned logit per head, under the checkpoint's `self_attn` whatever the dialect.
+    list.Other(layer + ".self_attn.sinks", {attention.heads});
     list.Router(layer + ".mlp.router", experts, hidden, /*bias=*/true);
     list.Moe(layer + ".mlp.experts", input.names.experts_class, experts, intermediate, hidden,
              {.fused_gate_up = true, .bias = true, .activation = activation});
-    list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+    AddDecoderNorms(list, layer, hidden);
   }
-  list.Other({hidden});           // model.norm
+  list.Other("model.norm.weight", {hidden});
   list.set_no_engine_call(true);  // both engines build the head without a quantization config
   list.LmHead("lm_head", vocab, hidden, tied);
   list.set_no_engine_call(false);

@@ -6,7 +6,7 @@
 // weights (GPTQ/AWQ `qweight`, compressed-tensors `weight_packed`, MLX `scales`, bitsandbytes
 // `weight.absmax` …) and plain ones alike; embeddings, the LM head and routers are recognised by
 // name, experts (numbered, or stored fused as gpt-oss does) become one moe site per layer, and
-// norms, convolutions and loose parameters are left out. With the headers, a site's logical
+// norms, convolutions and loose parameters are other tensors. With the headers, a site's logical
 // [N, K] comes from the stored layout where that is unambiguous (LogicalShape); a site whose
 // weight is packed another way, and every site of an index without its shards, has shape null and
 // params 0. A warning says the sites were inferred and which shapes are unknown.
@@ -250,11 +250,7 @@ Status InferSitesFromCheckpoint(const CheckpointListing& checkpoint, ModelSites*
   std::map<std::string, ExpertGroup, std::less<>> expert_groups;
   for (const CheckpointTensor& tensor : checkpoint.tensors) {
     const auto [module, param] = SplitTensorName(tensor.name);
-    if (module.empty()) {
-      // A top-level parameter belongs to no module.
-      if (headers) out->other_params += Elements(*tensor.shape);
-      continue;
-    }
+    if (module.empty()) continue;  // a top-level parameter belongs to no module
     const bool exact = LastSegment(tensor.name) == param && ParentPath(tensor.name) == module;
     auto [it, added] = modules[std::string(module)].params.try_emplace(std::string(param), nullptr);
     if (exact) it->second = &tensor;
@@ -317,15 +313,18 @@ Status InferSitesFromCheckpoint(const CheckpointListing& checkpoint, ModelSites*
       sites.push_back(MakeSite(path, SiteKind::kLinear, "Linear", bias));
     }
   }
-  if (headers) {
-    ShapeSites(modules, expert_groups, &sites);
-    for (const auto& [path, tensors] : modules) {
-      if (site_modules.contains(path)) continue;
-      for (const auto& [param, tensor] : tensors.params) {
-        if (tensor != nullptr && tensor->shape) out->other_params += Elements(*tensor->shape);
-      }
-    }
+  if (headers) ShapeSites(modules, expert_groups, &sites);
+  // Every tensor no site stands for (a top-level parameter, any tensor of a module that is no
+  // site's) is an other tensor. An index without its shards names it only: its shape stays empty
+  // and it adds nothing to other_params.
+  for (const CheckpointTensor& tensor : checkpoint.tensors) {
+    const std::string_view module = SplitTensorName(tensor.name).first;
+    if (site_modules.contains(module)) continue;
+    out->other_tensors.push_back({tensor.name, tensor.shape.value_or(std::vector<int64_t>())});
+    if (tensor.shape) out->other_params += Elements(*tensor.shape);
   }
+  const auto natural = [](const auto& a, const auto& b) { return NaturalLess(a.name, b.name); };
+  std::stable_sort(out->other_tensors.begin(), out->other_tensors.end(), natural);
   std::stable_sort(sites.begin(), sites.end(), [](const LayerSite& a, const LayerSite& b) {
     return NaturalLess(a.path, b.path);
   });

@@ -57,17 +57,17 @@ Status BuildFamily(const ArchInput& input, const FamilyTraits& traits, ModelSite
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}},
                                  {"gate_up_proj", {"gate_proj", "up_proj"}}};
   const int64_t hidden = attention.hidden;
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   AddTokenEmbedding(list, input, "model.embed_tokens", vocab, hidden);
   if (traits.unnamed_embedding_in_vllm && input.names.unnamed_llama_embedding) list.RenameLast("");
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
-    if (traits.qk_norm) list.Other({2, attention.head_dim});  // self_attn.q_norm, k_norm
+    if (traits.qk_norm) AddQkNorms(list, layer + ".self_attn", attention.head_dim);
     AddGatedMlp(list, layer + ".mlp", hidden, intermediate, mlp_bias);
-    list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+    AddDecoderNorms(list, layer, hidden);
   }
-  list.Other({hidden});  // model.norm
+  list.Other("model.norm.weight", {hidden});
   // With tie_word_embeddings the head reuses embed_tokens' weight: still a site (both engines
   // build ParallelLMHead, calling get_quant_method, before tying it), no own params.
   AddLmHead(list, input, "lm_head", vocab, hidden, tied);

@@ -229,6 +229,14 @@ Result<const Json*> ConfigReader::OptionalObject(std::string_view key) const {
 // ---------------------------------------------------------------------------------------------
 // SiteList
 
+SiteList::SiteList(ModelSites* out, const ArchInput& input)
+    : out_(out), architecture_(input.config.architecture()), builds_mtp_(input.builds_mtp) {}
+
+void SiteList::BeginMtp(std::string module) {
+  mtp_ = true;
+  if (!builds_mtp_) out_->skipped_modules.push_back(std::move(module));
+}
+
 int64_t SiteList::Product(std::initializer_list<int64_t> factors) {
   int64_t p = 1;
   for (int64_t f : factors) {
@@ -318,8 +326,11 @@ void SiteList::LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied
   site.params = tied ? 0 : Sum(Product({vocab, hidden}), bias ? vocab : 0);
 }
 
-void SiteList::Other(std::initializer_list<int64_t> factors) {
-  out_->other_params = Sum(out_->other_params, Product(factors));
+void SiteList::Other(std::string name, std::initializer_list<int64_t> shape) {
+  out_->other_params = Sum(out_->other_params, Product(shape));
+  // A skipped MTP layer's tensors belong to its skipped module, which load does not read.
+  if (mtp_ && !builds_mtp_) return;
+  out_->other_tensors.push_back({std::move(name), std::vector<int64_t>(shape)});
 }
 
 void SiteList::RenameLast(std::string path) {
@@ -383,6 +394,21 @@ void AddLmHead(SiteList& list, const ArchInput& input, std::string path, int64_t
   list.set_no_engine_call(false);
 }
 
+void AddDecoderNorms(SiteList& list, const std::string& layer, int64_t hidden) {
+  list.Other(layer + ".input_layernorm.weight", {hidden});
+  list.Other(layer + ".post_attention_layernorm.weight", {hidden});
+}
+
+void AddLayerNorm(SiteList& list, const std::string& module, int64_t width) {
+  list.Other(module + ".weight", {width});
+  list.Other(module + ".bias", {width});
+}
+
+void AddQkNorms(SiteList& list, const std::string& attention, int64_t head_dim) {
+  list.Other(attention + ".q_norm.weight", {head_dim});
+  list.Other(attention + ".k_norm.weight", {head_dim});
+}
+
 void AddGatedMlp(SiteList& list, const std::string& prefix, int64_t hidden, int64_t intermediate,
                  bool bias) {
   list.Linear(prefix + ".gate_up_proj", "MergedColumnParallelLinear", 2 * intermediate, hidden,
@@ -426,7 +452,8 @@ void AddGqaAttention(SiteList& list, const std::string& prefix, const GqaAttenti
 void AddRoutedMoe(SiteList& list, const DialectNames& names, const std::string& prefix,
                   const RoutedMoe& moe) {
   list.Router(prefix + ".gate", moe.experts, moe.hidden);
-  if (moe.score_correction_bias) list.Other({moe.experts});  // gate.e_score_correction_bias
+  if (moe.score_correction_bias)
+    list.Other(prefix + ".gate.e_score_correction_bias", {moe.experts});
   const bool shared = moe.shared_intermediate > 0 && moe.fused_shared_experts == 0;
   const auto add_shared = [&] {
     AddGatedMlp(list, prefix + ".shared_experts", moe.hidden, moe.shared_intermediate, false);
@@ -439,19 +466,20 @@ void AddRoutedMoe(SiteList& list, const DialectNames& names, const std::string& 
 
 void AddMtpLayer(SiteList& list, const DialectNames& names, const std::string& layer, int64_t vocab,
                  int64_t hidden, const std::function<void()>& add_decoder_layer) {
-  list.set_mtp(true);
+  list.BeginMtp(layer);
   // Both engines build the MTP layer's embedding without a quantization config.
   list.set_no_engine_call(true);
   list.Embedding(layer + ".embed_tokens", vocab, hidden);
   list.set_no_engine_call(false);
-  list.Other({2, hidden});  // enorm, hnorm
+  list.Other(layer + ".enorm.weight", {hidden});
+  list.Other(layer + ".hnorm.weight", {hidden});
   // A plain nn.Linear in both engines, built without the quantization config (DeepSeek's fp8
   // checkpoints store it in bf16, without weight_scale_inv).
   list.set_without_quant_config(true);
   list.Linear(layer + ".eh_proj", "Linear", hidden, 2 * hidden, false);
   list.set_without_quant_config(false);
   const auto add_head = [&] {
-    list.Other({hidden});  // shared_head.norm
+    list.Other(layer + ".shared_head.norm.weight", {hidden});
     list.LmHead(layer + ".shared_head.head", vocab, hidden, /*tied=*/false);
   };
   switch (names.mtp_names) {
@@ -476,7 +504,7 @@ void AddMtpLayer(SiteList& list, const DialectNames& names, const std::string& l
       break;
     }
   }
-  list.set_mtp(false);
+  list.EndMtp();
 }
 
 }  // namespace quantpath::models

@@ -171,17 +171,23 @@ struct ExpertLayout {
   ExpertActivation activation;
 };
 
+struct ArchInput;
+
 // ---------------------------------------------------------------------------------------------
 // Appends sites to a ModelSites in construction order. Parameter products are checked: the first
 // overflow is kept and reported by status(), so architecture code can add sites without testing
 // each product.
 class SiteList {
  public:
-  SiteList(ModelSites* out, std::string_view architecture)
-      : out_(out), architecture_(architecture) {}
+  SiteList(ModelSites* out, const ArchInput& input);
 
-  // Sites added from now on belong to a multi-token-prediction layer.
-  void set_mtp(bool mtp) { mtp_ = mtp; }
+  // Sites and other tensors added from now on, until EndMtp(), belong to the
+  // multi-token-prediction module `module` (its checkpoint prefix: "model.layers.61", "mtp").
+  // When the engine does not build MTP layers (ArchInput::builds_mtp), the module is one of
+  // ModelSites::skipped_modules and its other tensors count in other_params only; its sites are
+  // still added, marked mtp, and KeepEngineCalls drops them.
+  void BeginMtp(std::string module);
+  void EndMtp() { mtp_ = false; }
   // Sites added from now on are built by the engines without a quantization config.
   void set_without_quant_config(bool without) { without_quant_config_ = without; }
   // Sites added from now on are modules the engines build without a quantization config where
@@ -203,8 +209,9 @@ class SiteList {
   // A tied head is still a site (the engines build ParallelLMHead and tie its weight), but it
   // stores no parameters of its own (nor a bias).
   void LmHead(std::string path, int64_t vocab, int64_t hidden, bool tied, bool bias = false);
-  // Tensors that are not sites (norms, router biases): the product of `factors`.
-  void Other(std::initializer_list<int64_t> factors);
+  // A checkpoint tensor that is no site's (a norm, a router's bias), by its checkpoint name and
+  // stored shape (ModelSites::other_tensors).
+  void Other(std::string name, std::initializer_list<int64_t> shape);
 
   // The engine path of the site added last, when the engine's prefix is not the checkpoint's
   // module path (checkpoint_path keeps that).
@@ -229,6 +236,7 @@ class SiteList {
 
   ModelSites* out_;
   std::string architecture_;
+  bool builds_mtp_ = true;
   bool mtp_ = false;
   bool without_quant_config_ = false;
   bool no_engine_call_ = false;
@@ -237,8 +245,6 @@ class SiteList {
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks shared by several families.
-
-struct ArchInput;
 
 // The token embedding at `path`, with no engine call where `names` says the engine builds it
 // without a quantization config.
@@ -253,6 +259,15 @@ Result<std::optional<std::string>> ReadQuantMethod(const ArchInput& input);
 // module as its head, no engine call.
 void AddLmHead(SiteList& list, const ArchInput& input, std::string path, int64_t vocab,
                int64_t hidden, bool tied, bool bias = false);
+
+// The RMSNorms around a decoder layer's attention and MLP: `<layer>.input_layernorm.weight` and
+// `<layer>.post_attention_layernorm.weight`, [hidden] each.
+void AddDecoderNorms(SiteList& list, const std::string& layer, int64_t hidden);
+// A LayerNorm with its bias: `<module>.weight` and `<module>.bias`, [width] each.
+void AddLayerNorm(SiteList& list, const std::string& module, int64_t width);
+// Per-head RMSNorms over q and k: `<attention>.q_norm.weight` and `<attention>.k_norm.weight`,
+// [head_dim] each.
+void AddQkNorms(SiteList& list, const std::string& attention, int64_t head_dim);
 
 // The gated MLP every family here uses: `<prefix>.gate_up_proj` (legs gate_proj, up_proj) and
 // `<prefix>.down_proj`.
@@ -299,7 +314,7 @@ void AddRoutedMoe(SiteList& list, const DialectNames& names, const std::string& 
 // One DeepSeek-style multi-token-prediction layer as the checkpoint stores it under `layer`
 // (`model.layers.<n>`): its own copy of the embedding, enorm/hnorm, eh_proj mixing [embedding;
 // previous hidden], the decoder layer that `add_decoder_layer` appends, then shared_head (norm
-// and its own copy of the head). Every site added here is marked mtp; the engine paths follow
+// and its own copy of the head), all in SiteList::BeginMtp(layer). The engine paths follow
 // `names.mtp_names` (the embedding and eh_proj are built without a quantization config).
 void AddMtpLayer(SiteList& list, const DialectNames& names, const std::string& layer, int64_t vocab,
                  int64_t hidden, const std::function<void()>& add_decoder_layer);
@@ -312,6 +327,9 @@ struct ArchInput {
   // config.json's root, where multimodal wrappers keep their vision tower's config.
   const ConfigReader& root;
   const DialectNames& names;
+  // Whether the engine builds the MTP layers: native always, an engine dialect only with
+  // launch.speculative (the others are skipped_modules).
+  bool builds_mtp = true;
 };
 using ArchBuilder = Status (*)(const ArchInput& input, ModelSites* out);
 

@@ -46,24 +46,25 @@ void AddVitAttention(SiteList& list, const std::string& prefix, int64_t in_width
 
 void AddVisionBackbone(SiteList& list, int64_t hidden, int64_t projector) {
   const std::string vit = fmt::format("{}.image_vit", kVision);
-  list.Other({kVitWidth});                 // class_embedding
-  list.Other({kVitPositions, kVitWidth});  // positional_embedding
+  list.Other(vit + ".class_embedding", {kVitWidth});
+  list.Other(vit + ".positional_embedding", {kVitPositions, kVitWidth});
   // A plain nn.Linear over flattened RGB patches.
   list.Linear(vit + ".patch_embedding", "Linear", kVitWidth, kVitPatch * kVitPatch * 3, false);
-  list.Other({2, kVitWidth});  // pre_ln
+  AddLayerNorm(list, vit + ".pre_ln", kVitWidth);
   for (int64_t i = 0; i < kVitLayers; ++i) {
     const std::string block = fmt::format("{}.transformer.resblocks.{}", vit, i);
     AddVitAttention(list, block + ".attention", kVitWidth);
     list.Linear(block + ".feed_forward.w1", "ColumnParallelLinear", kVitMlp, kVitWidth, true);
     list.Linear(block + ".feed_forward.w2", "RowParallelLinear", kVitWidth, kVitMlp, true);
-    list.Other({4, kVitWidth});  // attention_norm, ffn_norm (LayerNorm: weight and bias)
+    AddLayerNorm(list, block + ".attention_norm", kVitWidth);
+    AddLayerNorm(list, block + ".ffn_norm", kVitWidth);
   }
   AddVitAttention(list, fmt::format("{}.image_pooling_2d", kVision), kPooledVitLayers * kVitWidth);
   const std::string proj = fmt::format("{}.image_projector", kVision);
   list.Linear(proj + ".merged_linear", "MergedColumnParallelLinear", 2 * projector, kVitWidth,
               false, {{"w1", projector}, {"w3", projector}});
   list.Linear(proj + ".w2", "RowParallelLinear", hidden, projector, false);
-  list.Other({2, kPooledVitLayers * kVitWidth});  // pad_embed
+  list.Other(fmt::format("{}.pad_embed", kVision), {2, kPooledVitLayers * kVitWidth});
 }
 
 }  // namespace
@@ -93,21 +94,25 @@ Status BuildMolmo(const ArchInput& input, ModelSites* out) {
   out->packed_modules_mapping = {{"qkv_proj", {"qkv_proj"}},
                                  {"gate_up_proj", {"gate_up_proj"}},
                                  {"merged_linear", {"gate_proj", "up_proj"}}};
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   AddVisionBackbone(list, hidden, mlp);
   list.Embedding(fmt::format("{}.wte", kDecoder), embedding_size + kAdditionalVocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
     const std::string block = fmt::format("{}.blocks.{}", kDecoder, i);
     list.Linear(block + ".att_proj", "QKVParallelLinear", hidden + 2 * kv_rows, hidden, qkv_bias);
-    // q_norm over all heads and k_norm over the KV heads.
-    if (qk_norm) list.Other({hidden + kv_rows});
+    // RMSNorms over all of k (the KV heads) and all of q.
+    if (qk_norm) {
+      list.Other(block + ".k_norm.weight", {kv_rows});
+      list.Other(block + ".q_norm.weight", {hidden});
+    }
     list.Attention(block + ".attn", input.names.attention_class);
     list.Linear(block + ".attn_out", "RowParallelLinear", hidden, hidden, false);
     list.Linear(block + ".ff_proj", "MergedColumnParallelLinear", 2 * mlp, hidden, false);
     list.Linear(block + ".ff_out", "RowParallelLinear", hidden, mlp, false);
-    list.Other({2, hidden});  // attn_norm, ff_norm
+    list.Other(block + ".attn_norm.weight", {hidden});
+    list.Other(block + ".ff_norm.weight", {hidden});
   }
-  list.Other({hidden});  // ln_f
+  list.Other(fmt::format("{}.ln_f.weight", kDecoder), {hidden});
   // The head is `model.transformer.ff_out` in the checkpoint, without the additional vocabulary.
   list.LmHead(fmt::format("{}.ff_out", kDecoder), embedding_size, hidden, tied);
   return list.status();

@@ -42,13 +42,14 @@ Status BuildPhi(const ArchInput& input, ModelSites* out) {
   attention.o_name = "dense";
 
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}}};
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   const bool unnamed = input.names.unnamed_phi_layers;
   AddTokenEmbedding(list, input, "model.embed_tokens", vocab, hidden);
   const size_t first_layer = list.size();
   for (int64_t i = 0; i < layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
-    list.Other({2, hidden});  // input_layernorm (LayerNorm: weight and bias)
+    // One LayerNorm before the parallel attention and MLP.
+    AddLayerNorm(list, layer + ".input_layernorm", hidden);
     const size_t first = list.size();
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
     if (unnamed) list.RenamePrefix(first, layer + ".self_attn.qkv_proj", "");
@@ -59,7 +60,7 @@ Status BuildPhi(const ArchInput& input, ModelSites* out) {
     if (unnamed) list.RenameLast("");
   }
   if (input.names.transformers_backend) list.MoveAttentionLast(first_layer);
-  list.Other({2, hidden});  // model.final_layernorm
+  AddLayerNorm(list, "model.final_layernorm", hidden);
   list.LmHead("lm_head", vocab, hidden, /*tied=*/false, /*bias=*/true);
   if (unnamed) list.RenameLast("");
   return list.status();

@@ -112,8 +112,10 @@ void AddLinearAttention(SiteList& list, const std::string& prefix, int64_t hidde
               hidden, false, {{"in_proj_qkv", 2 * key_dim + value_dim}, {"in_proj_z", value_dim}});
   list.Linear(prefix + ".in_proj_ba", "MergedColumnParallelLinear", 2 * la.v_heads, hidden, false,
               {{"in_proj_b", la.v_heads}, {"in_proj_a", la.v_heads}});
-  list.Other({2, la.v_heads});  // dt_bias, A_log
-  list.Other({la.v_head_dim});  // norm (gated RMSNorm over one value head)
+  list.Other(prefix + ".dt_bias", {la.v_heads});
+  list.Other(prefix + ".A_log", {la.v_heads});
+  // A gated RMSNorm over one value head.
+  list.Other(prefix + ".norm.weight", {la.v_head_dim});
   list.Linear(prefix + ".out_proj", "RowParallelLinear", hidden, value_dim, false);
 }
 
@@ -131,22 +133,25 @@ Status AddVisual(const ConfigReader& v, const DialectNames& names, SiteList& lis
   // The merger concatenates merge × merge neighbouring patches.
   const int64_t merged = hidden * merge * merge;
 
-  list.Other({hidden, channels, temporal, patch, patch});  // patch_embed.proj (Conv3d)
-  list.Other({hidden});                                    // its bias
-  list.Embedding(fmt::format("{}.pos_embed", kVisual), positions, hidden, "Embedding");
+  const std::string visual(kVisual);
+  // The patch embedding is a Conv3d.
+  list.Other(visual + ".patch_embed.proj.weight", {hidden, channels, temporal, patch, patch});
+  list.Other(visual + ".patch_embed.proj.bias", {hidden});
+  list.Embedding(visual + ".pos_embed", positions, hidden, "Embedding");
   const auto add_merger = [&](const std::string& prefix, int64_t norm_width) {
-    list.Other({2, norm_width});  // norm (LayerNorm: weight and bias)
+    AddLayerNorm(list, prefix + ".norm", norm_width);
     list.Linear(prefix + ".linear_fc1", "ColumnParallelLinear", merged, merged, true);
     list.Linear(prefix + ".linear_fc2", "RowParallelLinear", out_hidden, merged, true);
   };
-  add_merger(fmt::format("{}.merger", kVisual), hidden);
+  add_merger(visual + ".merger", hidden);
   // Deepstack mergers normalise after the patch shuffle, over the merged width.
   for (int64_t k = 0; k < deepstack; ++k) {
     add_merger(fmt::format("{}.deepstack_merger_list.{}", kVisual, k), merged);
   }
   for (int64_t i = 0; i < depth; ++i) {
     const std::string block = fmt::format("{}.blocks.{}", kVisual, i);
-    list.Other({4, hidden});  // norm1, norm2
+    AddLayerNorm(list, block + ".norm1", hidden);
+    AddLayerNorm(list, block + ".norm2", hidden);
     list.Linear(block + ".attn.qkv", "QKVParallelLinear", 3 * hidden, hidden, true);
     list.RenameLast(fmt::format("{}.attn.{}", block, names.qwen3_5_visual_qkv));
     list.Linear(block + ".attn.proj", "RowParallelLinear", hidden, hidden, true);
@@ -195,7 +200,7 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
                                  {"qkv", {"qkv"}},
                                  {"in_proj_qkvz", {"in_proj_qkv", "in_proj_z"}},
                                  {"in_proj_ba", {"in_proj_b", "in_proj_a"}}};
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   if (vision != nullptr) {
     list.set_no_engine_call(!input.names.qwen3_5_visual_configured);
     QP_RETURN_IF_ERROR(AddVisual(ConfigReader(*vision, c.architecture()), input.names, list));
@@ -203,7 +208,7 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
   }
   const auto add_full_attention = [&](const std::string& layer) {
     AddGqaAttention(list, layer + ".self_attn", attention, input.names.attention_class);
-    list.Other({2, attention.head_dim});  // self_attn.q_norm, k_norm
+    AddQkNorms(list, layer + ".self_attn", attention.head_dim);
   };
   AddTokenEmbedding(list, input, fmt::format("{}.embed_tokens", kLanguage), vocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
@@ -214,17 +219,17 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
       AddLinearAttention(list, layer + ".linear_attn", hidden, la);
     }
     AddMlp(list, layer + ".mlp", mlp, input.names.experts_class);
-    list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+    AddDecoderNorms(list, layer, hidden);
   }
-  list.Other({hidden});  // norm
+  list.Other(fmt::format("{}.norm.weight", kLanguage), {hidden});
   AddLmHead(list, input, "lm_head", vocab, hidden, tied);
   list.RenameLast(std::string(input.names.qwen3_5_lm_head));
   list.RenamePrefix(0, fmt::format("{}.", kVisual), fmt::format("{}.", input.names.qwen3_5_visual));
   list.RenamePrefix(0, fmt::format("{}.", kLanguage),
                     fmt::format("{}.", input.names.qwen3_5_language));
 
-  list.set_mtp(true);
   if (mtp_layers > 0) {
+    list.BeginMtp("mtp");
     // Both engines build the MTP embedding without a quantization config.
     list.set_no_engine_call(true);
     if (mtp_embeddings) list.Embedding("mtp.embed_tokens", vocab, hidden);
@@ -235,14 +240,16 @@ Status BuildQwen3_5(const ArchInput& input, ModelSites* out) {
       const std::string layer = fmt::format("mtp.layers.{}", j);
       add_full_attention(layer);
       AddMlp(list, layer + ".mlp", mlp, input.names.experts_class);
-      list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+      AddDecoderNorms(list, layer, hidden);
     }
-    list.Other({3, hidden});  // norm, pre_fc_norm_hidden, pre_fc_norm_embedding
+    for (std::string_view norm : {"norm", "pre_fc_norm_hidden", "pre_fc_norm_embedding"}) {
+      list.Other(fmt::format("mtp.{}.weight", norm), {hidden});
+    }
     // vLLM's Qwen3_5MTP builds its own ParallelLMHead `lm_head` after the MTP module; it loads the
     // checkpoint's lm_head, so it stores nothing of its own here.
     if (input.names.qwen3_5_mtp_head) list.LmHead("lm_head", vocab, hidden, /*tied=*/true);
+    list.EndMtp();
   }
-  list.set_mtp(false);
   return list.status();
 }
 

@@ -108,23 +108,23 @@ Status BuildQwen3Moe(const ArchInput& input, ModelSites* out) {
   const int64_t hidden = d.attention.hidden;
   out->packed_modules_mapping = {{"qkv_proj", {"q_proj", "k_proj", "v_proj"}},
                                  {"gate_up_proj", {"gate_proj", "up_proj"}}};
-  SiteList list(out, input.config.architecture());
+  SiteList list(out, input);
   AddTokenEmbedding(list, input, "model.embed_tokens", d.vocab, hidden);
   for (int64_t i = 0; i < d.layers; ++i) {
     const std::string layer = fmt::format("model.layers.{}", i);
     AddGqaAttention(list, layer + ".self_attn", d.attention, input.names.attention_class);
     // AddGqaAttention adds the attention module last.
     if (!input.names.qwen3_moe_attention_configured) list.NoEngineCallForLast();
-    list.Other({2, d.attention.head_dim});  // self_attn.q_norm, k_norm
+    AddQkNorms(list, layer + ".self_attn", d.attention.head_dim);
     const bool sparse = !d.mlp_only[static_cast<size_t>(i)] && (i + 1) % d.sparse_step == 0;
     if (sparse) {
       AddSparseBlock(list, d, layer + ".mlp", input.names.experts_class);
     } else {
       AddGatedMlp(list, layer + ".mlp", hidden, d.intermediate, false);
     }
-    list.Other({2, hidden});  // input_layernorm, post_attention_layernorm
+    AddDecoderNorms(list, layer, hidden);
   }
-  list.Other({hidden});  // model.norm
+  list.Other("model.norm.weight", {hidden});
   AddLmHead(list, input, "lm_head", d.vocab, hidden, d.tied);
   return list.status();
 }

@@ -51,31 +51,35 @@ Status AddVisual(const ConfigReader& v, SiteList& list) {
                                     v.Where("mlp_ratio"), v.architecture(), mlp_width, width));
   }
 
-  list.Other({width, 3, patch, patch});  // conv1, no bias
-  list.Other({kVitPositions, width});    // positional_embedding
-  list.Other({2, width});                // ln_pre
+  const std::string visual(kVisual);
+  list.Other(visual + ".conv1.weight", {width, 3, patch, patch});  // no bias
+  list.Other(visual + ".positional_embedding", {kVitPositions, width});
+  AddLayerNorm(list, visual + ".ln_pre", width);
   for (int64_t i = 0; i < layers; ++i) {
     const std::string block = fmt::format("{}.transformer.resblocks.{}", kVisual, i);
-    list.Other({4, width});  // ln_1, ln_2 (LayerNorm: weight and bias)
+    AddLayerNorm(list, block + ".ln_1", width);
+    AddLayerNorm(list, block + ".ln_2", width);
     list.Linear(block + ".attn.in_proj", "ReplicatedLinear", 3 * width, width, true);
     list.Linear(block + ".attn.out_proj", "ReplicatedLinear", width, width, true);
     list.Linear(block + ".mlp.c_fc", "ColumnParallelLinear", mlp_width, width, true);
     list.Linear(block + ".mlp.c_proj", "RowParallelLinear", width, mlp_width, true);
   }
   const std::string pool = fmt::format("{}.attn_pool", kVisual);
-  list.Other({queries, output_dim});  // query
+  list.Other(pool + ".query", {queries, output_dim});
   // Keys and values come from the ViT's width; a projection exists only when it differs.
   if (width != output_dim) {
     list.Linear(pool + ".kv_proj", "ReplicatedLinear", output_dim, width, false);
   }
-  list.Other({3, output_dim, output_dim});  // attn.in_proj_weight (packed q, k, v)
-  list.Other({3, output_dim});              // attn.in_proj_bias
+  // A torch MultiheadAttention's packed q, k, v: bare parameters, not a module.
+  list.Other(pool + ".attn.in_proj_weight", {3 * output_dim, output_dim});
+  list.Other(pool + ".attn.in_proj_bias", {3 * output_dim});
   list.Linear(pool + ".attn.out_proj", "NonDynamicallyQuantizableLinear", output_dim, output_dim,
               true);
-  list.Other({4, output_dim});           // ln_q, ln_kv
-  list.Other({queries, output_dim});     // pos_embed (2-D sin-cos table)
-  list.Other({2, output_dim});           // ln_post
-  list.Other({output_dim, output_dim});  // proj, a bare parameter
+  AddLayerNorm(list, pool + ".ln_q", output_dim);
+  AddLayerNorm(list, pool + ".ln_kv", output_dim);
+  list.Other(pool + ".pos_embed", {queries, output_dim});  // a 2-D sin-cos table
+  AddLayerNorm(list, visual + ".ln_post", output_dim);
+  list.Other(visual + ".proj", {output_dim, output_dim});  // a bare parameter
   return Status();
 }
 
@@ -108,20 +112,20 @@ Status BuildQwenV1(const ArchInput& input, ModelSites* out) {
   const int64_t mlp = intermediate / 2;
 
   out->packed_modules_mapping = {{"c_attn", {"c_attn"}}, {"gate_up_proj", {"w2", "w1"}}};
-  SiteList list(out, c.architecture());
+  SiteList list(out, input);
   list.Embedding("transformer.wte", vocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
     const std::string block = fmt::format("transformer.h.{}", i);
-    list.Other({hidden});  // ln_1
+    list.Other(block + ".ln_1.weight", {hidden});  // RMSNorm
     list.Linear(block + ".attn.c_attn", "QKVParallelLinear", 3 * hidden, hidden, true);
     list.Linear(block + ".attn.c_proj", "RowParallelLinear", hidden, hidden, false);
     list.Attention(block + ".attn.attn", input.names.attention_class);
-    list.Other({hidden});  // ln_2
+    list.Other(block + ".ln_2.weight", {hidden});
     list.Linear(block + ".mlp.gate_up_proj", "MergedColumnParallelLinear", 2 * mlp, hidden, false,
                 {{"w2", mlp}, {"w1", mlp}});
     list.Linear(block + ".mlp.c_proj", "RowParallelLinear", hidden, mlp, false);
   }
-  list.Other({hidden});  // transformer.ln_f
+  list.Other("transformer.ln_f.weight", {hidden});
   if (visual != nullptr)
     QP_RETURN_IF_ERROR(AddVisual(ConfigReader(*visual, c.architecture()), list));
   list.LmHead("lm_head", vocab, hidden, tied);

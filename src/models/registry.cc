@@ -135,7 +135,9 @@ void MarkDecoderBlocks(std::string_view blocks, ModelSites* out) {
 }
 
 // An engine dialect lists only the modules its engine calls get_quant_method for, and MTP layers
-// only with speculative decoding; the weights of the others still belong to the checkpoint.
+// only with speculative decoding; the weights of the others still belong to the checkpoint. The
+// MTP layers' modules, whose other tensors SiteList kept out of other_tensors, are already
+// skipped_modules.
 void KeepEngineCalls(bool build_mtp, ModelSites* out) {
   std::vector<LayerSite> kept;
   for (LayerSite& site : out->sites) {
@@ -176,11 +178,10 @@ Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dial
   const models::ConfigReader reader(text, entry->name);
   const models::ConfigReader root_reader(root, entry->name);
   const models::DialectNames& names = models::NamesFor(dialect);
-  QP_RETURN_IF_ERROR(entry->build({reader, root_reader, names}, &out));
+  const bool builds_mtp = !names.mtp_needs_speculative || launch.speculative;
+  QP_RETURN_IF_ERROR(entry->build({reader, root_reader, names, builds_mtp}, &out));
   MarkDecoderBlocks(entry->decoder_blocks, &out);
-  if (!names.lists_unconfigured) {
-    KeepEngineCalls(!names.mtp_needs_speculative || launch.speculative, &out);
-  }
+  if (!names.lists_unconfigured) KeepEngineCalls(builds_mtp, &out);
   return out;
 }
 

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
 
 #include "fmt/format.h"
 #include "quantpath/models.h"
@@ -12,7 +15,10 @@ namespace quantpath {
 namespace {
 
 using models_test::Paths;
+using models_test::SiteModules;
+using models_test::SitesFromCorpus;
 using models_test::SitesFromText;
+using models_test::UnderModule;
 
 struct Dims {
   int64_t hidden = 256;
@@ -306,6 +312,82 @@ TEST(DeepseekV3, RouterBiasOnlyForNoauxTc) {
   ASSERT_TRUE(greedy.ok()) << greedy.status().message();
   const int64_t moe_layers = d.layers - d.first_dense;
   EXPECT_EQ(noaux->other_params - greedy->other_params, moe_layers * d.experts);
+}
+
+// The tensors of no site of DeepSeek-R1 (its corpus config.json) by their checkpoint names,
+// against the two listings of DeepSeek-V3/R1 tensors the corpus holds: the first 16,000
+// characters of an AWQ export's index (kvcache-ai__sglang_awq__DeepSeek-AWQ, the same 61-layer
+// model, whose layers 0–2 it lists whole; not valid JSON, so its names are read line by line)
+// and the modules TensorRT-LLM's NVFP4 export keeps unquantized (its exclude_modules).
+TEST(DeepseekV3, OtherTensorsOfR1ByCheckpointName) {
+  auto r = SitesFromCorpus("deepseek-ai__DeepSeek-R1");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::map<std::string, std::vector<int64_t>, std::less<>> others;
+  for (const OtherTensor& t : r->other_tensors) others.emplace(t.name, t.shape);
+  // A dense layer's MLA norms and layer norms, a MoE layer's router bias, the MTP layer's own
+  // norms, the final norm.
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"model.layers.0.self_attn.q_a_layernorm.weight", {1536}},
+      {"model.layers.0.self_attn.kv_a_layernorm.weight", {512}},
+      {"model.layers.0.input_layernorm.weight", {7168}},
+      {"model.layers.0.post_attention_layernorm.weight", {7168}},
+      {"model.layers.3.mlp.gate.e_score_correction_bias", {256}},
+      {"model.layers.61.enorm.weight", {7168}},
+      {"model.layers.61.hnorm.weight", {7168}},
+      {"model.layers.61.shared_head.norm.weight", {7168}},
+      {"model.layers.61.mlp.gate.e_score_correction_bias", {256}},
+      {"model.norm.weight", {7168}}};
+  for (const auto& [name, shape] : expected) {
+    auto it = others.find(name);
+    ASSERT_NE(it, others.end()) << name;
+    EXPECT_EQ(it->second, shape) << name;
+  }
+  // Four norms in each of the 62 layers, a router bias in each MoE layer (3–61), the MTP layer's
+  // three norms, the final norm.
+  EXPECT_EQ(r->other_tensors.size(), 62u * 4 + 59 + 3 + 1);
+
+  std::ifstream excerpt(std::string(QUANTPATH_TEST_DATA) +
+                        "/corpus/kvcache-ai__sglang_awq__DeepSeek-AWQ/"
+                        "model.safetensors.index.excerpt.json");
+  ASSERT_TRUE(excerpt.good());
+  std::set<std::string, std::less<>> modules;
+  for (const LayerSite& s : r->sites) {
+    for (const std::string& module : SiteModules(s)) modules.insert(module);
+  }
+  const auto whole = [](std::string_view name) {
+    return name.starts_with("model.layers.0.") || name.starts_with("model.layers.1.") ||
+           name.starts_with("model.layers.2.");
+  };
+  std::set<std::string> listed;
+  for (std::string line; std::getline(excerpt, line);) {
+    // `    "model.layers.0.input_layernorm.weight": "model-00001-of-00074.safetensors",`
+    const size_t open = line.find('"');
+    const size_t close = line.find("\": \"model-");
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string name = line.substr(open + 1, close - open - 1);
+    if (!whole(name) || UnderModule(modules, name)) continue;
+    listed.insert(name);
+    EXPECT_TRUE(others.contains(name)) << name << " belongs to no site and is not an other tensor";
+  }
+  EXPECT_EQ(listed.size(), 4u * 3);
+  for (const OtherTensor& t : r->other_tensors) {
+    if (whole(t.name)) {
+      EXPECT_TRUE(listed.contains(t.name)) << t.name << " is not in the index";
+    }
+  }
+
+  auto nvfp4 =
+      ReadJsonFile(std::string(QUANTPATH_TEST_DATA) +
+                   "/corpus/peaceh-nv__TensorRT-LLM__DeepSeek-R1-NVFP4/hf_quant_config.json");
+  ASSERT_TRUE(nvfp4.ok()) << nvfp4.status().message();
+  int norms = 0;
+  for (const Json& module : nvfp4->Find("quantization")->Find("exclude_modules")->items()) {
+    const std::string& name = module.string_value();
+    if (name.find("norm") == std::string::npos || name.ends_with("*")) continue;
+    ++norms;
+    EXPECT_TRUE(others.contains(name + ".weight")) << name;
+  }
+  EXPECT_GT(norms, 0);
 }
 
 TEST(DeepseekV3, TheBundledExampleMatchesDesignNumbers) {

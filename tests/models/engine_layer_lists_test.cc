@@ -236,6 +236,50 @@ TEST(EngineLayerLists, TotalsDoNotDependOnTheDialect) {
   }
 }
 
+std::vector<std::string> OtherNames(const ModelSites& m) {
+  std::vector<std::string> names;
+  for (const OtherTensor& t : m.other_tensors) names.push_back(t.name);
+  return names;
+}
+
+// An MTP layer the engine does not build is a skipped module: its tensors of no site leave
+// other_tensors with its sites (its weights stay in other_params, TotalsDoNotDependOnTheDialect),
+// and come back with speculative decoding.
+TEST(EngineLayerLists, MtpLayersTheEngineDoesNotBuildAreSkippedModules) {
+  struct Case {
+    const char* folder;
+    std::string module;
+  };
+  for (const Case& c :
+       {Case{kDeepseek, "model.layers.61"}, Case{kGlm, "model.layers.92"}, Case{kQwen36, "mtp"}}) {
+    SCOPED_TRACE(c.folder);
+    const ModelSites native = Sites(c.folder, "native");
+    EXPECT_TRUE(native.skipped_modules.empty());
+    std::vector<std::string> outside;  // native's other tensors outside the MTP module
+    for (const std::string& name : OtherNames(native)) {
+      if (!name.starts_with(c.module + ".")) outside.push_back(name);
+    }
+    // Its norms (DeepSeek's and GLM's MTP layers add their router's bias).
+    EXPECT_GE(OtherNames(native).size() - outside.size(), 3u);
+    for (const char* dialect : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
+      SCOPED_TRACE(dialect);
+      const ModelSites engine = Sites(c.folder, dialect);
+      EXPECT_EQ(engine.skipped_modules, std::vector<std::string>{c.module});
+      EXPECT_EQ(OtherNames(engine), outside);
+      // In the engine's construction order (vLLM builds DeepSeekMTP's shared head, and its norm,
+      // before the decoder block).
+      const ModelSites speculative = Sites(c.folder, dialect, /*speculative=*/true);
+      EXPECT_TRUE(speculative.skipped_modules.empty());
+      std::vector<std::string> built = OtherNames(speculative);
+      std::vector<std::string> all = OtherNames(native);
+      std::sort(built.begin(), built.end());
+      std::sort(all.begin(), all.end());
+      EXPECT_EQ(built, all);
+    }
+  }
+  EXPECT_TRUE(Sites(kKimi, "vllm@0.33").skipped_modules.empty());  // num_nextn_predict_layers 0
+}
+
 TEST(EngineLayerLists, NativeAlwaysListsMtpAndEveryRowHasACheckpointPath) {
   const ModelSites native = Sites(kDeepseek, "native");
   EXPECT_NE(native.Find("model.layers.61.eh_proj"), nullptr);

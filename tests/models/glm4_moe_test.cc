@@ -34,6 +34,29 @@ TEST(Glm4Moe, Glm45) {
   ASSERT_NE(mtp, nullptr);
   EXPECT_TRUE(mtp->mtp);
   EXPECT_EQ(m.sites.back().path, "model.layers.92.shared_head.head");
+  // The tensors of no site, as DeepSeek-V3 names them (GLM-4.5 keeps its checkpoint layout):
+  // q/k norms (use_qk_norm), the router's bias in the MoE layers, the MTP layer's norms.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> others;
+  for (const OtherTensor& t : m.other_tensors) {
+    if (t.name.starts_with("model.layers.3.") || t.name.starts_with("model.layers.92.")) {
+      others.emplace_back(t.name, t.shape);
+    }
+  }
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"model.layers.3.self_attn.q_norm.weight", {128}},
+      {"model.layers.3.self_attn.k_norm.weight", {128}},
+      {"model.layers.3.mlp.gate.e_score_correction_bias", {160}},
+      {"model.layers.3.input_layernorm.weight", {5120}},
+      {"model.layers.3.post_attention_layernorm.weight", {5120}},
+      {"model.layers.92.enorm.weight", {5120}},
+      {"model.layers.92.hnorm.weight", {5120}},
+      {"model.layers.92.self_attn.q_norm.weight", {128}},
+      {"model.layers.92.self_attn.k_norm.weight", {128}},
+      {"model.layers.92.mlp.gate.e_score_correction_bias", {160}},
+      {"model.layers.92.input_layernorm.weight", {5120}},
+      {"model.layers.92.post_attention_layernorm.weight", {5120}},
+      {"model.layers.92.shared_head.norm.weight", {5120}}};
+  EXPECT_EQ(others, expected);
 
   // GLM-4.5's card says 355B. That rounded figure leaves out the MTP layer, which the checkpoint
   // stores with its own embedding and head (5.5B); the checkpoint holds 358.3B, the 358B the

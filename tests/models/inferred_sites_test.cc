@@ -104,6 +104,23 @@ TEST(InferredSites, UnknownArchitectureFallsBackToTensorNames) {
   };
   EXPECT_LT(index_of("model.layers.2.self_attn.q_proj"),
             index_of("model.layers.10.self_attn.q_proj"));
+  // The norms are other tensors, named as the Qwen3 builder names them; the index gives no shapes
+  // (so no other_params), and they come in natural order too.
+  std::vector<std::string> other_names;
+  for (const OtherTensor& t : m.other_tensors) {
+    EXPECT_TRUE(t.shape.empty()) << t.name;
+    other_names.push_back(t.name);
+  }
+  std::vector<std::string> known_names;
+  for (const OtherTensor& t : known->other_tensors) known_names.push_back(t.name);
+  EXPECT_EQ(std::set<std::string>(other_names.begin(), other_names.end()),
+            std::set<std::string>(known_names.begin(), known_names.end()));
+  EXPECT_EQ(other_names.size(), static_cast<size_t>(40 * 4 + 1));
+  const auto other_at = [&](std::string_view name) {
+    return std::find(other_names.begin(), other_names.end(), name) - other_names.begin();
+  };
+  EXPECT_LT(other_at("model.layers.2.input_layernorm.weight"),
+            other_at("model.layers.10.input_layernorm.weight"));
 }
 
 TEST(InferredSites, FusedExpertsRoutersAndLoneParameters) {
@@ -212,7 +229,13 @@ TEST(InferredSites, ShapesFromTheShardHeaders) {
                                            "unknown"));
   EXPECT_THAT(m.warnings.back(),
               HasSubstr("with their shapes where the stored layout states them"));
-  // Norms are other parameters (attn_norm and the final norm, 32 each); fp8 scales are not.
+  // Norms are other tensors (attn_norm and the final norm, 32 each), with their header shapes;
+  // fp8 scales are their sites'.
+  ASSERT_EQ(m.other_tensors.size(), 2u);
+  EXPECT_EQ(m.other_tensors[0].name, "model.blocks.0.attn_norm.weight");
+  EXPECT_EQ(m.other_tensors[0].shape, (std::vector<int64_t>{32}));
+  EXPECT_EQ(m.other_tensors[1].name, "model.norm.weight");
+  EXPECT_EQ(m.other_tensors[1].shape, (std::vector<int64_t>{32}));
   EXPECT_EQ(m.other_params, 2 * 32);
 }
 

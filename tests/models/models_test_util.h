@@ -1,7 +1,8 @@
 // Helpers shared by the models tests: build sites from JSON text or from a copied corpus folder,
-// read a copied checkpoint index, and resolve module names to sites.
+// read a copied checkpoint index, and resolve module and tensor names to sites.
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,27 @@ inline std::vector<std::string> LinearModulePaths(const ModelSites& m) {
     for (size_t i = 0; i < s.legs.size(); ++i) paths.push_back(s.LegPath(i));
   }
   return paths;
+}
+
+// The checkpoint modules whose tensors a site stands for: each leg's module of a fused site, the
+// experts module of an moe site (`<experts>.<e>.<leg>.…`, gpt-oss's `<experts>.<leg>_blocks`),
+// else the site's own module.
+inline std::vector<std::string> SiteModules(const LayerSite& s) {
+  if (s.kind == SiteKind::kMoe || s.legs.empty()) return {s.checkpoint_path};
+  std::vector<std::string> modules;
+  const std::string_view parent = ParentPath(s.checkpoint_path);
+  for (const Leg& leg : s.legs) {
+    modules.push_back(parent.empty() ? leg.name : std::string(parent) + "." + leg.name);
+  }
+  return modules;
+}
+
+// Whether tensor `name` lies under a module in `modules` (`<module>.…`).
+inline bool UnderModule(const std::set<std::string, std::less<>>& modules, std::string_view name) {
+  for (size_t dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.', dot + 1)) {
+    if (modules.contains(name.substr(0, dot))) return true;
+  }
+  return false;
 }
 
 // Sum of the params of the sites for which `keep` holds.

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "fmt/format.h"
 #include "quantpath/models.h"
 #include "tests/models/models_test_util.h"
@@ -99,7 +102,7 @@ TEST(Qwen3_5, PublishedSize) {
 }
 
 // Every entry of the compressed-tensors ignore list names a site, a leg, or one of the non-linear
-// modules listed here.
+// modules listed here (a gated norm: its weight is an other tensor).
 TEST(Qwen3_5, CompressedTensorsIgnoreListResolves) {
   auto r = SitesFromCorpus(kCompressedTensors);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -121,12 +124,58 @@ TEST(Qwen3_5, CompressedTensorsIgnoreListResolves) {
     }
     if (name.ends_with(".linear_attn.norm")) {
       ++gated_norms;
+      const auto& others = r->other_tensors;
+      EXPECT_TRUE(std::any_of(others.begin(), others.end(), [&](const OtherTensor& t) {
+        return t.name == name + ".weight";
+      })) << name;
       continue;
     }
     EXPECT_NE(SiteOrLegOf(*r, name), nullptr) << name;
   }
   EXPECT_EQ(linear_attn_parents, 48);
   EXPECT_EQ(gated_norms, 48);
+}
+
+// The tensors of no site, by the checkpoint's names (model.language_model., model.visual., mtp.)
+// and with the text and vision configs' sizes.
+TEST(Qwen3_5, OtherTensors) {
+  auto r = SitesFromCorpus(kCompressedTensors);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::map<std::string, std::vector<int64_t>, std::less<>> others;
+  for (const OtherTensor& t : r->other_tensors) others.emplace(t.name, t.shape);
+  const std::string layers = "model.language_model.layers.";
+  // 48 value heads of 128 in a Gated DeltaNet layer, head_dim 256 in a full-attention one; a
+  // vision tower 1152 wide with 16-pixel patches over 2 frames.
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"model.visual.patch_embed.proj.weight", {1152, 3, 2, 16, 16}},
+      {"model.visual.patch_embed.proj.bias", {1152}},
+      {"model.visual.merger.norm.weight", {1152}},
+      {"model.visual.merger.norm.bias", {1152}},
+      {"model.visual.blocks.26.norm1.weight", {1152}},
+      {"model.visual.blocks.26.norm2.bias", {1152}},
+      {layers + "0.linear_attn.dt_bias", {48}},
+      {layers + "0.linear_attn.A_log", {48}},
+      {layers + "0.linear_attn.norm.weight", {128}},
+      {layers + "0.input_layernorm.weight", {5120}},
+      {layers + "3.self_attn.q_norm.weight", {256}},
+      {layers + "3.self_attn.k_norm.weight", {256}},
+      {layers + "63.post_attention_layernorm.weight", {5120}},
+      {"model.language_model.norm.weight", {5120}},
+      {"mtp.layers.0.self_attn.q_norm.weight", {256}},
+      {"mtp.layers.0.input_layernorm.weight", {5120}},
+      {"mtp.norm.weight", {5120}},
+      {"mtp.pre_fc_norm_hidden.weight", {5120}},
+      {"mtp.pre_fc_norm_embedding.weight", {5120}}};
+  for (const auto& [name, shape] : expected) {
+    auto it = others.find(name);
+    ASSERT_NE(it, others.end()) << name;
+    EXPECT_EQ(it->second, shape) << name;
+  }
+  // Vision: the patch embedding's weight and bias, the merger's norm, two LayerNorms in each of
+  // 27 blocks. Language: five in each of the 48 Gated DeltaNet layers, four in each of the 16
+  // full-attention ones, the final norm. MTP: one full-attention layer's four, its three norms.
+  EXPECT_EQ(r->other_tensors.size(), 2u + 2 + 27 * 4 + 48 * 5 + 16 * 4 + 1 + 4 + 3);
+  EXPECT_EQ(others.size(), r->other_tensors.size());
 }
 
 // AutoRound's modules_to_not_convert mixes full paths, path prefixes, bare suffixes and a bare
