@@ -295,8 +295,8 @@ class Loader {
     for (const OtherTensor& other : model_.sites.other_tensors) {
       if (!checkpoint_.Has(other.name)) {
         return InvalidInput(fmt::format(
-            "{}: tensor {} is not in the checkpoint; {}'s config.json gives it shape {}, outside "
-            "the layer sites",
+            "{}: tensor {} is not in the checkpoint ({}'s config.json gives it shape {}; a tensor "
+            "of no layer site)",
             model_.dir, other.name, model_.sites.architecture, ShapeText(other.shape)));
       }
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(other.name));
