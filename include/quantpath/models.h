@@ -2,7 +2,8 @@
 //
 // Goals: from config.json fields alone, list every quantizable site of a model (full module path
 // in the dialect's execution names, kind, logical shape, fused legs, expert count), in module
-// construction order, plus parameter counts. Non-goals: quantization formats, weights.
+// construction order, every checkpoint tensor outside them (by checkpoint name and shape), and
+// parameter counts. Non-goals: quantization formats, weights.
 #pragma once
 
 #include <array>

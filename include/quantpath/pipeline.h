@@ -332,11 +332,15 @@ struct ModelLoad {
   int64_t layers_loaded = 0;
   int64_t not_loaded = 0;
   int64_t quantized_at_load = 0;  // sites whose weights were quantized at load
-  // Checkpoint tensors that are not sites (norms, rotary tables), matched by LoadModel's rules.
+  // Checkpoint tensors that are no site's: ModelSites::other_tensors (norms, …) and the weights of
+  // its unlisted_modules.
   int64_t other_tensors = 0;
   int64_t other_bytes = 0;  // their bytes as stored (read; held at the model's dtype)
-  int64_t tensors = 0;      // every checkpoint tensor (all consumed, or LoadModel fails)
-  int64_t bytes_read = 0;   // sites' and other tensors' bytes
+  // Tensors the engine skips when loading, accepted without being read: rotary inv_freq tables,
+  // the MTP layers it does not build (ModelSites::skipped_modules).
+  int64_t skipped_tensors = 0;
+  int64_t tensors = 0;     // every checkpoint tensor (all consumed or skipped, or LoadModel fails)
+  int64_t bytes_read = 0;  // sites' and other tensors' bytes
   int64_t bytes_held = 0;
   // Largest bytes_held of one site: with layers dropped after loading, what the layers add to
   // the peak.
@@ -356,9 +360,11 @@ struct ModelLoad {
 // checkpoint weights of their own (attention, a head tied to the embedding) are reported as not
 // loaded, with why. Every checkpoint tensor must be consumed: by a layer (the tensors of its source
 // layout, SourceTensors, under each leg prefix, and its `.bias`; an optional one only when the
-// layer holds its slot, GPTQ's g_idx always), by an embedding, or by the non-layer rules
-// (`<…norm>.weight` / `.bias` where the module's last segment ends in "norm",
-// `….rotary_emb.inv_freq`); any other tensor is an error naming it and its file.
+// layer holds its slot, GPTQ's g_idx always), by an embedding, as one of the architecture's
+// tensors of no site (ModelSites::other_tensors, each required with its shape: else an error
+// naming it, its file and both shapes), as the weight or bias of an unlisted module, or skipped
+// as the engine skips it (`….rotary_emb.inv_freq`, ModelSites::skipped_modules); any other tensor
+// is an error naming it and its file.
 // Errors name the layer, and the tensor and file where one is at fault: a layer LoadLayer cannot
 // load, a decision of error, a missing tensor, a shape that differs.
 // At model.launch.tp_size > 1, rank options.tp_rank holds its shard: every layer as LoadLayer and

@@ -1,5 +1,6 @@
 // Loads a whole model site by site through LoadLayer, accounting for every checkpoint tensor: a
-// tensor no layer and no known non-layer parameter consumed is an error, never a silent pass.
+// tensor no layer consumed that is none of the architecture's tensors outside its sites
+// (ModelSites::other_tensors, each required with its shape) is an error, never a silent pass.
 // Layers are dropped once measured (load-and-drop): the figures say what loading costs and that
 // every layer loads, without holding the model; the peak is the largest layer plus what the
 // memory-mapped files keep resident.
@@ -36,20 +37,14 @@ double CpuSeconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-// The non-layer parameters every supported architecture stores: normalisation weights and biases
-// (the module's last segment ends in "norm": input_layernorm, post_attention_layernorm, norm,
-// q_norm, k_norm, …), gpt-oss's attention sinks (one learned logit per head) and the rotary
-// tables older checkpoints save (vLLM skips those).
-bool IsOtherParam(std::string_view name) {
-  if (name.ends_with(".rotary_emb.inv_freq") || name.ends_with(".self_attn.sinks")) return true;
-  for (std::string_view suffix : {".weight", ".bias"}) {
-    if (!name.ends_with(suffix)) continue;
-    std::string_view module = name.substr(0, name.size() - suffix.size());
-    const size_t dot = module.rfind('.');
-    std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);
-    return last.ends_with("norm");
-  }
-  return false;
+// A tensor the engines skip when loading, so that it is accepted and not read: the rotary tables
+// older checkpoints save (vLLM's load_weights skips `rotary_emb.inv_freq`), and the tensors of an
+// MTP layer the engine does not build (ModelSites::skipped_modules).
+bool EngineSkips(std::string_view name, const std::vector<std::string>& skipped_modules) {
+  if (name.ends_with(".rotary_emb.inv_freq")) return true;
+  return std::any_of(skipped_modules.begin(), skipped_modules.end(), [&](const std::string& m) {
+    return name.size() > m.size() && name.starts_with(m) && name[m.size()] == '.';
+  });
 }
 
 class Loader {
@@ -285,35 +280,65 @@ class Loader {
     return std::nullopt;
   }
 
-  // Reads the non-layer parameters and fails on any tensor left over.
+  // Reads the tensors of no site: the architecture's other tensors, each of which must be there
+  // with its shape, and the weights of the modules the engine lists no site for. Accepts, without
+  // reading, the tensors the engine skips; fails on any tensor left over.
   Status ConsumeOthers(ModelLoad* out) {
+    std::vector<std::byte> buffer;
+    const auto read = [&](const TensorView& view) {
+      buffer.resize(view.bytes.size());
+      std::memcpy(buffer.data(), view.bytes.data(), buffer.size());
+      ++out->other_tensors;
+      out->other_bytes += static_cast<int64_t>(buffer.size());
+      out->bytes_held += HeldBytes(*view.info);
+    };
+    for (const OtherTensor& other : model_.sites.other_tensors) {
+      if (!checkpoint_.Has(other.name)) {
+        return InvalidInput(fmt::format(
+            "{}: tensor {} is not in the checkpoint ({}'s config.json gives it shape {}; a tensor "
+            "of no layer site)",
+            model_.dir, other.name, model_.sites.architecture, ShapeText(other.shape)));
+      }
+      QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(other.name));
+      if (view.info->shape != other.shape) {
+        return InvalidInput(fmt::format(
+            "{}: tensor {}: shape {}, expected {} ({}'s config.json; a tensor of no layer site)",
+            view.file, other.name, ShapeText(view.info->shape), ShapeText(other.shape),
+            model_.sites.architecture));
+      }
+      if (!consumed_.insert(other.name).second) {
+        return InternalError(
+            fmt::format("tensor {} is both a layer site's and one of the {} tensors of no site",
+                        other.name, model_.sites.architecture));
+      }
+      read(view);
+    }
     std::vector<std::string> extra;
     const std::vector<std::string> names = checkpoint_.TensorNames();
     out->tensors = static_cast<int64_t>(names.size());
-    std::vector<std::byte> buffer;
     for (const std::string& name : names) {
       if (consumed_.contains(name)) continue;
       const std::optional<std::string_view> unlisted = UnlistedModuleOf(name);
-      if (!IsOtherParam(name) && !unlisted) {
-        extra.push_back(name);
+      if (!unlisted) {
+        if (EngineSkips(name, model_.sites.skipped_modules)) {
+          ++out->skipped_tensors;
+        } else {
+          extra.push_back(name);
+        }
         continue;
       }
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
-      if (unlisted && view.info->dtype != StDtype::kBF16 && view.info->dtype != StDtype::kF16 &&
+      if (view.info->dtype != StDtype::kBF16 && view.info->dtype != StDtype::kF16 &&
           view.info->dtype != StDtype::kF32) {
         return InvalidInput(fmt::format(
             "{}: tensor {} is {}, but the engine builds {} without a quantization config "
             "(expected BF16, F16 or F32)",
             view.file, name, StDtypeName(view.info->dtype), *unlisted));
       }
-      buffer.resize(view.bytes.size());
-      std::memcpy(buffer.data(), view.bytes.data(), buffer.size());
-      ++out->other_tensors;
-      out->other_bytes += static_cast<int64_t>(buffer.size());
-      out->bytes_held += HeldBytes(*view.info);
+      read(view);
     }
     out->bytes_read += out->other_bytes;
-    if (extra.empty()) return CheckOthers(names);
+    if (extra.empty()) return Status();
     std::string list;
     for (size_t i = 0; i < extra.size() && i < 5; ++i) {
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(extra[i]));
@@ -321,53 +346,9 @@ class Loader {
     }
     if (extra.size() > 5) list += fmt::format(" and {} more", extra.size() - 5);
     return InvalidInput(fmt::format(
-        "{} checkpoint tensor{} consumed by no layer and not a known non-layer parameter (a "
-        "norm's weight or bias, a rotary inv_freq): {}",
-        extra.size(), extra.size() == 1 ? "" : "s", list));
-  }
-
-  // No non-layer tensor is missing: the norms of decoder block 0 are in every other block (MTP
-  // blocks may have more), and all of them together hold the architecture's other_params (the
-  // final norm has no block to compare with).
-  Status CheckOthers(const std::vector<std::string>& names) const {
-    const std::string blocks = model_.sites.decoder_blocks + ".";
-    std::vector<std::string> indices;  // of the non-MTP decoder blocks, in site order
-    for (const LayerSite& site : model_.sites.sites) {
-      if (site.mtp || blocks.size() == 1 || !site.checkpoint_path.starts_with(blocks)) continue;
-      const std::string rest = site.checkpoint_path.substr(blocks.size());
-      const std::string index = rest.substr(0, rest.find('.'));
-      if (std::find(indices.begin(), indices.end(), index) == indices.end()) {
-        indices.push_back(index);
-      }
-    }
-    int64_t elements = 0;
-    for (const std::string& name : names) {
-      if (UnlistedModuleOf(name) && !consumed_.contains(name)) {
-        QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
-        elements += view.info->Elements();
-        continue;
-      }
-      if (!IsOtherParam(name) || name.ends_with(".inv_freq")) continue;
-      QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
-      elements += view.info->Elements();
-      if (indices.empty() || !name.starts_with(blocks + indices.front() + ".")) continue;
-      const std::string suffix = name.substr(blocks.size() + indices.front().size());
-      for (const std::string& index : indices) {
-        const std::string expected = blocks + index + suffix;
-        if (!checkpoint_.Has(expected)) {
-          return InvalidInput(fmt::format(
-              "tensor {} of layer {}{} is not in the checkpoint (decoder block {} has {})",
-              expected, blocks, index, indices.front(), name));
-        }
-      }
-    }
-    if (elements != model_.sites.other_params) {
-      return InvalidInput(fmt::format(
-          "the checkpoint's norm tensors hold {} parameters, but config.json's {} has {} outside "
-          "its layer sites: a norm is missing or has another shape",
-          elements, model_.sites.architecture, model_.sites.other_params));
-    }
-    return Status();
+        "{} checkpoint tensor{} consumed by no layer and not one of {}'s tensors outside its "
+        "layer sites (norms, …): {}",
+        extra.size(), extra.size() == 1 ? "" : "s", model_.sites.architecture, list));
   }
 
   const Model& model_;

@@ -319,17 +319,19 @@ TEST(LoadCli, AMissingTensorIsAnErrorNamingItAndItsLayer) {
   EditedFixture embedding("load_missing_embedding", "producers/mo_llama_fp8",
                           [](auto& t) { Remove(t, "model.embed_tokens.weight"); });
   ExpectBadInputNaming(embedding.path(), {"model.embed_tokens.weight", "model.embed_tokens"});
-  // Norms: one missing from a decoder block is named with its block; the final norm, which has
-  // no block to compare with, through the architecture's count of other parameters (640 = 5 ×
-  // hidden 128).
+  // Norms are named by the architecture (ModelSites::other_tensors): a missing one is named with
+  // the shape config.json gives it, in a decoder block or not.
   EditedFixture block_norm("load_missing_block_norm", "producers/mo_llama_fp8", [](auto& t) {
     Remove(t, "model.layers.1.post_attention_layernorm.weight");
   });
   ExpectBadInputNaming(block_norm.path(),
-                       {"model.layers.1.post_attention_layernorm.weight", "layer model.layers.1 "});
+                       {"tensor model.layers.1.post_attention_layernorm.weight is not in the "
+                        "checkpoint",
+                        "shape [128]"});
   EditedFixture final_norm("load_missing_final_norm", "producers/ct_llama_w4a16_g64_sym",
                            [](auto& t) { Remove(t, "model.norm.weight"); });
-  ExpectBadInputNaming(final_norm.path(), {"hold 512 parameters", "has 640"});
+  ExpectBadInputNaming(final_norm.path(),
+                       {"tensor model.norm.weight is not in the checkpoint", "LlamaForCausalLM"});
 }
 
 TEST(LoadCli, AChangedShapeIsAnErrorNamingTheTensorAndTheLayer) {
@@ -349,6 +351,14 @@ TEST(LoadCli, AChangedShapeIsAnErrorNamingTheTensorAndTheLayer) {
     Find(t, "model.embed_tokens.weight").shape = {64, 256};
   });
   ExpectBadInputNaming(embedding.path(), {"model.embed_tokens.weight", "[64, 256]"});
+  // A norm's shape is config.json's (hidden 128), not merely its element count.
+  EditedFixture norm("load_shape_norm", "producers/mo_llama_fp8", [](auto& t) {
+    Find(t, "model.layers.0.input_layernorm.weight").shape = {2, 64};
+  });
+  ExpectBadInputNaming(norm.path(),
+                       {norm.path() + "/model.safetensors",
+                        "tensor model.layers.0.input_layernorm.weight: shape [2, 64], expected "
+                        "[128]"});
 }
 
 TEST(LoadCli, ATiedHeadIsReportedNotLoaded) {
@@ -394,9 +404,10 @@ TEST(LoadCli, ATensorNothingConsumesIsAnError) {
     t.push_back({"model.layers.0.mlp.down_proj.weight_zero_point", "I32", {1}, four});
     t.push_back({"model.layers.0.mlp.adapter.weight", "F32", {1}, four});
   });
-  ExpectBadInputNaming(extra.path(),
-                       {"2 checkpoint tensors", "model.layers.0.mlp.adapter.weight",
-                        "model.layers.0.mlp.down_proj.weight_zero_point", "model.safetensors"});
+  ExpectBadInputNaming(
+      extra.path(),
+      {"2 checkpoint tensors consumed by no layer", "model.layers.0.mlp.adapter.weight",
+       "model.layers.0.mlp.down_proj.weight_zero_point", "model.safetensors"});
 }
 
 // Rank R's shard (tests/pipeline/load_tp_test.cc checks every fixture's bytes): the summary

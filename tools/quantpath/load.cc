@@ -102,6 +102,9 @@ std::string Summary(const Model& model, const LoadArgs& args, const ModelLoad& l
   }
   out +=
       fmt::format("other tensors (norms): {}, {}\n", load.other_tensors, Bytes(load.other_bytes));
+  if (load.skipped_tensors > 0) {
+    out += fmt::format("skipped, as the engine skips them: {} tensors\n", load.skipped_tensors);
+  }
   if (args.tp_size > 1) {
     out += fmt::format("tensor parallel: rank {} of {} (held: this rank's shard)\n", args.tp_rank,
                        args.tp_size);
@@ -148,6 +151,7 @@ Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load)
                        {"tensors", Json::Int(load.tensors)},
                        {"other_tensors", Json::Int(load.other_tensors)},
                        {"other_bytes", Json::Int(load.other_bytes)},
+                       {"skipped_tensors", Json::Int(load.skipped_tensors)},
                        {"bytes_read", Json::Int(load.bytes_read)},
                        {"bytes_held", Json::Int(load.bytes_held)},
                        {"largest_layer_bytes", Json::Int(load.largest_layer_bytes)},
