@@ -175,7 +175,8 @@ struct CheckpointAudit {
   std::string index;                        // its path; empty without one
   std::vector<AuditedTensor> tensors;       // sorted by name, one per name
   std::vector<CheckpointProblem> problems;  // in the order found
-  // The shards whose headers could not be read: their tensors are known by name only.
+  // The shards whose headers could not be read (missing, broken, or every shard absent beside
+  // its index, which is no problem of its own): their tensors are known by name only.
   std::vector<std::string> unread_files;
   const AuditedTensor* Find(std::string_view name) const;
 };

@@ -63,11 +63,22 @@ class Auditor {
       listed[entry.shard].push_back(entry.tensor);
       shard_of.emplace(entry.tensor, entry.shard);
     }
+    // A folder with the index and none of its shards (as a checkpoint's metadata is published
+    // apart) can have its names checked only: its shards are not checked rather than missing.
+    const bool index_only = std::none_of(listed.begin(), listed.end(), [&](const auto& shard) {
+      std::error_code ec;
+      return std::filesystem::is_regular_file(dir_ / shard.first, ec);
+    });
     uint64_t bytes = 0;
     bool all_read = true;
     for (const auto& [shard, tensors] : listed) {
       const std::filesystem::path path = dir_ / shard;
       std::error_code ec;
+      if (index_only) {
+        NameOnly(path.string(), tensors);
+        all_read = false;
+        continue;
+      }
       if (!std::filesystem::is_regular_file(path, ec)) {
         Error(Kind::kMissingShard, path.string(), tensors.front(),
               fmt::format("{}: shard \"{}\" (listed for {} tensor{}, the first \"{}\") is not a "

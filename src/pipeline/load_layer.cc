@@ -85,6 +85,22 @@ Result<AllocationRequest> RankRequest(const Model& model, const LayerSite& site,
 
 }  // namespace
 
+namespace pipeline_internal {
+
+std::string ShapeText(std::span<const int64_t> shape) {
+  std::string text;
+  for (int64_t d : shape) text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + text + "]";
+}
+
+Status LayerFits(const Model& model, const LayerSite& site, const WeightSpec& spec, int64_t tp) {
+  QP_ASSIGN_OR_RETURN(AllocationRequest request,
+                      RankRequest(model, site, tp, 0, ReadAttentionHeads(model.sources)));
+  return spec.StorageBytes(request).status();
+}
+
+}  // namespace pipeline_internal
+
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
   const LayerSite& site = *resolved.site;

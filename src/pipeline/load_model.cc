@@ -24,12 +24,6 @@
 namespace quantpath {
 namespace {
 
-std::string ShapeText(std::span<const int64_t> shape) {
-  std::string text;
-  for (int64_t d : shape) text += (text.empty() ? "" : ", ") + std::to_string(d);
-  return "[" + text + "]";
-}
-
 double CpuSeconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -197,8 +191,8 @@ class Loader {
     const TensorInfo& info = *view.info;
     if (site.shape && info.shape != std::vector<int64_t>(site.shape->begin(), site.shape->end())) {
       return InvalidInput(fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", view.file,
-                                      name, site.path, ShapeText(info.shape),
-                                      ShapeText(*site.shape)));
+                                      name, site.path, pipeline_internal::ShapeText(info.shape),
+                                      pipeline_internal::ShapeText(*site.shape)));
     }
     if (info.dtype != StDtype::kBF16 && info.dtype != StDtype::kF16 &&
         info.dtype != StDtype::kF32) {
@@ -297,14 +291,15 @@ class Loader {
         return InvalidInput(fmt::format(
             "{}: tensor {} is not in the checkpoint ({}'s config.json gives it shape {}; a tensor "
             "of no layer site)",
-            model_.dir, other.name, model_.sites.architecture, ShapeText(other.shape)));
+            model_.dir, other.name, model_.sites.architecture,
+            pipeline_internal::ShapeText(other.shape)));
       }
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(other.name));
       if (view.info->shape != other.shape) {
         return InvalidInput(fmt::format(
             "{}: tensor {}: shape {}, expected {} ({}'s config.json; a tensor of no layer site)",
-            view.file, other.name, ShapeText(view.info->shape), ShapeText(other.shape),
-            model_.sites.architecture));
+            view.file, other.name, pipeline_internal::ShapeText(view.info->shape),
+            pipeline_internal::ShapeText(other.shape), model_.sites.architecture));
       }
       if (!consumed_.insert(other.name).second) {
         return InternalError(

@@ -71,16 +71,6 @@ size_t SiteLeg(const LayerSite& site, const AllocationRequest& request) {
   return site.legs.size();  // ExpertLegPath gives "" for it: the spec names the missing tensor
 }
 
-// Whether `spec` holds every projection of rank 0 at `tp`.
-Status Fits(const WeightSpec& spec, const Model& model, const LayerSite& site, int64_t tp) {
-  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests,
-                      RankRequests(model, site, spec.facts().layout, tp, 0));
-  for (const AllocationRequest& request : requests) {
-    QP_RETURN_IF_ERROR(spec.StorageBytes(request).status());
-  }
-  return Status();
-}
-
 // The columns [slice.first_col, + slice.cols) of X [m, full_k].
 std::vector<double> ColumnsOf(std::span<const double> x, int64_t m, int64_t full_k,
                               const RankSlice& slice) {
@@ -204,6 +194,19 @@ Result<std::pair<int64_t, int64_t>> ExpertRange(const LoadedExperts& layer,
 
 }  // namespace
 
+namespace pipeline_internal {
+
+Status ExpertsFit(const WeightSpec& spec, const Model& model, const LayerSite& site, int64_t tp) {
+  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> requests,
+                      RankRequests(model, site, spec.facts().layout, tp, 0));
+  for (const AllocationRequest& request : requests) {
+    QP_RETURN_IF_ERROR(spec.StorageBytes(request).status());
+  }
+  return Status();
+}
+
+}  // namespace pipeline_internal
+
 Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int tp_rank) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
   const LayerSite& site = *resolved.site;
@@ -240,9 +243,9 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
   }
   Result<std::unique_ptr<WeightSpec>> probe = Materialize(scheme, model.device);
   if (!probe.ok()) return probe.status().WithContext(site.path);
-  if (Status fits = Fits(**probe, model, site, tp); !fits.ok()) {
+  if (Status fits = pipeline_internal::ExpertsFit(**probe, model, site, tp); !fits.ok()) {
     const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
-      return Fits(**probe, model, site, size).ok();
+      return pipeline_internal::ExpertsFit(**probe, model, site, size).ok();
     });
     if (legal.empty()) return fits;  // not a matter of the split
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));

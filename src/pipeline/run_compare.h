@@ -26,6 +26,13 @@ Result<std::vector<double>> InputToDouble(const ConstMatrix& x, std::string_view
 // "1, 2, 4": the tensor-parallel sizes up to 64 for which `fits` holds, for the "; legal --tp: …"
 // of a split that does not divide.
 std::string LegalTpSizes(const std::function<bool(int64_t)>& fits);
+// "[64, 128]": a shape in the pipeline's messages.
+std::string ShapeText(std::span<const int64_t> shape);
+// Whether `spec` holds rank 0's share of `site` at `tp` as the engines split it: a dense layer's
+// rows or columns (and QKVParallelLinear's heads), or every expert projection of an moe site.
+// The error names the layer and why.
+Status LayerFits(const Model& model, const LayerSite& site, const WeightSpec& spec, int64_t tp);
+Status ExpertsFit(const WeightSpec& spec, const Model& model, const LayerSite& site, int64_t tp);
 
 // A ModelSlim static layer's row-parallel rank `ref` (its slice of `whole`), made what the engines
 // compute on that rank: ModelSlim's quant_bias (−offset · Σ_k q over all of K) is added by rank 0

@@ -77,6 +77,19 @@ TEST(AuditCheckpoint, AMissingShardKeepsItsTensorsByName) {
   EXPECT_EQ(audit.unread_files, (std::vector<std::string>{(dir.path() / kShard2).string()}));
 }
 
+// An index published without its shards: every name, no problem, nothing read.
+TEST(AuditCheckpoint, AnIndexAloneGivesTheNamesOnly) {
+  TempFolder dir("audit_index_only");
+  WriteSharded(dir.path());
+  std::filesystem::remove(dir.path() / kShard1);
+  std::filesystem::remove(dir.path() / kShard2);
+  const CheckpointAudit audit = Audit(dir.path());
+  EXPECT_TRUE(audit.problems.empty());
+  EXPECT_EQ(audit.tensors.size(), 3u);
+  EXPECT_EQ(audit.unread_files.size(), 2u);
+  EXPECT_FALSE(audit.Find("a.w")->dtype.has_value());
+}
+
 TEST(AuditCheckpoint, IndexAndShardsDisagree) {
   TempFolder unlisted("audit_unlisted");
   WriteSharded(unlisted.path(), R"({"weight_map": {"a.w": "model-00001-of-00002.safetensors",

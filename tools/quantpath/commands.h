@@ -23,6 +23,7 @@ void AddRunCommand(CLI::App& app, int* exit_code);
 void AddMatchCommand(CLI::App& app, int* exit_code);
 void AddDiffCommand(CLI::App& app, int* exit_code);
 void AddLoadCommand(CLI::App& app, int* exit_code);
+void AddCheckCommand(CLI::App& app, int* exit_code);
 
 // --dtype, --tp and --speculative, shared by the commands that decide layers (plan, explain,
 // diff); OpenOptions::Parse checks them.
@@ -42,5 +43,7 @@ void AddOnlineOption(CLI::App* cmd, std::string* online);
 std::string DefaultExampleDir();
 // Prints "quantpath: <message>" to stderr and returns kExitBadInput.
 int ReportBadInput(const std::string& message);
+// A JSON string, or null for an empty one (the JSON outputs' optional texts).
+Json NullIfEmpty(const std::string& s);
 
 }  // namespace quantpath::cli

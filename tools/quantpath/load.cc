@@ -118,8 +118,6 @@ std::string Summary(const Model& model, const LoadArgs& args, const ModelLoad& l
   return out;
 }
 
-Json NullIfEmpty(const std::string& s) { return s.empty() ? Json::Null() : Json::String(s); }
-
 Json LoadToJson(const Model& model, const LoadArgs& args, const ModelLoad& load) {
   std::vector<Json::Member> per_kind;
   for (SiteKind kind : kKinds) {

@@ -43,6 +43,8 @@ int ReportBadInput(const std::string& message) {
   return kExitBadInput;
 }
 
+Json NullIfEmpty(const std::string& s) { return s.empty() ? Json::Null() : Json::String(s); }
+
 }  // namespace quantpath::cli
 
 int main(int argc, char** argv) {
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   AddPlanCommand(app, &exit_code);
   AddExplainCommand(app, &exit_code);
   AddLoadCommand(app, &exit_code);
+  AddCheckCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
   AddMatchCommand(app, &exit_code);
   AddDiffCommand(app, &exit_code);

@@ -1,0 +1,457 @@
+// CheckFolder: the checkpoint's headers held against the plan, site by site (`quantpath check`).
+//
+// Goals: every finding at once, each naming the file, the tensor and the layer, from the index and
+// the headers alone (AuditCheckpoint), so that a 700 GB checkpoint is checked in the time its
+// headers take to parse. The tensors a site reads are those of its source layout (SourceTensors,
+// the table the loaders share): required ones must be there, optional ones are read when the
+// spec's row has their slot, as LoadModel consumes them. Non-goals: tensor values (`run` reads
+// those), per-family shape rules of quantized tensors (the loaders check those at load).
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fmt/format.h"
+#include "quantpath/materialize.h"
+#include "quantpath/pipeline.h"
+#include "src/pipeline/run_compare.h"
+
+namespace quantpath {
+namespace {
+
+bool IsFloat(StDtype dtype) {
+  return dtype == StDtype::kBF16 || dtype == StDtype::kF16 || dtype == StDtype::kF32;
+}
+
+Finding FindingOf(const CheckpointProblem& p) {
+  return {FindingKind::kCheckpoint, p.kind, p.error, p.file, p.tensor, "", "", "", p.message};
+}
+
+// A site's leg (or an expert projection's) checkpoint prefix with the shape of its dense weight.
+struct Module {
+  std::string prefix;
+  std::optional<std::vector<int64_t>> dense_shape;  // nullopt where the layout decides it
+};
+
+class Checker {
+ public:
+  Checker(const Model& model, CheckpointAudit audit) : model_(model), audit_(std::move(audit)) {}
+
+  Result<CheckReport> Run() {
+    report_.tensors = static_cast<int64_t>(audit_.tensors.size());
+    report_.not_checked = audit_.unread_files;
+    for (const CheckpointProblem& p : audit_.problems) Add(FindingOf(p));
+    QP_ASSIGN_OR_RETURN(std::vector<LayerDecision> decisions, DecideAll(model_));
+    for (const LayerDecision& decision : decisions) CheckSite(*decision.site, decision);
+    CheckOthers();
+    CheckLeftOver();
+    CheckSplits(decisions);
+    return std::move(report_);
+  }
+
+ private:
+  void CheckSite(const LayerSite& site, const LayerDecision& decision) {
+    if (site.kind == SiteKind::kAttention) return;
+    const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
+    if (decision.decision.kind == DecisionKind::kError) {
+      Add({FindingKind::kDecidedError, std::nullopt, true, FileOf(Modules(site)), "", path, "", "",
+           fmt::format("{}: decided error: {}", path, decision.decision.detail.str())});
+      ConsumeNames(site);  // its tensors are its own, whatever the engine makes of them
+      return;
+    }
+    const bool quantized = decision.decision.kind == DecisionKind::kQuantized &&
+                           decision.decision.scheme && !decision.decision.scheme->online;
+    if (site.kind == SiteKind::kLmHead && site.params == 0) {
+      // A tied head: a copy some checkpoints still store is the head's, and never read.
+      Consume(Prefix(site) + ".weight");
+      return;
+    }
+    if (!quantized) {
+      CheckDense(site, path);
+      return;
+    }
+    if (!decision.spec) {
+      Add({FindingKind::kNoSpec, std::nullopt, true, FileOf(Modules(site)), "", path, "", "",
+           fmt::format("{}: {} has no spec: {}", path, decision.decision.scheme->CanonicalName(),
+                       decision.spec_note)});
+    }
+    CheckQuantized(site, path, *decision.decision.scheme, decision.spec);
+  }
+
+  // An unquantized site reads `.weight` (and its bias) in bf16, fp16 or fp32, of its shape.
+  void CheckDense(const LayerSite& site, const std::string& path) {
+    for (const Module& module : Modules(site)) {
+      const std::string name = module.prefix + ".weight";
+      const AuditedTensor* t = audit_.Find(name);
+      if (t == nullptr) {
+        const std::optional<std::string> quantized = QuantizedCompanion(module.prefix);
+        if (quantized) {
+          Add({FindingKind::kStoredQuantized, std::nullopt, true, audit_.Find(*quantized)->file,
+               *quantized, path, "an unquantized " + name, *quantized,
+               fmt::format("{}: tensor {} of layer {}: the plan leaves the layer unquantized "
+                           "(expects {}), but the checkpoint stores it quantized",
+                           audit_.Find(*quantized)->file, *quantized, path, name)});
+          ConsumeLayout(module.prefix);
+        } else {
+          Missing(name, path, FileOf({module}));
+        }
+        continue;
+      }
+      Consume(name);
+      if (!t->dtype) continue;  // known from the index only
+      if (!IsFloat(*t->dtype)) {
+        Add({FindingKind::kStoredQuantized, std::nullopt, true, t->file, name, path,
+             "BF16, F16 or F32", std::string(StDtypeName(*t->dtype)),
+             fmt::format("{}: tensor {} of layer {} is {}, but the plan leaves the layer "
+                         "unquantized (expects BF16, F16 or F32)",
+                         t->file, name, path, StDtypeName(*t->dtype))});
+        ConsumeLayout(module.prefix);
+      } else if (module.dense_shape && t->shape != *module.dense_shape) {
+        Add({FindingKind::kShape, std::nullopt, true, t->file, name, path,
+             pipeline_internal::ShapeText(*module.dense_shape),
+             pipeline_internal::ShapeText(t->shape),
+             fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", t->file, name, path,
+                         pipeline_internal::ShapeText(t->shape),
+                         pipeline_internal::ShapeText(*module.dense_shape))});
+      }
+    }
+    CheckBias(site, SourceLayout::kDense, path);
+  }
+
+  // A quantized site reads its layout's tensors under every module: the required ones, and the
+  // optional ones whose slot its spec holds.
+  void CheckQuantized(const LayerSite& site, const std::string& path, const QuantScheme& scheme,
+                      const std::optional<SpecKey>& key) {
+    const SourceLayout layout = scheme.weight.load.layout;
+    std::vector<Slot> slots;
+    if (key) {
+      const Result<ActivationQuant> act = ActivationQuantFor(scheme);
+      const Result<const SpecFamilyRow*> row = FamilyRowFor(*key);
+      if (act.ok() && row.ok()) slots = (*row)->Slots(*key, *act);
+    }
+    for (const Module& module : Modules(site)) {
+      const std::optional<std::string_view> weight = SourceSuffix(layout, Slot::kWeight);
+      const std::string weight_name = module.prefix + std::string(weight.value_or(".weight"));
+      if (audit_.Find(weight_name) == nullptr && layout != SourceLayout::kDense) {
+        const AuditedTensor* dense = audit_.Find(module.prefix + ".weight");
+        if (dense != nullptr && dense->dtype && IsFloat(*dense->dtype)) {
+          Add({FindingKind::kStoredUnquantized, std::nullopt, true, dense->file, dense->name, path,
+               weight_name, dense->name,
+               fmt::format("{}: tensor {} of layer {} is {}, but the plan quantizes the layer as "
+                           "{} (expects {})",
+                           dense->file, dense->name, path, StDtypeName(*dense->dtype),
+                           scheme.CanonicalName(), weight_name)});
+          Consume(dense->name);
+          continue;
+        }
+      }
+      for (const SourceTensor& tensor : SourceTensors(layout)) {
+        const std::string name = module.prefix + std::string(tensor.suffix);
+        // An optional tensor is needed where the spec holds its slot (a static input scale, an
+        // asymmetric zero point), but for the bias (CheckBias) and AWQ's input prescale, which
+        // ModelOpt writes only on the layers whose prescale it could not fold into a norm.
+        const bool held =
+            tensor.slot && std::find(slots.begin(), slots.end(), *tensor.slot) != slots.end();
+        const bool needed =
+            held && *tensor.slot != Slot::kBias && *tensor.slot != Slot::kPreQuantScale;
+        const bool read = tensor.required || tensor.always_read || !tensor.slot || held;
+        if (audit_.Find(name) != nullptr) {
+          if (read) Consume(name);
+        } else if (tensor.required || needed) {
+          Missing(name, path, FileOf({module}));
+        }
+      }
+    }
+    CheckBias(site, layout, path);
+  }
+
+  void CheckBias(const LayerSite& site, SourceLayout layout, const std::string& path) {
+    if (!site.bias) return;
+    const std::string suffix(SourceSuffix(layout, Slot::kBias).value_or(".bias"));
+    for (const Module& module : Modules(site)) {
+      const std::string name = module.prefix + suffix;
+      if (audit_.Find(name) != nullptr) {
+        Consume(name);
+      } else {
+        Missing(name, path, FileOf({module}));
+      }
+    }
+  }
+
+  // Every non-layer parameter the architecture has is there with its shape.
+  void CheckOthers() {
+    for (const OtherTensor& other : model_.sites.other_tensors) {
+      const AuditedTensor* t = audit_.Find(other.name);
+      if (t == nullptr) {
+        Missing(other.name, "", FileNear(other.name));
+        continue;
+      }
+      Consume(other.name);
+      if (t->dtype && !other.shape.empty() && t->shape != other.shape) {
+        Add({FindingKind::kShape, std::nullopt, true, t->file, other.name, "",
+             pipeline_internal::ShapeText(other.shape), pipeline_internal::ShapeText(t->shape),
+             fmt::format("{}: tensor {}: shape {}, but {} has it {}", t->file, other.name,
+                         pipeline_internal::ShapeText(t->shape), model_.sites.architecture,
+                         pipeline_internal::ShapeText(other.shape))});
+      }
+    }
+  }
+
+  // Every layer at every tensor-parallel size up to 16, and the launch's size as findings.
+  void CheckSplits(const std::vector<LayerDecision>& decisions) {
+    struct Split {
+      const LayerSite* site;
+      std::unique_ptr<WeightSpec> spec;  // null for an embedding, split by its vocabulary alone
+    };
+    std::vector<Split> splits;
+    for (const LayerDecision& decision : decisions) {
+      const LayerSite& site = *decision.site;
+      if (site.kind == SiteKind::kAttention || decision.decision.kind == DecisionKind::kError ||
+          (site.kind == SiteKind::kLmHead && site.params == 0)) {
+        continue;
+      }
+      if (site.kind == SiteKind::kEmbedding) {
+        splits.push_back({&site, nullptr});
+        continue;
+      }
+      Result<std::unique_ptr<WeightSpec>> spec =
+          Materialize(decision.decision.scheme.value_or(QuantScheme{}), model_.device);
+      if (spec.ok()) splits.push_back({&site, std::move(*spec)});  // else a no-spec finding
+    }
+    const auto fits = [&](const Split& split, int64_t tp) -> Status {
+      const LayerSite& site = *split.site;
+      if (split.spec == nullptr) {
+        const int64_t vocab = site.shape ? (*site.shape)[0] : 0;
+        if (vocab % tp == 0) return {};
+        return InvalidInput(
+            fmt::format("{}: the vocabulary of {} rows is not divisible by {} (split unpadded)",
+                        site.path, vocab, tp));
+      }
+      return site.kind == SiteKind::kMoe
+                 ? pipeline_internal::ExpertsFit(*split.spec, model_, site, tp)
+                 : pipeline_internal::LayerFits(model_, site, *split.spec, tp);
+    };
+    for (int64_t tp = 1; tp <= 16; ++tp) {
+      if (std::all_of(splits.begin(), splits.end(),
+                      [&](const Split& split) { return fits(split, tp).ok(); })) {
+        report_.loadable_tp.push_back(tp);
+      }
+    }
+    const int64_t tp = model_.launch.tp_size;
+    if (tp == 1) return;
+    for (const Split& split : splits) {
+      const Status status = fits(split, tp);
+      if (status.ok()) continue;
+      const std::string legal = pipeline_internal::LegalTpSizes(
+          [&](int64_t size) { return size <= 16 && fits(split, size).ok(); });
+      Add({FindingKind::kTensorParallel, std::nullopt, true, FileOf(Modules(*split.site)), "",
+           split.site->path, fmt::format("--tp {}", tp), "",
+           fmt::format("{} at --tp {}: {}; legal --tp: {}", split.site->path, tp, status.message(),
+                       legal)});
+    }
+  }
+
+  // Tensors no site and no parameter read: the engines' own skips are warnings, the rest errors.
+  void CheckLeftOver() {
+    const std::unordered_set<std::string> unlisted(model_.sites.unlisted_modules.begin(),
+                                                   model_.sites.unlisted_modules.end());
+    for (const AuditedTensor& t : audit_.tensors) {
+      if (consumed_.contains(t.name)) continue;
+      if (const std::optional<std::string> skipped = SkippedBy(t.name)) {
+        Add({FindingKind::kSkipped, std::nullopt, false, t.file, t.name, "", "", "",
+             fmt::format("{}: tensor {} is skipped by the engine ({})", t.file, t.name, *skipped)});
+        continue;
+      }
+      if (UnlistedModule(t.name, unlisted)) continue;
+      Add({FindingKind::kUnconsumed, std::nullopt, true, t.file, t.name, "", "", "",
+           fmt::format("{}: tensor {} is consumed by no layer and is no non-layer parameter of "
+                       "{}",
+                       t.file, t.name, model_.sites.architecture)});
+    }
+  }
+
+  // Why the engines skip `name` when they load, or nullopt.
+  std::optional<std::string> SkippedBy(const std::string& name) const {
+    if (name.ends_with(".rotary_emb.inv_freq")) return "a rotary table it computes itself";
+    for (const std::string& module : model_.sites.skipped_modules) {
+      if (name.starts_with(module + ".")) {
+        return fmt::format("{} is built only for speculative decoding", module);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // A module the engine builds without a quantization config and lists no site for: its weights
+  // are read unquantized (LoadModel refuses them stored quantized).
+  bool UnlistedModule(const std::string& name,
+                      const std::unordered_set<std::string>& unlisted) const {
+    for (std::string_view suffix : {".weight", ".bias"}) {
+      if (!name.ends_with(suffix)) continue;
+      if (unlisted.contains(name.substr(0, name.size() - suffix.size()))) return true;
+    }
+    return false;
+  }
+
+  std::string Prefix(const LayerSite& site) const {
+    return site.checkpoint_path.empty() ? site.path : site.checkpoint_path;
+  }
+
+  // The checkpoint modules of a site: each leg, or each expert's projections (one stacked module
+  // per projection where the checkpoint stacks the experts).
+  std::vector<Module> Modules(const LayerSite& site) const {
+    std::vector<Module> modules;
+    const int64_t cols = site.shape ? (*site.shape)[1] : 0;
+    if (site.kind == SiteKind::kMoe) {
+      std::unordered_set<std::string> seen;
+      for (int64_t e = 0; e < site.experts; ++e) {
+        for (size_t leg = 0; leg < site.legs.size(); ++leg) {
+          std::string prefix = site.ExpertLegPath(e, leg);
+          if (!seen.insert(prefix).second) continue;
+          std::optional<std::vector<int64_t>> shape;
+          if (!site.stacked_experts && site.shape) {
+            // gate and up read the hidden state; down reads the intermediate one.
+            const bool down = site.legs[leg].name == "down_proj";
+            shape = std::vector<int64_t>{site.legs[leg].rows, down ? (*site.shape)[0] : cols};
+          }
+          modules.push_back({std::move(prefix), std::move(shape)});
+        }
+      }
+      return modules;
+    }
+    const std::vector<std::string> prefixes = LegPrefixes(site);
+    for (size_t leg = 0; leg < prefixes.size(); ++leg) {
+      std::optional<std::vector<int64_t>> shape;
+      if (site.shape) {
+        const int64_t rows = site.legs.empty() ? (*site.shape)[0] : site.legs[leg].rows;
+        shape = std::vector<int64_t>{rows, cols};
+      }
+      modules.push_back({prefixes[leg], std::move(shape)});
+    }
+    return modules;
+  }
+
+  // A tensor under `prefix` that only a quantized layout has (any but `.weight` and `.bias`).
+  std::optional<std::string> QuantizedCompanion(const std::string& prefix) const {
+    auto it =
+        std::lower_bound(audit_.tensors.begin(), audit_.tensors.end(), prefix,
+                         [](const AuditedTensor& t, const std::string& p) { return t.name < p; });
+    for (; it != audit_.tensors.end() && it->name.starts_with(prefix); ++it) {
+      const std::string_view rest = std::string_view(it->name).substr(prefix.size());
+      if ((rest.starts_with(".") || rest.starts_with("_")) && rest != ".bias") return it->name;
+    }
+    return std::nullopt;
+  }
+
+  // Every tensor under a module of `site`, whatever its layout (a layer the engine refuses).
+  void ConsumeNames(const LayerSite& site) {
+    for (const Module& module : Modules(site)) ConsumeLayout(module.prefix);
+  }
+  void ConsumeLayout(const std::string& prefix) {
+    auto it =
+        std::lower_bound(audit_.tensors.begin(), audit_.tensors.end(), prefix,
+                         [](const AuditedTensor& t, const std::string& p) { return t.name < p; });
+    for (; it != audit_.tensors.end() && it->name.starts_with(prefix); ++it) {
+      const char next = it->name.size() > prefix.size() ? it->name[prefix.size()] : '\0';
+      if (next == '.' || next == '_') consumed_.insert(it->name);
+    }
+  }
+
+  void Consume(const std::string& name) {
+    if (audit_.Find(name) != nullptr) consumed_.insert(name);
+  }
+
+  void Missing(const std::string& name, const std::string& layer, const std::string& file) {
+    const std::string of = layer.empty() ? model_.sites.architecture + "'s" : "layer " + layer;
+    Add({FindingKind::kMissingTensor, std::nullopt, true, file, name, layer, name, "",
+         fmt::format("{}: tensor {} of {} is not in the checkpoint", file, name, of)});
+  }
+
+  // The file holding the tensors nearest `name` (those of its module, else its parent's, …).
+  std::string FileNear(const std::string& name) const {
+    for (size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0;
+         dot = name.rfind('.', dot - 1)) {
+      const std::string file = FileOf({Module{name.substr(0, dot), std::nullopt}});
+      if (file.ends_with(".safetensors")) return file;
+    }
+    return FileOf({});
+  }
+
+  // The file holding the modules' other tensors, else the index, else the folder.
+  std::string FileOf(const std::vector<Module>& modules) const {
+    for (const Module& module : modules) {
+      auto it =
+          std::lower_bound(audit_.tensors.begin(), audit_.tensors.end(), module.prefix,
+                           [](const AuditedTensor& t, const std::string& p) { return t.name < p; });
+      if (it != audit_.tensors.end() && it->name.starts_with(module.prefix)) return it->file;
+    }
+    return audit_.index.empty() ? model_.dir : audit_.index;
+  }
+
+  void Add(Finding finding) {
+    (finding.error ? report_.errors : report_.warnings) += 1;
+    report_.findings.push_back(std::move(finding));
+  }
+
+  const Model& model_;
+  const CheckpointAudit audit_;
+  CheckReport report_;
+  std::unordered_set<std::string> consumed_;
+};
+
+}  // namespace
+
+std::string_view FindingKindName(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kCheckpoint:
+      return "checkpoint";
+    case FindingKind::kDecidedError:
+      return "decided-error";
+    case FindingKind::kNoSpec:
+      return "no-spec";
+    case FindingKind::kMissingTensor:
+      return "missing-tensor";
+    case FindingKind::kShape:
+      return "shape";
+    case FindingKind::kStoredQuantized:
+      return "stored-quantized";
+    case FindingKind::kStoredUnquantized:
+      return "stored-unquantized";
+    case FindingKind::kUnconsumed:
+      return "unconsumed";
+    case FindingKind::kSkipped:
+      return "skipped";
+    case FindingKind::kTensorParallel:
+      return "tensor-parallel";
+  }
+  return "?";
+}
+
+std::string_view Finding::KindName() const {
+  return checkpoint ? CheckpointProblemKindName(*checkpoint) : FindingKindName(kind);
+}
+
+Result<CheckReport> CheckFolder(const std::string& dir, const OpenOptions& options) {
+  Result<CheckpointAudit> audit = AuditCheckpoint(dir);
+  if (!audit.ok()) {
+    if (audit.status().code() != ErrorCode::kNotFound) return audit.status();
+    return NotFound(fmt::format("{}: no weights to check ({})", dir, audit.status().message()));
+  }
+  Result<Model> model = OpenModel(dir, options);
+  const bool broken = std::any_of(audit->problems.begin(), audit->problems.end(),
+                                  [](const CheckpointProblem& p) { return p.error; });
+  if (!model.ok() && !broken) return model.status();
+  if (!model.ok()) {
+    // Planning reads the headers strictly: the audit's problems are the report.
+    CheckReport report;
+    report.tensors = static_cast<int64_t>(audit->tensors.size());
+    report.not_checked = audit->unread_files;
+    report.layers_not_checked = std::string(model.status().message());
+    for (const CheckpointProblem& p : audit->problems) {
+      (p.error ? report.errors : report.warnings) += 1;
+      report.findings.push_back(FindingOf(p));
+    }
+    return report;
+  }
+  return Checker(*model, std::move(*audit)).Run();
+}
+
+}  // namespace quantpath

@@ -1,0 +1,76 @@
+// `quantpath check`: exit codes (0 clean, 1 findings, 2 nothing to check), the text summary, the
+// JSON shape of docs/json/check.md, an index without its shards, and --engine.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli_test_util.h"
+
+namespace quantpath {
+namespace {
+
+using testing::ParseOrDie;
+using testing::RunCli;
+
+std::string Data(const std::string& folder) {
+  return std::string(QUANTPATH_TEST_DATA) + "/" + folder;
+}
+
+TEST(CheckCli, ACleanFixtureExitsZeroWithASummary) {
+  auto clean = RunCli("check " + Data("producers/ct_llama_w4a16_g64_sym"));
+  EXPECT_EQ(clean.exit_code, 0) << clean.out;
+  // dequant.safetensors, the producer's own dequantization beside the weights, is not weights.
+  EXPECT_NE(clean.out.find("splits at --tp: 1, 2 (of 1 to 16)\nchecked 49 tensors: 0 errors, 1 "
+                           "warning\n"),
+            std::string::npos)
+      << clean.out;
+}
+
+TEST(CheckCli, FindingsExitOneAndTheJsonNamesThem) {
+  // vLLM builds bitsandbytes experts without a method: their packed weights are findings there.
+  const std::string dir = Data("producers/bnb_qwen3moe_nf4");
+  auto text = RunCli("check " + dir + " --engine vllm");
+  EXPECT_EQ(text.exit_code, 1) << text.out;
+  EXPECT_NE(text.out.find("error stored-quantized: "), std::string::npos) << text.out;
+  auto json = RunCli("check " + dir + " --engine vllm --json");
+  EXPECT_EQ(json.exit_code, 1);
+  const Json j = ParseOrDie(json.out);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : j.members()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"model", "engine", "tensors", "errors", "warnings",
+                                            "not_checked", "layers_not_checked", "loadable_tp",
+                                            "findings"}));
+  EXPECT_EQ(j.Find("engine")->string_value(), "vllm");
+  // The ignored dequant.safetensors first (the files' problems lead), then the experts.
+  ASSERT_GT(j.Find("findings")->items().size(), 1u);
+  EXPECT_EQ(j.Find("findings")->items()[0].Find("kind")->string_value(), "ignored-file");
+  const Json& f = j.Find("findings")->items()[1];
+  std::vector<std::string> finding_keys;
+  for (const auto& [key, value] : f.members()) finding_keys.push_back(key);
+  EXPECT_EQ(finding_keys, (std::vector<std::string>{"severity", "kind", "file", "tensor", "layer",
+                                                    "expected", "found", "message"}));
+  EXPECT_EQ(f.Find("severity")->string_value(), "error");
+  EXPECT_EQ(f.Find("kind")->string_value(), "stored-quantized");
+  EXPECT_EQ(j.Find("errors")->int_value() + j.Find("warnings")->int_value(),
+            static_cast<int64_t>(j.Find("findings")->items().size()));
+}
+
+TEST(CheckCli, AConfigOnlyFolderHasNoWeightsToCheck) {
+  auto result = RunCli("check " + Data("corpus/deepseek-ai__DeepSeek-R1"), true);
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_NE(result.out.find("no weights to check"), std::string::npos) << result.out;
+}
+
+// gpt-oss-20b's published index, without its shards: names checked, the shards listed as not
+// checked.
+TEST(CheckCli, AnIndexAloneChecksTheNames) {
+  auto result = RunCli("check " + Data("corpus/openai__gpt-oss-20b") + " --json");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  const Json j = ParseOrDie(result.out);
+  EXPECT_EQ(j.Find("errors")->int_value(), 0) << result.out.substr(0, 3000);
+  EXPECT_EQ(j.Find("not_checked")->items().size(), 3u);
+  EXPECT_GT(j.Find("tensors")->int_value(), 400);
+}
+
+}  // namespace
+}  // namespace quantpath
