@@ -120,8 +120,8 @@ struct ModelSites {
   // skipped_modules.
   int64_t other_params = 0;
   // Engine dialects: the checkpoint paths of the modules the engine builds without a quantization
-  // config (embeddings, routers), which it does not list as sites; their weights, unquantized,
-  // count in other_params.
+  // config (embeddings, routers, SGLang's gpt-oss attention: a fused site's legs), which it does
+  // not list as sites; their weights, unquantized, count in other_params.
   std::vector<std::string> unlisted_modules;
   // Engine dialects without launch.speculative: the checkpoint modules of the MTP layers the
   // engine does not build ("model.layers.61", Qwen3.5's "mtp"). It skips their weights when

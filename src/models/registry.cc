@@ -134,6 +134,21 @@ void MarkDecoderBlocks(std::string_view blocks, ModelSites* out) {
   }
 }
 
+// The checkpoint modules of a site the engine builds without a quantization config: a fused
+// site's legs (SGLang's gpt-oss qkv_proj is stored as q_proj, k_proj and v_proj), else the site.
+void AddUnlistedModules(const LayerSite& site, ModelSites* out) {
+  const std::string& path = site.checkpoint_path;
+  if (site.legs.empty() || site.kind == SiteKind::kMoe) {
+    out->unlisted_modules.push_back(path);
+    return;
+  }
+  const size_t dot = path.rfind('.');
+  for (const Leg& leg : site.legs) {
+    out->unlisted_modules.push_back(dot == std::string::npos ? leg.name
+                                                             : path.substr(0, dot + 1) + leg.name);
+  }
+}
+
 // An engine dialect lists only the modules its engine calls get_quant_method for, and MTP layers
 // only with speculative decoding; the weights of the others still belong to the checkpoint. The
 // MTP layers' modules, whose other tensors SiteList kept out of other_tensors, are already
@@ -145,7 +160,7 @@ void KeepEngineCalls(bool build_mtp, ModelSites* out) {
       kept.push_back(std::move(site));
     } else {
       out->other_params += site.params;  // SiteList::status() checked the total
-      if (!site.mtp) out->unlisted_modules.push_back(site.checkpoint_path);
+      if (!site.mtp) AddUnlistedModules(site, out);
     }
   }
   out->sites = std::move(kept);

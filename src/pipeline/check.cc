@@ -295,16 +295,20 @@ class Checker {
     return site.checkpoint_path.empty() ? site.path : site.checkpoint_path;
   }
 
-  // The checkpoint modules of a site: each leg, or each expert's projections (one stacked module
-  // per projection where the checkpoint stacks the experts).
+  // The checkpoint modules of a site, by its checkpoint path (an engine's execution name may
+  // differ: vLLM's unnamed Llama embedding, renamed language-model prefixes): each leg, or each
+  // expert's projections (one stacked module per projection where the checkpoint stacks them).
   std::vector<Module> Modules(const LayerSite& site) const {
     std::vector<Module> modules;
     const int64_t cols = site.shape ? (*site.shape)[1] : 0;
+    const std::string base = Prefix(site);
     if (site.kind == SiteKind::kMoe) {
       std::unordered_set<std::string> seen;
       for (int64_t e = 0; e < site.experts; ++e) {
         for (size_t leg = 0; leg < site.legs.size(); ++leg) {
-          std::string prefix = site.ExpertLegPath(e, leg);
+          std::string prefix = site.stacked_experts
+                                   ? fmt::format("{}.{}", base, site.legs[leg].name)
+                                   : fmt::format("{}.{}.{}", base, e, site.legs[leg].name);
           if (!seen.insert(prefix).second) continue;
           std::optional<std::vector<int64_t>> shape;
           if (!site.stacked_experts && site.shape) {
@@ -317,7 +321,13 @@ class Checker {
       }
       return modules;
     }
-    const std::vector<std::string> prefixes = LegPrefixes(site);
+    // A fused site's legs replace its last segment: …self_attn.{qkv_proj → q_proj}.
+    std::vector<std::string> prefixes;
+    const size_t dot = base.rfind('.');
+    for (const Leg& leg : site.legs) {
+      prefixes.push_back(dot == std::string::npos ? leg.name : base.substr(0, dot + 1) + leg.name);
+    }
+    if (prefixes.empty()) prefixes.push_back(base);
     for (size_t leg = 0; leg < prefixes.size(); ++leg) {
       std::optional<std::vector<int64_t>> shape;
       if (site.shape) {

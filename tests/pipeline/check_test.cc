@@ -212,6 +212,26 @@ TEST(CheckTest, IndexAndShardDisagreementsAreFindings) {
       << report->layers_not_checked;
 }
 
+// Under each engine the fixtures it plans check clean: its own sites, the modules it builds
+// without a quantization config (SGLang's gpt-oss attention, stored as q/k/v legs), its renames.
+TEST(CheckTest, FixturesCheckCleanUnderTheEngines) {
+  const std::pair<std::string, std::string> kCases[] = {
+      {"documented/gptoss_mxfp4", "sglang"},
+      {"documented/gptoss_mxfp4", "vllm"},
+      {"producers/ct_qwen3moe_w4a16_g64_sym", "vllm"},
+      {"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@0.33"},
+      {"producers/ct_qwen3moe_nvfp4", "sglang@0.5.23"},
+      {"producers/bf16_llama", "vllm"},
+      {"producers/mo_qwen3moe_nvfp4", "sglang"},
+      {"documented/modelslim_qwen3moe_w8a8_mxfp8", "sglang@0.5.23"}};
+  for (const auto& [folder, engine] : kCases) {
+    SCOPED_TRACE(folder + " --engine " + engine);
+    Result<CheckReport> report = Check(kData + folder, engine);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->errors, 0) << Describe(*report);
+  }
+}
+
 // vLLM gives bitsandbytes experts no method: for --engine vllm they are stored quantized.
 TEST(CheckTest, FindingsFollowTheEnginesDecisions) {
   const std::string dir = kData + "producers/bnb_qwen3moe_nf4";
