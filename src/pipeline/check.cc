@@ -7,7 +7,6 @@
 // spec's row has their slot, as LoadModel consumes them. Non-goals: tensor values (`run` reads
 // those), per-family shape rules of quantized tensors (the loaders check those at load).
 #include <algorithm>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "fmt/format.h"
