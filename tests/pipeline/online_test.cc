@@ -404,6 +404,22 @@ TEST(OnlineW4A4, EachRowOfXTakesItsOwnGlobal) {
   EXPECT_EQ(not_scaled, 0);
 }
 
+// A weight near bf16's largest (0x7F7F, 3.39e38) rounds its block's amax past fp32's largest power
+// of two: MXFP4 takes E8M0's largest scale, 254 (2^127), not a wrapped exponent.
+TEST(OnlineMx, AWeightNearTheLargestTakesTheLargestScale) {
+  const std::filesystem::path dir = testing::MutatedFixture(kDir, [](testing::TestTensor* t) {
+    if (t->name == kK + ".weight") std::memcpy(t->bytes.data() + 2 * 70, "\x7F\x7F", 2);
+    return true;
+  });
+  Result<Model> model = Open("w4a16-mxfp4", 1, dir.string());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Result<LoadedLayer> layer = LoadLayer(*model, kQkv);
+  ASSERT_TRUE(layer.ok()) << layer.status().message();
+  // k_proj's rows follow q_proj's 128; element 70 of its row 0 is in block 2.
+  const ParamTensor& scales = layer->linear.params().tensor(Slot::kWeightScale);
+  EXPECT_EQ(scales.data<uint8_t>()[128 * scales.cols() + 2], 254);
+}
+
 TEST(OnlineLoad, EveryLinearLayerIsQuantizedAndEveryTensorConsumed) {
   Result<Model> model = Open("w8a8-fp8-channel-dyn");
   ASSERT_TRUE(model.ok()) << model.status().message();

@@ -14,6 +14,7 @@
 //           rounds to zero keeping its sign bit.
 // Dividing by a power of two is exact, so fp32 and the weights' own dtype agree on every code.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "quantpath/numeric.h"
@@ -33,6 +34,9 @@ uint8_t SharedExponent(float amax) {
   float power;
   std::memcpy(&power, &bits, sizeof power);
   if (power == 0.0f) return 0;
+  // An amax from 1.75 · 2^127 up rounds past fp32's largest power of two: E8M0's largest scale,
+  // as the clamp gives every exponent above it.
+  if (std::isinf(power)) return 254;
   const int e = 127 + std::ilogb(power) - kE2M1MaxExponent;
   return static_cast<uint8_t>(std::clamp(e, 0, 254));
 }
