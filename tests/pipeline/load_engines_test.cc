@@ -15,14 +15,6 @@ namespace {
 
 const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
 
-Result<ModelLoad> LoadWith(const std::string& dir, std::string_view engine) {
-  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
-  QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
-  QP_ASSIGN_OR_RETURN(ModelLoad load, LoadModel(model, LoadModelOptions{0, {}}));
-  for (SiteLoad& site : load.sites) site.site = nullptr;  // into the Model, which ends here
-  return load;
-}
-
 TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
   struct Case {
     std::string folder;
@@ -40,21 +32,22 @@ TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
         Case{"producers/bnb_qwen3moe_fp4_dq", "sglang"},
         Case{"producers/bnb_qwen3moe_int8", "native"}}) {
     SCOPED_TRACE(c.folder + " --engine " + c.engine);
-    Result<ModelLoad> load = LoadWith(kData + c.folder, c.engine);
+    Result<ModelLoad> load = testing::LoadWithEngine(kData + c.folder, c.engine);
     ASSERT_TRUE(load.ok()) << load.status().message();
-    Result<ModelLoad> native = LoadWith(kData + c.folder, "native");
+    Result<ModelLoad> native = testing::LoadWithEngine(kData + c.folder, "native");
     ASSERT_TRUE(native.ok()) << native.status().message();
     // Every tensor is read once, whichever sites the engine lists.
     EXPECT_EQ(load->bytes_read, native->bytes_read);
     EXPECT_EQ(load->tensors, native->tensors);
   }
-  Result<ModelLoad> vllm = LoadWith(kData + "producers/bnb_qwen3moe_nf4", "vllm");
+  Result<ModelLoad> vllm = testing::LoadWithEngine(kData + "producers/bnb_qwen3moe_nf4", "vllm");
   ASSERT_FALSE(vllm.ok());
   EXPECT_NE(vllm.status().message().find("mlp.experts.0.gate_proj.weight is stored as U8"),
             std::string::npos)
       << vllm.status().message();
   // SGLang's BitsAndBytesMoEMethod raises for 8-bit experts when it creates their weights.
-  Result<ModelLoad> sglang_int8 = LoadWith(kData + "producers/bnb_qwen3moe_int8", "sglang");
+  Result<ModelLoad> sglang_int8 =
+      testing::LoadWithEngine(kData + "producers/bnb_qwen3moe_int8", "sglang");
   ASSERT_FALSE(sglang_int8.ok());
   EXPECT_NE(sglang_int8.status().message().find(
                 "model.layers.0.mlp.experts: decided error: NotImplementedError"),
@@ -85,7 +78,7 @@ TEST(LoadEnginesTest, Vllm033QuantizesCompressedTensorsExperts) {
       EXPECT_NE(site.spec_id, "bf16") << site.site->path;
     }
     EXPECT_EQ(experts, 2);
-    Result<ModelLoad> native = LoadWith(kData + "producers/" + folder, "native");
+    Result<ModelLoad> native = testing::LoadWithEngine(kData + "producers/" + folder, "native");
     ASSERT_TRUE(native.ok()) << native.status().message();
     EXPECT_EQ(load->bytes_read, native->bytes_read);
   }
@@ -101,7 +94,7 @@ TEST(LoadEnginesTest, AQuantizedUnlistedModuleIsAnError) {
         }
         return true;
       });
-  Result<ModelLoad> load = LoadWith(dir.string(), "sglang");
+  Result<ModelLoad> load = testing::LoadWithEngine(dir.string(), "sglang");
   ASSERT_FALSE(load.ok());
   const std::string message(load.status().message());
   EXPECT_NE(message.find(router + " is U8"), std::string::npos) << message;

@@ -17,14 +17,6 @@ namespace {
 
 const std::string kData = std::string(QUANTPATH_TEST_DATA) + "/";
 
-Result<ModelLoad> LoadWith(const std::string& dir, std::string_view engine) {
-  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
-  QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
-  QP_ASSIGN_OR_RETURN(ModelLoad load, LoadModel(model, LoadModelOptions{0, {}}));
-  for (SiteLoad& site : load.sites) site.site = nullptr;  // into the Model, which ends here
-  return load;
-}
-
 // Older Llama checkpoints save each layer's rotary table; the engines skip it, so does load.
 TEST(LoadOthers, ARotaryTableIsSkippedNotRead) {
   const std::string fixture = kData + "producers/bf16_llama";
@@ -32,9 +24,9 @@ TEST(LoadOthers, ARotaryTableIsSkippedNotRead) {
       testing::MutatedFixture(fixture, [](testing::TestTensor*) { return true; },
                               {testing::F32Tensor("model.layers.1.self_attn.rotary_emb.inv_freq",
                                                   {32}, std::vector<float>(32, 1.0f))});
-  Result<ModelLoad> load = LoadWith(dir.string(), "native");
+  Result<ModelLoad> load = testing::LoadWithEngine(dir.string(), "native");
   ASSERT_TRUE(load.ok()) << load.status().message();
-  Result<ModelLoad> plain = LoadWith(fixture, "native");
+  Result<ModelLoad> plain = testing::LoadWithEngine(fixture, "native");
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(load->skipped_tensors, 1);
   EXPECT_EQ(load->tensors, plain->tensors + 1);
@@ -94,7 +86,7 @@ std::filesystem::path WriteTinyDeepseek() {
 // Native builds it, so there the norm is required.
 TEST(LoadOthers, AnMtpLayerTheEngineDoesNotBuildIsSkipped) {
   const std::filesystem::path dir = WriteTinyDeepseek();
-  Result<ModelLoad> native = LoadWith(dir.string(), "native");
+  Result<ModelLoad> native = testing::LoadWithEngine(dir.string(), "native");
   ASSERT_TRUE(native.ok()) << native.status().message();
   EXPECT_EQ(native->skipped_tensors, 0);
   // Layer 3's tensors: its embedding, eh_proj, MLA (q_a, kv_a, q_b, kv_b, o), router, shared
@@ -103,7 +95,7 @@ TEST(LoadOthers, AnMtpLayerTheEngineDoesNotBuildIsSkipped) {
   const int64_t mtp_tensors = 1 + 1 + 5 + 1 + 3 + 8 * 3 + 1 + 8;
   for (const char* engine : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
     SCOPED_TRACE(engine);
-    Result<ModelLoad> load = LoadWith(dir.string(), engine);
+    Result<ModelLoad> load = testing::LoadWithEngine(dir.string(), engine);
     ASSERT_TRUE(load.ok()) << load.status().message();
     EXPECT_EQ(load->skipped_tensors, mtp_tensors);
     EXPECT_EQ(load->tensors, native->tensors);
@@ -112,10 +104,10 @@ TEST(LoadOthers, AnMtpLayerTheEngineDoesNotBuildIsSkipped) {
   const std::string norm = "model.layers.3.enorm.weight";
   const std::filesystem::path without =
       testing::MutatedFixture(dir, [&](testing::TestTensor* t) { return t->name != norm; });
-  Result<ModelLoad> vllm = LoadWith(without.string(), "vllm");
+  Result<ModelLoad> vllm = testing::LoadWithEngine(without.string(), "vllm");
   ASSERT_TRUE(vllm.ok()) << vllm.status().message();
   EXPECT_EQ(vllm->skipped_tensors, mtp_tensors - 1);
-  Result<ModelLoad> missing = LoadWith(without.string(), "native");
+  Result<ModelLoad> missing = testing::LoadWithEngine(without.string(), "native");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find(norm + " is not in the checkpoint"), std::string::npos)
       << missing.status().message();

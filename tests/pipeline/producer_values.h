@@ -67,6 +67,16 @@ inline Result<ProducerFolder> OpenProducerFolder(const std::string& dir,
   return folder;
 }
 
+// `dir` loaded whole (LoadModel, rank 0) under `engine`; the sites' pointers into the Model,
+// which ends here, are cleared.
+inline Result<ModelLoad> LoadWithEngine(const std::string& dir, std::string_view engine) {
+  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
+  QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
+  QP_ASSIGN_OR_RETURN(ModelLoad load, LoadModel(model, LoadModelOptions{0, {}}));
+  for (SiteLoad& site : load.sites) site.site = nullptr;
+  return load;
+}
+
 // Element i of a saved dequantization (bf16, fp16 or fp32) as float.
 inline float SavedValue(const TensorView& view, int64_t i) {
   if (view.info->dtype == StDtype::kF32) {
