@@ -71,6 +71,17 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte
                                                        uint64_t* data_start,
                                                        SafetensorsMetadata* metadata = nullptr);
 
+// A safetensors file's header alone, read (never mapped) and validated as ParseSafetensorsHeader
+// does; errors name the file.
+struct SafetensorsHeader {
+  std::vector<TensorInfo> tensors;  // in file order
+  SafetensorsMetadata metadata;
+  uint64_t data_start = 0;
+};
+Result<SafetensorsHeader> ReadSafetensorsHeader(const std::filesystem::path& path);
+
+class NameIds;
+
 class SafetensorsFile {
  public:
   static Result<std::shared_ptr<const SafetensorsFile>> Open(const std::filesystem::path& path);
@@ -91,7 +102,7 @@ class SafetensorsFile {
   std::string path_;
   std::vector<TensorInfo> tensors_;
   SafetensorsMetadata metadata_;
-  std::unordered_map<std::string_view, size_t> by_name_;  // keys point into tensors_
+  std::unique_ptr<const NameIds> by_name_;  // each name's index in tensors_
   const std::byte* map_ = nullptr;
   size_t map_size_ = 0;
   uint64_t data_start_ = 0;
@@ -166,21 +177,26 @@ struct CheckpointProblem {
 // as the index names it (no dtype, no shape).
 struct AuditedTensor {
   std::string name;
-  std::string file;
+  uint32_t file = 0;  // index into CheckpointAudit::files
   std::optional<StDtype> dtype;
   std::vector<int64_t> shape;
 };
 
 struct CheckpointAudit {
   std::string index;                        // its path; empty without one
-  std::vector<AuditedTensor> tensors;       // sorted by name, one per name
+  std::vector<std::string> files;           // the shards (or files) the tensors were found in
+  std::vector<AuditedTensor> tensors;       // shard by shard in name order, header order within
   std::vector<CheckpointProblem> problems;  // in the order found
   // The shards whose headers could not be read (missing, broken, or every shard absent beside
   // its index, which is no problem of its own): their tensors are known by name only.
   std::vector<std::string> unread_files;
+  // The tensor named `name` (one per name: a name found twice keeps the first), or nullptr.
   const AuditedTensor* Find(std::string_view name) const;
-};
+  const std::string& FileOf(const AuditedTensor& t) const { return files[t.file]; }
 
+  // tensors' names; built with them by AuditCheckpoint.
+  std::shared_ptr<const NameIds> by_name;
+};
 // Reads the index and every shard's header, never tensor data. A folder without weights is
 // kNotFound and an index that is not a readable weight map is its error; every other problem is
 // in the audit.

@@ -4,12 +4,14 @@
 // reference implementation does), applied to the end instead of up to the first error, so that
 // `check` can list a missing shard, a tensor in the wrong shard and a broken header together.
 #include <algorithm>
-#include <map>
+#include <numeric>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "fmt/format.h"
 #include "quantpath/checkpoint.h"
+#include "src/base/name_ids.h"
 #include "src/checkpoint/folder.h"
 
 namespace quantpath {
@@ -38,14 +40,14 @@ class Auditor {
       }
       std::vector<std::string> ignored;  // one message per file left out, in listing order
       const std::vector<std::string> kept = checkpoint_internal::WeightFiles(dir_, files, &ignored);
-      for (const std::string& file : kept) AuditUnindexed(file);
+      AuditUnindexed(kept);
       auto message = ignored.begin();
       for (const std::string& file : files) {
         if (std::find(kept.begin(), kept.end(), file) != kept.end()) continue;
         Warn(Kind::kIgnoredFile, (dir_ / file).string(), "", *message++);
       }
     }
-    for (auto& [name, tensor] : by_name_) out_.tensors.push_back(std::move(tensor));
+    out_.by_name = std::move(by_name_);
     return std::move(out_);
   }
 
@@ -57,67 +59,83 @@ class Auditor {
     if (index.total_size_warning) {
       Warn(Kind::kTotalSize, out_.index, "", *index.total_size_warning);
     }
-    std::map<std::string, std::vector<std::string>> listed;  // shard → its tensors, by name
-    std::unordered_map<std::string, std::string> shard_of;
-    for (const checkpoint_internal::IndexEntry& entry : index.entries) {
-      listed[entry.shard].push_back(entry.tensor);
-      shard_of.emplace(entry.tensor, entry.shard);
+    // Shards in name order, so that problems come in the same order whatever the index's order.
+    std::vector<size_t> order(index.shards.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return index.shards[a] < index.shards[b]; });
+    std::vector<std::filesystem::path> paths;
+    std::vector<bool> present_shards;
+    for (size_t i : order) {
+      std::error_code ec;
+      paths.push_back(dir_ / index.shards[i]);
+      present_shards.push_back(std::filesystem::is_regular_file(paths.back(), ec));
     }
     // A folder with the index and none of its shards (as a checkpoint's metadata is published
     // apart) can have its names checked only: its shards are not checked rather than missing.
-    const bool index_only = std::none_of(listed.begin(), listed.end(), [&](const auto& shard) {
-      std::error_code ec;
-      return std::filesystem::is_regular_file(dir_ / shard.first, ec);
-    });
+    const bool index_only =
+        std::none_of(present_shards.begin(), present_shards.end(), [](bool p) { return p; });
+    std::vector<std::filesystem::path> to_read;
+    for (size_t k = 0; k < paths.size(); ++k) {
+      if (present_shards[k]) to_read.push_back(paths[k]);
+    }
+    std::vector<Result<SafetensorsHeader>> headers = checkpoint_internal::ReadHeaders(to_read);
+    auto next_header = headers.begin();
+
+    Reserve(index.tensors.size());
+    std::vector<bool> found(index.tensors.size());  // per id: in the header of its shard
     uint64_t bytes = 0;
     bool all_read = true;
-    for (const auto& [shard, tensors] : listed) {
-      const std::filesystem::path path = dir_ / shard;
-      std::error_code ec;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const size_t i = order[k];
+      const std::string& shard = index.shards[i];
+      const std::vector<uint32_t>& tensors = index.listed[i];
+      const std::string path = paths[k].string();
+      const uint32_t file = AddFile(path);
       if (index_only) {
-        NameOnly(path.string(), tensors);
+        NameOnly(file, index, tensors);
         all_read = false;
         continue;
       }
-      if (!std::filesystem::is_regular_file(path, ec)) {
-        Error(Kind::kMissingShard, path.string(), tensors.front(),
+      if (!present_shards[k]) {
+        Error(Kind::kMissingShard, path, std::string(index.tensors.Name(tensors.front())),
               fmt::format("{}: shard \"{}\" (listed for {} tensor{}, the first \"{}\") is not a "
                           "file in {}",
                           out_.index, shard, tensors.size(), tensors.size() == 1 ? "" : "s",
-                          tensors.front(), dir_.string()));
-        NameOnly(path.string(), tensors);
+                          index.tensors.Name(tensors.front()), dir_.string()));
+        NameOnly(file, index, tensors);
         all_read = false;
         continue;
       }
-      Result<std::shared_ptr<const SafetensorsFile>> file = SafetensorsFile::Open(path);
-      if (!file.ok()) {
-        Error(Kind::kUnreadableShard, path.string(), "", std::string(file.status().message()));
-        NameOnly(path.string(), tensors);
+      Result<SafetensorsHeader>& header = *next_header++;
+      if (!header.ok()) {
+        Error(Kind::kUnreadableShard, path, "", std::string(header.status().message()));
+        NameOnly(file, index, tensors);
         all_read = false;
         continue;
       }
-      for (const TensorInfo& t : (*file)->tensors()) {
+      for (TensorInfo& t : header->tensors) {
         bytes += t.end - t.begin;
-        auto it = shard_of.find(t.name);
-        if (it == shard_of.end()) {
-          Error(Kind::kNotInIndex, path.string(), t.name,
-                fmt::format("{}: tensor \"{}\" is not listed in {}", path.string(), t.name,
-                            out_.index));
-        } else if (it->second != shard) {
-          Error(Kind::kIndexedElsewhere, path.string(), t.name,
+        const std::optional<uint32_t> id = index.tensors.Find(t.name);
+        if (!id) {
+          Error(Kind::kNotInIndex, path, t.name,
+                fmt::format("{}: tensor \"{}\" is not listed in {}", path, t.name, out_.index));
+        } else if (index.shard_of[*id] != i) {
+          Error(Kind::kIndexedElsewhere, path, t.name,
                 fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in shard \"{}\"",
-                            path.string(), t.name, out_.index, it->second));
+                            path, t.name, out_.index, index.shards[index.shard_of[*id]]));
           continue;  // the index's shard decides where a loader looks
+        } else {
+          found[*id] = true;
         }
-        Add(t, path.string());
+        Add(std::move(t), file);
       }
-      for (const std::string& name : tensors) {
-        if ((*file)->Find(name) == nullptr) {
-          Error(Kind::kNotInShard, path.string(), name,
-                fmt::format("{}: tensor \"{}\" is listed in shard \"{}\", which does not "
-                            "contain it",
-                            out_.index, name, shard));
-        }
+      for (uint32_t id : tensors) {
+        if (found[id]) continue;
+        Error(Kind::kNotInShard, path, std::string(index.tensors.Name(id)),
+              fmt::format("{}: tensor \"{}\" is listed in shard \"{}\", which does not "
+                          "contain it",
+                          out_.index, index.tensors.Name(id), shard));
       }
     }
     if (all_read && index.total_size && *index.total_size != bytes) {
@@ -125,6 +143,7 @@ class Auditor {
            fmt::format("{}: metadata.total_size is {} but the shards' tensors take {} bytes",
                        out_.index, *index.total_size, bytes));
     }
+    std::unordered_set<std::string_view> listed(index.shards.begin(), index.shards.end());
     for (const std::string& name : present) {
       if (!listed.contains(name)) {
         Warn(Kind::kIgnoredFile, (dir_ / name).string(), "",
@@ -134,33 +153,53 @@ class Auditor {
     return {};
   }
 
-  void AuditUnindexed(const std::string& name) {
-    const std::filesystem::path path = dir_ / name;
-    Result<std::shared_ptr<const SafetensorsFile>> file = SafetensorsFile::Open(path);
-    if (!file.ok()) {
-      Error(Kind::kUnreadableShard, path.string(), "", std::string(file.status().message()));
-      out_.unread_files.push_back(path.string());
-      return;
-    }
-    for (const TensorInfo& t : (*file)->tensors()) {
-      if (auto it = by_name_.find(t.name); it != by_name_.end()) {
-        Error(Kind::kInTwoFiles, path.string(), t.name,
-              fmt::format("{}: tensor \"{}\" is in both {} and {}", dir_.string(), t.name,
-                          it->second.file, path.string()));
+  void AuditUnindexed(const std::vector<std::string>& names) {
+    std::vector<std::filesystem::path> paths;
+    for (const std::string& name : names) paths.push_back(dir_ / name);
+    std::vector<Result<SafetensorsHeader>> headers = checkpoint_internal::ReadHeaders(paths);
+    for (size_t k = 0; k < paths.size(); ++k) {
+      const std::string path = paths[k].string();
+      if (!headers[k].ok()) {
+        Error(Kind::kUnreadableShard, path, "", std::string(headers[k].status().message()));
+        out_.unread_files.push_back(path);
         continue;
       }
-      Add(t, path.string());
+      const uint32_t file = AddFile(path);
+      for (TensorInfo& t : headers[k]->tensors) {
+        if (const std::optional<uint32_t> id = by_name_->Find(t.name)) {
+          Error(Kind::kInTwoFiles, path, t.name,
+                fmt::format("{}: tensor \"{}\" is in both {} and {}", dir_.string(), t.name,
+                            out_.FileOf(out_.tensors[*id]), path));
+          continue;
+        }
+        Add(std::move(t), file);
+      }
     }
   }
 
-  void Add(const TensorInfo& t, const std::string& file) {
-    by_name_.emplace(t.name, AuditedTensor{t.name, file, t.dtype, t.shape});
+  void NameOnly(uint32_t file, const checkpoint_internal::IndexFile& index,
+                const std::vector<uint32_t>& tensors) {
+    out_.unread_files.push_back(out_.files[file]);
+    for (uint32_t id : tensors) {
+      TensorInfo named;
+      named.name = index.tensors.Name(id);
+      Add(std::move(named), file, false);
+    }
   }
 
-  void NameOnly(const std::string& file, const std::vector<std::string>& tensors) {
-    out_.unread_files.push_back(file);
-    for (const std::string& name : tensors)
-      by_name_.emplace(name, AuditedTensor{name, file, {}, {}});
+  void Reserve(size_t tensors) {
+    out_.tensors.reserve(tensors);
+    by_name_->Reserve(tensors, 0);
+  }
+  uint32_t AddFile(std::string path) {
+    out_.files.push_back(std::move(path));
+    return static_cast<uint32_t>(out_.files.size() - 1);
+  }
+  // One per name: a name found twice (a tensor no index lists, in two shards) keeps the first.
+  void Add(TensorInfo t, uint32_t file, bool described = true) {
+    if (!by_name_->Insert(t.name).second) return;
+    out_.tensors.push_back({std::move(t.name), file,
+                            described ? std::optional(t.dtype) : std::nullopt, std::move(t.shape)});
   }
 
   void Error(Kind kind, std::string file, std::string tensor, std::string message) {
@@ -172,7 +211,7 @@ class Auditor {
 
   const std::filesystem::path dir_;
   CheckpointAudit out_;
-  std::map<std::string, AuditedTensor> by_name_;
+  std::shared_ptr<NameIds> by_name_ = std::make_shared<NameIds>();
 };
 
 }  // namespace
@@ -202,9 +241,8 @@ std::string_view CheckpointProblemKindName(CheckpointProblemKind kind) {
 }
 
 const AuditedTensor* CheckpointAudit::Find(std::string_view name) const {
-  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
-                             [](const AuditedTensor& t, std::string_view n) { return t.name < n; });
-  return it != tensors.end() && it->name == name ? &*it : nullptr;
+  const std::optional<uint32_t> id = by_name ? by_name->Find(name) : std::nullopt;
+  return id ? &tensors[*id] : nullptr;
 }
 
 Result<CheckpointAudit> AuditCheckpoint(const std::filesystem::path& dir) {

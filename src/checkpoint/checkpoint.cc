@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <mutex>
 #include <system_error>
+#include <unordered_set>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "quantpath/checkpoint.h"
+#include "src/base/name_ids.h"
 #include "src/checkpoint/folder.h"
 
 namespace quantpath {
@@ -16,8 +18,8 @@ using checkpoint_internal::kSingleName;
 
 struct Checkpoint::Impl {
   struct Shard {
-    std::string name;                 // as the index (or the folder listing) names it
-    std::vector<std::string> listed;  // the tensors the index places in this shard
+    std::string name;              // as the index (or the folder listing) names it
+    std::vector<uint32_t> listed;  // the ids of the tensors the index places here
     std::once_flag once;
     std::shared_ptr<const SafetensorsFile> file;
     Status status;
@@ -32,7 +34,8 @@ struct Checkpoint::Impl {
   std::unordered_map<std::string, size_t> memory_of;
   std::optional<uint64_t> total_size;
   std::vector<std::unique_ptr<Shard>> shards;
-  std::unordered_map<std::string, size_t> shard_of;  // tensor name → index into shards
+  NameIds tensors;                 // every tensor of the shards, by name
+  std::vector<uint32_t> shard_of;  // per tensor id: index into shards
 
   size_t AddShard(std::string name) {
     shards.push_back(std::make_unique<Shard>());
@@ -59,19 +62,23 @@ struct Checkpoint::Impl {
 
   Status CheckAgainstIndex(size_t i, const SafetensorsFile& file) const {
     for (const TensorInfo& t : file.tensors()) {
-      auto it = shard_of.find(t.name);
-      if (it == shard_of.end()) {
+      const std::optional<uint32_t> id = tensors.Find(t.name);
+      if (!id) {
         return InvalidInput(
             fmt::format("{}: tensor \"{}\" is not listed in {}", file.path(), t.name, index));
       }
-      if (it->second != i) {
+      if (shard_of[*id] != i) {
         return InvalidInput(
             fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in "
                         "shard \"{}\"",
-                        file.path(), t.name, index, shards[it->second]->name));
+                        file.path(), t.name, index, shards[shard_of[*id]]->name));
       }
     }
-    for (const std::string& name : shards[i]->listed) {
+    // Every tensor of the file is one the index lists here (and names are unique on both sides),
+    // so the index lists no more when the counts agree.
+    if (file.tensors().size() == shards[i]->listed.size()) return {};
+    for (uint32_t id : shards[i]->listed) {
+      const std::string_view name = tensors.Name(id);
       if (file.Find(name) == nullptr) {
         return InvalidInput(
             fmt::format("{}: tensor \"{}\" is listed in shard \"{}\", which does "
@@ -79,25 +86,25 @@ struct Checkpoint::Impl {
                         index, name, shards[i]->name));
       }
     }
-    return {};
+    return InternalError(
+        fmt::format("{}: the index and shard \"{}\" disagree", index, shards[i]->name));
   }
 
   Status ReadIndex(std::vector<std::string>* warnings) {
     QP_ASSIGN_OR_RETURN(checkpoint_internal::IndexFile file,
                         checkpoint_internal::ReadIndexFile(index));
-    std::unordered_map<std::string, size_t> shard_by_name;
-    for (checkpoint_internal::IndexEntry& entry : file.entries) {
-      auto [it, added] = shard_by_name.try_emplace(entry.shard, shards.size());
-      if (added) AddShard(entry.shard);
-      shards[it->second]->listed.push_back(entry.tensor);
-      shard_of.emplace(std::move(entry.tensor), it->second);
+    for (size_t i = 0; i < file.shards.size(); ++i) {
+      AddShard(std::move(file.shards[i]));
+      shards[i]->listed = std::move(file.listed[i]);
     }
+    tensors = std::move(file.tensors);
+    shard_of = std::move(file.shard_of);
     for (const auto& shard : shards) {
       std::error_code ec;
       if (!std::filesystem::is_regular_file(dir / shard->name, ec)) {
         return NotFound(
             fmt::format("{}: shard \"{}\" (listed for tensor \"{}\") is not a file in {}", index,
-                        shard->name, shard->listed.front(), dir.string()));
+                        shard->name, tensors.Name(shard->listed.front()), dir.string()));
       }
     }
     for (const std::optional<std::string>& warning :
@@ -107,8 +114,10 @@ struct Checkpoint::Impl {
     total_size = file.total_size;
     QP_ASSIGN_OR_RETURN(std::vector<std::string> present,
                         checkpoint_internal::ListSafetensors(dir));
+    std::unordered_set<std::string_view> listed_shards;
+    for (const auto& shard : shards) listed_shards.insert(shard->name);
     for (const std::string& name : present) {
-      if (!shard_by_name.contains(name)) {
+      if (!listed_shards.contains(name)) {
         warnings->push_back(
             fmt::format("{}: not listed in {}; ignored", (dir / name).string(), kIndexName));
       }
@@ -129,11 +138,12 @@ struct Checkpoint::Impl {
       size_t i = AddShard(name);
       QP_ASSIGN_OR_RETURN(const SafetensorsFile* file, OpenShard(i));
       for (const TensorInfo& t : file->tensors()) {
-        auto [it, added] = shard_of.try_emplace(t.name, i);
+        auto [id, added] = tensors.Insert(t.name);
         if (!added) {
           return InvalidInput(fmt::format("{}: tensor \"{}\" is in both {} and {}", dir.string(),
-                                          t.name, shards[it->second]->name, name));
+                                          t.name, shards[shard_of[id]]->name, name));
         }
+        shard_of.push_back(static_cast<uint32_t>(i));
       }
       if (static_cast<int64_t>(shard_of.size()) > limits.tensors) {
         return LimitError(
@@ -200,15 +210,16 @@ Result<Checkpoint> Checkpoint::FromTensors(std::string label, std::vector<OwnedT
 std::vector<std::string> Checkpoint::TensorNames() const {
   std::vector<std::string> names;
   names.reserve(impl_->shard_of.size() + impl_->memory_of.size());
-  for (const auto& [name, shard] : impl_->shard_of) names.push_back(name);
+  for (uint32_t id = 0; id < impl_->tensors.size(); ++id) {
+    names.emplace_back(impl_->tensors.Name(id));
+  }
   for (const auto& [name, i] : impl_->memory_of) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 bool Checkpoint::Has(std::string_view name) const {
-  const std::string key(name);
-  return impl_->shard_of.contains(key) || impl_->memory_of.contains(key);
+  return impl_->tensors.Find(name) || impl_->memory_of.contains(std::string(name));
 }
 
 Result<TensorView> Checkpoint::Get(std::string_view name) const {
@@ -217,11 +228,9 @@ Result<TensorView> Checkpoint::Get(std::string_view name) const {
     return TensorView{
         &impl_->memory_infos[held->second], impl_->label, {bytes.data(), bytes.size()}};
   }
-  auto it = impl_->shard_of.find(std::string(name));
-  if (it == impl_->shard_of.end()) {
-    return NotFound(fmt::format("{}: no tensor \"{}\"", impl_->dir.string(), name));
-  }
-  auto file = impl_->OpenShard(it->second);
+  const std::optional<uint32_t> id = impl_->tensors.Find(name);
+  if (!id) return NotFound(fmt::format("{}: no tensor \"{}\"", impl_->dir.string(), name));
+  auto file = impl_->OpenShard(impl_->shard_of[*id]);
   if (!file.ok()) return file.status().WithContext(fmt::format("reading tensor \"{}\"", name));
   const TensorInfo* info = (*file)->Find(name);
   if (info == nullptr) {
@@ -232,6 +241,10 @@ Result<TensorView> Checkpoint::Get(std::string_view name) const {
 }
 
 Status Checkpoint::Validate() {
+  // Every shard opened at once (each once: OpenShard keeps its outcome), then the first error in
+  // shard order is the one reported.
+  checkpoint_internal::ForEachShard(impl_->shards.size(),
+                                    [&](size_t i) { (void)impl_->OpenShard(i); });
   uint64_t bytes = 0;
   for (size_t i = 0; i < impl_->shards.size(); ++i) {
     QP_ASSIGN_OR_RETURN(const SafetensorsFile* file, impl_->OpenShard(i));

@@ -6,10 +6,13 @@
 // names to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the data section)
 // plus an optional "__metadata__" of string → string.
 #include <algorithm>
+#include <optional>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "quantpath/checkpoint.h"
+#include "src/base/json_dom.h"
+#include "src/base/name_ids.h"
 
 namespace quantpath {
 namespace {
@@ -25,14 +28,19 @@ Status TensorError(std::string_view file, std::string_view name, std::string_vie
   return InvalidInput(fmt::format("{}: tensor \"{}\": {}", file, name, message));
 }
 
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
 // A JSON value that must be an integer in [0, INT64_MAX] (serde's usize, within what a file can
-// address). Integers above INT64_MAX arrive as doubles and are refused with the other non-integers.
-bool IsIndex(const Json& v) { return v.is_int() && v.int_value() >= 0; }
+// address). Integers above INT64_MAX are refused with the other non-integers.
+bool IsIndex(element v) { return v.type() == element_type::INT64 && int64_t(v) >= 0; }
 
 // A JSON value for an error message, cut short: a hostile header may hold huge values.
-std::string ValueText(const Json& v) {
+std::string ValueText(element v, std::string_view file, const JsonLimits& limits) {
   constexpr size_t kMaxChars = 60;
-  std::string text = v.is_string() ? JsonQuote(v.string_value()) : ToJson(v);
+  Result<Json> owned = json_internal::ToOwnedJson(v, file, "", limits);
+  if (!owned.ok()) return "a value";
+  std::string text = owned->is_string() ? JsonQuote(owned->string_value()) : ToJson(*owned);
   return text.size() <= kMaxChars ? text : text.substr(0, kMaxChars) + "...";
 }
 
@@ -52,61 +60,94 @@ Status ParseMetadata(const Json& value, std::string_view file, SafetensorsMetada
   return {};
 }
 
+// The three fields of a tensor entry, each given once. Other fields are ignored, as serde ignores
+// them, but still held to ParseJson's rules (no duplicate keys, at any depth).
+struct EntryFields {
+  std::optional<element> dtype, shape, offsets;
+};
+Status ReadEntryFields(std::string_view file, std::string_view name, element entry,
+                       const JsonLimits& limits, EntryFields* out) {
+  const auto pointer = [name] { return JsonPointerChild("", name); };  // built only when needed
+  std::vector<std::string_view> others;
+  for (auto [key, value] : simdjson::dom::object(entry)) {
+    std::optional<element>* field = key == "dtype"          ? &out->dtype
+                                    : key == "shape"        ? &out->shape
+                                    : key == "data_offsets" ? &out->offsets
+                                                            : nullptr;
+    if (field == nullptr) {
+      if (std::find(others.begin(), others.end(), key) != others.end()) {
+        return json_internal::DuplicateKeyError(file, pointer(), key);
+      }
+      others.push_back(key);
+      QP_RETURN_IF_ERROR(
+          json_internal::ToOwnedJson(value, file, JsonPointerChild(pointer(), key), limits)
+              .status());
+      continue;
+    }
+    if (field->has_value()) return json_internal::DuplicateKeyError(file, pointer(), key);
+    *field = value;
+  }
+  return {};
+}
+
 // Reads one tensor entry and checks it on its own: known dtype, shape and offsets of non-negative
 // integers, dtype × shape = end - begin. Offsets against other tensors are checked afterwards.
-Status ParseTensor(std::string_view file, const std::string& name, const Json& entry,
-                   TensorInfo* out) {
+Status ParseTensor(std::string_view file, std::string_view name, element entry,
+                   const JsonLimits& limits, TensorInfo* out) {
   out->name = name;
-  if (!entry.is_object()) {
+  if (entry.type() != element_type::OBJECT) {
     return TensorError(
         file, name,
         fmt::format("expected an object with dtype, shape and data_offsets, found {}",
-                    entry.TypeName()));
+                    json_internal::DomTypeName(entry)));
   }
-  const Json* dtype = entry.Find("dtype");
-  const Json* shape = entry.Find("shape");
-  const Json* offsets = entry.Find("data_offsets");
-  for (auto [field, value] :
-       {std::pair{"dtype", dtype}, std::pair{"shape", shape}, std::pair{"data_offsets", offsets}}) {
-    if (value == nullptr) return TensorError(file, name, fmt::format("missing \"{}\"", field));
+  EntryFields fields;
+  QP_RETURN_IF_ERROR(ReadEntryFields(file, name, entry, limits, &fields));
+  for (auto [field, value] : {std::pair{"dtype", &fields.dtype}, std::pair{"shape", &fields.shape},
+                              std::pair{"data_offsets", &fields.offsets}}) {
+    if (!value->has_value()) return TensorError(file, name, fmt::format("missing \"{}\"", field));
   }
-  if (!dtype->is_string()) {
-    return TensorError(file, name,
-                       fmt::format("\"dtype\" must be a string, found {}", dtype->TypeName()));
+  const element dtype = *fields.dtype, shape = *fields.shape, offsets = *fields.offsets;
+  if (dtype.type() != element_type::STRING) {
+    return TensorError(
+        file, name,
+        fmt::format("\"dtype\" must be a string, found {}", json_internal::DomTypeName(dtype)));
   }
-  std::optional<StDtype> parsed = ParseStDtype(dtype->string_value());
-  if (!parsed) {
-    return TensorError(file, name,
-                       fmt::format("unknown dtype {}", JsonQuote(dtype->string_value())));
-  }
+  const std::string_view dtype_text(dtype);
+  std::optional<StDtype> parsed = ParseStDtype(dtype_text);
+  if (!parsed)
+    return TensorError(file, name, fmt::format("unknown dtype {}", JsonQuote(dtype_text)));
   out->dtype = *parsed;
 
-  if (!shape->is_array()) {
+  if (shape.type() != element_type::ARRAY) {
     return TensorError(file, name,
                        fmt::format("\"shape\" must be a list of non-negative "
                                    "integers, found {}",
-                                   shape->TypeName()));
+                                   json_internal::DomTypeName(shape)));
   }
-  for (size_t i = 0; i < shape->items().size(); ++i) {
-    const Json& dim = shape->items()[i];
+  const simdjson::dom::array dims(shape);
+  out->shape.reserve(dims.size());
+  for (element dim : dims) {
     if (!IsIndex(dim)) {
       return TensorError(file, name,
                          fmt::format("shape[{}] = {} is not a non-negative integer "
                                      "(below 2^63)",
-                                     i, ValueText(dim)));
+                                     out->shape.size(), ValueText(dim, file, limits)));
     }
-    out->shape.push_back(dim.int_value());
+    out->shape.push_back(int64_t(dim));
   }
 
-  if (!offsets->is_array() || offsets->items().size() != 2 || !IsIndex(offsets->items()[0]) ||
-      !IsIndex(offsets->items()[1])) {
+  const bool pair = offsets.type() == element_type::ARRAY &&
+                    simdjson::dom::array(offsets).size() == 2 &&
+                    IsIndex(offsets.at(0).value_unsafe()) && IsIndex(offsets.at(1).value_unsafe());
+  if (!pair) {
     return TensorError(file, name,
                        fmt::format("\"data_offsets\" must be [begin, end] of "
                                    "non-negative integers, found {}",
-                                   ValueText(*offsets)));
+                                   ValueText(offsets, file, limits)));
   }
-  out->begin = static_cast<uint64_t>(offsets->items()[0].int_value());
-  out->end = static_cast<uint64_t>(offsets->items()[1].int_value());
+  out->begin = static_cast<uint64_t>(int64_t(offsets.at(0).value_unsafe()));
+  out->end = static_cast<uint64_t>(int64_t(offsets.at(1).value_unsafe()));
 
   int64_t elements = out->Elements();
   if (elements < 0) {
@@ -142,15 +183,19 @@ Status ParseTensor(std::string_view file, const std::string& name, const Json& e
   return {};
 }
 
-// Sorts by offsets (as the reference does: any document order is accepted) and checks that the
-// tensors tile the data section from 0 without gaps or overlaps, ending at the end of the file.
-Status CheckTiling(std::string_view file, uint64_t data_bytes, std::vector<TensorInfo>* tensors) {
-  std::stable_sort(tensors->begin(), tensors->end(), [](const TensorInfo& a, const TensorInfo& b) {
-    return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
-  });
+// The reference accepts any document order and checks the tensors in offset order. Writers store
+// them in offset order, so they are moved only when they are not.
+bool ByOffsets(const TensorInfo& a, const TensorInfo& b) {
+  return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
+}
+
+// Checks that the tensors, in offset order, tile the data section from 0 without gaps or
+// overlaps, ending at the end of the file.
+Status CheckTiling(std::string_view file, uint64_t data_bytes,
+                   const std::vector<TensorInfo>& tensors) {
   uint64_t expected = 0;
   const TensorInfo* previous = nullptr;
-  for (const TensorInfo& t : *tensors) {
+  for (const TensorInfo& t : tensors) {
     if (t.begin != expected) {
       std::string where = fmt::format("data_offsets [{}, {}]", t.begin, t.end);
       if (previous == nullptr) {
@@ -185,10 +230,11 @@ Status CheckTiling(std::string_view file, uint64_t data_bytes, std::vector<Tenso
 
 }  // namespace
 
-Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte> bytes,
-                                                       uint64_t file_size, std::string_view file,
-                                                       uint64_t* data_start,
-                                                       SafetensorsMetadata* metadata) {
+namespace checkpoint_internal {
+
+Result<std::vector<TensorInfo>> ParseHeader(std::span<const std::byte> bytes, uint64_t file_size,
+                                            std::string_view file, uint64_t* data_start,
+                                            SafetensorsMetadata* metadata, NameIds* ids) {
   if (file_size < kLengthBytes || bytes.size() < kLengthBytes) {
     return InvalidInput(
         fmt::format("{}: {} bytes, too small for a safetensors file (which starts "
@@ -221,35 +267,73 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte
                     text.empty() ? std::string("an empty header")
                                  : fmt::format("byte 0x{:02x}", static_cast<uint8_t>(text[0]))));
   }
-  // ParseJson validates UTF-8 and rejects duplicate keys, naming the file and the key. The header
-  // has its own size limit (above); nesting and the value count keep the JSON limits.
+  // The DOM parse validates UTF-8 and the JSON; duplicate keys are rejected below, naming the file
+  // and the key. The header has its own size limit (above) and keeps the JSON depth limit; the
+  // value limit bounds the owned Json tree, which only the metadata is copied into.
   JsonLimits json_limits = limits.json;
   json_limits.max_bytes = limits.header_bytes;
-  QP_ASSIGN_OR_RETURN(Json root, ParseJson(text, file, json_limits));
-  if (!root.is_object()) {
+  // One parser per thread keeps its buffers from shard to shard; those of a header over
+  // kKeepBytes are given back when it has been read.
+  constexpr uint64_t kKeepBytes = uint64_t{16} << 20;
+  thread_local json_internal::DomParser parser;
+  struct Release {
+    bool large;
+    ~Release() {
+      if (large) parser = {};
+    }
+  } release{header_bytes > kKeepBytes};
+  QP_ASSIGN_OR_RETURN(simdjson::dom::element root,
+                      parser.Parse(text, bytes.size() - kLengthBytes, file, json_limits));
+  if (root.type() != simdjson::dom::element_type::OBJECT) {
     return InvalidInput(fmt::format("{}: the header must be a JSON object", file));
   }
-
-  if (static_cast<int64_t>(root.members().size()) > limits.tensors + 1) {  // + __metadata__
+  const simdjson::dom::object entries(root);
+  const size_t count = entries.size();
+  if (static_cast<int64_t>(count) > limits.tensors + 1) {  // + __metadata__
     return LimitError(
         fmt::format("{}: the header lists {} tensors, over the limit of {} "
                     "(QUANTPATH_MAX_TENSORS)",
-                    file, root.members().size(), limits.tensors));
+                    file, count, limits.tensors));
   }
   std::vector<TensorInfo> tensors;
-  tensors.reserve(root.members().size());
-  for (const auto& [name, entry] : root.members()) {
+  tensors.reserve(count);
+  // The tensors' names, each given its index in `tensors`: the table rejects a name given twice.
+  NameIds names;
+  names.Reserve(count, header_bytes);
+  bool has_metadata = false;
+  for (auto [name, entry] : entries) {
     if (name == "__metadata__") {
-      QP_RETURN_IF_ERROR(ParseMetadata(entry, file, metadata));
+      if (has_metadata) return json_internal::DuplicateKeyError(file, "", name);
+      has_metadata = true;
+      QP_ASSIGN_OR_RETURN(Json owned,
+                          json_internal::ToOwnedJson(entry, file, "/__metadata__", json_limits));
+      QP_RETURN_IF_ERROR(ParseMetadata(owned, file, metadata));
       continue;
     }
-    TensorInfo info;
-    QP_RETURN_IF_ERROR(ParseTensor(file, name, entry, &info));
-    tensors.push_back(std::move(info));
+    if (!names.Insert(name).second) return json_internal::DuplicateKeyError(file, "", name);
+    TensorInfo& info = tensors.emplace_back();
+    QP_RETURN_IF_ERROR(ParseTensor(file, name, entry, json_limits, &info));
   }
-  QP_RETURN_IF_ERROR(CheckTiling(file, file_size - kLengthBytes - header_bytes, &tensors));
+  if (!std::is_sorted(tensors.begin(), tensors.end(), ByOffsets)) {
+    std::stable_sort(tensors.begin(), tensors.end(), ByOffsets);
+    names = NameIds();
+    names.Reserve(tensors.size(), header_bytes);
+    for (const TensorInfo& t : tensors) names.Insert(t.name);
+  }
+  QP_RETURN_IF_ERROR(CheckTiling(file, file_size - kLengthBytes - header_bytes, tensors));
   *data_start = kLengthBytes + header_bytes;
+  *ids = std::move(names);
   return tensors;
+}
+
+}  // namespace checkpoint_internal
+
+Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::span<const std::byte> bytes,
+                                                       uint64_t file_size, std::string_view file,
+                                                       uint64_t* data_start,
+                                                       SafetensorsMetadata* metadata) {
+  NameIds ids;
+  return checkpoint_internal::ParseHeader(bytes, file_size, file, data_start, metadata, &ids);
 }
 
 }  // namespace quantpath

@@ -33,7 +33,12 @@ struct Module {
 
 class Checker {
  public:
-  Checker(const Model& model, CheckpointAudit audit) : model_(model), audit_(std::move(audit)) {}
+  Checker(const Model& model, CheckpointAudit audit) : model_(model), audit_(std::move(audit)) {
+    by_name_.reserve(audit_.tensors.size());
+    for (const AuditedTensor& t : audit_.tensors) by_name_.push_back(&t);
+    std::sort(by_name_.begin(), by_name_.end(),
+              [](const AuditedTensor* a, const AuditedTensor* b) { return a->name < b->name; });
+  }
 
   Result<CheckReport> Run() {
     report_.tensors = static_cast<int64_t>(audit_.tensors.size());
@@ -84,11 +89,12 @@ class Checker {
       if (t == nullptr) {
         const std::optional<std::string> quantized = QuantizedCompanion(module.prefix);
         if (quantized) {
-          Add({FindingKind::kStoredQuantized, std::nullopt, true, audit_.Find(*quantized)->file,
-               *quantized, path, "an unquantized " + name, *quantized,
+          Add({FindingKind::kStoredQuantized, std::nullopt, true,
+               audit_.FileOf(*audit_.Find(*quantized)), *quantized, path, "an unquantized " + name,
+               *quantized,
                fmt::format("{}: tensor {} of layer {}: the plan leaves the layer unquantized "
                            "(expects {}), but the checkpoint stores it quantized",
-                           audit_.Find(*quantized)->file, *quantized, path, name)});
+                           audit_.FileOf(*audit_.Find(*quantized)), *quantized, path, name)});
           ConsumeLayout(module.prefix);
         } else {
           Missing(name, path, FileOf({module}));
@@ -98,18 +104,18 @@ class Checker {
       Consume(name);
       if (!t->dtype) continue;  // known from the index only
       if (!IsFloat(*t->dtype)) {
-        Add({FindingKind::kStoredQuantized, std::nullopt, true, t->file, name, path,
+        Add({FindingKind::kStoredQuantized, std::nullopt, true, audit_.FileOf(*t), name, path,
              "BF16, F16 or F32", std::string(StDtypeName(*t->dtype)),
              fmt::format("{}: tensor {} of layer {} is {}, but the plan leaves the layer "
                          "unquantized (expects BF16, F16 or F32)",
-                         t->file, name, path, StDtypeName(*t->dtype))});
+                         audit_.FileOf(*t), name, path, StDtypeName(*t->dtype))});
         ConsumeLayout(module.prefix);
       } else if (module.dense_shape && t->shape != *module.dense_shape) {
-        Add({FindingKind::kShape, std::nullopt, true, t->file, name, path,
+        Add({FindingKind::kShape, std::nullopt, true, audit_.FileOf(*t), name, path,
              pipeline_internal::ShapeText(*module.dense_shape),
              pipeline_internal::ShapeText(t->shape),
-             fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", t->file, name, path,
-                         pipeline_internal::ShapeText(t->shape),
+             fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", audit_.FileOf(*t),
+                         name, path, pipeline_internal::ShapeText(t->shape),
                          pipeline_internal::ShapeText(*module.dense_shape))});
       }
     }
@@ -133,11 +139,11 @@ class Checker {
       if (audit_.Find(weight_name) == nullptr && layout != SourceLayout::kDense) {
         const AuditedTensor* dense = audit_.Find(module.prefix + ".weight");
         if (dense != nullptr && dense->dtype && IsFloat(*dense->dtype)) {
-          Add({FindingKind::kStoredUnquantized, std::nullopt, true, dense->file, dense->name, path,
-               weight_name, dense->name,
+          Add({FindingKind::kStoredUnquantized, std::nullopt, true, audit_.FileOf(*dense),
+               dense->name, path, weight_name, dense->name,
                fmt::format("{}: tensor {} of layer {} is {}, but the plan quantizes the layer as "
                            "{} (expects {})",
-                           dense->file, dense->name, path, StDtypeName(*dense->dtype),
+                           audit_.FileOf(*dense), dense->name, path, StDtypeName(*dense->dtype),
                            scheme.CanonicalName(), weight_name)});
           Consume(dense->name);
           continue;
@@ -186,9 +192,9 @@ class Checker {
       }
       Consume(other.name);
       if (t->dtype && !other.shape.empty() && t->shape != other.shape) {
-        Add({FindingKind::kShape, std::nullopt, true, t->file, other.name, "",
+        Add({FindingKind::kShape, std::nullopt, true, audit_.FileOf(*t), other.name, "",
              pipeline_internal::ShapeText(other.shape), pipeline_internal::ShapeText(t->shape),
-             fmt::format("{}: tensor {}: shape {}, but {} has it {}", t->file, other.name,
+             fmt::format("{}: tensor {}: shape {}, but {} has it {}", audit_.FileOf(*t), other.name,
                          pipeline_internal::ShapeText(t->shape), model_.sites.architecture,
                          pipeline_internal::ShapeText(other.shape))});
       }
@@ -253,18 +259,20 @@ class Checker {
   void CheckLeftOver() {
     const std::unordered_set<std::string> unlisted(model_.sites.unlisted_modules.begin(),
                                                    model_.sites.unlisted_modules.end());
-    for (const AuditedTensor& t : audit_.tensors) {
+    for (const AuditedTensor* tensor : by_name_) {
+      const AuditedTensor& t = *tensor;
+      const std::string& file = audit_.FileOf(t);
       if (consumed_.contains(t.name)) continue;
       if (const std::optional<std::string> skipped = SkippedBy(t.name)) {
-        Add({FindingKind::kSkipped, std::nullopt, false, t.file, t.name, "", "", "",
-             fmt::format("{}: tensor {} is skipped by the engine ({})", t.file, t.name, *skipped)});
+        Add({FindingKind::kSkipped, std::nullopt, false, file, t.name, "", "", "",
+             fmt::format("{}: tensor {} is skipped by the engine ({})", file, t.name, *skipped)});
         continue;
       }
       if (UnlistedModule(t.name, unlisted)) continue;
-      Add({FindingKind::kUnconsumed, std::nullopt, true, t.file, t.name, "", "", "",
+      Add({FindingKind::kUnconsumed, std::nullopt, true, file, t.name, "", "", "",
            fmt::format("{}: tensor {} is consumed by no layer and is no non-layer parameter of "
                        "{}",
-                       t.file, t.name, model_.sites.architecture)});
+                       file, t.name, model_.sites.architecture)});
     }
   }
 
@@ -340,12 +348,10 @@ class Checker {
 
   // A tensor under `prefix` that only a quantized layout has (any but `.weight` and `.bias`).
   std::optional<std::string> QuantizedCompanion(const std::string& prefix) const {
-    auto it =
-        std::lower_bound(audit_.tensors.begin(), audit_.tensors.end(), prefix,
-                         [](const AuditedTensor& t, const std::string& p) { return t.name < p; });
-    for (; it != audit_.tensors.end() && it->name.starts_with(prefix); ++it) {
-      const std::string_view rest = std::string_view(it->name).substr(prefix.size());
-      if ((rest.starts_with(".") || rest.starts_with("_")) && rest != ".bias") return it->name;
+    for (auto it = FirstWithPrefix(prefix); it != by_name_.end() && (*it)->name.starts_with(prefix);
+         ++it) {
+      const std::string_view rest = std::string_view((*it)->name).substr(prefix.size());
+      if ((rest.starts_with(".") || rest.starts_with("_")) && rest != ".bias") return (*it)->name;
     }
     return std::nullopt;
   }
@@ -355,12 +361,11 @@ class Checker {
     for (const Module& module : Modules(site)) ConsumeLayout(module.prefix);
   }
   void ConsumeLayout(const std::string& prefix) {
-    auto it =
-        std::lower_bound(audit_.tensors.begin(), audit_.tensors.end(), prefix,
-                         [](const AuditedTensor& t, const std::string& p) { return t.name < p; });
-    for (; it != audit_.tensors.end() && it->name.starts_with(prefix); ++it) {
-      const char next = it->name.size() > prefix.size() ? it->name[prefix.size()] : '\0';
-      if (next == '.' || next == '_') consumed_.insert(it->name);
+    for (auto it = FirstWithPrefix(prefix); it != by_name_.end() && (*it)->name.starts_with(prefix);
+         ++it) {
+      const std::string& name = (*it)->name;
+      const char next = name.size() > prefix.size() ? name[prefix.size()] : '\0';
+      if (next == '.' || next == '_') consumed_.insert(name);
     }
   }
 
@@ -387,10 +392,10 @@ class Checker {
   // The file holding the modules' other tensors, else the index, else the folder.
   std::string FileOf(const std::vector<Module>& modules) const {
     for (const Module& module : modules) {
-      auto it =
-          std::lower_bound(audit_.tensors.begin(), audit_.tensors.end(), module.prefix,
-                           [](const AuditedTensor& t, const std::string& p) { return t.name < p; });
-      if (it != audit_.tensors.end() && it->name.starts_with(module.prefix)) return it->file;
+      auto it = FirstWithPrefix(module.prefix);
+      if (it != by_name_.end() && (*it)->name.starts_with(module.prefix)) {
+        return audit_.FileOf(**it);
+      }
     }
     return audit_.index.empty() ? model_.dir : audit_.index;
   }
@@ -400,8 +405,16 @@ class Checker {
     report_.findings.push_back(std::move(finding));
   }
 
+  // The first of by_name_ not before `prefix`: the tensors under a prefix follow it.
+  std::vector<const AuditedTensor*>::const_iterator FirstWithPrefix(std::string_view prefix) const {
+    return std::lower_bound(
+        by_name_.begin(), by_name_.end(), prefix,
+        [](const AuditedTensor* t, std::string_view p) { return std::string_view(t->name) < p; });
+  }
+
   const Model& model_;
   const CheckpointAudit audit_;
+  std::vector<const AuditedTensor*> by_name_;  // audit_'s tensors in name order
   CheckReport report_;
   std::unordered_set<std::string> consumed_;
 };

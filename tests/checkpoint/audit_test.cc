@@ -61,7 +61,7 @@ TEST(AuditCheckpoint, ACleanShardedFolderHasNoProblemsAndEveryHeader) {
   ASSERT_NE(aw, nullptr);
   EXPECT_EQ(aw->dtype, StDtype::kU8);
   EXPECT_EQ(aw->shape, (std::vector<int64_t>{2, 4}));
-  EXPECT_EQ(aw->file, (dir.path() / kShard1).string());
+  EXPECT_EQ(audit.FileOf(*aw), (dir.path() / kShard1).string());
   EXPECT_EQ(audit.Find("c.w"), nullptr);
 }
 

@@ -1,0 +1,46 @@
+// NameIds: names to dense ids (0, 1, 2, … in the order added), for the tables a checkpoint's
+// tensor names go into (a header's names, an index's weight map; 150k names for a large MoE).
+// The names are copied into one arena and the table is open-addressed, so adding a name costs no
+// allocation of its own, where a node-based map costs one or two per name.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace quantpath {
+
+class NameIds {
+ public:
+  // Room for `names` names of `bytes` bytes in all, so that adding them does not grow the table.
+  void Reserve(size_t names, size_t bytes);
+  // The id of `name`, added when new; `second` is whether it was.
+  std::pair<uint32_t, bool> Insert(std::string_view name);
+  std::optional<uint32_t> Find(std::string_view name) const;
+  // Valid until the next Insert.
+  std::string_view Name(uint32_t id) const {
+    return std::string_view(chars_).substr(starts_[id], starts_[id + 1] - starts_[id]);
+  }
+  size_t size() const { return hashes_.size(); }
+
+ private:
+  static uint64_t Slot(uint64_t hash, uint32_t id) {
+    return (hash >> 32 << 32) | (id + uint64_t{1});
+  }
+  static uint32_t IdOf(uint64_t slot) { return static_cast<uint32_t>(slot) - 1; }
+  void Grow();
+  // The slot holding `name` (hash `hash`), or the empty slot where it would go.
+  size_t Probe(std::string_view name, uint64_t hash) const;
+
+  std::string chars_;              // every name, back to back
+  std::vector<size_t> starts_{0};  // name `id` is chars_[starts_[id], starts_[id + 1])
+  std::vector<uint64_t> hashes_;   // per id
+  // Per slot: the name's hash in the high 32 bits (so that a probe compares names only when those
+  // agree) and id + 1 in the low 32, or 0 when empty. A power of two, under half full.
+  std::vector<uint64_t> slots_;
+};
+
+}  // namespace quantpath
