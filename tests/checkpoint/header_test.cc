@@ -145,6 +145,23 @@ TEST(SafetensorsHeader, RefusesDuplicateNames) {
   std::string entry = R"({"dtype": "U8", "shape": [1], "data_offsets": [0, 1]})";
   ExpectRefused(WithHeader("{\"w\": " + entry + ", \"w\": " + entry + "}", 1),
                 {"duplicate", "\"w\""});
+  // Inside an entry, a field given twice, known or not, and a duplicate deeper in a field that is
+  // otherwise ignored, are refused as anywhere else in JSON.
+  ExpectRefused(
+      WithHeader(R"({"w": {"dtype": "U8", "dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})",
+                 1),
+      {"#/w/dtype: duplicate key \"dtype\""});
+  ExpectRefused(
+      WithHeader(R"({"w": {"x": 1, "dtype": "U8", "x": 2, "shape": [1], "data_offsets": [0, 1]}})",
+                 1),
+      {"#/w/x: duplicate key \"x\""});
+  ExpectRefused(
+      WithHeader(
+          R"({"w": {"x": {"a": 1, "a": 2}, "dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})",
+          1),
+      {"#/w/x/a: duplicate key \"a\""});
+  ExpectRefused(WithHeader(R"({"__metadata__": {}, "__metadata__": {}})"),
+                {"#/__metadata__: duplicate key"});
 }
 
 TEST(SafetensorsHeader, RefusesMetadataThatIsNotStrings) {
