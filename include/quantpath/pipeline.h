@@ -384,6 +384,7 @@ enum class FindingKind : uint8_t {
   kNoSpec,             // the layer's scheme has no physical spec (spec_note says why)
   kMissingTensor,      // a tensor the layer's source layout needs is not in the checkpoint
   kShape,              // a tensor whose shape is not the one its layer or parameter reads
+  kDtype,              // a quantized layer's tensor in a dtype its source layout never stores
   kStoredQuantized,    // the config leaves the layer unquantized; the checkpoint quantizes it
   kStoredUnquantized,  // the config quantizes the layer; the checkpoint stores it unquantized
   kUnconsumed,         // no layer and no non-layer parameter of the architecture reads it

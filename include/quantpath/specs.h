@@ -429,6 +429,28 @@ Result<std::unique_ptr<WeightSpec>> MakeSpecQuantizingAtLoad(const SpecKey& key,
 // Checkpoint source layouts: the tensor names of every layout, in one table (loaders and `check`
 // read it; nothing guesses a layout from which names happen to exist).
 
+// One leg (or one expert projection) of a layer as its source layout stores it, whole (every
+// rank's rows and columns): what the layout's rules derive each tensor's dtype and shape from.
+struct SourceLeg {
+  int64_t rows = 0;     // N
+  int64_t cols = 0;     // K
+  int64_t experts = 0;  // layouts that stack every expert in one tensor (StacksExperts): E
+  TensorQuant weight;   // the scheme's weight quantization: dtype, scale granularity, load facts
+};
+
+// What one source tensor of a leg must be: one of `dtypes` (any when empty), and one of `shapes`,
+// or, with `any_shape`, any shape holding as many elements as shapes[0] (producers write scalars
+// as [] or [1] and per-row vectors as [N] or [N, 1]).
+struct SourceTensorRule {
+  std::vector<StDtype> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+  bool any_shape = false;
+  bool AcceptsDtype(StDtype dtype) const;
+  bool AcceptsShape(const std::vector<int64_t>& shape) const;
+  std::string DtypesText() const;  // "F16, BF16 or F32"
+  std::string ShapesText() const;  // "[2, 128]", "[128, 1] or [128]", "128 elements"
+};
+
 struct SourceTensor {
   // The parameter slot the tensor loads into; nullopt for tensors read only to validate or
   // decode others (compressed-tensors `weight_shape`, bitsandbytes `quant_map`).
@@ -441,6 +463,9 @@ struct SourceTensor {
   // slot for it (GPTQ's g_idx without act-order, ModelSlim's weight_offset): such a tensor is
   // consumed by every loaded layer of the layout, never an unconsumed extra.
   bool always_read = false;
+  // The tensor's dtype and shape for a leg, as its producers write it and the loaders read it;
+  // null, or nullopt for a leg, where the layout does not fix them.
+  std::optional<SourceTensorRule> (*rule)(const SourceLeg& leg) = nullptr;
 };
 // The tensors of `layout` per module (leg) prefix. Static activation tensors are listed with
 // required = false: whether a layer needs them depends on its scheme. Every layout also has the
@@ -449,6 +474,9 @@ std::span<const SourceTensor> SourceTensors(SourceLayout layout);
 // The checkpoint suffix of `slot` in `layout`, or nullopt when the layout has no such tensor
 // (the bias is ".bias" unless the layout names another).
 std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot);
+// The rule of `layout`'s tensor of `slot` for `leg`; nullopt where the layout has no such tensor
+// or does not fix it.
+std::optional<SourceTensorRule> SourceRule(SourceLayout layout, Slot slot, const SourceLeg& leg);
 // Whether `layout` holds every expert of a layer in one tensor per projection (gpt-oss's
 // `_blocks` / `_scales`), so that its loaders read a projection through StackedExpert.
 bool StacksExperts(SourceLayout layout);

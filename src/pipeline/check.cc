@@ -4,8 +4,9 @@
 // the headers alone (AuditCheckpoint), so that a 700 GB checkpoint is checked in the time its
 // headers take to parse. The tensors a site reads are those of its source layout (SourceTensors,
 // the table the loaders share): required ones must be there, optional ones are read when the
-// spec's row has their slot, as LoadModel consumes them. Non-goals: tensor values (`run` reads
-// those), per-family shape rules of quantized tensors (the loaders check those at load).
+// spec's row has their slot, as LoadModel consumes them, each of the dtype and shape the table's
+// rule derives from the leg and the scheme (packing, groups, blocks, globals, experts).
+// Non-goals: tensor values (`run` reads those).
 #include <algorithm>
 #include <unordered_set>
 
@@ -25,10 +26,18 @@ Finding FindingOf(const CheckpointProblem& p) {
   return {FindingKind::kCheckpoint, p.kind, p.error, p.file, p.tensor, "", "", "", p.message};
 }
 
-// A site's leg (or an expert projection's) checkpoint prefix with the shape of its dense weight.
+// A site's leg (or an expert projection's) checkpoint prefix and the leg's whole [rows, cols]
+// (zero where the config gives no shape); `experts` > 0 where one tensor stacks every expert.
 struct Module {
   std::string prefix;
-  std::optional<std::vector<int64_t>> dense_shape;  // nullopt where the layout decides it
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t experts = 0;
+  // The shape of its unquantized weight; nullopt where unknown or stacked.
+  std::optional<std::vector<int64_t>> DenseShape() const {
+    if (rows == 0 || experts > 0) return std::nullopt;
+    return std::vector<int64_t>{rows, cols};
+  }
 };
 
 class Checker {
@@ -110,13 +119,8 @@ class Checker {
                          "unquantized (expects BF16, F16 or F32)",
                          audit_.FileOf(*t), name, path, StDtypeName(*t->dtype))});
         ConsumeLayout(module.prefix);
-      } else if (module.dense_shape && t->shape != *module.dense_shape) {
-        Add({FindingKind::kShape, std::nullopt, true, audit_.FileOf(*t), name, path,
-             pipeline_internal::ShapeText(*module.dense_shape),
-             pipeline_internal::ShapeText(t->shape),
-             fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", audit_.FileOf(*t),
-                         name, path, pipeline_internal::ShapeText(t->shape),
-                         pipeline_internal::ShapeText(*module.dense_shape))});
+      } else if (const auto shape = module.DenseShape(); shape && t->shape != *shape) {
+        WrongShape(*t, path, pipeline_internal::ShapeText(*shape));
       }
     }
     CheckBias(site, SourceLayout::kDense, path);
@@ -159,14 +163,44 @@ class Checker {
         const bool needed =
             held && *tensor.slot != Slot::kBias && *tensor.slot != Slot::kPreQuantScale;
         const bool read = tensor.required || tensor.always_read || !tensor.slot || held;
-        if (audit_.Find(name) != nullptr) {
-          if (read) Consume(name);
+        if (const AuditedTensor* t = audit_.Find(name)) {
+          if (!read) continue;
+          Consume(name);
+          if (tensor.rule != nullptr && module.rows > 0 && t->dtype) {
+            const SourceLeg leg{module.rows, module.cols, module.experts, scheme.weight};
+            if (const std::optional<SourceTensorRule> rule = tensor.rule(leg)) {
+              CheckRule(*t, path, scheme, *rule);
+            }
+          }
         } else if (tensor.required || needed) {
           Missing(name, path, FileOf({module}));
         }
       }
     }
     CheckBias(site, layout, path);
+  }
+
+  // A quantized tensor of the dtype and shape its layout's producers write for the leg.
+  void CheckRule(const AuditedTensor& t, const std::string& path, const QuantScheme& scheme,
+                 const SourceTensorRule& rule) {
+    const std::string& file = audit_.FileOf(t);
+    if (!rule.AcceptsDtype(*t.dtype)) {
+      Add({FindingKind::kDtype, std::nullopt, true, file, t.name, path, rule.DtypesText(),
+           std::string(StDtypeName(*t.dtype)),
+           fmt::format("{}: tensor {} of layer {} is {}, but {} in {} stores it as {}", file,
+                       t.name, path, StDtypeName(*t.dtype), scheme.CanonicalName(),
+                       SourceLayoutName(scheme.weight.load.layout), rule.DtypesText())});
+    } else if (!rule.AcceptsShape(t.shape)) {
+      WrongShape(t, path, rule.ShapesText());
+    }
+  }
+
+  void WrongShape(const AuditedTensor& t, const std::string& path, const std::string& expected) {
+    const std::string& file = audit_.FileOf(t);
+    const std::string found = pipeline_internal::ShapeText(t.shape);
+    Add({FindingKind::kShape, std::nullopt, true, file, t.name, path, expected, found,
+         fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", file, t.name, path, found,
+                     expected)});
   }
 
   void CheckBias(const LayerSite& site, SourceLayout layout, const std::string& path) {
@@ -317,13 +351,15 @@ class Checker {
                                    ? fmt::format("{}.{}", base, site.legs[leg].name)
                                    : fmt::format("{}.{}.{}", base, e, site.legs[leg].name);
           if (!seen.insert(prefix).second) continue;
-          std::optional<std::vector<int64_t>> shape;
-          if (!site.stacked_experts && site.shape) {
+          Module module{std::move(prefix)};
+          if (site.shape) {
             // gate and up read the hidden state; down reads the intermediate one.
             const bool down = site.legs[leg].name == "down_proj";
-            shape = std::vector<int64_t>{site.legs[leg].rows, down ? (*site.shape)[0] : cols};
+            module.rows = site.legs[leg].rows;
+            module.cols = down ? (*site.shape)[0] : cols;
+            module.experts = site.stacked_experts ? site.experts : 0;
           }
-          modules.push_back({std::move(prefix), std::move(shape)});
+          modules.push_back(std::move(module));
         }
       }
       return modules;
@@ -336,12 +372,12 @@ class Checker {
     }
     if (prefixes.empty()) prefixes.push_back(base);
     for (size_t leg = 0; leg < prefixes.size(); ++leg) {
-      std::optional<std::vector<int64_t>> shape;
+      Module module{prefixes[leg]};
       if (site.shape) {
-        const int64_t rows = site.legs.empty() ? (*site.shape)[0] : site.legs[leg].rows;
-        shape = std::vector<int64_t>{rows, cols};
+        module.rows = site.legs.empty() ? (*site.shape)[0] : site.legs[leg].rows;
+        module.cols = cols;
       }
-      modules.push_back({prefixes[leg], std::move(shape)});
+      modules.push_back(std::move(module));
     }
     return modules;
   }
@@ -383,7 +419,7 @@ class Checker {
   std::string FileNear(const std::string& name) const {
     for (size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0;
          dot = name.rfind('.', dot - 1)) {
-      const std::string file = FileOf({Module{name.substr(0, dot), std::nullopt}});
+      const std::string file = FileOf({Module{name.substr(0, dot)}});
       if (file.ends_with(".safetensors")) return file;
     }
     return FileOf({});
@@ -433,6 +469,8 @@ std::string_view FindingKindName(FindingKind kind) {
       return "missing-tensor";
     case FindingKind::kShape:
       return "shape";
+    case FindingKind::kDtype:
+      return "dtype";
     case FindingKind::kStoredQuantized:
       return "stored-quantized";
     case FindingKind::kStoredUnquantized:

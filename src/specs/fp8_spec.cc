@@ -32,8 +32,7 @@ namespace quantpath {
 namespace {
 
 using specs_internal::ComputeGeometry;
-using specs_internal::ExpectElements;
-using specs_internal::ExpectShape;
+using specs_internal::ExpectSourceRule;
 using specs_internal::FindSlotTensor;
 using specs_internal::ReadScales;
 using specs_internal::ShardGeometry;
@@ -74,19 +73,6 @@ Status CheckBlockAlignment(const AllocationRequest& request, const ShardGeometry
         LegName(request, leg), block.block_n));
   }
   return {};
-}
-
-// A leg's block grid [rows, cols] as checkpoints write it: [rows, cols], or ModelOpt FP8_PB_WO's
-// amax shape [rows, 1, cols, 1] (the same values in the same order), a scalar for one block.
-Status ExpectBlockGrid(const TensorView& view, std::string_view layer, int64_t rows, int64_t cols) {
-  const std::vector<int64_t>& shape = view.info->shape;
-  if (shape == std::vector<int64_t>{rows, cols} ||
-      shape == std::vector<int64_t>{rows, 1, cols, 1} || (shape.empty() && rows * cols == 1)) {
-    return {};
-  }
-  return InvalidInput(
-      fmt::format("{}: tensor {} has shape {}, expected [{}, {}] (or [{}, 1, {}, 1])", layer,
-                  view.info->name, specs_internal::ShapeString(shape), rows, cols, rows, cols));
 }
 
 // Bytes of this rank's weight of an fp8 key, scales included.
@@ -172,6 +158,23 @@ class Fp8Spec final : public specs_internal::KeyedSpec {
  private:
   Fp8BlockLayout Layout() const { return {key_.block[0], key_.block[1]}; }
 
+  // Leg `leg` whole, as the source layout's rules see it: the key's scale granularity.
+  SourceLeg Leg(const ShardGeometry& g, size_t leg) const {
+    SourceLeg source;
+    source.rows = g.full_leg_rows[leg];
+    source.cols = g.full_cols;
+    source.weight.dtype = QDType::kFP8E4M3;
+    source.weight.load = facts_;
+    if (key_.family == kFp8BlockFamily) {
+      source.weight.granularity = Granularity::kBlock;
+      source.weight.block_shape = key_.block;
+    } else {
+      source.weight.granularity =
+          key_.family == kFp8PerTensorFamily ? Granularity::kPerTensor : Granularity::kPerChannel;
+    }
+    return source;
+  }
+
   // The request's geometry, with the block grid's alignment rules.
   Result<ShardGeometry> Geometry(const AllocationRequest& request) const {
     QP_ASSIGN_OR_RETURN(ShardGeometry g, ComputeGeometry(request));
@@ -186,11 +189,7 @@ class Fp8Spec final : public specs_internal::KeyedSpec {
     const std::string& layer = params->request.layer;
     QP_ASSIGN_OR_RETURN(TensorView view,
                         FindSlotTensor(checkpoint, layer, prefix, facts_.layout, Slot::kWeight));
-    if (view.info->dtype != StDtype::kF8E4M3) {
-      return InvalidInput(fmt::format("{}: tensor {} is {}, but {} expects F8_E4M3 weights", layer,
-                                      view.info->name, StDtypeName(view.info->dtype), key_.ToId()));
-    }
-    QP_RETURN_IF_ERROR(ExpectShape(view, layer, {g.full_leg_rows[leg], g.full_cols}));
+    QP_RETURN_IF_ERROR(ExpectSourceRule(view, layer, facts_.layout, Slot::kWeight, Leg(g, leg)));
     QP_RETURN_IF_ERROR(specs_internal::CopyRows(view, layer, g.leg_src_rows[leg], g.src_col,
                                                 g.leg_rows[leg], g.leg_offsets[leg],
                                                 &params->tensor(Slot::kWeight)));
@@ -214,16 +213,15 @@ class Fp8Spec final : public specs_internal::KeyedSpec {
     const std::string& layer = params->request.layer;
     QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
                                                         Slot::kWeightScale));
-    const int64_t full_rows = g.full_leg_rows[leg];
+    QP_RETURN_IF_ERROR(
+        ExpectSourceRule(view, layer, facts_.layout, Slot::kWeightScale, Leg(g, leg)));
     ParamTensor& scales = params->tensor(Slot::kWeightScale);
     if (key_.family == kFp8PerTensorFamily) {
-      QP_RETURN_IF_ERROR(ExpectElements(view, layer, 1, "one per-tensor scale"));
       QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
       params->leg_weight_scales[leg] = scale[0];
       return {};
     }
     if (key_.family == kFp8PerChannelFamily) {
-      QP_RETURN_IF_ERROR(ExpectElements(view, layer, full_rows, "one scale per output row"));
       QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
       float* dst = scales.data<float>() + g.leg_offsets[leg];
       std::copy_n(scale.begin() + g.leg_src_rows[leg], g.leg_rows[leg], dst);
@@ -231,8 +229,6 @@ class Fp8Spec final : public specs_internal::KeyedSpec {
     }
     {
       const Fp8BlockLayout block = Layout();
-      QP_RETURN_IF_ERROR(
-          ExpectBlockGrid(view, layer, block.ScaleRows(full_rows), block.ScaleCols(g.full_cols)));
       QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
       // Slices start on block boundaries (CheckBlockAlignment), so they are whole grid cells; the
       // leg's grid follows the grids of the legs before it.
@@ -255,7 +251,7 @@ class Fp8Spec final : public specs_internal::KeyedSpec {
     const std::string& layer = params->request.layer;
     QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, layer, prefix, facts_.layout,
                                                         Slot::kInputScale));
-    QP_RETURN_IF_ERROR(ExpectElements(view, layer, 1, "one static activation scale"));
+    QP_RETURN_IF_ERROR(ExpectSourceRule(view, layer, facts_.layout, Slot::kInputScale, {}));
     QP_ASSIGN_OR_RETURN(std::vector<float> scale, ReadScales(view, layer));
     if (!(scale[0] > 0.0f)) {
       return InvalidInput(

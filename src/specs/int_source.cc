@@ -41,17 +41,28 @@ Result<IntSourceFn> FindIntSource(SourceLayout layout, std::string_view layer) {
   return it->second;
 }
 
+SourceLeg IntSourceRequest::leg() const {
+  constexpr QDType kIntOfBits[] = {QDType::kINT2, QDType::kINT3, QDType::kINT4, QDType::kINT5,
+                                   QDType::kINT6, QDType::kINT7, QDType::kINT8};
+  SourceLeg leg;
+  leg.rows = rows;
+  leg.cols = cols;
+  leg.weight.dtype = bits >= 2 && bits <= 8 ? kIntOfBits[bits - 2] : QDType::kINT4;
+  leg.weight.granularity = tensor          ? Granularity::kPerTensor
+                           : group >= cols ? Granularity::kPerChannel
+                                           : Granularity::kGroup;
+  leg.weight.group_size = group;
+  leg.weight.load.layout = layout;
+  return leg;
+}
+
 Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
                                              const IntSourceRequest& request, Slot slot,
-                                             const std::vector<int64_t>& shape, std::string* name) {
+                                             std::string* name) {
   QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, request.prefix,
                                                       request.layout, slot));
   *name = view.info->name;
-  if (view.info->dtype != StDtype::kI32) {
-    return InvalidInput(fmt::format("{}: tensor {} is {}, but packed integer codes are I32",
-                                    request.layer, view.info->name, StDtypeName(view.info->dtype)));
-  }
-  QP_RETURN_IF_ERROR(ExpectShape(view, request.layer, shape));
+  QP_RETURN_IF_ERROR(ExpectSourceRule(view, request.layer, request.layout, slot, request.leg()));
   std::vector<uint32_t> words(static_cast<size_t>(view.info->Elements()));
   // The mapped bytes need not be 4-byte aligned: copy.
   std::memcpy(words.data(), view.bytes.data(), words.size() * 4);
@@ -60,24 +71,12 @@ Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
 
 Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
                                          const IntSourceRequest& request, Slot slot,
-                                         const std::vector<std::vector<int64_t>>& shapes,
                                          IntLegCodes* leg) {
   QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, request.prefix,
                                                       request.layout, slot));
-  const StDtype dtype = view.info->dtype;
-  if (dtype != StDtype::kF16 && dtype != StDtype::kBF16 && dtype != StDtype::kF32) {
-    return InvalidInput(fmt::format("{}: tensor {} is {}, but scales are F16, BF16 or F32",
-                                    request.layer, view.info->name, StDtypeName(dtype)));
-  }
-  leg->scale_dtype = dtype;
+  QP_RETURN_IF_ERROR(ExpectSourceRule(view, request.layer, request.layout, slot, request.leg()));
+  leg->scale_dtype = view.info->dtype;
   leg->scales_tensor = view.info->name;
-  if (std::find(shapes.begin(), shapes.end(), view.info->shape) == shapes.end()) {
-    std::vector<std::string> accepted;
-    for (const std::vector<int64_t>& shape : shapes) accepted.push_back(ShapeString(shape));
-    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {}", request.layer,
-                                    view.info->name, ShapeString(view.info->shape),
-                                    Join(accepted, " or ")));
-  }
   return ReadScales(view, request.layer);
 }
 

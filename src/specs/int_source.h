@@ -28,6 +28,8 @@ struct IntSourceRequest {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t groups() const { return (cols + group - 1) / group; }
+  // The leg as the layout's shape rules (SourceTensor::rule) see it.
+  SourceLeg leg() const;
 };
 
 // One leg, unpacked. Codes and zero points are unsigned b-bit values with W = (q − z) · s.
@@ -54,14 +56,14 @@ struct IntSourceRegistrar {
 // The decoder of `layout`; Unsupported naming the layout and the layer when there is none.
 Result<IntSourceFn> FindIntSource(SourceLayout layout, std::string_view layer);
 
-// Reads the `slot` tensor of the request's layout as int32 words of exactly `shape` (dtype I32).
+// Reads the `slot` tensor of the request's layout as int32 words, of the dtype and shape the
+// layout's rule gives the leg (source_layouts.cc).
 Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
                                              const IntSourceRequest& request, Slot slot,
-                                             const std::vector<int64_t>& shape, std::string* name);
-// Reads the `slot` tensor as finite scales (F16, BF16 or F32) of one of the `shapes` accepted.
+                                             std::string* name);
+// Reads the `slot` tensor as finite scales of the dtype and shape the layout's rule gives.
 Result<std::vector<float>> ReadIntScales(const Checkpoint& checkpoint,
                                          const IntSourceRequest& request, Slot slot,
-                                         const std::vector<std::vector<int64_t>>& shapes,
                                          IntLegCodes* leg);
 // The dimensions a source layout packs into int32 words, which a tensor-parallel slice must cut
 // on a word boundary: K (GPTQ qweight, compressed-tensors weight_packed), N (AWQ qweight and

@@ -33,16 +33,15 @@ Result<IntLegCodes> DecodeAwqGemm(const Checkpoint& checkpoint, const IntSourceR
   IntLegCodes leg;
   std::string name;
   QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
-                      ReadInt32Words(checkpoint, r, Slot::kWeight, {k, n / 8}, &name));
+                      ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
   leg.codes.resize(static_cast<size_t>(n * k));
   for (int64_t c = 0; c < k; ++c) {
     for (int64_t col = 0; col < n; ++col) {
       leg.codes[col * k + c] = Nibble(qweight[c * (n / 8) + col / 8], col);
     }
   }
-  QP_ASSIGN_OR_RETURN(
-      std::vector<uint32_t> qzeros,
-      ReadInt32Words(checkpoint, r, Slot::kWeightZero, {groups, n / 8}, &leg.zeros_tensor));
+  QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qzeros,
+                      ReadInt32Words(checkpoint, r, Slot::kWeightZero, &leg.zeros_tensor));
   leg.zeros.resize(static_cast<size_t>(n * groups));
   for (int64_t i = 0; i < groups; ++i) {
     for (int64_t col = 0; col < n; ++col) {
@@ -50,7 +49,7 @@ Result<IntLegCodes> DecodeAwqGemm(const Checkpoint& checkpoint, const IntSourceR
     }
   }
   QP_ASSIGN_OR_RETURN(std::vector<float> scales,
-                      ReadIntScales(checkpoint, r, Slot::kWeightScale, {{groups, n}}, &leg));
+                      ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
   leg.scales.resize(scales.size());
   for (int64_t i = 0; i < groups; ++i) {
     for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];

@@ -62,7 +62,7 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
   std::string name;
   const int64_t row_words = Words(k, r.bits);
   QP_ASSIGN_OR_RETURN(std::vector<uint32_t> packed,
-                      ReadInt32Words(checkpoint, r, Slot::kWeight, {n, row_words}, &name));
+                      ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
   leg.codes.resize(static_cast<size_t>(n * k));
   for (int64_t row = 0; row < n; ++row) {
     for (int64_t c = 0; c < k; ++c) {
@@ -72,8 +72,7 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
   }
   if (r.zero_point) {
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> zeros,
-                        ReadInt32Words(checkpoint, r, Slot::kWeightZero, {Words(n, r.bits), groups},
-                                       &leg.zeros_tensor));
+                        ReadInt32Words(checkpoint, r, Slot::kWeightZero, &leg.zeros_tensor));
     leg.zeros.resize(static_cast<size_t>(n * groups));
     for (int64_t i = 0; i < groups; ++i) {
       for (int64_t row = 0; row < n; ++row) {
@@ -82,16 +81,10 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
       }
     }
   }
-  // Channel scales are [N, 1] as written ([N] accepted); a tensor scale is [1] or [].
-  const std::vector<std::vector<int64_t>> scale_shapes =
-      r.tensor                           ? std::vector<std::vector<int64_t>>{{1}, {}}
-      : r.group == r.cols && groups == 1 ? std::vector<std::vector<int64_t>>{{n, 1}, {n}}
-                                         : std::vector<std::vector<int64_t>>{{n, groups}};
-  QP_ASSIGN_OR_RETURN(leg.scales,
-                      ReadIntScales(checkpoint, r, Slot::kWeightScale, scale_shapes, &leg));
+  QP_ASSIGN_OR_RETURN(leg.scales, ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
   if (r.act_order) {
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> g_idx,
-                        ReadInt32Words(checkpoint, r, Slot::kGIdx, {k}, &leg.g_idx_tensor));
+                        ReadInt32Words(checkpoint, r, Slot::kGIdx, &leg.g_idx_tensor));
     leg.g_idx.assign(g_idx.begin(), g_idx.end());
   }
   return leg;

@@ -25,7 +25,7 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
   IntLegCodes leg;
   std::string name;
   QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
-                      ReadInt32Words(checkpoint, r, Slot::kWeight, {Words(k, r.bits), n}, &name));
+                      ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
   leg.codes.resize(static_cast<size_t>(n * k));
   for (int64_t col = 0; col < n; ++col) {
     for (int64_t c = 0; c < k; ++c) {
@@ -33,9 +33,8 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
     }
   }
   const int64_t zero_words = Words(n, r.bits);
-  QP_ASSIGN_OR_RETURN(
-      std::vector<uint32_t> qzeros,
-      ReadInt32Words(checkpoint, r, Slot::kWeightZero, {groups, zero_words}, &leg.zeros_tensor));
+  QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qzeros,
+                      ReadInt32Words(checkpoint, r, Slot::kWeightZero, &leg.zeros_tensor));
   const uint32_t mask = (1u << r.bits) - 1;
   const uint32_t add = r.layout == SourceLayout::kGptqV1 ? 1 : 0;  // v1 stores z − 1
   leg.zeros.resize(static_cast<size_t>(n * groups));
@@ -46,14 +45,14 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
     }
   }
   QP_ASSIGN_OR_RETURN(std::vector<float> scales,
-                      ReadIntScales(checkpoint, r, Slot::kWeightScale, {{groups, n}}, &leg));
+                      ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
   leg.scales.resize(scales.size());
   for (int64_t i = 0; i < groups; ++i) {
     for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];
   }
   if (r.act_order) {
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> g_idx,
-                        ReadInt32Words(checkpoint, r, Slot::kGIdx, {k}, &leg.g_idx_tensor));
+                        ReadInt32Words(checkpoint, r, Slot::kGIdx, &leg.g_idx_tensor));
     leg.g_idx.assign(g_idx.begin(), g_idx.end());
   }
   return leg;

@@ -68,6 +68,22 @@ void StoreFloat(ParamTensor* tensor, int64_t i, float value) {
   }
 }
 
+Status ExpectSourceRule(const TensorView& view, std::string_view layer, SourceLayout layout,
+                        Slot slot, const SourceLeg& leg) {
+  const std::optional<SourceTensorRule> rule = SourceRule(layout, slot, leg);
+  if (!rule) return {};
+  if (!rule->AcceptsDtype(view.info->dtype)) {
+    return InvalidInput(fmt::format("{}: tensor {} is {}, expected {}", layer, view.info->name,
+                                    StDtypeName(view.info->dtype), rule->DtypesText()));
+  }
+  if (!rule->AcceptsShape(view.info->shape)) {
+    return InvalidInput(fmt::format("{}: tensor {} has shape {}, expected {}", layer,
+                                    view.info->name, ShapeString(view.info->shape),
+                                    rule->ShapesText()));
+  }
+  return {};
+}
+
 std::string ShapeString(const std::vector<int64_t>& shape) {
   std::vector<std::string> parts;
   for (int64_t d : shape) parts.push_back(std::to_string(d));

@@ -72,6 +72,10 @@ Status ExpectLayout(std::string_view layer, const SpecKey& key, SourceLayout lay
 // Whether the tensor has exactly `shape`; otherwise an error naming it, the layer and both shapes.
 Status ExpectShape(const TensorView& view, std::string_view layer,
                    const std::vector<int64_t>& shape);
+// Whether the tensor has the dtype and shape `layout`'s rule for `slot` gives `leg`; otherwise an
+// error naming it, the layer, and what the rule accepts. A slot without a rule is accepted.
+Status ExpectSourceRule(const TensorView& view, std::string_view layer, SourceLayout layout,
+                        Slot slot, const SourceLeg& leg);
 // Whether the tensor holds `elements` values in any shape of that size (scalars written as [] or
 // [1], per-row scales as [N] or [N, 1]).
 Status ExpectElements(const TensorView& view, std::string_view layer, int64_t elements,
