@@ -146,6 +146,110 @@ TEST(CheckTest, ADenseWeightOfTheWrongShape) {
   EXPECT_EQ(f.found, "[128, 64]");
 }
 
+// A copy of `src` where `tensor` has `shape` (its bytes resized to match, so that only the shape
+// is wrong) and, where `dtype` is given, that dtype.
+std::filesystem::path Reshaped(const std::string& src, const std::string& tensor,
+                               std::vector<int64_t> shape, const std::string& dtype = "") {
+  return testing::MutatedFixture(kData + src, [&](testing::TestTensor* t) {
+    if (t->name != tensor) return true;
+    int64_t before = 1, after = 1;
+    for (int64_t d : t->shape) before *= d;
+    for (int64_t d : shape) after *= d;
+    const size_t element = t->bytes.size() / static_cast<size_t>(before);
+    const size_t width = dtype == "I16" || dtype == "BF16"  ? 2
+                         : dtype == "I32" || dtype == "F32" ? 4
+                                                            : element;
+    t->shape = shape;
+    if (!dtype.empty()) t->dtype = dtype;
+    t->bytes.assign(static_cast<size_t>(after) * width, 0);
+    return true;
+  });
+}
+
+// One quantized tensor per source layout given a shape its layout and the config rule out.
+TEST(CheckTest, AMisshapenQuantizedTensorIsNamedInEveryLayout) {
+  struct Case {
+    std::string folder;
+    std::string tensor;
+    std::vector<int64_t> shape;
+    std::string layer;
+  };
+  const std::string o = "model.layers.0.self_attn.o_proj";
+  const std::string qkv = "model.layers.0.self_attn.qkv_proj";
+  const std::string k = "model.layers.0.self_attn.k_proj";
+  const Case kCases[] = {
+      {"producers/ct_llama_fp8_block", o + ".weight_scale", {1, 2}, o},
+      {"producers/mo_llama_fp8", o + ".weight_scale", {2}, o},
+      {"producers/ar_llama_auto_awq_w4g64_asym", o + ".qzeros", {2, 8}, o},
+      {"producers/gm_llama_gptq_w4g64_sym_desc_act", o + ".qweight", {8, 128}, o},
+      {"producers/gm_llama_gptq_w4g64_sym_desc_act", o + ".g_idx", {64}, o},
+      {"producers/ct_llama_w4a16_g64_sym", k + ".weight_packed", {64, 8}, qkv},
+      {"producers/ct_llama_w4a16_g64_sym", o + ".weight_scale", {128, 4}, o},
+      {"producers/ct_llama_w8a8_int8_static", o + ".weight", {128, 64}, o},
+      {"producers/ct_llama_nvfp4", o + ".weight_scale", {128, 4}, o},
+      {"producers/mo_llama_nvfp4", o + ".weight_scale_2", {2}, o},
+      {"producers/ct_llama_mxfp4", o + ".weight_scale", {128, 2}, o},
+      {"producers/ct_llama_mxfp8", o + ".weight", {128, 64}, o},
+      {"producers/mo_llama_w4a8_awq", o + ".weight", {128, 32}, o},
+      {"producers/bnb_llama_nf4_dq", o + ".weight.quant_map", {8}, o},
+      {"producers/bnb_llama_int8", o + ".SCB", {64}, o},
+      {"documented/modelslim_llama_w8a8", o + ".weight", {128, 64}, o},
+      {"documented/gptoss_mxfp4",
+       "model.layers.0.mlp.experts.down_proj_blocks",
+       {2, 64, 2, 16},
+       "model.layers.0.mlp.experts"},
+      {"producers/ct_qwen3moe_w4a16_g64_sym",
+       "model.layers.1.mlp.experts.2.up_proj.weight_packed",
+       {64, 8},
+       "model.layers.1.mlp.experts"}};
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.folder + " " + c.tensor);
+    const Finding f = OnlyError(Reshaped(c.folder, c.tensor, c.shape), FindingKind::kShape);
+    ExpectNames(f, c.tensor, c.layer);
+    EXPECT_NE(f.found.find(std::to_string(c.shape.front())), std::string::npos) << f.found;
+  }
+}
+
+// The loaders hold a layer's tensors to the same rules: loading the layer refuses the defect
+// check reports, in the same words.
+TEST(CheckTest, TheLoaderRefusesWhatCheckFinds) {
+  const std::string o = "model.layers.0.self_attn.o_proj";
+  const std::pair<std::string, std::string> kCases[] = {
+      {"producers/gm_llama_gptq_w4g64_sym_desc_act", o + ".qweight"},
+      {"producers/ar_llama_auto_awq_w4g64_asym", o + ".qzeros"},
+      {"producers/ct_llama_w4a16_g64_sym", o + ".weight_scale"},
+      {"producers/ct_llama_fp8_block", o + ".weight_scale"}};
+  for (const auto& [folder, tensor] : kCases) {
+    SCOPED_TRACE(tensor);
+    const std::filesystem::path dir = Reshaped(folder, tensor, {2, 4});
+    const Finding f = OnlyError(dir, FindingKind::kShape);
+    Result<OpenOptions> options = testing::FixtureOptions(kData + folder, 1);
+    ASSERT_TRUE(options.ok()) << options.status().message();
+    const std::string error = testing::LayerLoadError(OpenModel(dir.string(), *options), o);
+    EXPECT_NE(error.find(tensor), std::string::npos) << error;
+    EXPECT_NE(error.find("expected " + f.expected), std::string::npos) << error << "\n"
+                                                                       << f.message;
+  }
+}
+
+// Packed words stored as int16, scales as int32: the dtypes the layout refuses.
+TEST(CheckTest, AQuantizedTensorOfTheWrongDtype) {
+  const std::string o = "model.layers.1.self_attn.o_proj";
+  const std::string src = "producers/gm_llama_gptq_w4g64_sym_desc_act";
+  for (const auto& [tensor, dtype] :
+       {std::pair<std::string, std::string>{o + ".qweight", "I16"}, {o + ".scales", "I32"}}) {
+    SCOPED_TRACE(tensor);
+    Result<std::shared_ptr<const SafetensorsFile>> file =
+        SafetensorsFile::Open(kData + src + "/model.safetensors");
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    const TensorInfo* info = (*file)->Find(tensor);
+    ASSERT_NE(info, nullptr);
+    const Finding f = OnlyError(Reshaped(src, tensor, info->shape, dtype), FindingKind::kDtype);
+    ExpectNames(f, tensor, o);
+    EXPECT_EQ(f.found, dtype);
+  }
+}
+
 TEST(CheckTest, NonLayerParametersByName) {
   const std::string src = kData + "producers/ct_qwen3moe_w4a16_g64_sym";
   const std::string norm = "model.layers.1.post_attention_layernorm.weight";
