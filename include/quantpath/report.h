@@ -48,6 +48,11 @@ Result<std::vector<CaseResult>> MatchCases(const Json& cases, std::string_view f
 Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers);
 // The human table and summary.
 std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers);
+// The plan as one SVG picture (docs/plan_picture.md): a row per decoder block, a column per
+// projection, cells coloured by scheme, a legend with bytes per scheme. The HTML page is that SVG
+// and the table, self-contained.
+std::string PlanToSvg(const Model& model, const std::vector<LayerDecision>& layers);
+std::string PlanToHtml(const Model& model, const std::vector<LayerDecision>& layers);
 // Scheme as {"name", "weight": T, "input": T|null}; T per docs/json/plan.md.
 Json SchemeToJson(const QuantScheme& scheme);
 

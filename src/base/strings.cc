@@ -104,13 +104,13 @@ Status WriteFileAtomically(const std::filesystem::path& path, std::string_view c
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError(tmp.string() + ": cannot open for writing");
+    if (!out) return IoError(path.string() + ": cannot write (opening " + tmp.string() + ")");
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     out.flush();
     if (!out) {
       std::error_code ignored;
       std::filesystem::remove(tmp, ignored);
-      return IoError(tmp.string() + ": write failed");
+      return IoError(path.string() + ": write failed (" + tmp.string() + ")");
     }
   }
   std::error_code ec;

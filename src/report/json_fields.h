@@ -16,6 +16,11 @@ Json NonEmptyOrNull(const std::string& v);
 Json KvCacheToJson(const KvCache& kv);
 // "bf16 (auto), Fp8KVCacheMethod", "fp8_e4m3": the tables' spelling of a KV cache.
 std::string KvCacheText(const KvCache& kv);
+// The tables' scheme: the weight scheme's canonical name, an attention site's "kv " + KV cache,
+// or "-".
+std::string SchemeText(const LayerDecision& l);
+// "1.50 MiB": binary units, two decimals.
+std::string HumanBytes(double v);
 
 // The plan summary: params and bytes over the same layer sites; other_params and other_bytes
 // over every other tensor (norms …), stored in the checkpoint's torch_dtype.

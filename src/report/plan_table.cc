@@ -26,6 +26,8 @@ std::string HumanCount(double v) {
   return u == 0 ? fmt::format("{:.0f}", v) : fmt::format("{:.2f}{}", v, units[u]);
 }
 
+}  // namespace
+
 std::string HumanBytes(double v) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -36,13 +38,10 @@ std::string HumanBytes(double v) {
   return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
-// The scheme column: the weight scheme, or an attention site's KV cache.
 std::string SchemeText(const LayerDecision& l) {
   if (l.kv) return "kv " + KvCacheText(*l.kv);
   return l.decision.scheme ? l.decision.scheme->CanonicalName() : "-";
 }
-
-}  // namespace
 
 std::string KvCacheText(const KvCache& kv) {
   std::string text(QDTypeName(kv.dtype));

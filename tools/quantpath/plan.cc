@@ -1,5 +1,5 @@
 // quantpath plan [MODEL_DIR] [--engine E] [--quantization NAME | --online SCHEME] [--device D]
-//                [--dtype T] [--tp N] [--speculative] [--json]
+//                [--dtype T] [--tp N] [--speculative] [--json] [--svg FILE] [--html FILE]
 #include <iostream>
 
 #include "quantpath/pipeline.h"
@@ -18,6 +18,8 @@ struct PlanArgs {
   std::string device = "cpu";
   LaunchArgs launch;
   bool json = false;
+  std::string svg;
+  std::string html;
 };
 
 int RunPlan(const PlanArgs& args) {
@@ -39,6 +41,12 @@ int RunPlan(const PlanArgs& args) {
   } else {
     std::cout << PlanToTable(*model, layers);
   }
+  for (const auto& [path, page] : {std::pair{args.svg, &PlanToSvg}, {args.html, &PlanToHtml}}) {
+    if (path.empty()) continue;
+    if (Status s = WriteFileAtomically(path, page(*model, layers)); !s.ok()) {
+      return ReportBadInput(s.message());
+    }
+  }
   const bool model_errors = !model->plan.errors.empty();
   return CountErrors(layers) > 0 || model_errors ? kExitFindings : kExitOk;
 }
@@ -56,6 +64,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/plan.md)");
+  cmd->add_option("--svg", args->svg, "Also write the plan as a picture (docs/plan_picture.md)");
+  cmd->add_option("--html", args->html, "Also write the picture and the table as one HTML page");
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }
 
