@@ -6,9 +6,12 @@
 // Non-goals: kernels, quantization formats, writing checkpoints (see tools for writers).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -39,10 +42,73 @@ int StDtypeBits(StDtype dtype);
 // implementation rejects those too, as "MisalignedSlice").
 std::optional<uint64_t> StDtypeByteLength(StDtype dtype, int64_t elements);
 
+// A tensor's dimensions, as a vector of int64_t: up to kInline of them held in place (a model's
+// tensors have at most five), more on the heap, so that reading the headers of a checkpoint of
+// 150k tensors allocates no shape.
+class TensorShape {
+ public:
+  static constexpr size_t kInline = 6;
+  using value_type = int64_t;
+  using size_type = size_t;
+  using iterator = int64_t*;
+  using const_iterator = const int64_t*;
+  using reference = int64_t&;
+  using const_reference = const int64_t&;
+
+  TensorShape() = default;
+  TensorShape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.end()); }
+  TensorShape(const std::vector<int64_t>& dims) {  // NOLINT: a vector is a shape
+    assign(dims.data(), dims.data() + dims.size());
+  }
+  operator std::vector<int64_t>() const { return {begin(), end()}; }  // NOLINT
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return size_ <= kInline ? dims_.data() : heap_.data(); }
+  const int64_t* data() const { return size_ <= kInline ? dims_.data() : heap_.data(); }
+  int64_t* begin() { return data(); }
+  int64_t* end() { return data() + size_; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t front() const { return data()[0]; }
+  int64_t back() const { return data()[size_ - 1]; }
+  void reserve(size_t n) {
+    if (n > kInline) heap_.reserve(n);
+  }
+  void push_back(int64_t dim) {
+    if (size_ < kInline) {
+      dims_[size_++] = dim;
+      return;
+    }
+    if (size_ == kInline) heap_.assign(dims_.begin(), dims_.end());
+    heap_.push_back(dim);
+    ++size_;
+  }
+  void clear() {
+    size_ = 0;
+    heap_.clear();
+  }
+  void assign(const int64_t* first, const int64_t* last) {
+    clear();
+    reserve(static_cast<size_t>(last - first));
+    for (; first != last; ++first) push_back(*first);
+  }
+  friend bool operator==(const TensorShape& a, const TensorShape& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::array<int64_t, kInline> dims_{};
+  std::vector<int64_t> heap_;  // every dimension, once there are more than kInline
+  size_t size_ = 0;
+};
+
 struct TensorInfo {
   std::string name;
   StDtype dtype = StDtype::kU8;
-  std::vector<int64_t> shape;
+  TensorShape shape;
   uint64_t begin = 0;  // byte offsets relative to the start of the data section
   uint64_t end = 0;
   // The product of the shape; -1 when it is negative or overflows (never for a parsed tensor).
@@ -179,7 +245,7 @@ struct AuditedTensor {
   std::string name;
   uint32_t file = 0;  // index into CheckpointAudit::files
   std::optional<StDtype> dtype;
-  std::vector<int64_t> shape;
+  TensorShape shape;
 };
 
 struct CheckpointAudit {
@@ -194,8 +260,12 @@ struct CheckpointAudit {
   const AuditedTensor* Find(std::string_view name) const;
   const std::string& FileOf(const AuditedTensor& t) const { return files[t.file]; }
 
-  // tensors' names; built with them by AuditCheckpoint.
+  // Names to ids (the index's, then those of tensors it does not list) and per id the index into
+  // `tensors`, or kNoTensor for a name the index lists but no header read holds; built with them
+  // by AuditCheckpoint.
+  static constexpr uint32_t kNoTensor = UINT32_MAX;
   std::shared_ptr<const NameIds> by_name;
+  std::vector<uint32_t> tensor_of;
 };
 // Reads the index and every shard's header, never tensor data. A folder without weights is
 // kNotFound and an index that is not a readable weight map is its error; every other problem is

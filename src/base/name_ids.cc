@@ -44,8 +44,12 @@ std::pair<uint32_t, bool> NameIds::Insert(std::string_view name) {
 }
 
 std::optional<uint32_t> NameIds::Find(std::string_view name) const {
+  return Find(name, std::hash<std::string_view>()(name));
+}
+
+std::optional<uint32_t> NameIds::Find(std::string_view name, uint64_t hash) const {
   if (slots_.empty()) return std::nullopt;
-  const uint64_t held = slots_[Probe(name, std::hash<std::string_view>()(name))];
+  const uint64_t held = slots_[Probe(name, hash)];
   if (held == 0) return std::nullopt;
   return IdOf(held);
 }

@@ -20,6 +20,10 @@ class NameIds {
   // The id of `name`, added when new; `second` is whether it was.
   std::pair<uint32_t, bool> Insert(std::string_view name);
   std::optional<uint32_t> Find(std::string_view name) const;
+  // Find with the name's hash known, as another table holding it has it (Hash): one table's names
+  // are looked up in another without hashing them again.
+  std::optional<uint32_t> Find(std::string_view name, uint64_t hash) const;
+  uint64_t Hash(uint32_t id) const { return hashes_[id]; }
   // Valid until the next Insert.
   std::string_view Name(uint32_t id) const {
     return std::string_view(chars_).substr(starts_[id], starts_[id + 1] - starts_[id]);

@@ -47,14 +47,23 @@ class Auditor {
         Warn(Kind::kIgnoredFile, (dir_ / file).string(), "", *message++);
       }
     }
-    out_.by_name = std::move(by_name_);
+    out_.by_name = std::make_shared<const NameIds>(std::move(names_));
     return std::move(out_);
   }
 
  private:
   Status AuditIndexed(const std::vector<std::string>& present) {
-    QP_ASSIGN_OR_RETURN(checkpoint_internal::IndexFile index,
-                        checkpoint_internal::ReadIndexFile(out_.index));
+    // The headers of the folder's .safetensors files are read while the index is parsed: they are
+    // its shards, except for a file it does not list (read for nothing) and a shard elsewhere
+    // (read once the index names it).
+    std::optional<Result<checkpoint_internal::IndexFile>> read_index;
+    std::vector<std::optional<checkpoint_internal::NamedHeader>> early(present.size());
+    checkpoint_internal::RunAlongside(
+        [&] { read_index.emplace(checkpoint_internal::ReadIndexFile(out_.index)); }, present.size(),
+        [&](size_t f) {
+          early[f].emplace(checkpoint_internal::ReadNamedHeader(dir_ / present[f]));
+        });
+    QP_ASSIGN_OR_RETURN(checkpoint_internal::IndexFile index, std::move(*read_index));
     if (index.empty_warning) Warn(Kind::kEmptyIndex, out_.index, "", *index.empty_warning);
     if (index.total_size_warning) {
       Warn(Kind::kTotalSize, out_.index, "", *index.total_size_warning);
@@ -66,24 +75,33 @@ class Auditor {
               [&](size_t a, size_t b) { return index.shards[a] < index.shards[b]; });
     std::vector<std::filesystem::path> paths;
     std::vector<bool> present_shards;
+    std::vector<checkpoint_internal::NamedHeader*> headers;  // per shard in `order`, when present
+    std::vector<std::filesystem::path> late;                 // shards not among `present`
     for (size_t i : order) {
       std::error_code ec;
       paths.push_back(dir_ / index.shards[i]);
       present_shards.push_back(std::filesystem::is_regular_file(paths.back(), ec));
+      const auto f = std::lower_bound(present.begin(), present.end(), index.shards[i]);
+      const bool early_read = f != present.end() && *f == index.shards[i];
+      headers.push_back(early_read ? &*early[static_cast<size_t>(f - present.begin())] : nullptr);
+      if (present_shards.back() && !early_read) late.push_back(paths.back());
+    }
+    std::vector<checkpoint_internal::NamedHeader> late_headers =
+        checkpoint_internal::ReadHeaders(late);
+    for (size_t k = 0, l = 0; k < headers.size(); ++k) {
+      if (present_shards[k] && headers[k] == nullptr) headers[k] = &late_headers[l++];
     }
     // A folder with the index and none of its shards (as a checkpoint's metadata is published
     // apart) can have its names checked only: its shards are not checked rather than missing.
     const bool index_only =
         std::none_of(present_shards.begin(), present_shards.end(), [](bool p) { return p; });
-    std::vector<std::filesystem::path> to_read;
-    for (size_t k = 0; k < paths.size(); ++k) {
-      if (present_shards[k]) to_read.push_back(paths[k]);
-    }
-    std::vector<Result<SafetensorsHeader>> headers = checkpoint_internal::ReadHeaders(to_read);
-    auto next_header = headers.begin();
 
-    Reserve(index.tensors.size());
-    std::vector<bool> found(index.tensors.size());  // per id: in the header of its shard
+    // The index's names are the audit's: a tensor the shards hold is recorded against its id.
+    names_ = std::move(index.tensors);
+    out_.tensors.reserve(names_.size());
+    out_.tensor_of.assign(names_.size(), CheckpointAudit::kNoTensor);
+    std::vector<uint32_t> not_held;  // per shard: the ids it is listed for but lacks
+    std::vector<uint32_t> id_of;     // per tensor of a header: its index id
     uint64_t bytes = 0;
     bool all_read = true;
     for (size_t k = 0; k < order.size(); ++k) {
@@ -93,49 +111,67 @@ class Auditor {
       const std::string path = paths[k].string();
       const uint32_t file = AddFile(path);
       if (index_only) {
-        NameOnly(file, index, tensors);
+        NameOnly(file, tensors);
         all_read = false;
         continue;
       }
       if (!present_shards[k]) {
-        Error(Kind::kMissingShard, path, std::string(index.tensors.Name(tensors.front())),
+        Error(Kind::kMissingShard, path, std::string(names_.Name(tensors.front())),
               fmt::format("{}: shard \"{}\" (listed for {} tensor{}, the first \"{}\") is not a "
                           "file in {}",
                           out_.index, shard, tensors.size(), tensors.size() == 1 ? "" : "s",
-                          index.tensors.Name(tensors.front()), dir_.string()));
-        NameOnly(file, index, tensors);
+                          names_.Name(tensors.front()), dir_.string()));
+        NameOnly(file, tensors);
         all_read = false;
         continue;
       }
-      Result<SafetensorsHeader>& header = *next_header++;
-      if (!header.ok()) {
-        Error(Kind::kUnreadableShard, path, "", std::string(header.status().message()));
-        NameOnly(file, index, tensors);
+      checkpoint_internal::NamedHeader& read = *headers[k];
+      if (!read.header.ok()) {
+        Error(Kind::kUnreadableShard, path, "", std::string(read.header.status().message()));
+        NameOnly(file, tensors);
         all_read = false;
         continue;
       }
-      for (TensorInfo& t : header->tensors) {
-        bytes += t.end - t.begin;
-        const std::optional<uint32_t> id = index.tensors.Find(t.name);
-        if (!id) {
-          Error(Kind::kNotInIndex, path, t.name,
-                fmt::format("{}: tensor \"{}\" is not listed in {}", path, t.name, out_.index));
-        } else if (index.shard_of[*id] != i) {
-          Error(Kind::kIndexedElsewhere, path, t.name,
-                fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in shard \"{}\"",
-                            path, t.name, out_.index, index.shards[index.shard_of[*id]]));
-          continue;  // the index's shard decides where a loader looks
-        } else {
-          found[*id] = true;
-        }
-        Add(std::move(t), file);
-      }
+      std::vector<TensorInfo>& held = read.header->tensors;
+      for (const TensorInfo& t : held) bytes += t.end - t.begin;
+      // Each listed tensor looked up in the shard's own small table: where the shard holds exactly
+      // those (the common case), no tensor needs the index's large one.
+      id_of.assign(held.size(), CheckpointAudit::kNoTensor);
+      not_held.clear();
+      size_t listed_held = 0;
       for (uint32_t id : tensors) {
-        if (found[id]) continue;
-        Error(Kind::kNotInShard, path, std::string(index.tensors.Name(id)),
+        const std::optional<uint32_t> at = read.names.Find(names_.Name(id), names_.Hash(id));
+        if (!at) {
+          not_held.push_back(id);
+          continue;
+        }
+        id_of[*at] = id;
+        ++listed_held;
+      }
+      for (size_t t = 0; t < held.size(); ++t) {
+        if (listed_held < held.size() && id_of[t] == CheckpointAudit::kNoTensor) {
+          // Not listed here: listed in another shard, or not at all.
+          const std::optional<uint32_t> id = names_.Find(held[t].name);
+          if (id) {
+            Error(Kind::kIndexedElsewhere, path, held[t].name,
+                  fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in shard "
+                              "\"{}\"",
+                              path, held[t].name, out_.index, index.shards[index.shard_of[*id]]));
+            continue;  // the index's shard decides where a loader looks
+          }
+          Error(
+              Kind::kNotInIndex, path, held[t].name,
+              fmt::format("{}: tensor \"{}\" is not listed in {}", path, held[t].name, out_.index));
+          AddNamed(std::move(held[t]), file);
+          continue;
+        }
+        Add(std::move(held[t]), file, id_of[t]);
+      }
+      for (uint32_t id : not_held) {
+        Error(Kind::kNotInShard, path, std::string(names_.Name(id)),
               fmt::format("{}: tensor \"{}\" is listed in shard \"{}\", which does not "
                           "contain it",
-                          out_.index, index.tensors.Name(id), shard));
+                          out_.index, names_.Name(id), shard));
       }
     }
     if (all_read && index.total_size && *index.total_size != bytes) {
@@ -156,50 +192,54 @@ class Auditor {
   void AuditUnindexed(const std::vector<std::string>& names) {
     std::vector<std::filesystem::path> paths;
     for (const std::string& name : names) paths.push_back(dir_ / name);
-    std::vector<Result<SafetensorsHeader>> headers = checkpoint_internal::ReadHeaders(paths);
+    std::vector<checkpoint_internal::NamedHeader> headers = checkpoint_internal::ReadHeaders(paths);
     for (size_t k = 0; k < paths.size(); ++k) {
       const std::string path = paths[k].string();
-      if (!headers[k].ok()) {
-        Error(Kind::kUnreadableShard, path, "", std::string(headers[k].status().message()));
+      Result<SafetensorsHeader>& header = headers[k].header;
+      if (!header.ok()) {
+        Error(Kind::kUnreadableShard, path, "", std::string(header.status().message()));
         out_.unread_files.push_back(path);
         continue;
       }
       const uint32_t file = AddFile(path);
-      for (TensorInfo& t : headers[k]->tensors) {
-        if (const std::optional<uint32_t> id = by_name_->Find(t.name)) {
+      for (TensorInfo& t : header->tensors) {
+        if (const std::optional<uint32_t> id = names_.Find(t.name)) {
           Error(Kind::kInTwoFiles, path, t.name,
                 fmt::format("{}: tensor \"{}\" is in both {} and {}", dir_.string(), t.name,
-                            out_.FileOf(out_.tensors[*id]), path));
+                            out_.FileOf(out_.tensors[out_.tensor_of[*id]]), path));
           continue;
         }
-        Add(std::move(t), file);
+        AddNamed(std::move(t), file);
       }
     }
   }
 
-  void NameOnly(uint32_t file, const checkpoint_internal::IndexFile& index,
-                const std::vector<uint32_t>& tensors) {
+  // The tensors of a shard whose header was not read: known by the index's names only.
+  void NameOnly(uint32_t file, const std::vector<uint32_t>& tensors) {
     out_.unread_files.push_back(out_.files[file]);
     for (uint32_t id : tensors) {
       TensorInfo named;
-      named.name = index.tensors.Name(id);
-      Add(std::move(named), file, false);
+      named.name = names_.Name(id);
+      Add(std::move(named), file, id, false);
     }
   }
 
-  void Reserve(size_t tensors) {
-    out_.tensors.reserve(tensors);
-    by_name_->Reserve(tensors, 0);
-  }
   uint32_t AddFile(std::string path) {
     out_.files.push_back(std::move(path));
     return static_cast<uint32_t>(out_.files.size() - 1);
   }
-  // One per name: a name found twice (a tensor no index lists, in two shards) keeps the first.
-  void Add(TensorInfo t, uint32_t file, bool described = true) {
-    if (!by_name_->Insert(t.name).second) return;
+  // The tensor of name id `id`.
+  void Add(TensorInfo t, uint32_t file, uint32_t id, bool described = true) {
+    out_.tensor_of[id] = static_cast<uint32_t>(out_.tensors.size());
     out_.tensors.push_back({std::move(t.name), file,
                             described ? std::optional(t.dtype) : std::nullopt, std::move(t.shape)});
+  }
+  // A tensor no index names. One per name: a name found twice keeps the first.
+  void AddNamed(TensorInfo t, uint32_t file) {
+    auto [id, added] = names_.Insert(t.name);
+    if (!added) return;
+    out_.tensor_of.push_back(CheckpointAudit::kNoTensor);
+    Add(std::move(t), file, id);
   }
 
   void Error(Kind kind, std::string file, std::string tensor, std::string message) {
@@ -211,7 +251,7 @@ class Auditor {
 
   const std::filesystem::path dir_;
   CheckpointAudit out_;
-  std::shared_ptr<NameIds> by_name_ = std::make_shared<NameIds>();
+  NameIds names_;  // the index's names, then those of tensors it does not list
 };
 
 }  // namespace
@@ -242,7 +282,7 @@ std::string_view CheckpointProblemKindName(CheckpointProblemKind kind) {
 
 const AuditedTensor* CheckpointAudit::Find(std::string_view name) const {
   const std::optional<uint32_t> id = by_name ? by_name->Find(name) : std::nullopt;
-  return id ? &tensors[*id] : nullptr;
+  return id && tensor_of[*id] != kNoTensor ? &tensors[tensor_of[*id]] : nullptr;
 }
 
 Result<CheckpointAudit> AuditCheckpoint(const std::filesystem::path& dir) {

@@ -61,6 +61,15 @@ struct Checkpoint::Impl {
   }
 
   Status CheckAgainstIndex(size_t i, const SafetensorsFile& file) const {
+    // The common case, looked up in the shard's own small table rather than the index's: the
+    // index lists as many tensors here as the file holds, and the file holds each of them (names
+    // being unique on both sides, the two sets are then equal).
+    const std::vector<uint32_t>& listed = shards[i]->listed;
+    if (file.tensors().size() == listed.size() &&
+        std::all_of(listed.begin(), listed.end(),
+                    [&](uint32_t id) { return file.Find(tensors.Name(id)) != nullptr; })) {
+      return {};
+    }
     for (const TensorInfo& t : file.tensors()) {
       const std::optional<uint32_t> id = tensors.Find(t.name);
       if (!id) {
@@ -74,10 +83,8 @@ struct Checkpoint::Impl {
                         file.path(), t.name, index, shards[shard_of[*id]]->name));
       }
     }
-    // Every tensor of the file is one the index lists here (and names are unique on both sides),
-    // so the index lists no more when the counts agree.
-    if (file.tensors().size() == shards[i]->listed.size()) return {};
-    for (uint32_t id : shards[i]->listed) {
+    // Every tensor of the file is one the index lists here, so the index lists one more.
+    for (uint32_t id : listed) {
       const std::string_view name = tensors.Name(id);
       if (file.Find(name) == nullptr) {
         return InvalidInput(

@@ -9,6 +9,7 @@
 
 #include "fmt/format.h"
 #include "src/base/json_dom.h"
+#include "src/checkpoint/header.h"
 
 namespace quantpath::checkpoint_internal {
 namespace {
@@ -162,13 +163,31 @@ void ForEachShard(size_t n, const std::function<void(size_t)>& work) {
   for (size_t i = 0; i < n; ++i) work(i);
 }
 
-std::vector<Result<SafetensorsHeader>> ReadHeaders(
-    const std::vector<std::filesystem::path>& paths) {
-  std::vector<std::optional<Result<SafetensorsHeader>>> read(paths.size());
-  ForEachShard(paths.size(), [&](size_t i) { read[i] = ReadSafetensorsHeader(paths[i]); });
-  std::vector<Result<SafetensorsHeader>> out;
+void RunAlongside(const std::function<void()>& first, size_t n,
+                  const std::function<void(size_t)>& work) {
+  // Item 0, taken first, is `first`: one thread starts on it while the others start on the work.
+#pragma omp parallel for schedule(dynamic)
+  for (size_t i = 0; i <= n; ++i) {
+    if (i == 0) {
+      first();
+    } else {
+      work(i - 1);
+    }
+  }
+}
+
+NamedHeader ReadNamedHeader(const std::filesystem::path& path) {
+  NameIds names;
+  Result<SafetensorsHeader> header = ReadHeaderWithNames(path, &names);
+  return {std::move(header), std::move(names)};
+}
+
+std::vector<NamedHeader> ReadHeaders(const std::vector<std::filesystem::path>& paths) {
+  std::vector<std::optional<NamedHeader>> read(paths.size());
+  ForEachShard(paths.size(), [&](size_t i) { read[i].emplace(ReadNamedHeader(paths[i])); });
+  std::vector<NamedHeader> out;
   out.reserve(paths.size());
-  for (std::optional<Result<SafetensorsHeader>>& header : read) out.push_back(std::move(*header));
+  for (std::optional<NamedHeader>& header : read) out.push_back(std::move(*header));
   return out;
 }
 

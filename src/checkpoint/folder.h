@@ -48,9 +48,18 @@ Result<IndexFile> ReadIndexFile(const std::string& path);
 
 // ReadSafetensorsHeader of each path, in order; several at a time where OpenMP is built in (a
 // header costs parsing, not waiting: one thread per core).
-std::vector<Result<SafetensorsHeader>> ReadHeaders(const std::vector<std::filesystem::path>& paths);
+struct NamedHeader {
+  Result<SafetensorsHeader> header;
+  NameIds names;  // header.tensors' names, each its tensor's index
+};
+NamedHeader ReadNamedHeader(const std::filesystem::path& path);
+std::vector<NamedHeader> ReadHeaders(const std::vector<std::filesystem::path>& paths);
 
 // Runs work(i) for i in [0, n), several at a time where OpenMP is built in.
 void ForEachShard(size_t n, const std::function<void(size_t)>& work);
+// Runs first() alongside work(i) for i in [0, n), as ForEachShard does: an index is parsed while
+// shards are read.
+void RunAlongside(const std::function<void()>& first, size_t n,
+                  const std::function<void(size_t)>& work);
 
 }  // namespace quantpath::checkpoint_internal

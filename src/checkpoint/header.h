@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,5 +18,7 @@ namespace quantpath::checkpoint_internal {
 Result<std::vector<TensorInfo>> ParseHeader(std::span<const std::byte> bytes, uint64_t file_size,
                                             std::string_view file, uint64_t* data_start,
                                             SafetensorsMetadata* metadata, NameIds* ids);
+// ReadSafetensorsHeader, its names' table in `*ids`.
+Result<SafetensorsHeader> ReadHeaderWithNames(const std::filesystem::path& path, NameIds* ids);
 
 }  // namespace quantpath::checkpoint_internal

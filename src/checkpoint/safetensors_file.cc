@@ -104,12 +104,20 @@ Result<SafetensorsHeader> ReadHeader(const OpenedFile& file, const std::string& 
 
 }  // namespace
 
-Result<SafetensorsHeader> ReadSafetensorsHeader(const std::filesystem::path& path) {
+namespace checkpoint_internal {
+
+Result<SafetensorsHeader> ReadHeaderWithNames(const std::filesystem::path& path, NameIds* ids) {
   const std::string name = path.string();
   OpenedFile file;
   QP_RETURN_IF_ERROR(OpenRegular(name, &file));
+  return ReadHeader(file, name, ids);
+}
+
+}  // namespace checkpoint_internal
+
+Result<SafetensorsHeader> ReadSafetensorsHeader(const std::filesystem::path& path) {
   NameIds ids;
-  return ReadHeader(file, name, &ids);
+  return checkpoint_internal::ReadHeaderWithNames(path, &ids);
 }
 
 Result<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(
