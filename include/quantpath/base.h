@@ -305,7 +305,10 @@ std::string_view LastSegment(std::string_view path);
 std::string ToLower(std::string_view s);
 // Reads a whole regular file of at most `max_bytes` (default: the JSON size limit). A directory,
 // FIFO, device or socket is refused without blocking on it; a symlink is followed to what it
-// names. Errors name the file, and the size error the setting that changes the limit.
+// names. Errors name the file, and the size error the setting that changes the limit. The text has
+// kReadFilePadding bytes of capacity past its end, which a JSON parser may read (its padding), so
+// parsing it needs no copy.
+inline constexpr size_t kReadFilePadding = 64;
 Result<std::string> ReadFile(const std::filesystem::path& path);
 Result<std::string> ReadFile(const std::filesystem::path& path, int64_t max_bytes,
                              std::string_view limit_name = {});

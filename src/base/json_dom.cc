@@ -161,6 +161,8 @@ std::optional<BadToken> FindBadToken(std::string_view text, int max_depth) {
 
 namespace json_internal {
 
+static_assert(simdjson::SIMDJSON_PADDING <= kReadFilePadding);
+
 Result<simdjson::dom::element> DomParser::Parse(std::string_view text, size_t readable,
                                                 std::string_view file, const JsonLimits& limits) {
   if (static_cast<int64_t>(text.size()) > limits.max_bytes) {

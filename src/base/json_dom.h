@@ -29,6 +29,28 @@ class DomParser {
   std::vector<char> padded_;
 };
 
+// The calling thread's DomParser while a ThreadDomParser lives: one per thread keeps its buffers
+// from document to document (allocating them costs more than many a parse), and gives them back
+// after a document over kKeepBytes. One at a time per thread.
+class ThreadDomParser {
+ public:
+  static constexpr size_t kKeepBytes = size_t{16} << 20;
+  explicit ThreadDomParser(size_t bytes) : release_(bytes > kKeepBytes) {}
+  ~ThreadDomParser() {
+    if (release_) Parser() = {};
+  }
+  ThreadDomParser(const ThreadDomParser&) = delete;
+  ThreadDomParser& operator=(const ThreadDomParser&) = delete;
+  DomParser* operator->() { return &Parser(); }
+
+ private:
+  static DomParser& Parser() {
+    thread_local DomParser parser;
+    return parser;
+  }
+  bool release_;
+};
+
 // `element` (at `pointer` of `file`) as Json; duplicate keys and the value limit as ParseJson.
 Result<Json> ToOwnedJson(simdjson::dom::element element, std::string_view file,
                          const std::string& pointer, const JsonLimits& limits);

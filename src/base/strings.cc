@@ -86,6 +86,7 @@ Result<std::string> ReadFile(const std::filesystem::path& path, int64_t max_byte
                                     limit_name.empty() ? "" : fmt::format(" ({})", limit_name)));
   }
   std::string text;
+  text.reserve(static_cast<size_t>(st.st_size) + kReadFilePadding);
   text.resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < text.size()) {

@@ -73,9 +73,9 @@ std::vector<std::string> WeightFiles(const std::filesystem::path& dir,
 Result<IndexFile> ReadIndexFile(const std::string& path) {
   QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
   QP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  json_internal::DomParser parser;
+  json_internal::ThreadDomParser parser(text.size());
   QP_ASSIGN_OR_RETURN(simdjson::dom::element root,
-                      parser.Parse(text, text.size(), path, limits.json));
+                      parser->Parse(text, text.capacity(), path, limits.json));
   std::optional<simdjson::dom::object> weight_map;
   std::optional<Json> metadata;
   if (root.type() == simdjson::dom::element_type::OBJECT) {

@@ -272,18 +272,9 @@ Result<std::vector<TensorInfo>> ParseHeader(std::span<const std::byte> bytes, ui
   // value limit bounds the owned Json tree, which only the metadata is copied into.
   JsonLimits json_limits = limits.json;
   json_limits.max_bytes = limits.header_bytes;
-  // One parser per thread keeps its buffers from shard to shard; those of a header over
-  // kKeepBytes are given back when it has been read.
-  constexpr uint64_t kKeepBytes = uint64_t{16} << 20;
-  thread_local json_internal::DomParser parser;
-  struct Release {
-    bool large;
-    ~Release() {
-      if (large) parser = {};
-    }
-  } release{header_bytes > kKeepBytes};
+  json_internal::ThreadDomParser parser(header_bytes);
   QP_ASSIGN_OR_RETURN(simdjson::dom::element root,
-                      parser.Parse(text, bytes.size() - kLengthBytes, file, json_limits));
+                      parser->Parse(text, bytes.size() - kLengthBytes, file, json_limits));
   if (root.type() != simdjson::dom::element_type::OBJECT) {
     return InvalidInput(fmt::format("{}: the header must be a JSON object", file));
   }
