@@ -151,8 +151,9 @@ class Auditor {
       for (size_t t = 0; t < held.size(); ++t) {
         if (listed_held < held.size() && id_of[t] == CheckpointAudit::kNoTensor) {
           // Not listed here: listed in another shard, or not at all.
+          // (An id past the index's is a name no index lists, already met in an earlier shard.)
           const std::optional<uint32_t> id = names_.Find(held[t].name);
-          if (id) {
+          if (id && *id < index.shard_of.size()) {
             Error(Kind::kIndexedElsewhere, path, held[t].name,
                   fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in shard "
                               "\"{}\"",

@@ -109,6 +109,27 @@ TEST(AuditCheckpoint, IndexAndShardsDisagree) {
   EXPECT_EQ(audit.problems[1].file, (elsewhere.path() / kShard2).string());
 }
 
+// A name no index lists, held by both shards: not in the index in each, the first copy kept.
+TEST(AuditCheckpoint, AnUnlistedNameInTwoShards) {
+  TempFolder dir("audit_unlisted_twice");
+  WriteFile(dir.path() / kShard1, FileFor({{"a.w", "U8", {2}, U8(2)}, {"x", "U8", {1}, U8(1)}}));
+  WriteFile(dir.path() / kShard2, FileFor({{"b.w", "U8", {3}, U8(3)}, {"x", "U8", {4}, U8(4)}}));
+  WriteFile(dir.path() / "model.safetensors.index.json",
+            R"({"weight_map": {"a.w": "model-00001-of-00002.safetensors",
+                               "b.w": "model-00002-of-00002.safetensors"}})");
+  const CheckpointAudit audit = Audit(dir.path());
+  ASSERT_EQ(audit.problems.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(audit.problems[i].kind, Kind::kNotInIndex) << audit.problems[i].message;
+    EXPECT_EQ(audit.problems[i].tensor, "x");
+  }
+  EXPECT_EQ(audit.problems[1].file, (dir.path() / kShard2).string());
+  const AuditedTensor* x = audit.Find("x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->shape, (std::vector<int64_t>{1}));
+  EXPECT_EQ(audit.tensors.size(), 3u);
+}
+
 TEST(AuditCheckpoint, AnUnreadableShardIsItsOwnProblemAndTheOthersAreStillRead) {
   TempFolder dir("audit_unreadable");
   WriteSharded(dir.path());
