@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <functional>
 
 namespace quantpath {
 
@@ -30,9 +29,8 @@ size_t NameIds::Probe(std::string_view name, uint64_t hash) const {
   }
 }
 
-std::pair<uint32_t, bool> NameIds::Insert(std::string_view name) {
+std::pair<uint32_t, bool> NameIds::Insert(std::string_view name, uint64_t hash) {
   if (2 * (hashes_.size() + 1) >= slots_.size()) Grow();
-  const uint64_t hash = std::hash<std::string_view>()(name);
   const size_t slot = Probe(name, hash);
   if (slots_[slot] != 0) return {IdOf(slots_[slot]), false};
   const auto id = static_cast<uint32_t>(hashes_.size());
@@ -44,7 +42,7 @@ std::pair<uint32_t, bool> NameIds::Insert(std::string_view name) {
 }
 
 std::optional<uint32_t> NameIds::Find(std::string_view name) const {
-  return Find(name, std::hash<std::string_view>()(name));
+  return Find(name, HashOf(name));
 }
 
 std::optional<uint32_t> NameIds::Find(std::string_view name, uint64_t hash) const {

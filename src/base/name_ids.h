@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,7 +19,15 @@ class NameIds {
   // Room for `names` names of `bytes` bytes in all, so that adding them does not grow the table.
   void Reserve(size_t names, size_t bytes);
   // The id of `name`, added when new; `second` is whether it was.
-  std::pair<uint32_t, bool> Insert(std::string_view name);
+  std::pair<uint32_t, bool> Insert(std::string_view name) { return Insert(name, HashOf(name)); }
+  // Insert with `hash` = HashOf(name), computed ahead so that the slot could be prefetched.
+  std::pair<uint32_t, bool> Insert(std::string_view name, uint64_t hash);
+  // Starts loading the slot a name of this hash is probed from: a table of 150k names is several
+  // megabytes, and adding names one after another otherwise waits on memory for each.
+  void Prefetch(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+  }
+  static uint64_t HashOf(std::string_view name) { return std::hash<std::string_view>()(name); }
   std::optional<uint32_t> Find(std::string_view name) const;
   // Find with the name's hash known, as another table holding it has it (Hash): one table's names
   // are looked up in another without hashing them again.

@@ -100,8 +100,21 @@ class Auditor {
     names_ = std::move(index.tensors);
     out_.tensors.reserve(names_.size());
     out_.tensor_of.assign(names_.size(), CheckpointAudit::kNoTensor);
-    std::vector<uint32_t> not_held;  // per shard: the ids it is listed for but lacks
-    std::vector<uint32_t> id_of;     // per tensor of a header: its index id
+    // Each shard's tensors matched with the index's, several shards at a time; then added in order.
+    std::vector<ShardMatch> matches(order.size());
+    if (!index_only) {
+      checkpoint_internal::ForEachShard(order.size(), [&](size_t k) {
+        if (headers[k] != nullptr && headers[k]->header.ok()) {
+          matches[k] = Match(index.listed[order[k]], *headers[k]);
+        }
+      });
+    }
+    struct Move {
+      size_t shard;  // in `order`
+      uint32_t file;
+      size_t first;  // its first tensor's place in out_.tensors
+    };
+    std::vector<Move> moves;
     uint64_t bytes = 0;
     bool all_read = true;
     for (size_t k = 0; k < order.size(); ++k) {
@@ -133,23 +146,18 @@ class Auditor {
         continue;
       }
       std::vector<TensorInfo>& held = read.header->tensors;
-      for (const TensorInfo& t : held) bytes += t.end - t.begin;
-      // Each listed tensor looked up in the shard's own small table: where the shard holds exactly
-      // those (the common case), no tensor needs the index's large one.
-      id_of.assign(held.size(), CheckpointAudit::kNoTensor);
-      not_held.clear();
-      size_t listed_held = 0;
-      for (uint32_t id : tensors) {
-        const std::optional<uint32_t> at = read.names.Find(names_.Name(id), names_.Hash(id));
-        if (!at) {
-          not_held.push_back(id);
-          continue;
-        }
-        id_of[*at] = id;
-        ++listed_held;
+      const auto& [id_of, not_held, held_bytes] = matches[k];
+      bytes += held_bytes;
+      size_t held_tensors = 0;  // the tensors already placed
+      if (tensors.size() - not_held.size() == held.size()) {
+        // Every tensor here is listed here (the common case): its place is kept, and the tensors
+        // are moved in with those of the other such shards at the end, several shards at a time.
+        moves.push_back({k, file, out_.tensors.size()});
+        out_.tensors.resize(out_.tensors.size() + held.size());
+        held_tensors = held.size();  // none left for the loop below
       }
-      for (size_t t = 0; t < held.size(); ++t) {
-        if (listed_held < held.size() && id_of[t] == CheckpointAudit::kNoTensor) {
+      for (size_t t = held_tensors; t < held.size(); ++t) {
+        if (id_of[t] == CheckpointAudit::kNoTensor) {
           // Not listed here: listed in another shard, or not at all.
           // (An id past the index's is a name no index lists, already met in an earlier shard.)
           const std::optional<uint32_t> id = names_.Find(held[t].name);
@@ -175,6 +183,15 @@ class Auditor {
                           out_.index, names_.Name(id), shard));
       }
     }
+    checkpoint_internal::ForEachShard(moves.size(), [&](size_t m) {
+      const Move& move = moves[m];
+      std::vector<TensorInfo>& held = headers[move.shard]->header->tensors;
+      const std::vector<uint32_t>& id_of = matches[move.shard].id_of;
+      for (size_t t = 0; t < held.size(); ++t) {
+        out_.tensors[move.first + t] = Audited(std::move(held[t]), move.file, true);
+        out_.tensor_of[id_of[t]] = static_cast<uint32_t>(move.first + t);
+      }
+    });
     if (all_read && index.total_size && *index.total_size != bytes) {
       Warn(Kind::kTotalSize, out_.index, "",
            fmt::format("{}: metadata.total_size is {} but the shards' tensors take {} bytes",
@@ -188,6 +205,31 @@ class Auditor {
       }
     }
     return {};
+  }
+
+  // A shard's header against the ids the index lists for it: per tensor of the header, its id
+  // (kNoTensor where not listed here), the listed ids it lacks, and the bytes its tensors take.
+  struct ShardMatch {
+    std::vector<uint32_t> id_of;
+    std::vector<uint32_t> not_held;
+    uint64_t bytes = 0;
+  };
+  ShardMatch Match(const std::vector<uint32_t>& listed,
+                   const checkpoint_internal::NamedHeader& read) const {
+    // Each listed tensor looked up in the shard's own small table: where the shard holds exactly
+    // those (the common case), no tensor needs the index's large one.
+    ShardMatch match;
+    match.id_of.assign(read.header->tensors.size(), CheckpointAudit::kNoTensor);
+    for (uint32_t id : listed) {
+      const std::optional<uint32_t> at = read.names.Find(names_.Name(id), names_.Hash(id));
+      if (at) {
+        match.id_of[*at] = id;
+      } else {
+        match.not_held.push_back(id);
+      }
+    }
+    for (const TensorInfo& t : read.header->tensors) match.bytes += t.end - t.begin;
+    return match;
   }
 
   void AuditUnindexed(const std::vector<std::string>& names) {
@@ -229,11 +271,14 @@ class Auditor {
     out_.files.push_back(std::move(path));
     return static_cast<uint32_t>(out_.files.size() - 1);
   }
+  static AuditedTensor Audited(TensorInfo t, uint32_t file, bool described) {
+    return {std::move(t.name), file, described ? std::optional(t.dtype) : std::nullopt,
+            std::move(t.shape)};
+  }
   // The tensor of name id `id`.
   void Add(TensorInfo t, uint32_t file, uint32_t id, bool described = true) {
     out_.tensor_of[id] = static_cast<uint32_t>(out_.tensors.size());
-    out_.tensors.push_back({std::move(t.name), file,
-                            described ? std::optional(t.dtype) : std::nullopt, std::move(t.shape)});
+    out_.tensors.push_back(Audited(std::move(t), file, described));
   }
   // A tensor no index names. One per name: a name found twice keeps the first.
   void AddNamed(TensorInfo t, uint32_t file) {

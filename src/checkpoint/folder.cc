@@ -2,6 +2,7 @@
 #include "src/checkpoint/folder.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <system_error>
 #include <unordered_map>
@@ -108,7 +109,21 @@ Result<IndexFile> ReadIndexFile(const std::string& path) {
   std::unordered_map<std::string_view, size_t> shard_by_text;
   std::string_view last_text;
   size_t last_shard = 0;
+  // The names kAhead entries on are hashed and their slots prefetched while this one is added.
+  constexpr size_t kAhead = 16;
+  std::array<uint64_t, kAhead> hashes;
+  size_t hashed = 0;
+  auto ahead = weight_map->begin();
+  const auto hash_ahead = [&] {
+    const uint64_t hash = NameIds::HashOf(ahead.key());
+    out.tensors.Prefetch(hash);
+    hashes[hashed++ % kAhead] = hash;
+    ++ahead;
+  };
+  while (hashed < kAhead && ahead != weight_map->end()) hash_ahead();
   for (auto [tensor, value] : *weight_map) {
+    const uint64_t hash = hashes[out.shard_of.size() % kAhead];
+    if (ahead != weight_map->end()) hash_ahead();
     const auto where = [&, tensor = tensor] {
       return fmt::format("{}#{}", path, JsonPointerChild("/weight_map", tensor));
     };
@@ -137,7 +152,7 @@ Result<IndexFile> ReadIndexFile(const std::string& path) {
       last_text = text_of_shard;
       last_shard = it->second;
     }
-    auto [id, added] = out.tensors.Insert(tensor);
+    auto [id, added] = out.tensors.Insert(tensor, hash);
     if (!added) return json_internal::DuplicateKeyError(path, "/weight_map", tensor);
     out.shard_of.push_back(static_cast<uint32_t>(last_shard));
     out.listed[last_shard].push_back(id);

@@ -6,6 +6,7 @@
 // names to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the data section)
 // plus an optional "__metadata__" of string → string.
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "fmt/format.h"
@@ -33,7 +34,9 @@ using simdjson::dom::element_type;
 
 // A JSON value that must be an integer in [0, INT64_MAX] (serde's usize, within what a file can
 // address). Integers above INT64_MAX are refused with the other non-integers.
-bool IsIndex(element v) { return v.type() == element_type::INT64 && int64_t(v) >= 0; }
+bool IsIndex(element v) {
+  return v.type() == element_type::INT64 && v.get_int64().value_unsafe() >= 0;
+}
 
 // A JSON value for an error message, cut short: a hostile header may hold huge values.
 std::string ValueText(element v, std::string_view file, const JsonLimits& limits) {
@@ -134,20 +137,25 @@ Status ParseTensor(std::string_view file, std::string_view name, element entry,
                                      "(below 2^63)",
                                      out->shape.size(), ValueText(dim, file, limits)));
     }
-    out->shape.push_back(int64_t(dim));
+    out->shape.push_back(dim.get_int64().value_unsafe());
   }
 
-  const bool pair = offsets.type() == element_type::ARRAY &&
-                    simdjson::dom::array(offsets).size() == 2 &&
-                    IsIndex(offsets.at(0).value_unsafe()) && IsIndex(offsets.at(1).value_unsafe());
+  // Walked once: at(i) on a DOM array walks it from the start.
+  std::array<element, 2> ends;
+  bool pair = offsets.type() == element_type::ARRAY && simdjson::dom::array(offsets).size() == 2;
+  if (pair) {
+    size_t i = 0;
+    for (element end : simdjson::dom::array(offsets)) ends[i++] = end;
+    pair = IsIndex(ends[0]) && IsIndex(ends[1]);
+  }
   if (!pair) {
     return TensorError(file, name,
                        fmt::format("\"data_offsets\" must be [begin, end] of "
                                    "non-negative integers, found {}",
                                    ValueText(offsets, file, limits)));
   }
-  out->begin = static_cast<uint64_t>(int64_t(offsets.at(0).value_unsafe()));
-  out->end = static_cast<uint64_t>(int64_t(offsets.at(1).value_unsafe()));
+  out->begin = static_cast<uint64_t>(ends[0].get_int64().value_unsafe());
+  out->end = static_cast<uint64_t>(ends[1].get_int64().value_unsafe());
 
   int64_t elements = out->Elements();
   if (elements < 0) {
