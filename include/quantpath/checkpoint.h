@@ -242,7 +242,7 @@ struct CheckpointProblem {
 // A tensor of the weights as its header describes it; for a shard that is absent or unreadable,
 // as the index names it (no dtype, no shape).
 struct AuditedTensor {
-  std::string name;
+  std::string_view name;  // held by the audit's by_name: valid while the audit or a copy lives
   uint32_t file = 0;  // index into CheckpointAudit::files
   std::optional<StDtype> dtype;
   TensorShape shape;

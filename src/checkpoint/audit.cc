@@ -47,7 +47,8 @@ class Auditor {
         Warn(Kind::kIgnoredFile, (dir_ / file).string(), "", *message++);
       }
     }
-    out_.by_name = std::make_shared<const NameIds>(std::move(names_));
+    NameTensors();
+    out_.by_name = std::move(names_);
     return std::move(out_);
   }
 
@@ -97,9 +98,9 @@ class Auditor {
         std::none_of(present_shards.begin(), present_shards.end(), [](bool p) { return p; });
 
     // The index's names are the audit's: a tensor the shards hold is recorded against its id.
-    names_ = std::move(index.tensors);
-    out_.tensors.reserve(names_.size());
-    out_.tensor_of.assign(names_.size(), CheckpointAudit::kNoTensor);
+    *names_ = std::move(index.tensors);
+    out_.tensors.reserve(names_->size());
+    out_.tensor_of.assign(names_->size(), CheckpointAudit::kNoTensor);
     // Each shard's tensors matched with the index's, several shards at a time; then added in order.
     std::vector<ShardMatch> matches(order.size());
     if (!index_only) {
@@ -129,11 +130,11 @@ class Auditor {
         continue;
       }
       if (!present_shards[k]) {
-        Error(Kind::kMissingShard, path, std::string(names_.Name(tensors.front())),
+        Error(Kind::kMissingShard, path, std::string(names_->Name(tensors.front())),
               fmt::format("{}: shard \"{}\" (listed for {} tensor{}, the first \"{}\") is not a "
                           "file in {}",
                           out_.index, shard, tensors.size(), tensors.size() == 1 ? "" : "s",
-                          names_.Name(tensors.front()), dir_.string()));
+                          names_->Name(tensors.front()), dir_.string()));
         NameOnly(file, tensors);
         all_read = false;
         continue;
@@ -160,7 +161,7 @@ class Auditor {
         if (id_of[t] == CheckpointAudit::kNoTensor) {
           // Not listed here: listed in another shard, or not at all.
           // (An id past the index's is a name no index lists, already met in an earlier shard.)
-          const std::optional<uint32_t> id = names_.Find(held[t].name);
+          const std::optional<uint32_t> id = names_->Find(held[t].name);
           if (id && *id < index.shard_of.size()) {
             Error(Kind::kIndexedElsewhere, path, held[t].name,
                   fmt::format("{}: tensor \"{}\" is in this shard, but {} lists it in shard "
@@ -177,10 +178,10 @@ class Auditor {
         Add(std::move(held[t]), file, id_of[t]);
       }
       for (uint32_t id : not_held) {
-        Error(Kind::kNotInShard, path, std::string(names_.Name(id)),
+        Error(Kind::kNotInShard, path, std::string(names_->Name(id)),
               fmt::format("{}: tensor \"{}\" is listed in shard \"{}\", which does not "
                           "contain it",
-                          out_.index, names_.Name(id), shard));
+                          out_.index, names_->Name(id), shard));
       }
     }
     checkpoint_internal::ForEachShard(moves.size(), [&](size_t m) {
@@ -192,6 +193,8 @@ class Auditor {
         out_.tensor_of[id_of[t]] = static_cast<uint32_t>(move.first + t);
       }
     });
+    // The headers are freed several at a time too: their 150k names are no small part of the work.
+    checkpoint_internal::ForEachShard(early.size(), [&](size_t f) { early[f].reset(); });
     if (all_read && index.total_size && *index.total_size != bytes) {
       Warn(Kind::kTotalSize, out_.index, "",
            fmt::format("{}: metadata.total_size is {} but the shards' tensors take {} bytes",
@@ -221,7 +224,7 @@ class Auditor {
     ShardMatch match;
     match.id_of.assign(read.header->tensors.size(), CheckpointAudit::kNoTensor);
     for (uint32_t id : listed) {
-      const std::optional<uint32_t> at = read.names.Find(names_.Name(id), names_.Hash(id));
+      const std::optional<uint32_t> at = read.names.Find(names_->Name(id), names_->Hash(id));
       if (at) {
         match.id_of[*at] = id;
       } else {
@@ -246,7 +249,7 @@ class Auditor {
       }
       const uint32_t file = AddFile(path);
       for (TensorInfo& t : header->tensors) {
-        if (const std::optional<uint32_t> id = names_.Find(t.name)) {
+        if (const std::optional<uint32_t> id = names_->Find(t.name)) {
           Error(Kind::kInTwoFiles, path, t.name,
                 fmt::format("{}: tensor \"{}\" is in both {} and {}", dir_.string(), t.name,
                             out_.FileOf(out_.tensors[out_.tensor_of[*id]]), path));
@@ -261,9 +264,7 @@ class Auditor {
   void NameOnly(uint32_t file, const std::vector<uint32_t>& tensors) {
     out_.unread_files.push_back(out_.files[file]);
     for (uint32_t id : tensors) {
-      TensorInfo named;
-      named.name = names_.Name(id);
-      Add(std::move(named), file, id, false);
+      Add(TensorInfo(), file, id, false);
     }
   }
 
@@ -271,9 +272,22 @@ class Auditor {
     out_.files.push_back(std::move(path));
     return static_cast<uint32_t>(out_.files.size() - 1);
   }
+  // Each tensor's name, a view of names_ (which takes no names after this), several ids at a
+  // time.
+  void NameTensors() {
+    constexpr size_t kIds = 4096;
+    checkpoint_internal::ForEachShard((names_->size() + kIds - 1) / kIds, [&](size_t chunk) {
+      const auto last = static_cast<uint32_t>(std::min(names_->size(), (chunk + 1) * kIds));
+      for (auto id = static_cast<uint32_t>(chunk * kIds); id < last; ++id) {
+        if (out_.tensor_of[id] != CheckpointAudit::kNoTensor) {
+          out_.tensors[out_.tensor_of[id]].name = names_->Name(id);
+        }
+      }
+    });
+  }
+  // The name is given by NameTensors.
   static AuditedTensor Audited(TensorInfo t, uint32_t file, bool described) {
-    return {std::move(t.name), file, described ? std::optional(t.dtype) : std::nullopt,
-            std::move(t.shape)};
+    return {{}, file, described ? std::optional(t.dtype) : std::nullopt, std::move(t.shape)};
   }
   // The tensor of name id `id`.
   void Add(TensorInfo t, uint32_t file, uint32_t id, bool described = true) {
@@ -282,7 +296,7 @@ class Auditor {
   }
   // A tensor no index names. One per name: a name found twice keeps the first.
   void AddNamed(TensorInfo t, uint32_t file) {
-    auto [id, added] = names_.Insert(t.name);
+    auto [id, added] = names_->Insert(t.name);
     if (!added) return;
     out_.tensor_of.push_back(CheckpointAudit::kNoTensor);
     Add(std::move(t), file, id);
@@ -297,7 +311,9 @@ class Auditor {
 
   const std::filesystem::path dir_;
   CheckpointAudit out_;
-  NameIds names_;  // the index's names, then those of tensors it does not list
+  // The index's names, then those of tensors it does not list; the audit's tensors are views of
+  // them, so it is shared with the audit rather than moved into it.
+  std::shared_ptr<NameIds> names_ = std::make_shared<NameIds>();
 };
 
 }  // namespace

@@ -144,12 +144,12 @@ class Checker {
         const AuditedTensor* dense = audit_.Find(module.prefix + ".weight");
         if (dense != nullptr && dense->dtype && IsFloat(*dense->dtype)) {
           Add({FindingKind::kStoredUnquantized, std::nullopt, true, audit_.FileOf(*dense),
-               dense->name, path, weight_name, dense->name,
+               std::string(dense->name), path, weight_name, std::string(dense->name),
                fmt::format("{}: tensor {} of layer {} is {}, but the plan quantizes the layer as "
                            "{} (expects {})",
                            audit_.FileOf(*dense), dense->name, path, StDtypeName(*dense->dtype),
                            scheme.CanonicalName(), weight_name)});
-          Consume(dense->name);
+          Consume(std::string(dense->name));
           continue;
         }
       }
@@ -185,8 +185,8 @@ class Checker {
                  const SourceTensorRule& rule) {
     const std::string& file = audit_.FileOf(t);
     if (!rule.AcceptsDtype(*t.dtype)) {
-      Add({FindingKind::kDtype, std::nullopt, true, file, t.name, path, rule.DtypesText(),
-           std::string(StDtypeName(*t.dtype)),
+      Add({FindingKind::kDtype, std::nullopt, true, file, std::string(t.name), path,
+           rule.DtypesText(), std::string(StDtypeName(*t.dtype)),
            fmt::format("{}: tensor {} of layer {} is {}, but {} in {} stores it as {}", file,
                        t.name, path, StDtypeName(*t.dtype), scheme.CanonicalName(),
                        SourceLayoutName(scheme.weight.load.layout), rule.DtypesText())});
@@ -198,7 +198,7 @@ class Checker {
   void WrongShape(const AuditedTensor& t, const std::string& path, const std::string& expected) {
     const std::string& file = audit_.FileOf(t);
     const std::string found = pipeline_internal::ShapeText(t.shape);
-    Add({FindingKind::kShape, std::nullopt, true, file, t.name, path, expected, found,
+    Add({FindingKind::kShape, std::nullopt, true, file, std::string(t.name), path, expected, found,
          fmt::format("{}: tensor {} of layer {}: shape {}, expected {}", file, t.name, path, found,
                      expected)});
   }
@@ -294,19 +294,19 @@ class Checker {
     const std::unordered_set<std::string> unlisted(model_.sites.unlisted_modules.begin(),
                                                    model_.sites.unlisted_modules.end());
     for (const AuditedTensor* tensor : by_name_) {
-      const AuditedTensor& t = *tensor;
-      const std::string& file = audit_.FileOf(t);
-      if (consumed_.contains(t.name)) continue;
-      if (const std::optional<std::string> skipped = SkippedBy(t.name)) {
-        Add({FindingKind::kSkipped, std::nullopt, false, file, t.name, "", "", "",
-             fmt::format("{}: tensor {} is skipped by the engine ({})", file, t.name, *skipped)});
+      const std::string name(tensor->name);
+      const std::string& file = audit_.FileOf(*tensor);
+      if (consumed_.contains(name)) continue;
+      if (const std::optional<std::string> skipped = SkippedBy(name)) {
+        Add({FindingKind::kSkipped, std::nullopt, false, file, name, "", "", "",
+             fmt::format("{}: tensor {} is skipped by the engine ({})", file, name, *skipped)});
         continue;
       }
-      if (UnlistedModule(t.name, unlisted)) continue;
-      Add({FindingKind::kUnconsumed, std::nullopt, true, file, t.name, "", "", "",
+      if (UnlistedModule(name, unlisted)) continue;
+      Add({FindingKind::kUnconsumed, std::nullopt, true, file, name, "", "", "",
            fmt::format("{}: tensor {} is consumed by no layer and is no non-layer parameter of "
                        "{}",
-                       file, t.name, model_.sites.architecture)});
+                       file, name, model_.sites.architecture)});
     }
   }
 
@@ -386,8 +386,10 @@ class Checker {
   std::optional<std::string> QuantizedCompanion(const std::string& prefix) const {
     for (auto it = FirstWithPrefix(prefix); it != by_name_.end() && (*it)->name.starts_with(prefix);
          ++it) {
-      const std::string_view rest = std::string_view((*it)->name).substr(prefix.size());
-      if ((rest.starts_with(".") || rest.starts_with("_")) && rest != ".bias") return (*it)->name;
+      const std::string_view rest = (*it)->name.substr(prefix.size());
+      if ((rest.starts_with(".") || rest.starts_with("_")) && rest != ".bias") {
+        return std::string((*it)->name);
+      }
     }
     return std::nullopt;
   }
@@ -399,9 +401,9 @@ class Checker {
   void ConsumeLayout(const std::string& prefix) {
     for (auto it = FirstWithPrefix(prefix); it != by_name_.end() && (*it)->name.starts_with(prefix);
          ++it) {
-      const std::string& name = (*it)->name;
+      const std::string_view name = (*it)->name;
       const char next = name.size() > prefix.size() ? name[prefix.size()] : '\0';
-      if (next == '.' || next == '_') consumed_.insert(name);
+      if (next == '.' || next == '_') consumed_.emplace(name);
     }
   }
 
@@ -443,9 +445,8 @@ class Checker {
 
   // The first of by_name_ not before `prefix`: the tensors under a prefix follow it.
   std::vector<const AuditedTensor*>::const_iterator FirstWithPrefix(std::string_view prefix) const {
-    return std::lower_bound(
-        by_name_.begin(), by_name_.end(), prefix,
-        [](const AuditedTensor* t, std::string_view p) { return std::string_view(t->name) < p; });
+    return std::lower_bound(by_name_.begin(), by_name_.end(), prefix,
+                            [](const AuditedTensor* t, std::string_view p) { return t->name < p; });
   }
 
   const Model& model_;
