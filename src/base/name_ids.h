@@ -4,8 +4,10 @@
 // allocation of its own, where a node-based map costs one or two per name.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +29,23 @@ class NameIds {
   void Prefetch(uint64_t hash) const {
     if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
   }
-  static uint64_t HashOf(std::string_view name) { return std::hash<std::string_view>()(name); }
+  // Multiply-and-rotate over 8-byte words, then MurmurHash3's 64-bit finaliser, so that the low
+  // bits (the slot) and the high bits (the tag) both vary with every byte: a third of the cost of
+  // std::hash, which matters at 150k names hashed twice.
+  static uint64_t HashOf(std::string_view name) {
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15;
+    uint64_t hash = name.size() * kMul;
+    for (size_t i = 0; i < name.size(); i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, name.data() + i, std::min<size_t>(8, name.size() - i));
+      hash = (std::rotl(hash, 5) ^ word) * kMul;
+    }
+    hash ^= hash >> 33;
+    hash *= 0xFF51AFD7ED558CCD;
+    hash ^= hash >> 33;
+    hash *= 0xC4CEB9FE1A85EC53;
+    return hash ^ (hash >> 33);
+  }
   std::optional<uint32_t> Find(std::string_view name) const;
   // Find with the name's hash known, as another table holding it has it (Hash): one table's names
   // are looked up in another without hashing them again.

@@ -18,6 +18,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/checkpoint.h"
+#include "src/base/json_dom.h"
 #include "src/base/name_ids.h"
 #include "src/checkpoint/header.h"
 
@@ -68,6 +69,19 @@ Result<size_t> ReadAt(const OpenedFile& file, const std::string& name, uint64_t 
   return done;
 }
 
+// The calling thread's buffer for a header's bytes, kept from header to header (a fresh one costs
+// its pages' faults, as much as parsing a large header) unless a huge header grew it.
+std::byte* ThreadHeaderBuffer(size_t bytes) {
+  constexpr size_t kKeepBytes = json_internal::ThreadDomParser::kKeepBytes;
+  thread_local std::unique_ptr<std::byte[]> buffer;
+  thread_local size_t size = 0;
+  if (bytes > size || (size > kKeepBytes && bytes <= kKeepBytes)) {
+    buffer = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    size = bytes;
+  }
+  return buffer.get();
+}
+
 // The header of an opened file, read (never mapped: the header is all an audit reads, and copying
 // it costs less than faulting its pages in), its names' table in `*ids`.
 Result<SafetensorsHeader> ReadHeader(const OpenedFile& file, const std::string& name,
@@ -85,19 +99,19 @@ Result<SafetensorsHeader> ReadHeader(const OpenedFile& file, const std::string& 
   }
   // Only what follows the bytes read is zeroed (the parser's padding): the rest is read over.
   const size_t capacity = 8 + wanted + simdjson::SIMDJSON_PADDING;
-  auto bytes = std::make_unique_for_overwrite<std::byte[]>(capacity);
-  std::memcpy(bytes.get(), prefix, got);
+  std::byte* bytes = ThreadHeaderBuffer(capacity);
+  std::memcpy(bytes, prefix, got);
   if (got == 8) {
-    QP_ASSIGN_OR_RETURN(got, ReadAt(file, name, 8, wanted, bytes.get() + 8));
+    QP_ASSIGN_OR_RETURN(got, ReadAt(file, name, 8, wanted, bytes + 8));
     if (got < wanted) return IoError(fmt::format("{}: the file shrank while being read", name));
     got += 8;
   }
-  std::memset(bytes.get() + got, 0, capacity - got);
+  std::memset(bytes + got, 0, capacity - got);
   SafetensorsHeader out;
   // The padding counts as readable: the parser then needs no copy.
   const size_t readable = got < 8 ? got : std::min(capacity, got + simdjson::SIMDJSON_PADDING);
   QP_ASSIGN_OR_RETURN(out.tensors,
-                      checkpoint_internal::ParseHeader({bytes.get(), readable}, file.size, name,
+                      checkpoint_internal::ParseHeader({bytes, readable}, file.size, name,
                                                        &out.data_start, &out.metadata, ids));
   return out;
 }
