@@ -66,8 +66,14 @@ class Checker {
     if (site.kind == SiteKind::kAttention) return;
     const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
     if (decision.decision.kind == DecisionKind::kError) {
-      Add({FindingKind::kDecidedError, std::nullopt, true, FileOf(Modules(site)), "", path, "", "",
-           fmt::format("{}: decided error: {}", path, decision.decision.detail.str())});
+      const std::vector<Module> modules = Modules(site);
+      const AuditedTensor* first = FirstTensorOf(modules);
+      const std::string file = FileOf(modules);
+      const std::string tensor = first != nullptr ? std::string(first->name) : "";
+      Add({FindingKind::kDecidedError, std::nullopt, true, file, tensor, path, "", "",
+           fmt::format("{}: {}layer {}: decided error: {}", file,
+                       tensor.empty() ? "" : fmt::format("tensor {} of ", tensor), path,
+                       decision.decision.detail.str())});
       ConsumeNames(site);  // its tensors are its own, whatever the engine makes of them
       return;
     }
@@ -428,13 +434,17 @@ class Checker {
   }
 
   // The file holding the modules' other tensors, else the index, else the folder.
-  std::string FileOf(const std::vector<Module>& modules) const {
+  // The first tensor (in name order) of the first of `modules` the checkpoint holds any of.
+  const AuditedTensor* FirstTensorOf(const std::vector<Module>& modules) const {
     for (const Module& module : modules) {
       auto it = FirstWithPrefix(module.prefix);
-      if (it != by_name_.end() && (*it)->name.starts_with(module.prefix)) {
-        return audit_.FileOf(**it);
-      }
+      if (it != by_name_.end() && (*it)->name.starts_with(module.prefix)) return *it;
     }
+    return nullptr;
+  }
+  std::string FileOf(const std::vector<Module>& modules) const {
+    const AuditedTensor* first = FirstTensorOf(modules);
+    if (first != nullptr) return audit_.FileOf(*first);
     return audit_.index.empty() ? model_.dir : audit_.index;
   }
 

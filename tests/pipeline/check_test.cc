@@ -5,10 +5,12 @@
 //   consumes, layer stored quantized that the plan leaves unquantized (the LM head) and the
 //   reverse (o_proj in bf16), dense shape, missing and misshapen non-layer parameter, a tensor the
 //   engines skip (warning), index ↔ shard disagreement, decisions per engine (bitsandbytes experts
-//   that vLLM leaves unquantized), and a folder without weights.
+//   that vLLM leaves unquantized), fused legs the config quantizes differently, and a folder
+//   without weights.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "fmt/format.h"
 #include "quantpath/pipeline.h"
@@ -351,6 +353,36 @@ TEST(CheckTest, FindingsFollowTheEnginesDecisions) {
     experts += f.layer.ends_with(".mlp.experts");
   }
   EXPECT_EQ(experts, 2 * 4 * 3);  // every projection of every expert of both layers
+}
+
+// A config that ignores k_proj alone quantizes one fused layer in two precisions: every engine
+// refuses the layer, and the finding names the layer, its file and its first tensor.
+TEST(CheckTest, FusedLegsThatDisagreeAreADecidedError) {
+  const std::filesystem::path dir = testing::MutatedFixture(
+      kData + "producers/ct_llama_fp8_dynamic", [](testing::TestTensor*) { return true; });
+  std::string config;
+  {
+    std::ifstream in(dir / "config.json");
+    config.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t ignore = config.find("\"lm_head\"");
+  ASSERT_NE(ignore, std::string::npos);
+  config.insert(ignore, "\"re:.*self_attn.k_proj\", ");
+  std::ofstream(dir / "config.json", std::ios::trunc) << config;
+  for (const char* engine : {"native", "vllm", "sglang"}) {
+    SCOPED_TRACE(engine);
+    Result<CheckReport> report = Check(dir.string(), engine);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    std::vector<std::string> layers;
+    for (const Finding& f : report->findings) {
+      if (!f.error) continue;
+      EXPECT_EQ(f.kind, FindingKind::kDecidedError) << f.message;
+      ExpectNames(f, f.layer.substr(0, f.layer.rfind('.')) + ".q_proj.weight", f.layer);
+      layers.push_back(f.layer);
+    }
+    EXPECT_EQ(layers, (std::vector<std::string>{"model.layers.0.self_attn.qkv_proj",
+                                                "model.layers.1.self_attn.qkv_proj"}));
+  }
 }
 
 // A bf16 Llama with 4 heads of 32, 2 KV heads, intermediate 384 and vocabulary 192 splits at 1, 2
