@@ -29,6 +29,7 @@ struct Case {
   int64_t m, n, k;
   QDType in, out;
   bool bias;
+  QDType params = QDType::kBF16;  // the unquantized dtype: the bf16 spec's W is stored in it
 };
 
 std::unique_ptr<WeightSpec> SpecFor(const Case& c) {
@@ -41,8 +42,19 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
   request.layer = c.name;
   request.shape = {c.n, c.k};
   request.bias = c.bias;
+  request.params_dtype = c.params;
   LinearParams p = std::move(spec.Allocate(request)).value();
-  if (p.tensor(Slot::kWeight).dtype() == QDType::kFP8E4M3) {
+  ParamTensor& w = p.tensor(Slot::kWeight);
+  if (w.dtype() == QDType::kFP32 || w.dtype() == QDType::kFP16) {
+    const std::vector<float> values = testing::RandomBf16Values(rng, w.elements());
+    for (int64_t i = 0; i < w.elements(); ++i) {
+      if (w.dtype() == QDType::kFP32) {
+        w.data<float>()[i] = values[i];
+      } else {
+        w.data<uint16_t>()[i] = FloatToFp16(values[i]);
+      }
+    }
+  } else if (w.dtype() == QDType::kFP8E4M3) {
     const std::vector<uint8_t> bits = testing::RandomFp8(rng, p.tensor(Slot::kWeight).elements());
     std::copy(bits.begin(), bits.end(), p.tensor(Slot::kWeight).data<uint8_t>());
   } else {
@@ -172,6 +184,12 @@ std::vector<Case> Cases() {
   std::vector<Case> cases = {
       {"bf16_m1", "bf16", none, 1, 64, 96, f32, f32, false},
       {"bf16_m20_bias_bf16io", "bf16", none, 20, 48, 256, bf16, bf16, true},
+      // Odd N and K (a row block and an 8-column step cut short), every decode M.
+      {"bf16_m3_ragged", "bf16", none, 3, 37, 203, f32, f32, true},
+      {"bf16_m8_ragged_bf16out", "bf16", none, 8, 61, 129, bf16, bf16, false},
+      {"bf16_m17_ragged", "bf16", none, 17, 5, 7, f32, f32, true},
+      {"bf16_m64_fp16_weights", "bf16", none, 64, 33, 100, bf16, f32, true, QDType::kFP16},
+      {"bf16_m5_fp32_weights", "bf16", none, 5, 9, 77, f32, bf16, false, QDType::kFP32},
       {"tensor_static_m3", "fp8_per_tensor", fixed, 3, 80, 256, bf16, f32, false},
       {"tensor_dynamic_m7_bias", "fp8_per_tensor", tensor, 7, 80, 256, f32, f32, true},
       {"tensor_weight_only_m2", "fp8_per_tensor", none, 2, 32, 64, f32, bf16, false},
