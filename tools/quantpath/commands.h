@@ -24,6 +24,7 @@ void AddMatchCommand(CLI::App& app, int* exit_code);
 void AddDiffCommand(CLI::App& app, int* exit_code);
 void AddLoadCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
+void AddBenchCommand(CLI::App& app, int* exit_code);
 
 // --dtype, --tp and --speculative, shared by the commands that decide layers (plan, explain,
 // diff); OpenOptions::Parse checks them.

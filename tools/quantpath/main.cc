@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   AddRunCommand(app, &exit_code);
   AddMatchCommand(app, &exit_code);
   AddDiffCommand(app, &exit_code);
+  AddBenchCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

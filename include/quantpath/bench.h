@@ -1,0 +1,78 @@
+// quantpath bench: the machine's own limits, measured at run time, and a Linear kernel timed
+// against them, one row per (spec, shape, M, threads).
+//
+// Goals: figures that compare across machines as ratios — weight bytes streamed per second as a
+// share of the DRAM read bandwidth measured in the same process (decode), GFLOP/s as a share of
+// the measured dot-product peak (prefill) — with the weights cold (distinct copies cycled, at least
+// 4× the last-level cache read from the system, so every call streams from DRAM as a decode step
+// does) or warm. Non-goals: peers (bench/bench_linear fills them), GPU kernels.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quantpath/base.h"
+#include "quantpath/ir.h"
+
+namespace quantpath {
+
+struct MachineLimits {
+  int64_t llc_bytes = 0;  // the last-level cache (sysfs), or kAssumedLlcBytes where unreadable
+  bool llc_known = false;
+  int threads = 1;  // "all": OpenMP's default team size
+  // DRAM read bandwidth, GB/s, on a buffer of 4× the last-level cache: 1 thread and all.
+  double read_gbps_one = 0;
+  double read_gbps_all = 0;
+  // fp32 FMA peak, GFLOP/s (2 per multiply-add), where the CPU has AVX2 and FMA.
+  std::optional<double> fma_gflops_one;
+  std::optional<double> fma_gflops_all;
+
+  double ReadGbps(int threads) const { return threads == 1 ? read_gbps_one : read_gbps_all; }
+  std::optional<double> FmaGflops(int threads) const {
+    return threads == 1 ? fma_gflops_one : fma_gflops_all;
+  }
+};
+inline constexpr int64_t kAssumedLlcBytes = int64_t{32} << 20;
+
+// Measures this machine (a few seconds: each figure is the best of several passes).
+MachineLimits MeasureMachine();
+Json MachineLimitsJson(const MachineLimits& limits);
+
+struct BenchRequest {
+  std::string spec_id;  // "bf16", "fp8_block_128_128", …
+  int64_t m = 1;
+  int64_t n = 4096;
+  int64_t k = 4096;
+  int threads = 1;
+  bool cold = true;
+};
+
+// One measurement, with exactly the keys `quantpath bench --json` prints (docs/json/bench.md);
+// an absent optional is null.
+struct BenchRow {
+  std::string spec;
+  int64_t m = 0, n = 0, k = 0;
+  std::optional<int64_t> experts, top_k;
+  int threads = 1;
+  bool cold = true;
+  std::string kernel;
+  double seconds = 0;      // per call
+  double weight_gbps = 0;  // the layer's weight bytes per second
+  double bandwidth_gbps = 0;
+  std::optional<double> pct_bandwidth;  // decode (M ≤ 16): weight_gbps / bandwidth_gbps
+  double gflops = 0;                    // 2·M·N·K per second
+  std::optional<double> peak_gflops;
+  std::optional<double> pct_peak;  // prefill (M ≥ 64): gflops / peak_gflops
+  std::optional<std::string> peer;
+  std::optional<double> peer_gflops, ratio_to_peer;
+};
+Json BenchRowJson(const BenchRow& row);
+
+// Times the kernel the dispatcher picks for `request` on synthetic parameters of the spec (every
+// float tensor 2^-6, every other byte pseudo-random), X and Y in bf16, on `request.threads` OpenMP
+// threads. Errors: an unknown spec id, a shape the spec cannot allocate, no kernel.
+Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits);
+
+}  // namespace quantpath

@@ -1,0 +1,159 @@
+// BenchLinear (bench.h): a kernel timed on synthetic parameters, cold or warm, and its row.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "quantpath/bench.h"
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "quantpath/specs.h"
+
+namespace quantpath {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr float kValue = 1.0f / 64;  // every float tensor: no denormal, no overflow in the sums
+constexpr double kMinSeconds = 0.2;  // timed per row at the least, after one untimed pass
+
+// Every float tensor kValue, every other byte pseudo-random (codes of every kind, as real weights).
+void FillSynthetic(LinearParams* params, uint64_t seed) {
+  for (ParamTensor& t : params->slots) {
+    if (t.empty()) continue;
+    const int64_t count = t.elements();
+    switch (t.dtype()) {
+      case QDType::kFP32:
+        std::fill(t.data<float>(), t.data<float>() + count, kValue);
+        break;
+      case QDType::kBF16:
+        std::fill(t.data<uint16_t>(), t.data<uint16_t>() + count, FloatToBf16(kValue));
+        break;
+      case QDType::kFP16:
+        std::fill(t.data<uint16_t>(), t.data<uint16_t>() + count, FloatToFp16(kValue));
+        break;
+      default: {
+        uint64_t state = seed;
+        std::byte* bytes = t.raw();
+        for (int64_t i = 0; i < t.bytes(); ++i) {
+          state = state * 6364136223846793005u + 1442695040888963407u;
+          bytes[i] = static_cast<std::byte>(state >> 56);
+        }
+      }
+    }
+  }
+  params->loaded = params->processed = true;
+}
+
+// Sets OpenMP's team size for the measurement and restores it after.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int threads) {
+#ifdef _OPENMP
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(threads);
+#endif
+    (void)threads;
+  }
+  ~ThreadCount() {
+#ifdef _OPENMP
+    omp_set_num_threads(saved_);
+#endif
+  }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  [[maybe_unused]] int saved_ = 1;
+};
+
+}  // namespace
+
+Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits) {
+  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(request.spec_id));
+  QP_ASSIGN_OR_RETURN(std::unique_ptr<WeightSpec> spec, MakeSpec(key));
+  AllocationRequest allocation;
+  allocation.layer = "bench";
+  allocation.shape = {request.n, request.k};
+  QP_ASSIGN_OR_RETURN(LinearParams first, spec->Allocate(allocation));
+  const int64_t weight_bytes = first.WeightBytes();
+  // Cold: enough distinct copies that each call finds its weights evicted by the others.
+  const int64_t copies =
+      request.cold ? std::max<int64_t>(2, (4 * limits.llc_bytes + weight_bytes - 1) / weight_bytes)
+                   : 1;
+  std::vector<LinearParams> params;
+  params.push_back(std::move(first));
+  for (int64_t c = 1; c < copies; ++c) {
+    QP_ASSIGN_OR_RETURN(LinearParams copy, spec->Allocate(allocation));
+    params.push_back(std::move(copy));
+  }
+  for (size_t c = 0; c < params.size(); ++c) FillSynthetic(&params[c], 0x9E3779B97F4A7C15u + c);
+
+  const KernelProbe probe{spec->key(),   request.m,     request.n,    request.k,
+                          QDType::kBF16, QDType::kBF16, DeviceCaps{}, spec->activation()};
+  QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
+  QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, dispatcher->Select(probe));
+  const std::vector<uint16_t> x(static_cast<size_t>(request.m * request.k), FloatToBf16(kValue));
+  std::vector<uint16_t> y(static_cast<size_t>(request.m * request.n));
+  const ConstMatrix xm{QDType::kBF16, x.data(), request.m, request.k};
+  const MutableMatrix ym{QDType::kBF16, y.data(), request.m, request.n};
+
+  const ThreadCount threads(request.threads);
+  for (const LinearParams& p : params) kernel->Apply(p, spec->activation(), xm, ym);
+  int64_t calls = 0;
+  const Clock::time_point start = Clock::now();
+  double seconds = 0;
+  do {
+    for (const LinearParams& p : params) kernel->Apply(p, spec->activation(), xm, ym);
+    calls += copies;
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (seconds < kMinSeconds);
+
+  BenchRow row;
+  row.spec = request.spec_id;
+  row.m = request.m;
+  row.n = request.n;
+  row.k = request.k;
+  row.threads = request.threads;
+  row.cold = request.cold;
+  row.kernel = std::string(kernel->name());
+  row.seconds = seconds / static_cast<double>(calls);
+  row.weight_gbps = static_cast<double>(weight_bytes) / row.seconds / 1e9;
+  row.bandwidth_gbps = limits.ReadGbps(request.threads);
+  if (request.m <= 16) row.pct_bandwidth = 100 * row.weight_gbps / row.bandwidth_gbps;
+  row.gflops = 2.0 * static_cast<double>(request.m * request.n) * static_cast<double>(request.k) /
+               row.seconds / 1e9;
+  row.peak_gflops = limits.FmaGflops(request.threads);
+  if (request.m >= 64 && row.peak_gflops) row.pct_peak = 100 * row.gflops / *row.peak_gflops;
+  return row;
+}
+
+Json BenchRowJson(const BenchRow& row) {
+  const auto number = [](std::optional<double> v) { return v ? Json::Double(*v) : Json::Null(); };
+  const auto integer = [](std::optional<int64_t> v) { return v ? Json::Int(*v) : Json::Null(); };
+  return Json::Object({{"spec", Json::String(row.spec)},
+                       {"m", Json::Int(row.m)},
+                       {"n", Json::Int(row.n)},
+                       {"k", Json::Int(row.k)},
+                       {"experts", integer(row.experts)},
+                       {"top_k", integer(row.top_k)},
+                       {"threads", Json::Int(row.threads)},
+                       {"cold", Json::Bool(row.cold)},
+                       {"kernel", Json::String(row.kernel)},
+                       {"seconds", Json::Double(row.seconds)},
+                       {"weight_gbps", Json::Double(row.weight_gbps)},
+                       {"bandwidth_gbps", Json::Double(row.bandwidth_gbps)},
+                       {"pct_bandwidth", number(row.pct_bandwidth)},
+                       {"gflops", Json::Double(row.gflops)},
+                       {"peak_gflops", number(row.peak_gflops)},
+                       {"pct_peak", number(row.pct_peak)},
+                       {"peer", row.peer ? Json::String(*row.peer) : Json::Null()},
+                       {"peer_gflops", number(row.peer_gflops)},
+                       {"ratio_to_peer", number(row.ratio_to_peer)}});
+}
+
+}  // namespace quantpath

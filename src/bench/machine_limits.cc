@@ -1,0 +1,123 @@
+// MeasureMachine (bench.h): the last-level cache from sysfs, DRAM read bandwidth on a buffer of
+// 4× that cache, and the fp32 FMA peak, each the best of several passes.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "quantpath/bench.h"
+#include "quantpath/cpu_features.h"
+#include "src/bench/fma_peak.h"
+
+namespace quantpath {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The size of the highest-level cache cpu0 reports ("32768K"), or 0.
+int64_t LastLevelCacheBytes() {
+  int64_t best = 0;
+  int best_level = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level_file(dir + "/level"), size_file(dir + "/size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
+    int64_t bytes = 0;
+    size_t i = 0;
+    for (; i < size.size() && size[i] >= '0' && size[i] <= '9'; ++i)
+      bytes = bytes * 10 + (size[i] - '0');
+    const char unit = i < size.size() ? size[i] : 'B';
+    bytes <<= unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+    if (level > best_level || (level == best_level && bytes > best)) {
+      best_level = level;
+      best = bytes;
+    }
+  }
+  return best;
+}
+
+int MaxThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// GB/s of summing `words` 8-byte words on `threads` threads, the best of `passes`.
+double ReadGbps(const uint64_t* data, int64_t words, int threads, int passes) {
+  double best = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    uint64_t total = 0;
+    const Clock::time_point start = Clock::now();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
+#endif
+    for (int64_t block = 0; block < words / 8; ++block) {
+      const uint64_t* p = data + block * 8;
+      total += (p[0] + p[1]) + (p[2] + p[3]) + (p[4] + p[5]) + (p[6] + p[7]);
+    }
+    const double seconds = Seconds(start);
+    volatile uint64_t sink = total;  // the sum is used, so the loads stay
+    (void)sink;
+    best = std::max(best, static_cast<double>(words) * 8 / seconds / 1e9);
+  }
+  (void)threads;
+  return best;
+}
+
+std::optional<double> FmaGflops(int threads) {
+  if (!DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx2))) return std::nullopt;
+  constexpr int64_t kRounds = int64_t{1} << 24;
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const Clock::time_point start = Clock::now();
+    volatile float sink = bench_internal::FmaRoundsAvx2(kRounds, threads);
+    (void)sink;
+    best = std::max(best, 160.0 * static_cast<double>(kRounds) * threads / Seconds(start) / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+MachineLimits MeasureMachine() {
+  MachineLimits limits;
+  limits.llc_bytes = LastLevelCacheBytes();
+  limits.llc_known = limits.llc_bytes > 0;
+  if (!limits.llc_known) limits.llc_bytes = kAssumedLlcBytes;
+  limits.threads = MaxThreads();
+  const int64_t words = std::max<int64_t>(4 * limits.llc_bytes, int64_t{64} << 20) / 8;
+  const std::unique_ptr<uint64_t[]> buffer(new uint64_t[static_cast<size_t>(words)]);
+  std::fill(buffer.get(), buffer.get() + words, uint64_t{1});  // every page present
+  limits.read_gbps_one = ReadGbps(buffer.get(), words, 1, 4);
+  limits.read_gbps_all = ReadGbps(buffer.get(), words, limits.threads, 4);
+  limits.fma_gflops_one = FmaGflops(1);
+  limits.fma_gflops_all = FmaGflops(limits.threads);
+  return limits;
+}
+
+Json MachineLimitsJson(const MachineLimits& limits) {
+  const auto optional = [](std::optional<double> v) { return v ? Json::Double(*v) : Json::Null(); };
+  return Json::Object({{"llc_bytes", Json::Int(limits.llc_bytes)},
+                       {"llc_known", Json::Bool(limits.llc_known)},
+                       {"threads", Json::Int(limits.threads)},
+                       {"read_gbps_one", Json::Double(limits.read_gbps_one)},
+                       {"read_gbps_all", Json::Double(limits.read_gbps_all)},
+                       {"fma_gflops_one", optional(limits.fma_gflops_one)},
+                       {"fma_gflops_all", optional(limits.fma_gflops_all)}});
+}
+
+}  // namespace quantpath

@@ -1,0 +1,65 @@
+// `quantpath bench`: the JSON shape of docs/json/bench.md (the machine, then one row per spec,
+// shape, M and thread count with exactly the documented keys), decode and prefill figures where
+// each applies, the text table, and a bad spec.
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+
+namespace quantpath {
+namespace {
+
+using testing::ParseOrDie;
+using testing::RunCli;
+
+std::vector<std::string> Keys(const Json& object) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : object.members()) keys.push_back(key);
+  return keys;
+}
+
+TEST(BenchCli, JsonRowsHaveTheDocumentedKeys) {
+  auto run = RunCli("bench --spec bf16 --m 1 --m 64 --n 40 --k 72 --threads 1 --warm --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const Json j = ParseOrDie(run.out);
+  EXPECT_EQ(Keys(j), (std::vector<std::string>{"machine", "rows"}));
+  const Json& machine = *j.Find("machine");
+  EXPECT_GT(machine.Find("read_gbps_one")->number_value(), 0);
+  EXPECT_GT(machine.Find("llc_bytes")->int_value(), 0);
+  const std::vector<Json>& rows = j.Find("rows")->items();
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Json& row : rows) {
+    EXPECT_EQ(Keys(row), (std::vector<std::string>{
+                             "spec", "m", "n", "k", "experts", "top_k", "threads", "cold", "kernel",
+                             "seconds", "weight_gbps", "bandwidth_gbps", "pct_bandwidth", "gflops",
+                             "peak_gflops", "pct_peak", "peer", "peer_gflops", "ratio_to_peer"}));
+    EXPECT_EQ(row.Find("spec")->string_value(), "bf16");
+    EXPECT_EQ(row.Find("n")->int_value(), 40);
+    EXPECT_EQ(row.Find("k")->int_value(), 72);
+    EXPECT_FALSE(row.Find("cold")->bool_value());
+    EXPECT_FALSE(row.Find("kernel")->string_value().empty());
+    EXPECT_GT(row.Find("seconds")->number_value(), 0);
+    // 40 × 72 bf16 weights are 5760 bytes a call.
+    EXPECT_NEAR(row.Find("weight_gbps")->number_value() * 1e9 * row.Find("seconds")->number_value(),
+                5760, 1);
+    EXPECT_TRUE(row.Find("experts")->is_null());
+    EXPECT_TRUE(row.Find("peer")->is_null());
+  }
+  EXPECT_EQ(rows[0].Find("m")->int_value(), 1);
+  EXPECT_FALSE(rows[0].Find("pct_bandwidth")->is_null());  // decode: a share of the bandwidth
+  EXPECT_TRUE(rows[0].Find("pct_peak")->is_null());
+  EXPECT_TRUE(rows[1].Find("pct_bandwidth")->is_null());  // prefill: a share of the peak
+}
+
+TEST(BenchCli, TextTableAndABadSpec) {
+  auto run = RunCli("bench --spec bf16 --m 2 --n 16 --k 16 --threads 1 --warm");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(run.out.rfind("machine: last-level cache ", 0), 0u) << run.out;
+  EXPECT_NE(run.out.find("\nbf16 "), std::string::npos) << run.out;
+  auto bad = RunCli("bench --spec no_such_spec --m 1 --n 16 --k 16 --warm");
+  EXPECT_EQ(bad.exit_code, 2);
+  auto half = RunCli("bench --spec bf16 --n 16");
+  EXPECT_EQ(half.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace quantpath
