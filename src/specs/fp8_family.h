@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "quantpath/specs.h"
 
@@ -18,6 +19,14 @@ inline constexpr SpecKey Fp8BlockKey(int64_t block_n, int64_t block_k) {
   key.block = {block_n, block_k};
   return key;
 }
+// The activation modes the fp8 kernels run: X as it is (weight-only), or rounded to symmetric
+// e4m3 per token, per tensor, per 1 × group (group > 0) or by the static input scale.
+inline bool Fp8KernelTakes(const ActivationQuant& act) {
+  if (act.mode == ActMode::kNone) return true;
+  return act.dtype == QDType::kFP8E4M3 && act.symmetric &&
+         (act.mode != ActMode::kDynamicGroup || act.group_size > 0);
+}
+
 inline constexpr SpecKey kFp8PerTensorKey{kFp8PerTensorFamily};
 inline constexpr SpecKey kFp8PerChannelKey{kFp8PerChannelFamily};
 
@@ -69,6 +78,10 @@ struct Fp8BlockLayout {
     return rows * cols + ScaleRowsOfLegs(leg_rows) * ScaleCols(cols) * kScaleBytes;
   }
 };
+// Per row of `params` (an fp8_block layer), the row of its scale grid: legs keep grids of their own
+// (parameters built by hand may list no legs: one leg).
+std::vector<int64_t> Fp8BlockGridRows(const Fp8BlockLayout& layout, const LinearParams& params);
+
 // DESIGN.md's fused_qkv_a_proj: [168, 256] = 43008 fp8 bytes + 2 × 2 blocks × 4 bytes.
 static_assert(Fp8BlockLayout{128, 128}.BytesFor(168, 256) == 43024);
 // q/k/v of 128 + 64 + 64 rows, K 128: 3 grid rows (a shared grid would have 2).

@@ -390,4 +390,17 @@ const SpecFamilyRegistrar kRegisterPerChannel(
 const SpecFamilyRegistrar kRegisterBlock(std::make_unique<Fp8BlockFamily>());
 
 }  // namespace
+std::vector<int64_t> Fp8BlockGridRows(const Fp8BlockLayout& layout, const LinearParams& params) {
+  const std::vector<int64_t> legs =
+      params.leg_rows.empty() ? std::vector<int64_t>{params.rows} : params.leg_rows;
+  std::vector<int64_t> grid_row;
+  grid_row.reserve(static_cast<size_t>(params.rows));
+  int64_t first = 0;
+  for (int64_t rows : legs) {
+    for (int64_t r = 0; r < rows; ++r) grid_row.push_back(first + r / layout.block_n);
+    first += layout.ScaleRows(rows);
+  }
+  return grid_row;
+}
+
 }  // namespace quantpath

@@ -17,13 +17,6 @@
 namespace quantpath {
 namespace {
 
-// X in high precision, or rounded to symmetric fp8 e4m3 in a mode with its parameters.
-bool CanHandleAct(const ActivationQuant& act) {
-  if (act.mode == ActMode::kNone) return true;
-  return act.dtype == QDType::kFP8E4M3 && act.symmetric &&
-         (act.mode != ActMode::kDynamicGroup || act.group_size > 0);
-}
-
 class GemmFp8RowRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Row_Ref"; }
@@ -34,7 +27,7 @@ class GemmFp8RowRef final : public LinearKernel {
            device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && CanHandleAct(probe.act) &&
+    return Serves(probe.spec, probe.device) && Fp8KernelTakes(probe.act) &&
            reference::CanHandleIo(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
@@ -60,7 +53,7 @@ class GemmFp8BlockRef final : public LinearKernel {
   }
   bool CanHandle(const KernelProbe& probe) const override {
     return Serves(probe.spec, probe.device) && probe.spec.block[0] > 0 && probe.spec.block[1] > 0 &&
-           CanHandleAct(probe.act) && reference::CanHandleIo(probe);
+           Fp8KernelTakes(probe.act) && reference::CanHandleIo(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
@@ -68,17 +61,9 @@ class GemmFp8BlockRef final : public LinearKernel {
     const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
     const int64_t k = params.cols;
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-    // The grid row of each weight row, leg by leg (parameters built by hand may list no legs).
-    const std::vector<int64_t> legs =
-        params.leg_rows.empty() ? std::vector<int64_t>{params.rows} : params.leg_rows;
-    assert(scales.rows() == layout.ScaleRowsOfLegs(legs) && scales.cols() == layout.ScaleCols(k));
-    std::vector<int64_t> grid_row;
-    grid_row.reserve(static_cast<size_t>(params.rows));
-    int64_t first = 0;
-    for (int64_t rows : legs) {
-      for (int64_t r = 0; r < rows; ++r) grid_row.push_back(first + r / layout.block_n);
-      first += layout.ScaleRows(rows);
-    }
+    const std::vector<int64_t> grid_row = Fp8BlockGridRows(layout, params);
+    assert(scales.cols() == layout.ScaleCols(k) &&
+           (grid_row.empty() || grid_row.back() < scales.rows()));
     const uint8_t* w = params.tensor(Slot::kWeight).data<uint8_t>();
     const float* scale = scales.data<float>();
     const int64_t scale_cols = scales.cols();

@@ -1,0 +1,114 @@
+// The fp8 specs on the AVX2 row-block GEMM (row_blocks_avx2.h):
+//   GemmFp8Row_Avx2    fp8_per_tensor and fp8_per_channel (one fp32 scale per output row)
+//   GemmFp8Block_Avx2  fp8_block_<bn>_<bk> with bk a multiple of 8 (8 columns share a scale)
+// Eight e4m3 codes become fp32 through fp16: the sign moved to bit 15 and exponent and mantissa
+// to bits 7–14 make an fp16 of the same value over 2^8 (denormals included, the exponent biases
+// being 7 and 15), which F16C widens; 2^8 is folded into the scale. X is taken as it is or
+// quantized to e4m3 first, as the reference kernels do (reference::PrepareActivations).
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/cpu/row_blocks_avx2.h"
+#include "src/specs/fp8_family.h"
+
+namespace quantpath {
+namespace {
+
+constexpr float kFp16Bias = 256.0f;  // 2^(15 − 7)
+
+// Eight e4m3 codes as fp32, over 2^8.
+inline __m256 Fp8Over256(const uint8_t* p) {
+  const __m128i codes = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m128i sign = _mm_slli_epi16(_mm_and_si128(codes, _mm_set1_epi16(0x80)), 8);
+  const __m128i rest = _mm_slli_epi16(_mm_and_si128(codes, _mm_set1_epi16(0x7F)), 7);
+  return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
+}
+
+// W [N, K] e4m3 with one scale per row.
+struct ScaledRows {
+  const uint8_t* codes;
+  const float* scale;
+  int64_t k;
+  __m256 Load8(int64_t row, int64_t col) const {
+    return _mm256_mul_ps(Fp8Over256(codes + row * k + col), _mm256_set1_ps(scale[row] * kFp16Bias));
+  }
+  float Load1(int64_t row, int64_t col) const {
+    return Fp8E4M3ToFloat(codes[row * k + col]) * scale[row];
+  }
+};
+
+// W [N, K] e4m3 with one scale per block_n × block_k tile (grid rows per leg).
+struct ScaledBlocks {
+  const uint8_t* codes;
+  const float* scale;
+  const int64_t* grid_row;
+  int64_t k, scale_cols, block_k;
+  float Scale(int64_t row, int64_t col) const {
+    return scale[grid_row[row] * scale_cols + col / block_k];
+  }
+  __m256 Load8(int64_t row, int64_t col) const {
+    return _mm256_mul_ps(Fp8Over256(codes + row * k + col),
+                         _mm256_set1_ps(Scale(row, col) * kFp16Bias));
+  }
+  float Load1(int64_t row, int64_t col) const {
+    return Fp8E4M3ToFloat(codes[row * k + col]) * Scale(row, col);
+  }
+};
+
+class GemmFp8RowAvx2 final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmFp8Row_Avx2"; }
+  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
+  int priority() const override { return kReferencePriority + 10; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return (key.family == kFp8PerTensorFamily || key.family == kFp8PerChannelFamily) &&
+           device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec, probe.device) && Fp8KernelTakes(probe.act) &&
+           reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    const ScaledRows w{params.tensor(Slot::kWeight).data<uint8_t>(),
+                       params.tensor(Slot::kWeightScale).data<float>(), params.cols};
+    avx2::RowBlockGemm(w, params, xs.data(), x.rows, y);
+  }
+};
+
+class GemmFp8BlockAvx2 final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmFp8Block_Avx2"; }
+  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
+  int priority() const override { return kReferencePriority + 10; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == kFp8BlockFamily && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec, probe.device) && probe.spec.block[0] > 0 && probe.spec.block[1] > 0 &&
+           probe.spec.block[1] % 8 == 0 && Fp8KernelTakes(probe.act) &&
+           reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
+    const std::vector<int64_t> grid_row = Fp8BlockGridRows(layout, params);
+    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    const ScaledBlocks w{params.tensor(Slot::kWeight).data<uint8_t>(),
+                         scales.data<float>(),
+                         grid_row.data(),
+                         params.cols,
+                         scales.cols(),
+                         layout.block_k};
+    avx2::RowBlockGemm(w, params, xs.data(), x.rows, y);
+  }
+};
+
+const KernelRegistrar kRegisterGemmFp8RowAvx2(std::make_unique<GemmFp8RowAvx2>());
+const KernelRegistrar kRegisterGemmFp8BlockAvx2(std::make_unique<GemmFp8BlockAvx2>());
+
+}  // namespace
+}  // namespace quantpath

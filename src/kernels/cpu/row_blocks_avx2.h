@@ -1,0 +1,106 @@
+// The decode GEMM the AVX2 kernels share: Y [M, N] = X [M, K] · Wᵀ with W read once. Each block of
+// 4 rows of W is loaded 8 columns at a time as fp32 (the spec's Source widens and scales its
+// codes), and multiplied into 2 rows of X at once: 8 accumulators, 4 weight and 1 activation
+// register of the 16, the block staying in L1/L2 while the other rows of X pass over it. OpenMP
+// splits N.
+//
+// Included only by *_avx2.cc files, which are all compiled with the same flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "quantpath/kernels.h"
+#include "src/kernels/reference/reference_gemm.h"
+
+namespace quantpath::avx2 {
+
+inline constexpr int64_t kBlockRows = 4;  // rows of W per block
+inline constexpr int64_t kPassRows = 2;   // rows of X per pass over a block
+
+inline float Sum(__m256 v) {
+  const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pairs = _mm_add_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)));
+}
+
+inline float Bf16Bits(uint16_t bits) {
+  const uint32_t wide = uint32_t{bits} << 16;
+  float value;
+  __builtin_memcpy(&value, &wide, 4);
+  return value;
+}
+
+// out[t][r] = X row t · W row first + r, for R rows of W and T rows of X (at `x`, k apart).
+// Source: `__m256 Load8(row, col)` (columns col … col + 7 as fp32) and `float Load1(row, col)`.
+template <typename Source, int R, int T>
+inline void Block(const Source& w, int64_t first, const float* x, int64_t k,
+                  float out[kPassRows][kBlockRows]) {
+  __m256 acc[T][R];
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) acc[t][r] = _mm256_setzero_ps();
+  }
+  int64_t c = 0;
+  for (; c + 8 <= k; c += 8) {
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = w.Load8(first + r, c);
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_loadu_ps(x + t * k + c);
+      for (int r = 0; r < R; ++r) acc[t][r] = _mm256_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) {
+      float sum = Sum(acc[t][r]);
+      for (int64_t tail = c; tail < k; ++tail) sum += x[t * k + tail] * w.Load1(first + r, tail);
+      out[t][r] = sum;
+    }
+  }
+}
+
+// Rows [first, first + R) of W against every row of X (fp32, [m, k]) into Y, with the bias.
+template <typename Source, int R>
+void RowBlock(const Source& w, const LinearParams& params, const float* x, int64_t m, int64_t first,
+              const MutableMatrix& y) {
+  const int64_t n = params.rows;
+  const int64_t k = params.cols;
+  const ParamTensor& bias = params.tensor(Slot::kBias);
+  float b[kBlockRows] = {};
+  if (!bias.empty()) {
+    for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
+  }
+  float out[kPassRows][kBlockRows];
+  for (int64_t i = 0; i < m; i += kPassRows) {
+    const int64_t rows = m - i < kPassRows ? m - i : kPassRows;
+    if (rows == kPassRows) {
+      Block<Source, R, kPassRows>(w, first, x + i * k, k, out);
+    } else {
+      Block<Source, R, 1>(w, first, x + i * k, k, out);
+    }
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int r = 0; r < R; ++r) {
+        reference::StoreOutput(y, (i + t) * n + first + r, out[t][r] + b[r]);
+      }
+    }
+  }
+}
+
+// Y = X · Wᵀ (+ bias) for every row of W, X already in fp32 (and quantized where the spec's
+// activation mode says so).
+template <typename Source>
+void RowBlockGemm(const Source& w, const LinearParams& params, const float* x, int64_t m,
+                  const MutableMatrix& y) {
+  const int64_t blocks = params.rows / kBlockRows;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+  for (int64_t block = 0; block < blocks; ++block) {
+    RowBlock<Source, kBlockRows>(w, params, x, m, block * kBlockRows, y);
+  }
+  for (int64_t row = blocks * kBlockRows; row < params.rows; ++row) {
+    RowBlock<Source, 1>(w, params, x, m, row, y);
+  }
+}
+
+}  // namespace quantpath::avx2
