@@ -2,7 +2,7 @@
 # `quantpath run` on integer weight-only layers of the producer-written checkpoints
 # (tests/data/producers: compressed-tensors pack-quantized, GPTQModel act-order, auto-round's
 # gptq / awq / auto_round exports; 3-bit GPTQ and 8-bit pack-quantized among them): dense and
-# fused layers run on the integer reference kernel within tolerance (exit 0), and unusable layers
+# fused layers run on the integer reference kernel and on the dispatcher's choice within tolerance (exit 0), and unusable layers
 # exit 2 naming the tensor and the layer.
 # Usage: run_int.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
@@ -13,15 +13,21 @@ fail() {
   failures=$((failures + 1))
 }
 
+# Each layer on the reference kernel (QUANTPATH_CPU_ISA=reference) and on the one the dispatcher
+# picks for this CPU (a fast one where the CPU has its level).
 check_run() {
   local dir="$1" layer="$2" spec="$3"
-  local out rc
-  out=$("$cli" run "$dir" --layer "$layer" --m 5 --seed 11 --json)
-  rc=$?
-  [ "$rc" -eq 0 ] || fail "run $dir --layer $layer: exit $rc: $out"
-  echo "$out" | grep -q "\"spec_id\": \"$spec\"" || fail "run $dir --layer $layer: not $spec: $out"
-  echo "$out" | grep -q '"kernel": "GemmIntW16_Ref"' || fail "run $dir --layer $layer: kernel: $out"
-  echo "$out" | grep -q '"pass": true' || fail "run $dir --layer $layer: not within tolerance: $out"
+  local out rc isa kernel
+  for isa in reference ""; do
+    kernel=$([ -n "$isa" ] && echo "GemmIntW16_Ref" || echo "GemmIntW16_")
+    out=$(QUANTPATH_CPU_ISA="$isa" "$cli" run "$dir" --layer "$layer" --m 5 --seed 11 --json)
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "run $dir --layer $layer (isa '$isa'): exit $rc: $out"
+    echo "$out" | grep -q "\"spec_id\": \"$spec\"" || fail "run $dir --layer $layer: not $spec: $out"
+    echo "$out" | grep -q "\"kernel\": \"$kernel" || fail "run $dir --layer $layer: kernel: $out"
+    echo "$out" | grep -q '"pass": true' ||
+      fail "run $dir --layer $layer (isa '$isa'): not within tolerance: $out"
+  done
 }
 
 p=tests/data/producers

@@ -1,0 +1,122 @@
+// GemmIntW16_Avx2: the 4- and 8-bit integer weight-only specs (int<b>_group_<g>[_zp] with g a
+// power of two of at least 8, int<b>_channel[_zp], int<b>_tensor; act-order stays with the
+// reference kernel) on the AVX2 row-block GEMM (row_blocks_avx2.h), from int_family.h's layout:
+// eight 4-bit codes are one 32-bit word shifted per lane, eight 8-bit codes one zero-extension;
+// W = (q − z) · s with the scale and zero of the 8 columns' group.
+#include <bit>
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "src/kernels/cpu/row_blocks_avx2.h"
+#include "src/specs/int_family.h"
+
+namespace quantpath {
+namespace {
+
+template <int kBits, bool kZero>
+struct IntRows {
+  const uint8_t* codes;
+  int64_t row_bytes;
+  const std::byte* scales;
+  QDType scale_dtype;      // fp16, bf16 or fp32
+  int64_t scale_stride;    // scales per row (0: one for the tensor)
+  int group_shift;         // column → group; 63 for one group per row
+  const uint8_t* zeros;    // kZero: codes, per row (group) or one row of N (channel)
+  int64_t zero_row_bytes;  // 0 for the channel layout's single row
+  bool zero_per_group;
+
+  float Scale(int64_t row, int64_t group) const {
+    const int64_t i = row * scale_stride + group;
+    if (scale_dtype == QDType::kFP32) {
+      float value;
+      __builtin_memcpy(&value, scales + i * 4, 4);
+      return value;
+    }
+    uint16_t bits;
+    __builtin_memcpy(&bits, scales + i * 2, 2);
+    return scale_dtype == QDType::kBF16 ? avx2::Bf16Bits(bits) : _cvtsh_ss(bits);
+  }
+  int Zero(int64_t row, int64_t group) const {
+    if constexpr (!kZero) {
+      return 1 << (kBits - 1);
+    } else {
+      return static_cast<int>(zero_per_group ? ReadCode(zeros + row * zero_row_bytes, group, kBits)
+                                             : ReadCode(zeros, row, kBits));
+    }
+  }
+  __m256 Load8(int64_t row, int64_t col) const {
+    const uint8_t* p = codes + row * row_bytes;
+    __m256i q;
+    if constexpr (kBits == 4) {
+      uint32_t word;
+      __builtin_memcpy(&word, p + col / 2, 4);
+      const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+      q = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts),
+                           _mm256_set1_epi32(0xF));
+    } else {
+      q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + col)));
+    }
+    const int64_t group = col >> group_shift;
+    const __m256 centred =
+        _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(Zero(row, group))));
+    return _mm256_mul_ps(centred, _mm256_set1_ps(Scale(row, group)));
+  }
+  float Load1(int64_t row, int64_t col) const {
+    const int64_t group = col >> group_shift;
+    const int q = static_cast<int>(ReadCode(codes + row * row_bytes, col, kBits));
+    return static_cast<float>(q - Zero(row, group)) * Scale(row, group);
+  }
+};
+
+template <int kBits, bool kZero>
+void Run(const LinearParams& params, const float* x, int64_t m, const MutableMatrix& y) {
+  const SpecKey& key = params.key;
+  const ParamTensor& w = params.tensor(Slot::kWeight);
+  const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+  const ParamTensor& zeros = params.tensor(Slot::kWeightZero);
+  const bool group = key.family == kIntGroupFamily;
+  const IntRows<kBits, kZero> rows{w.data<uint8_t>(),
+                                   w.row_bytes(),
+                                   scales.raw(),
+                                   scales.dtype(),
+                                   key.family == kIntTensorFamily ? 0 : scales.cols(),
+                                   group ? std::countr_zero(static_cast<uint64_t>(key.group)) : 63,
+                                   kZero ? zeros.data<uint8_t>() : nullptr,
+                                   kZero && group ? zeros.row_bytes() : 0,
+                                   group};
+  avx2::RowBlockGemm(rows, params, x, m, y);
+}
+
+class GemmIntAvx2 final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmIntW16_Avx2"; }
+  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
+  int priority() const override { return kReferencePriority + 10; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return IsIntFamily(key.family) && (key.bits == 4 || key.bits == 8) && !key.act_order &&
+           device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    const SpecKey& key = probe.spec;
+    return Serves(key, probe.device) &&
+           (key.family != kIntGroupFamily ||
+            (key.group >= 8 && std::has_single_bit(static_cast<uint64_t>(key.group)))) &&
+           probe.act.mode == ActMode::kNone && reference::CanHandleIo(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    const bool zero = !params.tensor(Slot::kWeightZero).empty();
+    if (params.key.bits == 4) {
+      return zero ? Run<4, true>(params, xs.data(), x.rows, y)
+                  : Run<4, false>(params, xs.data(), x.rows, y);
+    }
+    return zero ? Run<8, true>(params, xs.data(), x.rows, y)
+                : Run<8, false>(params, xs.data(), x.rows, y);
+  }
+};
+
+const KernelRegistrar kRegisterGemmIntAvx2(std::make_unique<GemmIntAvx2>());
+
+}  // namespace
+}  // namespace quantpath
