@@ -71,11 +71,25 @@ class ThreadCount {
   [[maybe_unused]] int saved_ = 1;
 };
 
+// The spec of `key` from the first source layout its family reads: the parameters are synthetic,
+// and every layout's loader ends in the same canonical layout.
+Result<std::unique_ptr<WeightSpec>> AnyLayoutSpec(const SpecKey& key) {
+  Result<std::unique_ptr<WeightSpec>> first = MakeSpec(key);
+  if (first.ok()) return first;
+  for (int layout = 0; layout <= static_cast<int>(SourceLayout::kModelSlim); ++layout) {
+    LoadFacts facts;
+    facts.layout = static_cast<SourceLayout>(layout);
+    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, {}, facts);
+    if (spec.ok()) return spec;
+  }
+  return first;
+}
+
 }  // namespace
 
 Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits) {
   QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(request.spec_id));
-  QP_ASSIGN_OR_RETURN(std::unique_ptr<WeightSpec> spec, MakeSpec(key));
+  QP_ASSIGN_OR_RETURN(std::unique_ptr<WeightSpec> spec, AnyLayoutSpec(key));
   AllocationRequest allocation;
   allocation.layer = "bench";
   allocation.shape = {request.n, request.k};

@@ -25,34 +25,38 @@ inline __m256 Fp8Over256(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
 }
 
-// W [N, K] e4m3 with one scale per row.
+// W [N, K] e4m3 with one scale per row: one run of the whole row.
 struct ScaledRows {
   const uint8_t* codes;
   const float* scale;
   int64_t k;
-  __m256 Load8(int64_t row, int64_t col) const {
-    return _mm256_mul_ps(Fp8Over256(codes + row * k + col), _mm256_set1_ps(scale[row] * kFp16Bias));
+  int64_t group;  // k
+  int Zero(int64_t, int64_t) const { return 0; }
+  float Scale(int64_t row, int64_t) const { return scale[row] * kFp16Bias; }
+  __m256 Load8Codes(int64_t row, int64_t col, __m256i) const {
+    return Fp8Over256(codes + row * k + col);
   }
   float Load1(int64_t row, int64_t col) const {
     return Fp8E4M3ToFloat(codes[row * k + col]) * scale[row];
   }
 };
 
-// W [N, K] e4m3 with one scale per block_n × block_k tile (grid rows per leg).
+// W [N, K] e4m3 with one scale per block_n × block_k tile (grid rows per leg): runs of block_k.
 struct ScaledBlocks {
   const uint8_t* codes;
   const float* scale;
   const int64_t* grid_row;
-  int64_t k, scale_cols, block_k;
-  float Scale(int64_t row, int64_t col) const {
-    return scale[grid_row[row] * scale_cols + col / block_k];
+  int64_t k, scale_cols;
+  int64_t group;  // block_k
+  int Zero(int64_t, int64_t) const { return 0; }
+  float Scale(int64_t row, int64_t g) const {
+    return scale[grid_row[row] * scale_cols + g] * kFp16Bias;
   }
-  __m256 Load8(int64_t row, int64_t col) const {
-    return _mm256_mul_ps(Fp8Over256(codes + row * k + col),
-                         _mm256_set1_ps(Scale(row, col) * kFp16Bias));
+  __m256 Load8Codes(int64_t row, int64_t col, __m256i) const {
+    return Fp8Over256(codes + row * k + col);
   }
   float Load1(int64_t row, int64_t col) const {
-    return Fp8E4M3ToFloat(codes[row * k + col]) * Scale(row, col);
+    return Fp8E4M3ToFloat(codes[row * k + col]) * Scale(row, col / group) / kFp16Bias;
   }
 };
 
@@ -73,7 +77,7 @@ class GemmFp8RowAvx2 final : public LinearKernel {
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
     const ScaledRows w{params.tensor(Slot::kWeight).data<uint8_t>(),
-                       params.tensor(Slot::kWeightScale).data<float>(), params.cols};
+                       params.tensor(Slot::kWeightScale).data<float>(), params.cols, params.cols};
     avx2::RowBlockGemm(w, params, xs.data(), x.rows, y);
   }
 };

@@ -2,7 +2,7 @@
 // power of two of at least 8, int<b>_channel[_zp], int<b>_tensor; act-order stays with the
 // reference kernel) on the AVX2 row-block GEMM (row_blocks_avx2.h), from int_family.h's layout:
 // eight 4-bit codes are one 32-bit word shifted per lane, eight 8-bit codes one zero-extension;
-// W = (q − z) · s with the scale and zero of the 8 columns' group.
+// each group's (q − z) · x is summed before its scale multiplies it.
 #include <bit>
 #include <vector>
 
@@ -21,6 +21,7 @@ struct IntRows {
   QDType scale_dtype;      // fp16, bf16 or fp32
   int64_t scale_stride;    // scales per row (0: one for the tensor)
   int group_shift;         // column → group; 63 for one group per row
+  int64_t group;           // columns per scale: 2^group_shift, or the whole row
   const uint8_t* zeros;    // kZero: codes, per row (group) or one row of N (channel)
   int64_t zero_row_bytes;  // 0 for the channel layout's single row
   bool zero_per_group;
@@ -44,7 +45,7 @@ struct IntRows {
                                              : ReadCode(zeros, row, kBits));
     }
   }
-  __m256 Load8(int64_t row, int64_t col) const {
+  __m256 Load8Codes(int64_t row, int64_t col, __m256i zero) const {
     const uint8_t* p = codes + row * row_bytes;
     __m256i q;
     if constexpr (kBits == 4) {
@@ -56,10 +57,7 @@ struct IntRows {
     } else {
       q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + col)));
     }
-    const int64_t group = col >> group_shift;
-    const __m256 centred =
-        _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(Zero(row, group))));
-    return _mm256_mul_ps(centred, _mm256_set1_ps(Scale(row, group)));
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zero));
   }
   float Load1(int64_t row, int64_t col) const {
     const int64_t group = col >> group_shift;
@@ -81,6 +79,7 @@ void Run(const LinearParams& params, const float* x, int64_t m, const MutableMat
                                    scales.dtype(),
                                    key.family == kIntTensorFamily ? 0 : scales.cols(),
                                    group ? std::countr_zero(static_cast<uint64_t>(key.group)) : 63,
+                                   group ? key.group : params.cols,
                                    kZero ? zeros.data<uint8_t>() : nullptr,
                                    kZero && group ? zeros.row_bytes() : 0,
                                    group};

@@ -59,6 +59,47 @@ inline void Block(const Source& w, int64_t first, const float* x, int64_t k,
   }
 }
 
+// A Source whose codes share a scale (and zero) over runs of `group` columns (a multiple of 8, or
+// the whole row) gives instead `int Zero(row, g)`, `float Scale(row, g)` and
+// `__m256 Load8Codes(row, col, __m256i zero)` (the codes minus the zero, unscaled): a run's
+// products are summed unscaled and scaled once, so the inner loop is a conversion and an FMA.
+// One row of X at a time: 4 sums, 4 run sums and 4 weights in registers.
+template <typename Source>
+concept GroupedSource = requires(const Source& w) {
+  w.group;
+};
+
+template <GroupedSource Source, int R>
+inline void GroupedBlock(const Source& w, int64_t first, const float* x, int64_t k,
+                         float out[kBlockRows]) {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const int64_t full = k / 8 * 8;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    __m256i zero[R];
+    __m256 run[R];
+    for (int r = 0; r < R; ++r) {
+      zero[r] = _mm256_set1_epi32(w.Zero(first + r, g));
+      run[r] = _mm256_setzero_ps();
+    }
+    for (int64_t c = start; c < end; c += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + c);
+      for (int r = 0; r < R; ++r) {
+        run[r] = _mm256_fmadd_ps(xv, w.Load8Codes(first + r, c, zero[r]), run[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm256_fmadd_ps(run[r], _mm256_set1_ps(w.Scale(first + r, g)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float sum = Sum(acc[r]);
+    for (int64_t tail = full; tail < k; ++tail) sum += x[tail] * w.Load1(first + r, tail);
+    out[r] = sum;
+  }
+}
+
 // Rows [first, first + R) of W against every row of X (fp32, [m, k]) into Y, with the bias.
 template <typename Source, int R>
 void RowBlock(const Source& w, const LinearParams& params, const float* x, int64_t m, int64_t first,
@@ -70,17 +111,25 @@ void RowBlock(const Source& w, const LinearParams& params, const float* x, int64
   if (!bias.empty()) {
     for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
   }
-  float out[kPassRows][kBlockRows];
-  for (int64_t i = 0; i < m; i += kPassRows) {
-    const int64_t rows = m - i < kPassRows ? m - i : kPassRows;
-    if (rows == kPassRows) {
-      Block<Source, R, kPassRows>(w, first, x + i * k, k, out);
-    } else {
-      Block<Source, R, 1>(w, first, x + i * k, k, out);
+  if constexpr (GroupedSource<Source>) {
+    float out[kBlockRows];
+    for (int64_t i = 0; i < m; ++i) {
+      GroupedBlock<Source, R>(w, first, x + i * k, k, out);
+      for (int r = 0; r < R; ++r) reference::StoreOutput(y, i * n + first + r, out[r] + b[r]);
     }
-    for (int64_t t = 0; t < rows; ++t) {
-      for (int r = 0; r < R; ++r) {
-        reference::StoreOutput(y, (i + t) * n + first + r, out[t][r] + b[r]);
+  } else {
+    float out[kPassRows][kBlockRows];
+    for (int64_t i = 0; i < m; i += kPassRows) {
+      const int64_t rows = m - i < kPassRows ? m - i : kPassRows;
+      if (rows == kPassRows) {
+        Block<Source, R, kPassRows>(w, first, x + i * k, k, out);
+      } else {
+        Block<Source, R, 1>(w, first, x + i * k, k, out);
+      }
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int r = 0; r < R; ++r) {
+          reference::StoreOutput(y, (i + t) * n + first + r, out[t][r] + b[r]);
+        }
       }
     }
   }
