@@ -243,7 +243,7 @@ struct CheckpointProblem {
 // as the index names it (no dtype, no shape).
 struct AuditedTensor {
   std::string_view name;  // held by the audit's by_name: valid while the audit or a copy lives
-  uint32_t file = 0;  // index into CheckpointAudit::files
+  uint32_t file = 0;      // index into CheckpointAudit::files
   std::optional<StDtype> dtype;
   TensorShape shape;
 };
