@@ -63,7 +63,7 @@ inline void Block(const Source& w, int64_t first, const float* x, int64_t k,
 // the whole row) gives instead `int Zero(row, g)`, `float Scale(row, g)` and
 // `__m256 Load8Codes(row, col, __m256i zero)` (the codes minus the zero, unscaled): a run's
 // products are summed unscaled and scaled once, so the inner loop is a conversion and an FMA.
-// One row of X at a time: 4 sums, 4 run sums and 4 weights in registers.
+// One row of X: 4 sums, 4 run sums and 4 weights in registers (GroupedTile below for more).
 template <typename Source>
 concept GroupedSource = requires(const Source& w) {
   w.group;
@@ -100,6 +100,57 @@ inline void GroupedBlock(const Source& w, int64_t first, const float* x, int64_t
   }
 }
 
+inline constexpr int64_t kTileColumns = 256;  // columns of a block converted at once
+inline constexpr int64_t kTileRows = 16;      // rows of X that share one conversion
+
+// GroupedBlock for T ≤ kTileRows rows of X: each run of the block's codes is converted once into a
+// tile of up to kTileColumns columns, which every row of X then multiplies (an activation vector
+// reused over 4 tile rows), so the conversion is paid once per block, not once per row of X.
+template <GroupedSource Source, int R>
+inline void GroupedTile(const Source& w, int64_t first, const float* x, int64_t t_rows, int64_t k,
+                        float out[kTileRows][kBlockRows]) {
+  for (int64_t t = 0; t < t_rows; ++t) {
+    for (int r = 0; r < R; ++r) out[t][r] = 0;
+  }
+  alignas(32) float tile[R][kTileColumns];
+  const int64_t full = k / 8 * 8;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    float run[kTileRows][kBlockRows] = {};
+    for (int64_t chunk = start; chunk < end; chunk += kTileColumns) {
+      const int64_t width = end - chunk < kTileColumns ? end - chunk : kTileColumns;
+      for (int r = 0; r < R; ++r) {
+        const __m256i zero = _mm256_set1_epi32(w.Zero(first + r, g));
+        for (int64_t c = 0; c < width; c += 8) {
+          _mm256_store_ps(tile[r] + c, w.Load8Codes(first + r, chunk + c, zero));
+        }
+      }
+      for (int64_t t = 0; t < t_rows; ++t) {
+        const float* xt = x + t * k + chunk;
+        __m256 sum[R];
+        for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_ps();
+        for (int64_t c = 0; c < width; c += 8) {
+          const __m256 xv = _mm256_loadu_ps(xt + c);
+          for (int r = 0; r < R; ++r)
+            sum[r] = _mm256_fmadd_ps(xv, _mm256_load_ps(tile[r] + c), sum[r]);
+        }
+        for (int r = 0; r < R; ++r) run[t][r] += Sum(sum[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float scale = w.Scale(first + r, g);
+      for (int64_t t = 0; t < t_rows; ++t) out[t][r] += run[t][r] * scale;
+    }
+  }
+  for (int64_t t = 0; t < t_rows; ++t) {
+    for (int r = 0; r < R; ++r) {
+      for (int64_t tail = full; tail < k; ++tail) {
+        out[t][r] += x[t * k + tail] * w.Load1(first + r, tail);
+      }
+    }
+  }
+}
+
 // Rows [first, first + R) of W against every row of X (fp32, [m, k]) into Y, with the bias.
 template <typename Source, int R>
 void RowBlock(const Source& w, const LinearParams& params, const float* x, int64_t m, int64_t first,
@@ -112,10 +163,21 @@ void RowBlock(const Source& w, const LinearParams& params, const float* x, int64
     for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
   }
   if constexpr (GroupedSource<Source>) {
-    float out[kBlockRows];
-    for (int64_t i = 0; i < m; ++i) {
-      GroupedBlock<Source, R>(w, first, x + i * k, k, out);
-      for (int r = 0; r < R; ++r) reference::StoreOutput(y, i * n + first + r, out[r] + b[r]);
+    if (m == 1) {
+      float out[kBlockRows];
+      GroupedBlock<Source, R>(w, first, x, k, out);
+      for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
+      return;
+    }
+    float out[kTileRows][kBlockRows];
+    for (int64_t i = 0; i < m; i += kTileRows) {
+      const int64_t rows = m - i < kTileRows ? m - i : kTileRows;
+      GroupedTile<Source, R>(w, first, x + i * k, rows, k, out);
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int r = 0; r < R; ++r) {
+          reference::StoreOutput(y, (i + t) * n + first + r, out[t][r] + b[r]);
+        }
+      }
     }
   } else {
     float out[kPassRows][kBlockRows];

@@ -1,4 +1,5 @@
-// The fp32 FMA peak loop, in its own AVX2 translation unit (fma_peak_avx2.cc).
+// The loops that measure the machine at full vector width, in their own AVX2 translation unit
+// (machine_loops_avx2.cc).
 #pragma once
 
 #include <cstdint>
@@ -9,5 +10,9 @@ namespace quantpath::bench_internal {
 // FLOP per round per thread) and returns the chains' sum, for the caller to keep. Needs AVX2 and
 // FMA; timed by the caller, so that nothing but the loop is compiled for AVX2.
 float FmaRoundsAvx2(int64_t rounds, int threads);
+
+// The 64-bit sum of `words` words at `data` (32-byte aligned, a multiple of 16 words) on `threads`
+// threads, with 256-bit loads and four accumulators, so that the loads and not the adds bound it.
+uint64_t SumWordsAvx2(const uint64_t* data, int64_t words, int threads);
 
 }  // namespace quantpath::bench_internal
