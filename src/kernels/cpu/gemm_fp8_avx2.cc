@@ -10,6 +10,7 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/row_blocks_avx2.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/specs/fp8_family.h"
 
 namespace quantpath {
@@ -66,12 +67,10 @@ class GemmFp8RowAvx2 final : public LinearKernel {
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
   int priority() const override { return kReferencePriority + 10; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return (key.family == kFp8PerTensorFamily || key.family == kFp8PerChannelFamily) &&
-           device.is_cpu();
+    return cpu_problems::ServesFp8Row(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && Fp8KernelTakes(probe.act) &&
-           reference::CanHandleIo(probe);
+    return cpu_problems::TakesFp8Row(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
@@ -88,12 +87,11 @@ class GemmFp8BlockAvx2 final : public LinearKernel {
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
   int priority() const override { return kReferencePriority + 10; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kFp8BlockFamily && device.is_cpu();
+    return cpu_problems::ServesFp8Block(key, device);
   }
+  // 8 columns share a scale.
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.spec.block[0] > 0 && probe.spec.block[1] > 0 &&
-           probe.spec.block[1] % 8 == 0 && Fp8KernelTakes(probe.act) &&
-           reference::CanHandleIo(probe);
+    return cpu_problems::TakesFp8Block(probe) && probe.spec.block[1] % 8 == 0;
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {

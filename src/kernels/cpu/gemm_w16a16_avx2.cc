@@ -4,7 +4,7 @@
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/row_blocks_avx2.h"
-#include "src/specs/bf16_family.h"
+#include "src/kernels/cpu_problems.h"
 
 namespace quantpath {
 namespace {
@@ -47,12 +47,9 @@ class GemmW16A16Avx2 final : public LinearKernel {
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
   int priority() const override { return kReferencePriority + 10; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kBf16Family && device.is_cpu();
+    return cpu_problems::ServesBf16(key, device);
   }
-  bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.act.mode == ActMode::kNone &&
-           reference::CanHandleIo(probe);
-  }
+  bool CanHandle(const KernelProbe& probe) const override { return cpu_problems::TakesBf16(probe); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);

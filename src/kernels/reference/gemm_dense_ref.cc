@@ -2,8 +2,8 @@
 // fp16 or fp32, DenseLayout in specs.h); X and Y are fp32 or bf16; products accumulate in fp32.
 // Non-goals: speed.
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/reference_gemm.h"
-#include "src/specs/bf16_family.h"
 
 namespace quantpath {
 namespace {
@@ -14,12 +14,9 @@ class GemmW16A16Ref final : public LinearKernel {
   CpuFeatures features() const override { return {}; }
   int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kBf16Family && device.is_cpu();
+    return cpu_problems::ServesBf16(key, device);
   }
-  bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.act.mode == ActMode::kNone &&
-           reference::CanHandleIo(probe);
-  }
+  bool CanHandle(const KernelProbe& probe) const override { return cpu_problems::TakesBf16(probe); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const int64_t k = params.cols;

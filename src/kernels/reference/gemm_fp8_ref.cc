@@ -11,6 +11,7 @@
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/fp8_family.h"
 
@@ -23,12 +24,10 @@ class GemmFp8RowRef final : public LinearKernel {
   CpuFeatures features() const override { return {}; }
   int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return (key.family == kFp8PerTensorFamily || key.family == kFp8PerChannelFamily) &&
-           device.is_cpu();
+    return cpu_problems::ServesFp8Row(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && Fp8KernelTakes(probe.act) &&
-           reference::CanHandleIo(probe);
+    return cpu_problems::TakesFp8Row(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
@@ -49,11 +48,10 @@ class GemmFp8BlockRef final : public LinearKernel {
   CpuFeatures features() const override { return {}; }
   int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kFp8BlockFamily && device.is_cpu();
+    return cpu_problems::ServesFp8Block(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.spec.block[0] > 0 && probe.spec.block[1] > 0 &&
-           Fp8KernelTakes(probe.act) && reference::CanHandleIo(probe);
+    return cpu_problems::TakesFp8Block(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {

@@ -1,0 +1,38 @@
+// The problems each spec's CPU kernels take (cpu_problems.h).
+#include "src/kernels/cpu_problems.h"
+
+#include "src/kernels/reference/reference_gemm.h"
+#include "src/specs/bf16_family.h"
+#include "src/specs/fp8_family.h"
+
+namespace quantpath::cpu_problems {
+
+bool ServesBf16(const SpecKey& key, const DeviceCaps& device) {
+  return key.family == kBf16Family && device.is_cpu();
+}
+
+bool TakesBf16(const KernelProbe& probe) {
+  return ServesBf16(probe.spec, probe.device) && probe.act.mode == ActMode::kNone &&
+         reference::CanHandleIo(probe);
+}
+
+bool ServesFp8Row(const SpecKey& key, const DeviceCaps& device) {
+  return (key.family == kFp8PerTensorFamily || key.family == kFp8PerChannelFamily) &&
+         device.is_cpu();
+}
+
+bool TakesFp8Row(const KernelProbe& probe) {
+  return ServesFp8Row(probe.spec, probe.device) && Fp8KernelTakes(probe.act) &&
+         reference::CanHandleIo(probe);
+}
+
+bool ServesFp8Block(const SpecKey& key, const DeviceCaps& device) {
+  return key.family == kFp8BlockFamily && device.is_cpu();
+}
+
+bool TakesFp8Block(const KernelProbe& probe) {
+  return ServesFp8Block(probe.spec, probe.device) && probe.spec.block[0] > 0 &&
+         probe.spec.block[1] > 0 && Fp8KernelTakes(probe.act) && reference::CanHandleIo(probe);
+}
+
+}  // namespace quantpath::cpu_problems

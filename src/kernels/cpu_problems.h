@@ -1,0 +1,23 @@
+// The problems each spec's CPU kernels take, shared by its reference kernel and its fast ones, so
+// that a fast kernel never serves what its oracle does not. Defined out of line (cpu_problems.cc):
+// the per-level translation units include this, and an inline copy compiled for AVX2 could stand in
+// for the portable one.
+#pragma once
+
+#include "quantpath/kernels.h"
+
+namespace quantpath::cpu_problems {
+
+bool ServesBf16(const SpecKey& key, const DeviceCaps& device);
+// bf16 weights of the params dtype, X in high precision, fp32 / bf16 in and out.
+bool TakesBf16(const KernelProbe& probe);
+
+bool ServesFp8Row(const SpecKey& key, const DeviceCaps& device);  // per tensor and per channel
+// Fp8KernelTakes' activation modes, fp32 / bf16 in and out.
+bool TakesFp8Row(const KernelProbe& probe);
+
+bool ServesFp8Block(const SpecKey& key, const DeviceCaps& device);
+// As TakesFp8Row, with a block of positive sides.
+bool TakesFp8Block(const KernelProbe& probe);
+
+}  // namespace quantpath::cpu_problems
