@@ -59,6 +59,13 @@ TEST(BenchCli, TextTableAndABadSpec) {
   EXPECT_EQ(bad.exit_code, 2);
   auto half = RunCli("bench --spec bf16 --n 16");
   EXPECT_EQ(half.exit_code, 2);
+  auto no_threads = RunCli("bench --spec bf16 --m 1 --n 16 --k 16 --threads 0", true);
+  EXPECT_EQ(no_threads.exit_code, 2);
+  EXPECT_NE(no_threads.out.find("--threads 0: expected at least 1"), std::string::npos)
+      << no_threads.out;
+  auto no_rows = RunCli("bench --spec bf16 --m 0 --n 16 --k 16 --warm", true);
+  EXPECT_EQ(no_rows.exit_code, 2);
+  EXPECT_NE(no_rows.out.find("M = 0"), std::string::npos) << no_rows.out;
 }
 
 }  // namespace

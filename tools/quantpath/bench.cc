@@ -67,6 +67,9 @@ std::string Optional(std::optional<double> v, const char* format) {
 
 int RunBench(const BenchArgs& args) {
   if ((args.n == 0) != (args.k == 0)) return ReportBadInput("--n and --k go together");
+  for (int t : args.threads) {
+    if (t < 1) return ReportBadInput(fmt::format("--threads {}: expected at least 1", t));
+  }
   std::vector<std::string> specs = args.specs;
   if (specs.empty()) {
     for (const char* spec : kTableSpecs) {
