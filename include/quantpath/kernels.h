@@ -52,6 +52,7 @@ struct KernelProbe {
   QDType out = QDType::kFP32;
   DeviceCaps device;
   ActivationQuant act;
+  QDType weight = QDType::kBF16;  // W's stored element type (the bf16 spec keeps the params dtype)
 };
 
 // The priority of portable reference kernels; a fast kernel declares a higher one.

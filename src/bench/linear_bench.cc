@@ -107,8 +107,11 @@ Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& l
   }
   for (size_t c = 0; c < params.size(); ++c) FillSynthetic(&params[c], 0x9E3779B97F4A7C15u + c);
 
-  const KernelProbe probe{spec->key(),   request.m,     request.n,    request.k,
-                          QDType::kBF16, QDType::kBF16, DeviceCaps{}, spec->activation()};
+  const KernelProbe probe{spec->key(),       request.m,
+                          request.n,         request.k,
+                          QDType::kBF16,     QDType::kBF16,
+                          DeviceCaps{},      spec->activation(),
+                          params[0].tensor(Slot::kWeight).dtype()};
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
   QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, dispatcher->Select(probe));
   const std::vector<uint16_t> x(static_cast<size_t>(request.m * request.k), FloatToBf16(kValue));

@@ -23,8 +23,15 @@ Result<Linear> Linear::Create(std::unique_ptr<WeightSpec> spec, LinearParams par
 }
 
 KernelProbe Linear::Probe(int64_t m, QDType in, QDType out) const {
-  return KernelProbe{spec_->key(), m,   params_.rows,           params_.cols,
-                     in,           out, params_.request.device, spec_->activation()};
+  return KernelProbe{spec_->key(),
+                     m,
+                     params_.rows,
+                     params_.cols,
+                     in,
+                     out,
+                     params_.request.device,
+                     spec_->activation(),
+                     params_.tensor(Slot::kWeight).dtype()};
 }
 
 Result<const LinearKernel*> Linear::KernelFor(int64_t m, QDType in, QDType out) const {

@@ -63,7 +63,8 @@ TEST(RegistryTest, SupportQueries) {
   // Every kernel of the spec, whatever the CPU (in registration order, which is link order).
   std::vector<std::string> block = registry.KernelsFor(*ParseSpecId("fp8_block_128_128"), cpu);
   std::sort(block.begin(), block.end());
-  EXPECT_EQ(block, (std::vector<std::string>{"GemmFp8Block_Avx2", "GemmFp8Block_Ref"}));
+  EXPECT_EQ(block, (std::vector<std::string>{"GemmFp8Block_Avx2", "GemmFp8Block_Avx512Bf16",
+                                              "GemmFp8Block_Ref"}));
 }
 
 TEST(DispatcherTest, CachesPerBucket) {

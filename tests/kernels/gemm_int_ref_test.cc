@@ -4,6 +4,7 @@
 // double, W taken from the codes the writer packed, not from the canonical layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -165,6 +166,47 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
        false,
        f32,
        f32},
+      // A row longer than the AVX-512 kernels' 512-column tile, with a vector tail (channel), and
+      // groups of 128 across tiles with a zero point per group, at a tile of M = 17.
+      {"ct_int4_channel_long",
+       "int4_channel",
+       SourceLayout::kCtPackQuantized,
+       4,
+       {20},
+       1100,
+       1100,
+       3,
+       true,
+       false,
+       true,
+       bf16,
+       f32},
+      {"ct_int8_g128_zp_long",
+       "int8_group_128_zp",
+       SourceLayout::kCtPackQuantized,
+       8,
+       {12},
+       640,
+       128,
+       17,
+       false,
+       false,
+       false,
+       bf16,
+       f32},
+      {"awq_int4_g128_zp_m1",
+       "int4_group_128_zp",
+       SourceLayout::kAwqGemm,
+       4,
+       {16},
+       512,
+       128,
+       1,
+       false,
+       false,
+       false,
+       bf16,
+       bf16},
       {"ct_int4_g16_actorder",
        "int4_group_16_actorder",
        SourceLayout::kCtPackQuantized,
@@ -245,7 +287,7 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
       const KernelProbe probe{(*spec)->key(), c.m, n, c.k, c.in, c.out, DeviceCaps{}, {}};
       const double tolerance = ToleranceFor((*spec)->key(), ActMode::kNone) +
                                (c.out == bf16 ? std::ldexp(1.0, -8) : 0.0);
-      int tested = 0;
+      std::vector<const LinearKernel*> tested;
       for (const LinearKernel* kernel : KernelRegistry::Global().kernels()) {
         if (!allowed.Covers(kernel->features()) || !kernel->CanHandle(probe)) continue;
         std::vector<float> y32(static_cast<size_t>(c.m * n));
@@ -260,9 +302,13 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
           max_ref = std::max(max_ref, std::fabs(expected[i]));
         }
         EXPECT_LE(max_abs / max_ref, tolerance) << kernel->name();
-        ++tested;
+        tested.push_back(kernel);
       }
-      EXPECT_GT(tested, 0) << "no kernel handles " << c.name;
+      ASSERT_FALSE(tested.empty()) << "no kernel handles " << c.name;
+      // What the dispatcher picks at this level is among those checked.
+      Result<const LinearKernel*> chosen = Dispatcher(KernelRegistry::Global(), allowed).Select(probe);
+      ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+      EXPECT_NE(std::find(tested.begin(), tested.end(), *chosen), tested.end()) << (*chosen)->name();
     }
   }
 }

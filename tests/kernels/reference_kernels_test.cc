@@ -30,6 +30,7 @@ struct Case {
   QDType in, out;
   bool bias;
   QDType params = QDType::kBF16;  // the unquantized dtype: the bf16 spec's W is stored in it
+  bool bf16_x = true;             // X's values are bf16 values (else fp32 ones that are not)
 };
 
 std::unique_ptr<WeightSpec> SpecFor(const Case& c) {
@@ -129,7 +130,10 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
   std::mt19937 rng(static_cast<unsigned>(std::hash<std::string>()(c.name)));
   const std::unique_ptr<WeightSpec> spec = SpecFor(c);
   const LinearParams params = RandomParams(c, *spec, &rng);
-  const std::vector<float> x = testing::RandomBf16Values(&rng, c.m * c.k);
+  std::vector<float> x = testing::RandomBf16Values(&rng, c.m * c.k);
+  if (!c.bf16_x) {
+    for (float& v : x) v += v * 0x1.1p-12f;  // past bf16's 8 bits
+  }
   const std::vector<double> expected = Oracle(params, spec->activation(), x, c.m);
 
   std::vector<uint16_t> x_bf16(x.size());
@@ -139,7 +143,8 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
                                              : static_cast<const void*>(x.data()),
                        c.m, c.k};
   const KernelProbe probe{spec->key(), c.m,   c.n,          c.k,
-                          c.in,        c.out, DeviceCaps{}, spec->activation()};
+                          c.in,        c.out, DeviceCaps{}, spec->activation(),
+                          params.tensor(Slot::kWeight).dtype()};
   // bf16 outputs add one rounding of at most 2^-9 of each value.
   const double tolerance = ToleranceFor(spec->key(), spec->activation().mode) +
                            (c.out == QDType::kBF16 ? std::ldexp(1.0, -8) : 0.0);
@@ -190,6 +195,10 @@ std::vector<Case> Cases() {
       {"bf16_m17_ragged", "bf16", none, 17, 5, 7, f32, f32, true},
       {"bf16_m64_fp16_weights", "bf16", none, 64, 33, 100, bf16, f32, true, QDType::kFP16},
       {"bf16_m5_fp32_weights", "bf16", none, 5, 9, 77, f32, bf16, false, QDType::kFP32},
+      // fp32 X that bf16 cannot hold, and rows longer than a 512-column tile.
+      {"bf16_m1_fp32_x", "bf16", none, 1, 8, 64, f32, f32, false, bf16, false},
+      {"bf16_m2_fp32_x_long", "bf16", none, 2, 24, 1100, f32, f32, true, bf16, false},
+      {"bf16_m9_long", "bf16", none, 9, 12, 1100, bf16, f32, false},
       {"tensor_static_m3", "fp8_per_tensor", fixed, 3, 80, 256, bf16, f32, false},
       {"tensor_dynamic_m7_bias", "fp8_per_tensor", tensor, 7, 80, 256, f32, f32, true},
       {"tensor_weight_only_m2", "fp8_per_tensor", none, 2, 32, 64, f32, bf16, false},
@@ -208,6 +217,8 @@ std::vector<Case> Cases() {
        f32,
        bf16,
        false},
+      {"block_group_long_m3", "fp8_block_128_128", group, 3, 40, 1100, bf16, f32, false},
+      {"channel_weight_only_long_m6", "fp8_per_channel", none, 6, 20, 1100, bf16, f32, true},
       {"block_weight_only_m3", "fp8_block_128_128", none, 3, 130, 130, f32, f32, false},
       {"block_token_m2", "fp8_block_128_128", token, 2, 128, 128, f32, f32, false},
   };

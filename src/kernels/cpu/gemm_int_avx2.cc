@@ -3,50 +3,21 @@
 // reference kernel) on the AVX2 row-block GEMM (row_blocks_avx2.h), from int_family.h's layout:
 // eight 4-bit codes are one 32-bit word shifted per lane, eight 8-bit codes one zero-extension;
 // each group's (q − z) · x is summed before its scale multiplies it.
-#include <bit>
 #include <vector>
 
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu/int_codes.h"
 #include "src/kernels/cpu/row_blocks_avx2.h"
 #include "src/specs/int_family.h"
 
 namespace quantpath {
 namespace {
 
+// IntCodes plus eight codes at a time as fp32, less the zero.
 template <int kBits, bool kZero>
-struct IntRows {
-  const uint8_t* codes;
-  int64_t row_bytes;
-  const std::byte* scales;
-  QDType scale_dtype;      // fp16, bf16 or fp32
-  int64_t scale_stride;    // scales per row (0: one for the tensor)
-  int group_shift;         // column → group; 63 for one group per row
-  int64_t group;           // columns per scale: 2^group_shift, or the whole row
-  const uint8_t* zeros;    // kZero: codes, per row (group) or one row of N (channel)
-  int64_t zero_row_bytes;  // 0 for the channel layout's single row
-  bool zero_per_group;
-
-  float Scale(int64_t row, int64_t group) const {
-    const int64_t i = row * scale_stride + group;
-    if (scale_dtype == QDType::kFP32) {
-      float value;
-      __builtin_memcpy(&value, scales + i * 4, 4);
-      return value;
-    }
-    uint16_t bits;
-    __builtin_memcpy(&bits, scales + i * 2, 2);
-    return scale_dtype == QDType::kBF16 ? avx2::Bf16Bits(bits) : _cvtsh_ss(bits);
-  }
-  int Zero(int64_t row, int64_t group) const {
-    if constexpr (!kZero) {
-      return 1 << (kBits - 1);
-    } else {
-      return static_cast<int>(zero_per_group ? ReadCode(zeros + row * zero_row_bytes, group, kBits)
-                                             : ReadCode(zeros, row, kBits));
-    }
-  }
+struct IntRows : cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero> {
   __m256 Load8Codes(int64_t row, int64_t col, __m256i zero) const {
-    const uint8_t* p = codes + row * row_bytes;
+    const uint8_t* p = this->codes + row * this->row_bytes;
     __m256i q;
     if constexpr (kBits == 4) {
       uint32_t word;
@@ -59,30 +30,11 @@ struct IntRows {
     }
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zero));
   }
-  float Load1(int64_t row, int64_t col) const {
-    const int64_t group = col >> group_shift;
-    const int q = static_cast<int>(ReadCode(codes + row * row_bytes, col, kBits));
-    return static_cast<float>(q - Zero(row, group)) * Scale(row, group);
-  }
 };
 
 template <int kBits, bool kZero>
 void Run(const LinearParams& params, const float* x, int64_t m, const MutableMatrix& y) {
-  const SpecKey& key = params.key;
-  const ParamTensor& w = params.tensor(Slot::kWeight);
-  const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-  const ParamTensor& zeros = params.tensor(Slot::kWeightZero);
-  const bool group = key.family == kIntGroupFamily;
-  const IntRows<kBits, kZero> rows{w.data<uint8_t>(),
-                                   w.row_bytes(),
-                                   scales.raw(),
-                                   scales.dtype(),
-                                   key.family == kIntTensorFamily ? 0 : scales.cols(),
-                                   group ? std::countr_zero(static_cast<uint64_t>(key.group)) : 63,
-                                   group ? key.group : params.cols,
-                                   kZero ? zeros.data<uint8_t>() : nullptr,
-                                   kZero && group ? zeros.row_bytes() : 0,
-                                   group};
+  const IntRows<kBits, kZero> rows{cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero>::Of(params)};
   avx2::RowBlockGemm(rows, params, x, m, y);
 }
 

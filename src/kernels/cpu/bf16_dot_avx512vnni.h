@@ -1,0 +1,231 @@
+// The GEMM the AVX-512 BF16 kernels share: Y [M, N] = X [M, K] · Wᵀ on vdpbf16ps, which multiplies
+// 32 bf16 pairs into 16 fp32 sums per instruction. The spec's Source turns 32 of its codes into 32
+// bf16 values exactly (integers and e4m3 values are bf16 values), unscaled; each run of codes that
+// shares a scale is summed on its own and scaled once, and a zero point is taken off as z · Σ x
+// over the run. X comes as bf16 rows (bf16_rows.h): exact, or split into high and low halves.
+//
+// One row of X multiplies blocks of 4 rows of W converted in registers. More rows convert a block
+// once into a tile (a run of up to kTileColumns columns) that up to 16 rows of X pass over, 4 at a
+// time: 16 accumulators, 4 tile and 1 activation register of the 32. OpenMP splits N.
+//
+// Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
+#pragma once
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn that it is uninitialized
+// (GCC PR 105593, fixed in 13); the warnings sit in the header, so the header is read without them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <bit>
+#include <concepts>
+#include <cstdint>
+
+#include "quantpath/kernels.h"
+#include "src/kernels/cpu/bf16_rows.h"
+#include "src/kernels/reference/reference_gemm.h"
+
+namespace quantpath::avx512vnni {
+
+inline constexpr int64_t kBlockRows = 4;      // rows of W per block
+inline constexpr int64_t kWidth = 32;         // columns per vector
+inline constexpr int64_t kTileColumns = 512;  // columns of a block converted at once
+inline constexpr int64_t kTileRows = 16;      // bf16 rows of X per tile (even: split pairs stay)
+inline constexpr int kPassRows = 4;           // rows of X per pass over a tile
+
+// A Source gives `int64_t group`, the columns that share a scale (a multiple of kWidth, or the
+// row); `__m512i Load32(row, col)`: the codes of columns col … col + 31 as bf16 values, in order;
+// `float Scale(row, g)` and `float Zero(row, g)` for run g (the value the codes are offset by,
+// taken off as Zero · Σ x; `kZeros` false where it is always 0); `float Load1(row, col)`, the
+// dequantized value, for columns past the last full vector. A Source with `Row(row)` stores bf16
+// W itself, which a tile then reads in place.
+template <typename S>
+concept PairSource = requires(const S& w, int64_t i) {
+  { w.group } -> std::convertible_to<int64_t>;
+  w.Load32(i, i);  // __m512i
+  { w.Scale(i, i) } -> std::convertible_to<float>;
+  { w.Zero(i, i) } -> std::convertible_to<float>;
+  { w.Load1(i, i) } -> std::convertible_to<float>;
+  { S::kZeros } -> std::convertible_to<bool>;
+};
+template <typename S>
+concept InPlaceSource = PairSource<S> && requires(const S& w) {
+  { w.Row(0) } -> std::same_as<const uint16_t*>;
+};
+
+inline __m512 Dot(__m512 acc, __m512i w, __m512i x) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
+}
+
+// The sum of v's lanes (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized on its own body).
+inline float Sum(__m512 v) {
+  const __m512 halves = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
+  const __m128 quarter = _mm_add_ps(_mm512_castps512_ps128(halves),
+                                    _mm512_castps512_ps128(_mm512_shuffle_f32x4(halves, halves, 0xB1)));
+  const __m128 pairs = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
+  return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)));
+}
+
+inline float Bf16Value(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
+
+// Σ over the columns past the last full vector of bf16 row x times W row `row`.
+template <PairSource S>
+inline float Tail(const S& w, int64_t row, const uint16_t* x, int64_t full, int64_t k) {
+  float sum = 0;
+  for (int64_t c = full; c < k; ++c) sum += Bf16Value(x[c]) * w.Load1(row, c);
+  return sum;
+}
+
+// One bf16 row of X (`x`, its run sums at `sums`) against R rows of W from `first`.
+template <PairSource S, int R>
+inline void RowOfX(const S& w, int64_t first, const uint16_t* x, const float* sums, int64_t k,
+                   float out[kBlockRows]) {
+  __m512 total[R];
+  float zero_terms[R] = {};
+  for (int r = 0; r < R; ++r) total[r] = _mm512_setzero_ps();
+  const int64_t full = k / kWidth * kWidth;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    __m512 run[R];
+    for (int r = 0; r < R; ++r) run[r] = _mm512_setzero_ps();
+    for (int64_t c = start; c < end; c += kWidth) {
+      const __m512i xv = _mm512_loadu_si512(x + c);
+      for (int r = 0; r < R; ++r) run[r] = Dot(run[r], w.Load32(first + r, c), xv);
+    }
+    for (int r = 0; r < R; ++r) {
+      const float scale = w.Scale(first + r, g);
+      total[r] = _mm512_fmadd_ps(run[r], _mm512_set1_ps(scale), total[r]);
+      if constexpr (S::kZeros) zero_terms[r] += scale * w.Zero(first + r, g) * sums[g];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    out[r] = Sum(total[r]) - zero_terms[r] + Tail(w, first + r, x, full, k);
+  }
+}
+
+// P rows of X (at `x`, k apart) over `width` columns of R tile rows into run[0 … P).
+template <int R, int P>
+inline void Pass(const uint16_t* const tile[kBlockRows], int64_t width, const uint16_t* x,
+                 int64_t k, __m512 run[][kBlockRows]) {
+  __m512 acc[P][R];
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) acc[p][r] = run[p][r];
+  }
+  for (int64_t c = 0; c < width; c += kWidth) {
+    __m512i wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(tile[r] + c);
+    for (int p = 0; p < P; ++p) {
+      const __m512i xv = _mm512_loadu_si512(x + p * k + c);
+      for (int r = 0; r < R; ++r) acc[p][r] = Dot(acc[p][r], wv[r], xv);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) run[p][r] = acc[p][r];
+  }
+}
+
+// t_rows ≤ kTileRows bf16 rows of X from row `x0` against R rows of W from `first`.
+template <PairSource S, int R>
+inline void RowsOfX(const S& w, int64_t first, const cpu::Bf16Rows& xr, int64_t x0, int64_t t_rows,
+                    float out[kTileRows][kBlockRows]) {
+  const int64_t k = xr.k;
+  const uint16_t* x = xr.bits.data() + x0 * k;
+  alignas(64) uint16_t tile[R][kTileColumns];
+  __m512 total[kTileRows][kBlockRows], run[kTileRows][kBlockRows];
+  float zero_terms[kTileRows][kBlockRows] = {};
+  for (int64_t t = 0; t < t_rows; ++t) {
+    for (int r = 0; r < R; ++r) total[t][r] = _mm512_setzero_ps();
+  }
+  const int64_t full = k / kWidth * kWidth;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    for (int64_t t = 0; t < t_rows; ++t) {
+      for (int r = 0; r < R; ++r) run[t][r] = _mm512_setzero_ps();
+    }
+    for (int64_t chunk = start; chunk < end; chunk += kTileColumns) {
+      const int64_t width = end - chunk < kTileColumns ? end - chunk : kTileColumns;
+      const uint16_t* rows[kBlockRows] = {};
+      for (int r = 0; r < R; ++r) {
+        if constexpr (InPlaceSource<S>) {
+          rows[r] = w.Row(first + r) + chunk;
+        } else {
+          for (int64_t c = 0; c < width; c += kWidth) {
+            _mm512_store_si512(tile[r] + c, w.Load32(first + r, chunk + c));
+          }
+          rows[r] = tile[r];
+        }
+      }
+      int64_t t = 0;
+      for (; t + kPassRows <= t_rows; t += kPassRows) {
+        Pass<R, kPassRows>(rows, width, x + t * k + chunk, k, run + t);
+      }
+      for (; t < t_rows; ++t) Pass<R, 1>(rows, width, x + t * k + chunk, k, run + t);
+    }
+    for (int r = 0; r < R; ++r) {
+      const float scale = w.Scale(first + r, g);
+      const __m512 scales = _mm512_set1_ps(scale);
+      for (int64_t t = 0; t < t_rows; ++t) {
+        total[t][r] = _mm512_fmadd_ps(run[t][r], scales, total[t][r]);
+        if constexpr (S::kZeros) {
+          zero_terms[t][r] += scale * w.Zero(first + r, g) * xr.run_sums[(x0 + t) * xr.runs + g];
+        }
+      }
+    }
+  }
+  for (int64_t t = 0; t < t_rows; ++t) {
+    for (int r = 0; r < R; ++r) {
+      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] +
+                  Tail(w, first + r, x + t * k, full, k);
+    }
+  }
+}
+
+// Rows [first, first + R) of W against every row of X into Y, with the bias.
+template <PairSource S, int R>
+void RowBlock(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, int64_t first,
+              const MutableMatrix& y) {
+  const int64_t n = params.rows;
+  const ParamTensor& bias = params.tensor(Slot::kBias);
+  float b[kBlockRows] = {};
+  if (!bias.empty()) {
+    for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
+  }
+  if (xr.rows == 1) {
+    float out[kBlockRows];
+    const float* sums = S::kZeros ? xr.run_sums.data() : nullptr;
+    RowOfX<S, R>(w, first, xr.bits.data(), sums, xr.k, out);
+    for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
+    return;
+  }
+  const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X
+  float out[kTileRows][kBlockRows];
+  for (int64_t i = 0; i < xr.rows; i += kTileRows) {
+    const int64_t rows = xr.rows - i < kTileRows ? xr.rows - i : kTileRows;
+    RowsOfX<S, R>(w, first, xr, i, rows, out);
+    for (int64_t t = 0; t < rows; t += per_row) {
+      for (int r = 0; r < R; ++r) {
+        const float value = per_row == 2 ? out[t][r] + out[t + 1][r] : out[t][r];
+        reference::StoreOutput(y, (i + t) / per_row * n + first + r, value + b[r]);
+      }
+    }
+  }
+}
+
+// Y = X · Wᵀ (+ bias) for every row of W.
+template <PairSource S>
+void Gemm(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, const MutableMatrix& y) {
+  const int64_t blocks = params.rows / kBlockRows;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+  for (int64_t block = 0; block < blocks; ++block) {
+    RowBlock<S, kBlockRows>(w, params, xr, block * kBlockRows, y);
+  }
+  for (int64_t row = blocks * kBlockRows; row < params.rows; ++row) {
+    RowBlock<S, 1>(w, params, xr, row, y);
+  }
+}
+
+}  // namespace quantpath::avx512vnni

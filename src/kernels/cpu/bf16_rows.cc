@@ -1,0 +1,44 @@
+// X as bf16 rows (bf16_rows.h).
+#include "src/kernels/cpu/bf16_rows.h"
+
+#include "quantpath/numeric.h"
+
+namespace quantpath::cpu {
+
+Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group,
+                    int64_t vector_width) {
+  Bf16Rows out;
+  out.k = k;
+  for (int64_t i = 0; i < m * k && !out.split; ++i) {
+    out.split = Bf16ToFloat(FloatToBf16(x[i])) != x[i];
+  }
+  out.rows = out.split ? 2 * m : m;
+  out.bits.resize(static_cast<size_t>(out.rows * k));
+  for (int64_t t = 0; t < m; ++t) {
+    for (int64_t c = 0; c < k; ++c) {
+      const float value = x[t * k + c];
+      const uint16_t hi = FloatToBf16(value);
+      if (!out.split) {
+        out.bits[t * k + c] = hi;
+        continue;
+      }
+      out.bits[2 * t * k + c] = hi;
+      out.bits[(2 * t + 1) * k + c] = FloatToBf16(value - Bf16ToFloat(hi));
+    }
+  }
+  if (group <= 0) return out;
+  const int64_t full = k / vector_width * vector_width;
+  out.runs = (full + group - 1) / group;
+  out.run_sums.resize(static_cast<size_t>(out.rows * out.runs));
+  for (int64_t t = 0; t < out.rows; ++t) {
+    for (int64_t g = 0; g < out.runs; ++g) {
+      double sum = 0;
+      const int64_t end = (g + 1) * group < full ? (g + 1) * group : full;
+      for (int64_t c = g * group; c < end; ++c) sum += Bf16ToFloat(out.bits[t * k + c]);
+      out.run_sums[t * out.runs + g] = static_cast<float>(sum);
+    }
+  }
+  return out;
+}
+
+}  // namespace quantpath::cpu

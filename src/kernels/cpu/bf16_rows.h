@@ -1,0 +1,28 @@
+// X as rows of bf16 for dot products on bf16 pairs (vdpbf16ps, AMX-BF16): each row of X, or, where
+// some value of X is not a bf16 value, each row's high and low bf16 halves (x ≈ hi + lo to 2^-17
+// of |x|) as two rows whose outputs the kernel adds. Built here, in portable code, so the per-level
+// translation units only read it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace quantpath::cpu {
+
+struct Bf16Rows {
+  int64_t rows = 0;   // m, or 2m when split: row 2t is the high half of X row t, 2t + 1 the low
+  int64_t k = 0;
+  bool split = false;
+  std::vector<uint16_t> bits;  // [rows, k]
+  // Where asked for (group > 0): per row, Σ over each run of `group` columns of those before
+  // the vector tail (the first k / vector_width · vector_width), in fp32 from fp64 sums, for the
+  // zero points a kernel subtracts once per run: [rows, runs].
+  int64_t runs = 0;
+  std::vector<float> run_sums;
+};
+
+// x [m, k] in fp32; group = 0 for no run sums.
+Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group,
+                    int64_t vector_width);
+
+}  // namespace quantpath::cpu

@@ -1,0 +1,128 @@
+// The fp8 specs on the AVX-512 BF16 GEMM (bf16_dot_avx512vnni.h):
+//   GemmFp8Row_Avx512Bf16    fp8_per_tensor and fp8_per_channel (one fp32 scale per output row)
+//   GemmFp8Block_Avx512Bf16  fp8_block_<bn>_<bk> with bk a multiple of 32
+// Every e4m3 value is a bf16 value: a normal one keeps its mantissa and moves its exponent from
+// bias 7 to bias 127 (bits shifted by 4, plus 120 << 7); the eight with a zero exponent (0 and the
+// subnormals m · 2^-9) come from a table; the sign moves from bit 7 to bit 15.
+#include <bit>
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/bf16_rows.h"
+#include "src/kernels/cpu_problems.h"
+#include "src/specs/fp8_family.h"
+
+namespace quantpath {
+namespace {
+
+// bf16 bits of m · 2^-9 at index m < 8 (the rest unused).
+struct SubnormalTable {
+  alignas(64) uint16_t bits[32] = {};
+  constexpr SubnormalTable() {
+    for (int m = 0; m < 8; ++m) bits[m] = std::bit_cast<uint32_t>(m / 512.0f) >> 16;
+  }
+};
+constexpr SubnormalTable kSubnormals;
+
+// 32 e4m3 codes as bf16 values.
+inline __m512i Fp8ToBf16(const uint8_t* p) {
+  const __m512i w = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m512i normal =
+      _mm512_add_epi16(_mm512_and_si512(_mm512_slli_epi16(w, 4), _mm512_set1_epi16(0x07F0)),
+                       _mm512_set1_epi16(120 << 7));
+  const __mmask32 subnormal = _mm512_testn_epi16_mask(w, _mm512_set1_epi16(0x78));
+  const __m512i magnitude = _mm512_mask_permutexvar_epi16(
+      normal, subnormal, w, _mm512_load_si512(kSubnormals.bits));
+  // magnitude | (w << 8 & 0x8000)
+  return _mm512_ternarylogic_epi32(magnitude, _mm512_slli_epi16(w, 8),
+                                   _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xF8);
+}
+
+// W [N, K] e4m3 with one scale per row: one run of the whole row.
+struct ScaledRows {
+  const uint8_t* codes;
+  const float* scale;
+  int64_t k;
+  int64_t group;  // k
+  static constexpr bool kZeros = false;
+  __m512i Load32(int64_t row, int64_t col) const { return Fp8ToBf16(codes + row * k + col); }
+  float Scale(int64_t row, int64_t) const { return scale[row]; }
+  float Zero(int64_t, int64_t) const { return 0.0f; }
+  float Load1(int64_t row, int64_t col) const {
+    return Fp8E4M3ToFloat(codes[row * k + col]) * scale[row];
+  }
+};
+
+// W [N, K] e4m3 with one scale per block_n × block_k tile (grid rows per leg): runs of block_k.
+struct ScaledBlocks {
+  const uint8_t* codes;
+  const float* scale;
+  const int64_t* grid_row;
+  int64_t k, scale_cols;
+  int64_t group;  // block_k
+  static constexpr bool kZeros = false;
+  __m512i Load32(int64_t row, int64_t col) const { return Fp8ToBf16(codes + row * k + col); }
+  float Scale(int64_t row, int64_t g) const { return scale[grid_row[row] * scale_cols + g]; }
+  float Zero(int64_t, int64_t) const { return 0.0f; }
+  float Load1(int64_t row, int64_t col) const {
+    return Fp8E4M3ToFloat(codes[row * k + col]) * Scale(row, col / group);
+  }
+};
+
+class GemmFp8RowAvx512Bf16 final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmFp8Row_Avx512Bf16"; }
+  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
+  int priority() const override { return kReferencePriority + 20; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return cpu_problems::ServesFp8Row(key, device);
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return cpu_problems::TakesFp8Row(probe);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    const cpu::Bf16Rows xr = cpu::ToBf16Rows(xs, x.rows, x.cols, 0, avx512vnni::kWidth);
+    const ScaledRows w{params.tensor(Slot::kWeight).data<uint8_t>(),
+                       params.tensor(Slot::kWeightScale).data<float>(), params.cols, params.cols};
+    avx512vnni::Gemm(w, params, xr, y);
+  }
+};
+
+class GemmFp8BlockAvx512Bf16 final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmFp8Block_Avx512Bf16"; }
+  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
+  int priority() const override { return kReferencePriority + 20; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return cpu_problems::ServesFp8Block(key, device);
+  }
+  // A vector of 32 columns shares a scale.
+  bool CanHandle(const KernelProbe& probe) const override {
+    return cpu_problems::TakesFp8Block(probe) && probe.spec.block[1] % avx512vnni::kWidth == 0;
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
+    const std::vector<int64_t> grid_row = Fp8BlockGridRows(layout, params);
+    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    const cpu::Bf16Rows xr = cpu::ToBf16Rows(xs, x.rows, x.cols, 0, avx512vnni::kWidth);
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    const ScaledBlocks w{params.tensor(Slot::kWeight).data<uint8_t>(),
+                         scales.data<float>(),
+                         grid_row.data(),
+                         params.cols,
+                         scales.cols(),
+                         layout.block_k};
+    avx512vnni::Gemm(w, params, xr, y);
+  }
+};
+
+const KernelRegistrar kRegisterGemmFp8RowAvx512Bf16(std::make_unique<GemmFp8RowAvx512Bf16>());
+const KernelRegistrar kRegisterGemmFp8BlockAvx512Bf16(std::make_unique<GemmFp8BlockAvx512Bf16>());
+
+}  // namespace
+}  // namespace quantpath
