@@ -15,6 +15,7 @@
 
 #include "quantpath/base.h"
 #include "quantpath/ir.h"
+#include "quantpath/kernels.h"
 
 namespace quantpath {
 
@@ -25,14 +26,15 @@ struct MachineLimits {
   // DRAM read bandwidth, GB/s, on a buffer of 4× the last-level cache: 1 thread and all.
   double read_gbps_one = 0;
   double read_gbps_all = 0;
-  // fp32 FMA peak, GFLOP/s (2 per multiply-add), where the CPU has AVX2 and FMA.
-  std::optional<double> fma_gflops_one;
-  std::optional<double> fma_gflops_all;
+  // Dot-product peaks, 10^9 multiply-adds × 2 per second, 1 thread and all: fp32 FMA (where the
+  // CPU has AVX2 and FMA), vdpbf16ps (AVX512-BF16) and vpdpbusd (AVX512-VNNI, GOP/s).
+  std::optional<double> fma_gflops_one, fma_gflops_all;
+  std::optional<double> bf16_dot_gflops_one, bf16_dot_gflops_all;
+  std::optional<double> int8_dot_gops_one, int8_dot_gops_all;
 
   double ReadGbps(int threads) const { return threads == 1 ? read_gbps_one : read_gbps_all; }
-  std::optional<double> FmaGflops(int threads) const {
-    return threads == 1 ? fma_gflops_one : fma_gflops_all;
-  }
+  // The peak of the unit a kernel multiplies on.
+  std::optional<double> PeakGflops(DotUnit unit, int threads) const;
 };
 inline constexpr int64_t kAssumedLlcBytes = int64_t{32} << 20;
 
@@ -63,8 +65,8 @@ struct BenchRow {
   double bandwidth_gbps = 0;
   std::optional<double> pct_bandwidth;  // decode (M ≤ 16): weight_gbps / bandwidth_gbps
   double gflops = 0;                    // 2·M·N·K per second
-  std::optional<double> peak_gflops;
-  std::optional<double> pct_peak;  // prefill (M ≥ 64): gflops / peak_gflops
+  std::optional<double> peak_gflops;    // of the kernel's DotUnit
+  std::optional<double> pct_peak;       // prefill (M ≥ 64): gflops / peak_gflops
   std::optional<std::string> peer;
   std::optional<double> peer_gflops, ratio_to_peer;
 };

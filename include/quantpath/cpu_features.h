@@ -2,10 +2,10 @@
 // named levels QUANTPATH_CPU_ISA caps dispatch at, and the features QUANTPATH_CPU_DISABLE removes.
 //
 // Goals: x86 extensions are a set, not a total order (AMX and AVX-VNNI fit no chain); a kernel
-// declares the set it needs and the dispatcher compares sets. Detection asks the CPU (CPUID, and XCR0 for
-// the register state the OS saves) and, for AMX, the kernel (Linux grants tile data per process).
-// Non-goals: non-x86 extensions (elsewhere the set is empty and only portable kernels run),
-// choosing kernels (the dispatcher in kernels.h does).
+// declares the set it needs and the dispatcher compares sets. Detection asks the CPU (CPUID, and
+// XCR0 for the register state the OS saves) and, for AMX, the kernel (Linux grants tile data per
+// process). Non-goals: non-x86 extensions (elsewhere the set is empty and only portable kernels
+// run), choosing kernels (the dispatcher in kernels.h does).
 #pragma once
 
 #include <cstdint>

@@ -58,6 +58,13 @@ struct KernelProbe {
 // The priority of portable reference kernels; a fast kernel declares a higher one.
 inline constexpr int kReferencePriority = 0;
 
+// The instruction whose throughput bounds a kernel's multiply-adds, for the benchmark's peak.
+enum class DotUnit : uint8_t {
+  kFp32,      // scalar or fp32 FMA vectors
+  kBf16Pair,  // vdpbf16ps: bf16 pairs into fp32
+  kInt8Quad,  // vpdpbusd: u8 × s8 quads into int32
+};
+
 class LinearKernel {
  public:
   virtual ~LinearKernel() = default;
@@ -69,11 +76,15 @@ class LinearKernel {
   // Among the kernels that can run a problem, the dispatcher takes the highest priority (then the
   // first registered); reference kernels have kReferencePriority.
   virtual int priority() const = 0;
+  virtual DotUnit unit() const { return DotUnit::kFp32; }
   // Coarse capability, for registry queries: whether the kernel serves specs of `key` on `device`
   // (any shape, dtype and activation mode).
   virtual bool Serves(const SpecKey& key, const DeviceCaps& device) const = 0;
   // Whether the kernel runs this exact problem (shape, dtypes, activation mode).
   virtual bool CanHandle(const KernelProbe& probe) const = 0;
+  // Derives what the kernel keeps with `params` (its prepack, LinearParams::packs) ahead of the
+  // first Apply, which would otherwise make it; by default nothing.
+  virtual void Prepare(const LinearParams& params) const { (void)params; }
   // y [M, N] = x [M, K] · Wᵀ (+ bias), W and its scales in `params`. Preconditions, checked by
   // the dispatcher and Linear: CanHandle(probe of these arguments), params processed,
   // x.cols == params.cols, y.cols == params.rows, x.rows == y.rows.

@@ -18,11 +18,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "quantpath/base.h"
@@ -258,6 +260,50 @@ Result<RankSlice> RankSliceOf(const AllocationRequest& request);
 Result<std::vector<AllocationRequest>> ExpertProjectionRequests(const AllocationRequest& request);
 
 // A layer's parameters in the layout of `key`, for this rank.
+// Layouts of a layer's parameters that its kernels derive once and keep beside them (a kernel's
+// prepack: rows interleaved, codes reordered), one per owner (the kernel), made on first use under
+// a lock; moved with the parameters. The parameters must not change once a kernel has packed them.
+class ParamPacks {
+ public:
+  ParamPacks() = default;
+  ParamPacks(ParamPacks&& other) noexcept { packs_ = other.Take(); }
+  ParamPacks& operator=(ParamPacks&& other) noexcept {
+    if (this != &other) {
+      auto packs = other.Take();
+      std::lock_guard<std::mutex> lock(mu_);
+      packs_ = std::move(packs);
+    }
+    return *this;
+  }
+
+  // `owner`'s pack of type T, made by `make()` (a std::unique_ptr<T>) the first time.
+  template <typename T, typename Make>
+  const T& Get(const void* owner, Make make) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, pack] : packs_) {
+      if (key == owner) return *static_cast<const T*>(pack.get());
+    }
+    std::shared_ptr<const T> made = make();
+    const T& result = *made;
+    packs_.emplace_back(owner, std::move(made));
+    return result;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return packs_.size();
+  }
+
+ private:
+  using Packs = std::vector<std::pair<const void*, std::shared_ptr<const void>>>;
+  Packs Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(packs_, {});
+  }
+
+  mutable std::mutex mu_;
+  mutable Packs packs_;
+};
+
 struct LinearParams {
   AllocationRequest request;
   SpecKey key;
@@ -274,6 +320,7 @@ struct LinearParams {
   // A layer quantized at load (scheme.online): max |W' − W| / max |W| over the whole layer, W the
   // checkpoint's high-precision weights and W' the quantized ones dequantized; nullopt otherwise.
   std::optional<double> quantization_error;
+  ParamPacks packs;  // what kernels derived from the tensors above (kernels.h)
 
   ParamTensor& tensor(Slot slot) { return slots[static_cast<size_t>(slot)]; }
   const ParamTensor& tensor(Slot slot) const { return slots[static_cast<size_t>(slot)]; }

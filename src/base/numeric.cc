@@ -136,7 +136,11 @@ float Bf16ToFloat(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 uint16_t FloatToBf16(float value) {
-  return static_cast<uint16_t>(Encode(FormatInfo(FloatFormat::kBF16), value));
+  // Encode's rounding on the bits themselves (nearest, ties to even; bf16 keeps float32's
+  // exponent, so carries land where they should, up to infinity), as X is converted per call.
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16 & 0x8000) | 0x7FC0);
+  return static_cast<uint16_t>((bits + 0x7FFFu + (bits >> 16 & 1)) >> 16);
 }
 float Fp16ToFloat(uint16_t bits) { return Decode(FormatInfo(FloatFormat::kFP16), bits); }
 uint16_t FloatToFp16(float value) {

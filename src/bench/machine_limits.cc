@@ -1,5 +1,5 @@
 // MeasureMachine (bench.h): the last-level cache from sysfs, DRAM read bandwidth on a buffer of
-// 4× that cache, and the fp32 FMA peak, each the best of several passes.
+// 4× that cache, and the dot-product peaks the CPU has, each the best of several passes.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +20,10 @@ namespace quantpath {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Passes of the read loop, the best kept: a neighbour's traffic on a shared host moves single
+// passes by a third.
+constexpr int kReadPasses = 16;
 
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -86,15 +90,19 @@ double ReadGbps(const uint64_t* data, int64_t words, int threads, int passes) {
   return best;
 }
 
-std::optional<double> FmaGflops(int threads) {
-  if (!DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx2))) return std::nullopt;
+// The best of 3 passes of `loop(rounds, threads)`, at `per_round` multiply-adds × 2 a round per
+// thread, where the CPU has `level`.
+template <typename Loop>
+std::optional<double> PeakGflops(CpuLevel level, double per_round, int threads, Loop loop) {
+  if (!DetectCpuFeatures().Covers(CpuLevelRequires(level))) return std::nullopt;
   constexpr int64_t kRounds = int64_t{1} << 24;
   double best = 0;
   for (int pass = 0; pass < 3; ++pass) {
     const Clock::time_point start = Clock::now();
-    volatile float sink = bench_internal::FmaRoundsAvx2(kRounds, threads);
+    volatile auto sink = loop(kRounds, threads);
     (void)sink;
-    best = std::max(best, 160.0 * static_cast<double>(kRounds) * threads / Seconds(start) / 1e9);
+    best =
+        std::max(best, per_round * static_cast<double>(kRounds) * threads / Seconds(start) / 1e9);
   }
   return best;
 }
@@ -115,11 +123,31 @@ MachineLimits MeasureMachine() {
   const std::unique_ptr<uint64_t[], Free> buffer(new (std::align_val_t{32})
                                                      uint64_t[static_cast<size_t>(words)]);
   std::fill(buffer.get(), buffer.get() + words, uint64_t{1});  // every page present
-  limits.read_gbps_one = ReadGbps(buffer.get(), words, 1, 4);
-  limits.read_gbps_all = ReadGbps(buffer.get(), words, limits.threads, 4);
-  limits.fma_gflops_one = FmaGflops(1);
-  limits.fma_gflops_all = FmaGflops(limits.threads);
+  limits.read_gbps_one = ReadGbps(buffer.get(), words, 1, kReadPasses);
+  limits.read_gbps_all = ReadGbps(buffer.get(), words, limits.threads, kReadPasses);
+  for (const int threads : {1, limits.threads}) {
+    const bool one = threads == 1;
+    (one ? limits.fma_gflops_one : limits.fma_gflops_all) =
+        PeakGflops(CpuLevel::kAvx2, 160, threads, bench_internal::FmaRoundsAvx2);
+    (one ? limits.bf16_dot_gflops_one : limits.bf16_dot_gflops_all) =
+        PeakGflops(CpuLevel::kAvx512Vnni, 768, threads, bench_internal::Bf16DotRoundsAvx512);
+    (one ? limits.int8_dot_gops_one : limits.int8_dot_gops_all) =
+        PeakGflops(CpuLevel::kAvx512Vnni, 1536, threads, bench_internal::Int8DotRoundsAvx512);
+  }
   return limits;
+}
+
+std::optional<double> MachineLimits::PeakGflops(DotUnit unit, int threads) const {
+  const bool one = threads == 1;
+  switch (unit) {
+    case DotUnit::kFp32:
+      return one ? fma_gflops_one : fma_gflops_all;
+    case DotUnit::kBf16Pair:
+      return one ? bf16_dot_gflops_one : bf16_dot_gflops_all;
+    case DotUnit::kInt8Quad:
+      return one ? int8_dot_gops_one : int8_dot_gops_all;
+  }
+  return std::nullopt;
 }
 
 Json MachineLimitsJson(const MachineLimits& limits) {
@@ -130,7 +158,11 @@ Json MachineLimitsJson(const MachineLimits& limits) {
                        {"read_gbps_one", Json::Double(limits.read_gbps_one)},
                        {"read_gbps_all", Json::Double(limits.read_gbps_all)},
                        {"fma_gflops_one", optional(limits.fma_gflops_one)},
-                       {"fma_gflops_all", optional(limits.fma_gflops_all)}});
+                       {"fma_gflops_all", optional(limits.fma_gflops_all)},
+                       {"bf16_dot_gflops_one", optional(limits.bf16_dot_gflops_one)},
+                       {"bf16_dot_gflops_all", optional(limits.bf16_dot_gflops_all)},
+                       {"int8_dot_gops_one", optional(limits.int8_dot_gops_one)},
+                       {"int8_dot_gops_all", optional(limits.int8_dot_gops_all)}});
 }
 
 }  // namespace quantpath

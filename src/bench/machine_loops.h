@@ -1,5 +1,6 @@
-// The loops that measure the machine at full vector width, in their own AVX2 translation unit
-// (machine_loops_avx2.cc).
+// The loops that measure the machine at full vector width, in their own per-level translation
+// units (machine_loops_avx2.cc, machine_loops_avx512vnni.cc), each timed by the caller so that
+// nothing but the loop is compiled for the level.
 #pragma once
 
 #include <cstdint>
@@ -14,5 +15,11 @@ float FmaRoundsAvx2(int64_t rounds, int threads);
 // The 64-bit sum of `words` words at `data` (32-byte aligned, a multiple of 16 words) on `threads`
 // threads, with 256-bit loads and four accumulators, so that the loads and not the adds bound it.
 uint64_t SumWordsAvx2(const uint64_t* data, int64_t words, int threads);
+
+// `rounds` rounds of 12 independent vdpbf16ps (768 FLOP a round per thread: 16 lanes, 2 pairs)
+// or vpdpbusd (1536 OP: 16 lanes, 4 quads) chains on each of `threads` threads; the chains' sum.
+// Need AVX512-BF16 and AVX512-VNNI (CpuLevel::kAvx512Vnni).
+float Bf16DotRoundsAvx512(int64_t rounds, int threads);
+int32_t Int8DotRoundsAvx512(int64_t rounds, int threads);
 
 }  // namespace quantpath::bench_internal

@@ -19,7 +19,13 @@ Result<Linear> Linear::Create(std::unique_ptr<WeightSpec> spec, LinearParams par
     return InvalidInput(
         fmt::format("{}: parameters were not loaded and processed", params.request.layer));
   }
-  return Linear(std::move(spec), std::move(params), std::move(dispatcher));
+  Linear linear(std::move(spec), std::move(params), std::move(dispatcher));
+  // The decode kernel's prepack now, not in the first Forward.
+  if (Result<const LinearKernel*> decode = linear.KernelFor(1, QDType::kBF16, QDType::kBF16);
+      decode.ok()) {
+    (*decode)->Prepare(linear.params_);
+  }
+  return linear;
 }
 
 KernelProbe Linear::Probe(int64_t m, QDType in, QDType out) const {

@@ -195,6 +195,20 @@ TEST(NumericDecode, ValuesFromTheSpecificationTables) {
 // ---------------------------------------------------------------------------------------------
 // Encoding
 
+// FloatToBf16 rounds on the bits; the general encoder (EncodeFloat) is its reference on values
+// between bf16 values: float patterns across the whole range, each bf16 value's halfway points
+// (ties to even) and the values either side of them.
+TEST(NumericEncode, Bf16RoundingMatchesTheGeneralEncoder) {
+  for (uint64_t wide = 0; wide <= 0xFFFFFFFFu; wide += 0xFFF1) {
+    const uint32_t b = static_cast<uint32_t>(wide);
+    for (const uint32_t bits : {b, (b & 0xFFFF0000u) | 0x8000u, (b & 0xFFFF0000u) | 0x7FFFu,
+                                (b & 0xFFFF0000u) | 0x8001u}) {
+      const float value = std::bit_cast<float>(bits);
+      ASSERT_EQ(FloatToBf16(value), EncodeFloat(FloatFormat::kBF16, value)) << Hex(bits);
+    }
+  }
+}
+
 TEST(NumericEncode, EveryValueRoundTrips) {
   for (FloatFormat f : kAllFormats) {
     for (uint32_t b = 0; b < PatternCount(f); ++b) {

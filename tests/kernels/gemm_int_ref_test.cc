@@ -207,6 +207,32 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
        false,
        bf16,
        bf16},
+      {"gptq_v2_int4_g128_m6",
+       "int4_group_128",
+       SourceLayout::kGptqV2,
+       4,
+       {8, 8},
+       384,
+       128,
+       6,
+       true,
+       false,
+       true,
+       f32,
+       bf16},
+      {"ct_int4_g64_zp_m18",
+       "int4_group_64_zp",
+       SourceLayout::kCtPackQuantized,
+       4,
+       {12},
+       192,
+       64,
+       18,
+       false,
+       false,
+       false,
+       bf16,
+       f32},
       {"ct_int4_g16_actorder",
        "int4_group_16_actorder",
        SourceLayout::kCtPackQuantized,
@@ -306,9 +332,11 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
       }
       ASSERT_FALSE(tested.empty()) << "no kernel handles " << c.name;
       // What the dispatcher picks at this level is among those checked.
-      Result<const LinearKernel*> chosen = Dispatcher(KernelRegistry::Global(), allowed).Select(probe);
+      Result<const LinearKernel*> chosen =
+          Dispatcher(KernelRegistry::Global(), allowed).Select(probe);
       ASSERT_TRUE(chosen.ok()) << chosen.status().message();
-      EXPECT_NE(std::find(tested.begin(), tested.end(), *chosen), tested.end()) << (*chosen)->name();
+      EXPECT_NE(std::find(tested.begin(), tested.end(), *chosen), tested.end())
+          << (*chosen)->name();
     }
   }
 }

@@ -142,8 +142,14 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
                        c.in == QDType::kBF16 ? static_cast<const void*>(x_bf16.data())
                                              : static_cast<const void*>(x.data()),
                        c.m, c.k};
-  const KernelProbe probe{spec->key(), c.m,   c.n,          c.k,
-                          c.in,        c.out, DeviceCaps{}, spec->activation(),
+  const KernelProbe probe{spec->key(),
+                          c.m,
+                          c.n,
+                          c.k,
+                          c.in,
+                          c.out,
+                          DeviceCaps{},
+                          spec->activation(),
                           params.tensor(Slot::kWeight).dtype()};
   // bf16 outputs add one rounding of at most 2^-9 of each value.
   const double tolerance = ToleranceFor(spec->key(), spec->activation().mode) +

@@ -90,10 +90,13 @@ int RunBench(const BenchArgs& args) {
   if (!args.json) {
     std::cout << fmt::format(
         "machine: last-level cache {} MiB{}, DRAM read {:.1f} GB/s (1 thread), {:.1f} GB/s ({} "
-        "threads); fp32 FMA peak {} / {} GFLOP/s\n",
+        "threads); peaks (1 / all threads) fp32 FMA {} / {} GFLOP/s, vdpbf16ps {} / {} GFLOP/s, "
+        "vpdpbusd {} / {} GOP/s\n",
         limits.llc_bytes >> 20, limits.llc_known ? "" : " (assumed)", limits.read_gbps_one,
         limits.read_gbps_all, limits.threads, Optional(limits.fma_gflops_one, "{:.0f}"),
-        Optional(limits.fma_gflops_all, "{:.0f}"));
+        Optional(limits.fma_gflops_all, "{:.0f}"), Optional(limits.bf16_dot_gflops_one, "{:.0f}"),
+        Optional(limits.bf16_dot_gflops_all, "{:.0f}"),
+        Optional(limits.int8_dot_gops_one, "{:.0f}"), Optional(limits.int8_dot_gops_all, "{:.0f}"));
     std::cout << fmt::format(
         "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<20} {:>10} {:>7} {:>6} {:>8} {:>6}\n", "spec", "m",
         "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s", "%peak");

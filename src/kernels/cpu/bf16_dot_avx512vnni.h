@@ -1,12 +1,15 @@
 // The GEMM the AVX-512 BF16 kernels share: Y [M, N] = X [M, K] · Wᵀ on vdpbf16ps, which multiplies
-// 32 bf16 pairs into 16 fp32 sums per instruction. The spec's Source turns 32 of its codes into 32
-// bf16 values exactly (integers and e4m3 values are bf16 values), unscaled; each run of codes that
-// shares a scale is summed on its own and scaled once, and a zero point is taken off as z · Σ x
-// over the run. X comes as bf16 rows (bf16_rows.h): exact, or split into high and low halves.
+// 32 bf16 pairs into 16 fp32 sums per instruction. The spec's Source turns its codes into bf16
+// values exactly (integers up to 256 and e4m3 values are bf16 values), unscaled; each run of codes
+// that shares a scale is summed on its own and scaled once, and a zero point is taken off as
+// z · Σ x over the run. X comes as bf16 rows (bf16_rows.h): exact, or split into high and low
+// halves.
 //
-// One row of X multiplies blocks of 4 rows of W converted in registers. More rows convert a block
-// once into a tile (a run of up to kTileColumns columns) that up to 16 rows of X pass over, 4 at a
-// time: 16 accumulators, 4 tile and 1 activation register of the 32. OpenMP splits N.
+// W is read from the kernel's prepack (row_interleave.h): blocks of 4 rows, their steps side by
+// side, one address range per thread. One row of X multiplies a block converted in registers, with
+// an accumulator per row and vector. More rows convert a block once into a tile (a run of up to
+// kTileColumns columns) that up to 16 rows of X pass over, 4 at a time: 16 accumulators, 4 tile
+// and 1 activation register of the 32. OpenMP splits N.
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
@@ -22,9 +25,12 @@
 #include <bit>
 #include <concepts>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/bf16_rows.h"
+#include "src/kernels/cpu/row_interleave.h"
 #include "src/kernels/reference/reference_gemm.h"
 
 namespace quantpath::avx512vnni {
@@ -35,25 +41,48 @@ inline constexpr int64_t kTileColumns = 512;  // columns of a block converted at
 inline constexpr int64_t kTileRows = 16;      // bf16 rows of X per tile (even: split pairs stay)
 inline constexpr int kPassRows = 4;           // rows of X per pass over a tile
 
-// A Source gives `int64_t group`, the columns that share a scale (a multiple of kWidth, or the
-// row); `__m512i Load32(row, col)`: the codes of columns col … col + 31 as bf16 values, in order;
-// `float Scale(row, g)` and `float Zero(row, g)` for run g (the value the codes are offset by,
-// taken off as Zero · Σ x; `kZeros` false where it is always 0); `float Load1(row, col)`, the
-// dequantized value, for columns past the last full vector. A Source with `Row(row)` stores bf16
-// W itself, which a tile then reads in place.
+// A Source gives `int64_t group`, the columns that share a scale (a multiple of kStep, or the
+// row); `kStep`, the columns one load covers (kStep / 32 vectors), stored in `kStepBytes` bytes of
+// W's row; `Load(p, out)`: the codes of one step at `p` as bf16 values, exact and unscaled, vector
+// v paired with X's values at positions 32v … of the step in the order `kXOrder` arranges X;
+// `float Scale(row, g)` and `float Zero(row, g)` for run g (what the codes are offset by, taken
+// off as Zero · Σ x; `kZeros` false where it is always 0); `float Load1(row, col)`, the
+// dequantized value, for the columns past the last full step.
 template <typename S>
-concept PairSource = requires(const S& w, int64_t i) {
+concept PairSource = requires(const S& w, int64_t i, const uint8_t* p, __m512i* out) {
   { w.group } -> std::convertible_to<int64_t>;
-  w.Load32(i, i);  // __m512i
+  w.Load(p, out);
   { w.Scale(i, i) } -> std::convertible_to<float>;
   { w.Zero(i, i) } -> std::convertible_to<float>;
   { w.Load1(i, i) } -> std::convertible_to<float>;
   { S::kZeros } -> std::convertible_to<bool>;
+  { S::kStep } -> std::convertible_to<int64_t>;
+  { S::kStepBytes } -> std::convertible_to<int64_t>;
+  { S::kXOrder } -> std::convertible_to<cpu::XOrder>;
 };
-template <typename S>
-concept InPlaceSource = PairSource<S> && requires(const S& w) {
-  { w.Row(0) } -> std::same_as<const uint16_t*>;
+
+template <PairSource S>
+inline constexpr int kVectors = static_cast<int>(S::kStep / kWidth);
+
+// The kernel's prepack of W for Source S (made on the first call, kept with the parameters).
+template <PairSource S>
+const cpu::RowInterleave& Packed(const LinearKernel* kernel, const LinearParams& params) {
+  return params.packs.Get<cpu::RowInterleave>(kernel, [&] {
+    return std::make_unique<cpu::RowInterleave>(cpu::InterleaveRows(
+        params.tensor(Slot::kWeight), kBlockRows, S::kStepBytes, params.cols / S::kStep));
+  });
+}
+
+// A block of the prepack: its first row, its rows, and step s of row r.
+struct PackedBlock {
+  const uint8_t* base;
+  int64_t rows;
+  int64_t step_bytes;
+  const uint8_t* At(int64_t step, int64_t r) const { return base + (step * rows + r) * step_bytes; }
 };
+inline PackedBlock BlockAt(const cpu::RowInterleave& w, int64_t first, int64_t rows) {
+  return {w.bytes.data() + first * w.steps * w.step_bytes, rows, w.step_bytes};
+}
 
 inline __m512 Dot(__m512 acc, __m512i w, __m512i x) {
   return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
@@ -62,15 +91,16 @@ inline __m512 Dot(__m512 acc, __m512i w, __m512i x) {
 // The sum of v's lanes (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized on its own body).
 inline float Sum(__m512 v) {
   const __m512 halves = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  const __m128 quarter = _mm_add_ps(_mm512_castps512_ps128(halves),
-                                    _mm512_castps512_ps128(_mm512_shuffle_f32x4(halves, halves, 0xB1)));
+  const __m128 quarter =
+      _mm_add_ps(_mm512_castps512_ps128(halves),
+                 _mm512_castps512_ps128(_mm512_shuffle_f32x4(halves, halves, 0xB1)));
   const __m128 pairs = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)));
 }
 
 inline float Bf16Value(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
-// Σ over the columns past the last full vector of bf16 row x times W row `row`.
+// Σ over the columns past the last full step of bf16 row x times W row `row`.
 template <PairSource S>
 inline float Tail(const S& w, int64_t row, const uint16_t* x, int64_t full, int64_t k) {
   float sum = 0;
@@ -78,25 +108,36 @@ inline float Tail(const S& w, int64_t row, const uint16_t* x, int64_t full, int6
   return sum;
 }
 
-// One bf16 row of X (`x`, its run sums at `sums`) against R rows of W from `first`.
+// One bf16 row of X (`x`, its run sums at `sums`) against the R rows of a block from `first`: an
+// accumulator per row and vector, so that no two dot products in a step wait on each other.
 template <PairSource S, int R>
-inline void RowOfX(const S& w, int64_t first, const uint16_t* x, const float* sums, int64_t k,
-                   float out[kBlockRows]) {
+inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const uint16_t* x,
+                   const float* sums, int64_t k, float out[kBlockRows]) {
+  constexpr int V = kVectors<S>;
   __m512 total[R];
   float zero_terms[R] = {};
   for (int r = 0; r < R; ++r) total[r] = _mm512_setzero_ps();
-  const int64_t full = k / kWidth * kWidth;
+  const int64_t full = k / S::kStep * S::kStep;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
-    __m512 run[R];
-    for (int r = 0; r < R; ++r) run[r] = _mm512_setzero_ps();
-    for (int64_t c = start; c < end; c += kWidth) {
-      const __m512i xv = _mm512_loadu_si512(x + c);
-      for (int r = 0; r < R; ++r) run[r] = Dot(run[r], w.Load32(first + r, c), xv);
+    __m512 run[R][V];
+    for (int r = 0; r < R; ++r) {
+      for (int v = 0; v < V; ++v) run[r][v] = _mm512_setzero_ps();
+    }
+    for (int64_t c = start; c < end; c += S::kStep) {
+      __m512i xv[V];
+      for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_si512(x + c + v * kWidth);
+      for (int r = 0; r < R; ++r) {
+        __m512i wv[V];
+        w.Load(block.At(c / S::kStep, r), wv);
+        for (int v = 0; v < V; ++v) run[r][v] = Dot(run[r][v], wv[v], xv[v]);
+      }
     }
     for (int r = 0; r < R; ++r) {
+      __m512 sum = run[r][0];
+      for (int v = 1; v < V; ++v) sum = _mm512_add_ps(sum, run[r][v]);
       const float scale = w.Scale(first + r, g);
-      total[r] = _mm512_fmadd_ps(run[r], _mm512_set1_ps(scale), total[r]);
+      total[r] = _mm512_fmadd_ps(sum, _mm512_set1_ps(scale), total[r]);
       if constexpr (S::kZeros) zero_terms[r] += scale * w.Zero(first + r, g) * sums[g];
     }
   }
@@ -107,15 +148,15 @@ inline void RowOfX(const S& w, int64_t first, const uint16_t* x, const float* su
 
 // P rows of X (at `x`, k apart) over `width` columns of R tile rows into run[0 … P).
 template <int R, int P>
-inline void Pass(const uint16_t* const tile[kBlockRows], int64_t width, const uint16_t* x,
-                 int64_t k, __m512 run[][kBlockRows]) {
+inline void Pass(const uint16_t (*tile)[kTileColumns], int64_t width, const uint16_t* x, int64_t k,
+                 __m512 run[][kBlockRows]) {
   __m512 acc[P][R];
   for (int p = 0; p < P; ++p) {
     for (int r = 0; r < R; ++r) acc[p][r] = run[p][r];
   }
   for (int64_t c = 0; c < width; c += kWidth) {
     __m512i wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(tile[r] + c);
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_load_si512(tile[r] + c);
     for (int p = 0; p < P; ++p) {
       const __m512i xv = _mm512_loadu_si512(x + p * k + c);
       for (int r = 0; r < R; ++r) acc[p][r] = Dot(acc[p][r], wv[r], xv);
@@ -126,10 +167,10 @@ inline void Pass(const uint16_t* const tile[kBlockRows], int64_t width, const ui
   }
 }
 
-// t_rows ≤ kTileRows bf16 rows of X from row `x0` against R rows of W from `first`.
+// t_rows ≤ kTileRows bf16 rows of X from row `x0` against the R rows of a block from `first`.
 template <PairSource S, int R>
-inline void RowsOfX(const S& w, int64_t first, const cpu::Bf16Rows& xr, int64_t x0, int64_t t_rows,
-                    float out[kTileRows][kBlockRows]) {
+inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const cpu::Bf16Rows& xr,
+                    int64_t x0, int64_t t_rows, float out[kTileRows][kBlockRows]) {
   const int64_t k = xr.k;
   const uint16_t* x = xr.bits.data() + x0 * k;
   alignas(64) uint16_t tile[R][kTileColumns];
@@ -138,7 +179,7 @@ inline void RowsOfX(const S& w, int64_t first, const cpu::Bf16Rows& xr, int64_t 
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) total[t][r] = _mm512_setzero_ps();
   }
-  const int64_t full = k / kWidth * kWidth;
+  const int64_t full = k / S::kStep * S::kStep;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
     for (int64_t t = 0; t < t_rows; ++t) {
@@ -146,22 +187,20 @@ inline void RowsOfX(const S& w, int64_t first, const cpu::Bf16Rows& xr, int64_t 
     }
     for (int64_t chunk = start; chunk < end; chunk += kTileColumns) {
       const int64_t width = end - chunk < kTileColumns ? end - chunk : kTileColumns;
-      const uint16_t* rows[kBlockRows] = {};
-      for (int r = 0; r < R; ++r) {
-        if constexpr (InPlaceSource<S>) {
-          rows[r] = w.Row(first + r) + chunk;
-        } else {
-          for (int64_t c = 0; c < width; c += kWidth) {
-            _mm512_store_si512(tile[r] + c, w.Load32(first + r, chunk + c));
+      for (int64_t c = 0; c < width; c += S::kStep) {
+        for (int r = 0; r < R; ++r) {
+          __m512i wv[kVectors<S>];
+          w.Load(block.At((chunk + c) / S::kStep, r), wv);
+          for (int v = 0; v < kVectors<S>; ++v) {
+            _mm512_store_si512(tile[r] + c + v * kWidth, wv[v]);
           }
-          rows[r] = tile[r];
         }
       }
       int64_t t = 0;
       for (; t + kPassRows <= t_rows; t += kPassRows) {
-        Pass<R, kPassRows>(rows, width, x + t * k + chunk, k, run + t);
+        Pass<R, kPassRows>(tile, width, x + t * k + chunk, k, run + t);
       }
-      for (; t < t_rows; ++t) Pass<R, 1>(rows, width, x + t * k + chunk, k, run + t);
+      for (; t < t_rows; ++t) Pass<R, 1>(tile, width, x + t * k + chunk, k, run + t);
     }
     for (int r = 0; r < R; ++r) {
       const float scale = w.Scale(first + r, g);
@@ -176,17 +215,17 @@ inline void RowsOfX(const S& w, int64_t first, const cpu::Bf16Rows& xr, int64_t 
   }
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) {
-      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] +
-                  Tail(w, first + r, x + t * k, full, k);
+      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] + Tail(w, first + r, x + t * k, full, k);
     }
   }
 }
 
-// Rows [first, first + R) of W against every row of X into Y, with the bias.
+// The R rows of W from `first` against every row of X into Y, with the bias.
 template <PairSource S, int R>
-void RowBlock(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, int64_t first,
-              const MutableMatrix& y) {
+void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+              const cpu::Bf16Rows& xr, int64_t first, const MutableMatrix& y) {
   const int64_t n = params.rows;
+  const PackedBlock block = BlockAt(packed, first, R);
   const ParamTensor& bias = params.tensor(Slot::kBias);
   float b[kBlockRows] = {};
   if (!bias.empty()) {
@@ -195,7 +234,7 @@ void RowBlock(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, i
   if (xr.rows == 1) {
     float out[kBlockRows];
     const float* sums = S::kZeros ? xr.run_sums.data() : nullptr;
-    RowOfX<S, R>(w, first, xr.bits.data(), sums, xr.k, out);
+    RowOfX<S, R>(w, block, first, xr.bits.data(), sums, xr.k, out);
     for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
     return;
   }
@@ -203,7 +242,7 @@ void RowBlock(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, i
   float out[kTileRows][kBlockRows];
   for (int64_t i = 0; i < xr.rows; i += kTileRows) {
     const int64_t rows = xr.rows - i < kTileRows ? xr.rows - i : kTileRows;
-    RowsOfX<S, R>(w, first, xr, i, rows, out);
+    RowsOfX<S, R>(w, block, first, xr, i, rows, out);
     for (int64_t t = 0; t < rows; t += per_row) {
       for (int r = 0; r < R; ++r) {
         const float value = per_row == 2 ? out[t][r] + out[t + 1][r] : out[t][r];
@@ -213,18 +252,32 @@ void RowBlock(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, i
   }
 }
 
-// Y = X · Wᵀ (+ bias) for every row of W.
+template <PairSource S, int R>
+void TailRows(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+              const cpu::Bf16Rows& xr, int64_t first, const MutableMatrix& y) {
+  if constexpr (R > 0) {
+    if (params.rows - first == R) return RowBlock<S, R>(w, packed, params, xr, first, y);
+    TailRows<S, R - 1>(w, packed, params, xr, first, y);
+  }
+}
+
+// Y = X · Wᵀ (+ bias) for every row of W, X [m, k] in fp32 (and quantized where the spec's
+// activation mode says so), taken as bf16 rows in the Source's order; W from `packed`.
 template <PairSource S>
-void Gemm(const S& w, const LinearParams& params, const cpu::Bf16Rows& xr, const MutableMatrix& y) {
+void Gemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+          const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
+  const cpu::Bf16Rows xr =
+      cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep, S::kXOrder);
   const int64_t blocks = params.rows / kBlockRows;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
   for (int64_t block = 0; block < blocks; ++block) {
-    RowBlock<S, kBlockRows>(w, params, xr, block * kBlockRows, y);
+    RowBlock<S, kBlockRows>(w, packed, params, xr, block * kBlockRows, y);
   }
-  for (int64_t row = blocks * kBlockRows; row < params.rows; ++row) {
-    RowBlock<S, 1>(w, params, xr, row, y);
+  // The rows past the last full block are one block of fewer rows in the prepack.
+  if (blocks * kBlockRows < params.rows) {
+    TailRows<S, kBlockRows - 1>(w, packed, params, xr, blocks * kBlockRows, y);
   }
 }
 

@@ -1,12 +1,25 @@
 // X as bf16 rows (bf16_rows.h).
 #include "src/kernels/cpu/bf16_rows.h"
 
+#include <cstddef>
+
 #include "quantpath/numeric.h"
 
 namespace quantpath::cpu {
 
-Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group,
-                    int64_t vector_width) {
+namespace {
+
+// The column of X whose value sits at `position` (kNibbleQuads: within the full steps).
+int64_t SourceColumn(int64_t position, int64_t full, XOrder order) {
+  if (order == XOrder::kNatural || position >= full) return position;
+  const int64_t base = position / 128 * 128, offset = position % 128;
+  return base + offset % 32 * 4 + offset / 32;
+}
+
+}  // namespace
+
+Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
+                    XOrder order) {
   Bf16Rows out;
   out.k = k;
   for (int64_t i = 0; i < m * k && !out.split; ++i) {
@@ -14,9 +27,10 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
   }
   out.rows = out.split ? 2 * m : m;
   out.bits.resize(static_cast<size_t>(out.rows * k));
+  const int64_t full = k / step * step;
   for (int64_t t = 0; t < m; ++t) {
     for (int64_t c = 0; c < k; ++c) {
-      const float value = x[t * k + c];
+      const float value = x[t * k + SourceColumn(c, full, order)];
       const uint16_t hi = FloatToBf16(value);
       if (!out.split) {
         out.bits[t * k + c] = hi;
@@ -27,7 +41,6 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
     }
   }
   if (group <= 0) return out;
-  const int64_t full = k / vector_width * vector_width;
   out.runs = (full + group - 1) / group;
   out.run_sums.resize(static_cast<size_t>(out.rows * out.runs));
   for (int64_t t = 0; t < out.rows; ++t) {

@@ -9,20 +9,27 @@
 
 namespace quantpath::cpu {
 
+// How X's columns are arranged within each full step of a kernel's loads:
+//   kNatural      in order
+//   kNibbleQuads  per 128 columns, position 32s + j holds column 4j + s (s < 4, j < 32): the
+//                 order in which 16-bit words of packed 4-bit codes give up their four nibbles
+enum class XOrder : uint8_t { kNatural, kNibbleQuads };
+
 struct Bf16Rows {
-  int64_t rows = 0;   // m, or 2m when split: row 2t is the high half of X row t, 2t + 1 the low
+  int64_t rows = 0;  // m, or 2m when split: row 2t is the high half of X row t, 2t + 1 the low
   int64_t k = 0;
   bool split = false;
   std::vector<uint16_t> bits;  // [rows, k]
   // Where asked for (group > 0): per row, Σ over each run of `group` columns of those before
-  // the vector tail (the first k / vector_width · vector_width), in fp32 from fp64 sums, for the
-  // zero points a kernel subtracts once per run: [rows, runs].
+  // the tail (the first k / step · step), in fp32 from fp64 sums, for the zero points a kernel
+  // subtracts once per run: [rows, runs].
   int64_t runs = 0;
   std::vector<float> run_sums;
 };
 
-// x [m, k] in fp32; group = 0 for no run sums.
-Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group,
-                    int64_t vector_width);
+// x [m, k] in fp32; `step` columns per load (128 for kNibbleQuads); group = 0 for no run sums
+// (else a multiple of `step`, or k).
+Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
+                    XOrder order = XOrder::kNatural);
 
 }  // namespace quantpath::cpu

@@ -1,6 +1,6 @@
 // The fp8 specs on the AVX-512 BF16 GEMM (bf16_dot_avx512vnni.h):
 //   GemmFp8Row_Avx512Bf16    fp8_per_tensor and fp8_per_channel (one fp32 scale per output row)
-//   GemmFp8Block_Avx512Bf16  fp8_block_<bn>_<bk> with bk a multiple of 32
+//   GemmFp8Block_Avx512Bf16  fp8_block_<bn>_<bk> with bk a multiple of 64 (a step)
 // Every e4m3 value is a bf16 value: a normal one keeps its mantissa and moves its exponent from
 // bias 7 to bias 127 (bits shifted by 4, plus 120 << 7); the eight with a zero exponent (0 and the
 // subnormals m · 2^-9) come from a table; the sign moves from bit 7 to bit 15.
@@ -33,8 +33,8 @@ inline __m512i Fp8ToBf16(const uint8_t* p) {
       _mm512_add_epi16(_mm512_and_si512(_mm512_slli_epi16(w, 4), _mm512_set1_epi16(0x07F0)),
                        _mm512_set1_epi16(120 << 7));
   const __mmask32 subnormal = _mm512_testn_epi16_mask(w, _mm512_set1_epi16(0x78));
-  const __m512i magnitude = _mm512_mask_permutexvar_epi16(
-      normal, subnormal, w, _mm512_load_si512(kSubnormals.bits));
+  const __m512i magnitude =
+      _mm512_mask_permutexvar_epi16(normal, subnormal, w, _mm512_load_si512(kSubnormals.bits));
   // magnitude | (w << 8 & 0x8000)
   return _mm512_ternarylogic_epi32(magnitude, _mm512_slli_epi16(w, 8),
                                    _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xF8);
@@ -47,7 +47,13 @@ struct ScaledRows {
   int64_t k;
   int64_t group;  // k
   static constexpr bool kZeros = false;
-  __m512i Load32(int64_t row, int64_t col) const { return Fp8ToBf16(codes + row * k + col); }
+  static constexpr int64_t kStep = 64;
+  static constexpr int64_t kStepBytes = 64;
+  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
+  void Load(const uint8_t* p, __m512i out[2]) const {
+    out[0] = Fp8ToBf16(p);
+    out[1] = Fp8ToBf16(p + 32);
+  }
   float Scale(int64_t row, int64_t) const { return scale[row]; }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
@@ -63,7 +69,13 @@ struct ScaledBlocks {
   int64_t k, scale_cols;
   int64_t group;  // block_k
   static constexpr bool kZeros = false;
-  __m512i Load32(int64_t row, int64_t col) const { return Fp8ToBf16(codes + row * k + col); }
+  static constexpr int64_t kStep = 64;
+  static constexpr int64_t kStepBytes = 64;
+  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
+  void Load(const uint8_t* p, __m512i out[2]) const {
+    out[0] = Fp8ToBf16(p);
+    out[1] = Fp8ToBf16(p + 32);
+  }
   float Scale(int64_t row, int64_t g) const { return scale[grid_row[row] * scale_cols + g]; }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
@@ -76,19 +88,22 @@ class GemmFp8RowAvx512Bf16 final : public LinearKernel {
   std::string_view name() const override { return "GemmFp8Row_Avx512Bf16"; }
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
   int priority() const override { return kReferencePriority + 20; }
+  DotUnit unit() const override { return DotUnit::kBf16Pair; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return cpu_problems::ServesFp8Row(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
     return cpu_problems::TakesFp8Row(probe);
   }
+  void Prepare(const LinearParams& params) const override {
+    avx512vnni::Packed<ScaledRows>(this, params);
+  }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const cpu::Bf16Rows xr = cpu::ToBf16Rows(xs, x.rows, x.cols, 0, avx512vnni::kWidth);
     const ScaledRows w{params.tensor(Slot::kWeight).data<uint8_t>(),
                        params.tensor(Slot::kWeightScale).data<float>(), params.cols, params.cols};
-    avx512vnni::Gemm(w, params, xr, y);
+    avx512vnni::Gemm(w, avx512vnni::Packed<ScaledRows>(this, params), params, xs, x.rows, y);
   }
 };
 
@@ -97,19 +112,22 @@ class GemmFp8BlockAvx512Bf16 final : public LinearKernel {
   std::string_view name() const override { return "GemmFp8Block_Avx512Bf16"; }
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
   int priority() const override { return kReferencePriority + 20; }
+  DotUnit unit() const override { return DotUnit::kBf16Pair; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return cpu_problems::ServesFp8Block(key, device);
   }
-  // A vector of 32 columns shares a scale.
+  // A step of 64 columns shares a scale.
   bool CanHandle(const KernelProbe& probe) const override {
-    return cpu_problems::TakesFp8Block(probe) && probe.spec.block[1] % avx512vnni::kWidth == 0;
+    return cpu_problems::TakesFp8Block(probe) && probe.spec.block[1] % ScaledBlocks::kStep == 0;
+  }
+  void Prepare(const LinearParams& params) const override {
+    avx512vnni::Packed<ScaledBlocks>(this, params);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
     const std::vector<int64_t> grid_row = Fp8BlockGridRows(layout, params);
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const cpu::Bf16Rows xr = cpu::ToBf16Rows(xs, x.rows, x.cols, 0, avx512vnni::kWidth);
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
     const ScaledBlocks w{params.tensor(Slot::kWeight).data<uint8_t>(),
                          scales.data<float>(),
@@ -117,7 +135,7 @@ class GemmFp8BlockAvx512Bf16 final : public LinearKernel {
                          params.cols,
                          scales.cols(),
                          layout.block_k};
-    avx512vnni::Gemm(w, params, xr, y);
+    avx512vnni::Gemm(w, avx512vnni::Packed<ScaledBlocks>(this, params), params, xs, x.rows, y);
   }
 };
 

@@ -1,5 +1,5 @@
 // GemmW16A16_Avx512Bf16: the bf16 spec with bf16 weights on the AVX-512 BF16 GEMM
-// (bf16_dot_avx512vnni.h), W's rows read in place. fp16 and fp32 weights, which are not bf16
+// (bf16_dot_avx512vnni.h). fp16 and fp32 weights, which are not bf16
 // values, stay with the AVX2 kernel.
 #include <vector>
 
@@ -11,17 +11,25 @@
 namespace quantpath {
 namespace {
 
+// W's rows: 64 columns (two vectors) a step.
 struct Bf16Pairs {
   const uint16_t* data;
   int64_t row_elements;
   int64_t group;  // the row: bf16 weights have no scale
   static constexpr bool kZeros = false;
+  static constexpr int64_t kStep = 64;
+  static constexpr int64_t kStepBytes = 128;
+  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
 
-  const uint16_t* Row(int64_t row) const { return data + row * row_elements; }
-  __m512i Load32(int64_t row, int64_t col) const { return _mm512_loadu_si512(Row(row) + col); }
+  void Load(const uint8_t* p, __m512i out[2]) const {
+    out[0] = _mm512_loadu_si512(p);
+    out[1] = _mm512_loadu_si512(p + 64);
+  }
   float Scale(int64_t, int64_t) const { return 1.0f; }
   float Zero(int64_t, int64_t) const { return 0.0f; }
-  float Load1(int64_t row, int64_t col) const { return avx512vnni::Bf16Value(Row(row)[col]); }
+  float Load1(int64_t row, int64_t col) const {
+    return avx512vnni::Bf16Value(data[row * row_elements + col]);
+  }
 };
 
 class GemmW16A16Avx512Bf16 final : public LinearKernel {
@@ -29,18 +37,22 @@ class GemmW16A16Avx512Bf16 final : public LinearKernel {
   std::string_view name() const override { return "GemmW16A16_Avx512Bf16"; }
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
   int priority() const override { return kReferencePriority + 20; }
+  DotUnit unit() const override { return DotUnit::kBf16Pair; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return cpu_problems::ServesBf16(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
     return cpu_problems::TakesBf16(probe) && probe.weight == QDType::kBF16;
   }
+  void Prepare(const LinearParams& params) const override {
+    avx512vnni::Packed<Bf16Pairs>(this, params);
+  }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const cpu::Bf16Rows xr = cpu::ToBf16Rows(xs, x.rows, x.cols, 0, avx512vnni::kWidth);
     const ParamTensor& w = params.tensor(Slot::kWeight);
-    avx512vnni::Gemm(Bf16Pairs{w.data<uint16_t>(), w.row_bytes() / 2, params.cols}, params, xr, y);
+    avx512vnni::Gemm(Bf16Pairs{w.data<uint16_t>(), w.row_bytes() / 2, params.cols},
+                     avx512vnni::Packed<Bf16Pairs>(this, params), params, xs, x.rows, y);
   }
 };
 

@@ -3,14 +3,16 @@
 // full vector. Templated on the CPU level so that each level's translation unit has its own copy:
 // one inline function compiled at two levels under one name would let the linker keep the wider
 // build for a CPU without it.
+// Only for the per-level translation units: F16C widens fp16 scales.
 #pragma once
+
+#include <immintrin.h>
 
 #include <bit>
 #include <cstdint>
 
 #include "quantpath/cpu_features.h"
 #include "quantpath/kernels.h"
-#include "quantpath/numeric.h"
 #include "src/specs/int_family.h"
 
 namespace quantpath::cpu {
@@ -56,7 +58,9 @@ struct IntCodes {
     }
     uint16_t bits;
     __builtin_memcpy(&bits, scales + i * 2, 2);
-    return scale_dtype == QDType::kBF16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
+    // Inline, not numeric.h's calls: a scale is read once per run of every row.
+    return scale_dtype == QDType::kBF16 ? std::bit_cast<float>(uint32_t{bits} << 16)
+                                        : _cvtsh_ss(bits);
   }
   int Zero(int64_t row, int64_t g) const {
     if constexpr (!kZero) {
