@@ -9,6 +9,7 @@
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu/fp8_codes.h"
 #include "src/kernels/cpu/row_blocks_avx2.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/fp8_family.h"
@@ -26,40 +27,19 @@ inline __m256 Fp8Over256(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
 }
 
-// W [N, K] e4m3 with one scale per row: one run of the whole row.
-struct ScaledRows {
-  const uint8_t* codes;
-  const float* scale;
-  int64_t k;
-  int64_t group;  // k
+// The layouts (fp8_codes.h), their scales times 2^8.
+template <typename Codes>
+struct Over256 : Codes {
   int Zero(int64_t, int64_t) const { return 0; }
-  float Scale(int64_t row, int64_t) const { return scale[row] * kFp16Bias; }
+  float Scale(int64_t row, int64_t g) const { return this->RunScale(row, g) * kFp16Bias; }
   __m256 Load8Codes(int64_t row, int64_t col, __m256i) const {
-    return Fp8Over256(codes + row * k + col);
-  }
-  float Load1(int64_t row, int64_t col) const {
-    return Fp8E4M3ToFloat(codes[row * k + col]) * scale[row];
+    return Fp8Over256(this->codes + row * this->k + col);
   }
 };
-
-// W [N, K] e4m3 with one scale per block_n × block_k tile (grid rows per leg): runs of block_k.
-struct ScaledBlocks {
-  const uint8_t* codes;
-  const float* scale;
-  const int64_t* grid_row;
-  int64_t k, scale_cols;
-  int64_t group;  // block_k
-  int Zero(int64_t, int64_t) const { return 0; }
-  float Scale(int64_t row, int64_t g) const {
-    return scale[grid_row[row] * scale_cols + g] * kFp16Bias;
-  }
-  __m256 Load8Codes(int64_t row, int64_t col, __m256i) const {
-    return Fp8Over256(codes + row * k + col);
-  }
-  float Load1(int64_t row, int64_t col) const {
-    return Fp8E4M3ToFloat(codes[row * k + col]) * Scale(row, col / group) / kFp16Bias;
-  }
-};
+using RowCodes = cpu::Fp8RowCodes<CpuLevel::kAvx2>;
+using BlockCodes = cpu::Fp8BlockCodes<CpuLevel::kAvx2>;
+using ScaledRows = Over256<RowCodes>;
+using ScaledBlocks = Over256<BlockCodes>;
 
 class GemmFp8RowAvx2 final : public LinearKernel {
  public:
@@ -75,9 +55,7 @@ class GemmFp8RowAvx2 final : public LinearKernel {
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const ScaledRows w{params.tensor(Slot::kWeight).data<uint8_t>(),
-                       params.tensor(Slot::kWeightScale).data<float>(), params.cols, params.cols};
-    avx2::RowBlockGemm(w, params, xs.data(), x.rows, y);
+    avx2::RowBlockGemm(ScaledRows{RowCodes::Of(params)}, params, xs.data(), x.rows, y);
   }
 };
 
@@ -95,17 +73,11 @@ class GemmFp8BlockAvx2 final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
-    const std::vector<int64_t> grid_row = Fp8BlockGridRows(layout, params);
+    const std::vector<int64_t> grid_row =
+        Fp8BlockGridRows({params.key.block[0], params.key.block[1]}, params);
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-    const ScaledBlocks w{params.tensor(Slot::kWeight).data<uint8_t>(),
-                         scales.data<float>(),
-                         grid_row.data(),
-                         params.cols,
-                         scales.cols(),
-                         layout.block_k};
-    avx2::RowBlockGemm(w, params, xs.data(), x.rows, y);
+    avx2::RowBlockGemm(ScaledBlocks{BlockCodes::Of(params, grid_row)}, params, xs.data(), x.rows,
+                       y);
   }
 };
 

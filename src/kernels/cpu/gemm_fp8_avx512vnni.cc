@@ -11,6 +11,7 @@
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
 #include "src/kernels/cpu/bf16_rows.h"
+#include "src/kernels/cpu/fp8_codes.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/fp8_family.h"
 
@@ -40,12 +41,9 @@ inline __m512i Fp8ToBf16(const uint8_t* p) {
                                    _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xF8);
 }
 
-// W [N, K] e4m3 with one scale per row: one run of the whole row.
-struct ScaledRows {
-  const uint8_t* codes;
-  const float* scale;
-  int64_t k;
-  int64_t group;  // k
+// The layouts (fp8_codes.h), 64 columns a step.
+template <typename Codes>
+struct Steps : Codes {
   static constexpr bool kZeros = false;
   static constexpr int64_t kStep = 64;
   static constexpr int64_t kStepBytes = 64;
@@ -54,34 +52,13 @@ struct ScaledRows {
     out[0] = Fp8ToBf16(p);
     out[1] = Fp8ToBf16(p + 32);
   }
-  float Scale(int64_t row, int64_t) const { return scale[row]; }
+  float Scale(int64_t row, int64_t g) const { return this->RunScale(row, g); }
   float Zero(int64_t, int64_t) const { return 0.0f; }
-  float Load1(int64_t row, int64_t col) const {
-    return Fp8E4M3ToFloat(codes[row * k + col]) * scale[row];
-  }
 };
-
-// W [N, K] e4m3 with one scale per block_n × block_k tile (grid rows per leg): runs of block_k.
-struct ScaledBlocks {
-  const uint8_t* codes;
-  const float* scale;
-  const int64_t* grid_row;
-  int64_t k, scale_cols;
-  int64_t group;  // block_k
-  static constexpr bool kZeros = false;
-  static constexpr int64_t kStep = 64;
-  static constexpr int64_t kStepBytes = 64;
-  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
-  void Load(const uint8_t* p, __m512i out[2]) const {
-    out[0] = Fp8ToBf16(p);
-    out[1] = Fp8ToBf16(p + 32);
-  }
-  float Scale(int64_t row, int64_t g) const { return scale[grid_row[row] * scale_cols + g]; }
-  float Zero(int64_t, int64_t) const { return 0.0f; }
-  float Load1(int64_t row, int64_t col) const {
-    return Fp8E4M3ToFloat(codes[row * k + col]) * Scale(row, col / group);
-  }
-};
+using RowCodes = cpu::Fp8RowCodes<CpuLevel::kAvx512Vnni>;
+using BlockCodes = cpu::Fp8BlockCodes<CpuLevel::kAvx512Vnni>;
+using ScaledRows = Steps<RowCodes>;
+using ScaledBlocks = Steps<BlockCodes>;
 
 class GemmFp8RowAvx512Bf16 final : public LinearKernel {
  public:
@@ -101,9 +78,8 @@ class GemmFp8RowAvx512Bf16 final : public LinearKernel {
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const ScaledRows w{params.tensor(Slot::kWeight).data<uint8_t>(),
-                       params.tensor(Slot::kWeightScale).data<float>(), params.cols, params.cols};
-    avx512vnni::Gemm(w, avx512vnni::Packed<ScaledRows>(this, params), params, xs, x.rows, y);
+    avx512vnni::Gemm(ScaledRows{RowCodes::Of(params)}, avx512vnni::Packed<ScaledRows>(this, params),
+                     params, xs, x.rows, y);
   }
 };
 
@@ -125,17 +101,11 @@ class GemmFp8BlockAvx512Bf16 final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const Fp8BlockLayout layout{params.key.block[0], params.key.block[1]};
-    const std::vector<int64_t> grid_row = Fp8BlockGridRows(layout, params);
+    const std::vector<int64_t> grid_row =
+        Fp8BlockGridRows({params.key.block[0], params.key.block[1]}, params);
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-    const ScaledBlocks w{params.tensor(Slot::kWeight).data<uint8_t>(),
-                         scales.data<float>(),
-                         grid_row.data(),
-                         params.cols,
-                         scales.cols(),
-                         layout.block_k};
-    avx512vnni::Gemm(w, avx512vnni::Packed<ScaledBlocks>(this, params), params, xs, x.rows, y);
+    avx512vnni::Gemm(ScaledBlocks{BlockCodes::Of(params, grid_row)},
+                     avx512vnni::Packed<ScaledBlocks>(this, params), params, xs, x.rows, y);
   }
 };
 
