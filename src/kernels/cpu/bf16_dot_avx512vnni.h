@@ -84,6 +84,30 @@ inline PackedBlock BlockAt(const cpu::RowInterleave& w, int64_t first, int64_t r
   return {w.bytes.data() + first * w.steps * w.step_bytes, rows, w.step_bytes};
 }
 
+// How far ahead of the step being read the prepack is fetched into L1: the hardware's prefetcher
+// alone, or 1–4 KiB ahead, left a single thread at 75–85 % of its read bandwidth; 8 KiB ahead
+// reached 90–100 % for bf16 and 8-bit codes (4096², M = 1, on a 32 MiB-L3 machine).
+inline constexpr int64_t kPrefetchBytes = 8192;
+
+// The lines kPrefetchBytes past step `step` of a block's R rows (past the prepack's end a
+// prefetch is dropped, never a fault).
+template <PairSource S, int R>
+inline void PrefetchAhead(const PackedBlock& block, int64_t step) {
+  const char* ahead = reinterpret_cast<const char*>(block.At(step, 0)) + kPrefetchBytes;
+  for (int64_t line = 0; line < R * S::kStepBytes; line += 64) {
+    _mm_prefetch(ahead + line, _MM_HINT_T0);
+  }
+}
+
+// The 64 bytes at p in a register, loaded once: GCC otherwise folds the load into each instruction
+// that reads the bytes, and each of those loads of a line not yet in L1 waits as one more miss (a
+// decode of 4-bit codes streamed at a third of the bandwidth so).
+inline __m512i LoadOnce(const uint8_t* p) {
+  __m512i v = _mm512_loadu_si512(p);
+  __asm__("" : "+v"(v));
+  return v;
+}
+
 inline __m512 Dot(__m512 acc, __m512i w, __m512i x) {
   return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
 }
@@ -127,6 +151,7 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
     for (int64_t c = start; c < end; c += S::kStep) {
       __m512i xv[V];
       for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_si512(x + c + v * kWidth);
+      PrefetchAhead<S, R>(block, c / S::kStep);
       for (int r = 0; r < R; ++r) {
         __m512i wv[V];
         w.Load(block.At(c / S::kStep, r), wv);
@@ -188,6 +213,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
     for (int64_t chunk = start; chunk < end; chunk += kTileColumns) {
       const int64_t width = end - chunk < kTileColumns ? end - chunk : kTileColumns;
       for (int64_t c = 0; c < width; c += S::kStep) {
+        PrefetchAhead<S, R>(block, (chunk + c) / S::kStep);
         for (int r = 0; r < R; ++r) {
           __m512i wv[kVectors<S>];
           w.Load(block.At((chunk + c) / S::kStep, r), wv);

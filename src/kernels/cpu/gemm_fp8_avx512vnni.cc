@@ -28,8 +28,8 @@ struct SubnormalTable {
 constexpr SubnormalTable kSubnormals;
 
 // 32 e4m3 codes as bf16 values.
-inline __m512i Fp8ToBf16(const uint8_t* p) {
-  const __m512i w = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+inline __m512i Fp8ToBf16(__m256i codes) {
+  const __m512i w = _mm512_cvtepu8_epi16(codes);
   const __m512i normal =
       _mm512_add_epi16(_mm512_and_si512(_mm512_slli_epi16(w, 4), _mm512_set1_epi16(0x07F0)),
                        _mm512_set1_epi16(120 << 7));
@@ -49,8 +49,9 @@ struct Steps : Codes {
   static constexpr int64_t kStepBytes = 64;
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
   void Load(const uint8_t* p, __m512i out[2]) const {
-    out[0] = Fp8ToBf16(p);
-    out[1] = Fp8ToBf16(p + 32);
+    const __m512i codes = avx512vnni::LoadOnce(p);
+    out[0] = Fp8ToBf16(_mm512_castsi512_si256(codes));
+    out[1] = Fp8ToBf16(_mm512_extracti64x4_epi64(codes, 1));
   }
   float Scale(int64_t row, int64_t g) const { return this->RunScale(row, g); }
   float Zero(int64_t, int64_t) const { return 0.0f; }

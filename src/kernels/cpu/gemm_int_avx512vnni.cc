@@ -42,7 +42,7 @@ struct Int4Quads : Codes<4, kZero> {
   static constexpr int64_t kStepBytes = 64;
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
   void Load(const uint8_t* p, __m512i out[4]) const {
-    const __m512i words = _mm512_loadu_si512(p);
+    const __m512i words = avx512vnni::LoadOnce(p);
     out[0] = NibblesAsBf16(words);
     out[1] = NibblesAsBf16(_mm512_srli_epi16(words, 4));
     out[2] = NibblesAsBf16(_mm512_srli_epi16(words, 8));
@@ -67,6 +67,10 @@ struct Int4Pairs : Codes<4, kZero> {
   float Zero(int64_t row, int64_t g) const { return Codes<4, kZero>::Zero(row, g) + kMagic; }
 };
 
+inline __m512 BytesAsFloat(__m128i bytes) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+}
+
 template <bool kZero>
 struct Int8Pairs : Codes<8, kZero> {
   static constexpr int kBits = 8;
@@ -75,13 +79,13 @@ struct Int8Pairs : Codes<8, kZero> {
   static constexpr int64_t kStepBytes = 64;
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
   void Load(const uint8_t* p, __m512i out[2]) const {
-    for (int v = 0; v < 2; ++v) {
-      const __m512 low = _mm512_cvtepi32_ps(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * v))));
-      const __m512 high = _mm512_cvtepi32_ps(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * v + 16))));
-      out[v] = (__m512i)_mm512_cvtne2ps_pbh(high, low);
-    }
+    const __m512i bytes = avx512vnni::LoadOnce(p);
+    const __m512 q0 = BytesAsFloat(_mm512_castsi512_si128(bytes));
+    const __m512 q1 = BytesAsFloat(_mm512_extracti32x4_epi32(bytes, 1));
+    const __m512 q2 = BytesAsFloat(_mm512_extracti32x4_epi32(bytes, 2));
+    const __m512 q3 = BytesAsFloat(_mm512_extracti32x4_epi32(bytes, 3));
+    out[0] = (__m512i)_mm512_cvtne2ps_pbh(q1, q0);
+    out[1] = (__m512i)_mm512_cvtne2ps_pbh(q3, q2);
   }
 };
 
