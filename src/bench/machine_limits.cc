@@ -61,16 +61,19 @@ int MaxThreads() {
 #endif
 }
 
-// GB/s of summing `words` 8-byte words on `threads` threads, the best of `passes`: at full vector
-// width where the CPU has AVX2 (a scalar sum is bound by its adds on one thread), else 8 words a
-// step.
+// GB/s of summing `words` 8-byte words on `threads` threads, the best of `passes`: at the widest
+// vector width the CPU has (a scalar sum is bound by its adds on one thread), else 8 words a step.
 double ReadGbps(const uint64_t* data, int64_t words, int threads, int passes) {
-  const bool avx2 = DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx2));
+  const CpuFeatures cpu = DetectCpuFeatures();
+  const bool avx512 = cpu.Covers(CpuLevelRequires(CpuLevel::kAvx512));
+  const bool avx2 = cpu.Covers(CpuLevelRequires(CpuLevel::kAvx2));
   double best = 0;
   for (int pass = 0; pass < passes; ++pass) {
     uint64_t total = 0;
     const Clock::time_point start = Clock::now();
-    if (avx2) {
+    if (avx512) {
+      total = bench_internal::SumWordsAvx512(data, words, threads);
+    } else if (avx2) {
       total = bench_internal::SumWordsAvx2(data, words, threads);
     } else {
 #ifdef _OPENMP
@@ -116,19 +119,22 @@ MachineLimits MeasureMachine() {
   if (!limits.llc_known) limits.llc_bytes = kAssumedLlcBytes;
   limits.threads = MaxThreads();
   const int64_t words = std::max<int64_t>(4 * limits.llc_bytes, int64_t{64} << 20) / 128 * 16;
-  // 32-byte aligned for the vector loads (operator new[] aligns to 16 only).
+  // 64-byte aligned for the vector loads (operator new[] aligns to 16 only).
   struct Free {
-    void operator()(uint64_t* p) const { ::operator delete[](p, std::align_val_t{32}); }
+    void operator()(uint64_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
   };
-  const std::unique_ptr<uint64_t[], Free> buffer(new (std::align_val_t{32})
+  const std::unique_ptr<uint64_t[], Free> buffer(new (std::align_val_t{64})
                                                      uint64_t[static_cast<size_t>(words)]);
   std::fill(buffer.get(), buffer.get() + words, uint64_t{1});  // every page present
   limits.read_gbps_one = ReadGbps(buffer.get(), words, 1, kReadPasses);
   limits.read_gbps_all = ReadGbps(buffer.get(), words, limits.threads, kReadPasses);
   for (const int threads : {1, limits.threads}) {
     const bool one = threads == 1;
+    // fp32 FMA at the widest width.
     (one ? limits.fma_gflops_one : limits.fma_gflops_all) =
-        PeakGflops(CpuLevel::kAvx2, 160, threads, bench_internal::FmaRoundsAvx2);
+        DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx512))
+            ? PeakGflops(CpuLevel::kAvx512, 384, threads, bench_internal::FmaRoundsAvx512)
+            : PeakGflops(CpuLevel::kAvx2, 160, threads, bench_internal::FmaRoundsAvx2);
     (one ? limits.bf16_dot_gflops_one : limits.bf16_dot_gflops_all) =
         PeakGflops(CpuLevel::kAvx512Vnni, 768, threads, bench_internal::Bf16DotRoundsAvx512);
     (one ? limits.int8_dot_gops_one : limits.int8_dot_gops_all) =

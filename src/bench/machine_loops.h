@@ -16,6 +16,11 @@ float FmaRoundsAvx2(int64_t rounds, int threads);
 // threads, with 256-bit loads and four accumulators, so that the loads and not the adds bound it.
 uint64_t SumWordsAvx2(const uint64_t* data, int64_t words, int threads);
 
+// FmaRoundsAvx2 and SumWordsAvx2 at 512 bits (12 chains of 16 lanes: 384 FLOP a round per
+// thread; 64-byte aligned data, the read fetching 8 KiB ahead). Need AVX-512 F (CpuLevel::kAvx512).
+float FmaRoundsAvx512(int64_t rounds, int threads);
+uint64_t SumWordsAvx512(const uint64_t* data, int64_t words, int threads);
+
 // `rounds` rounds of 12 independent vdpbf16ps (768 FLOP a round per thread: 16 lanes, 2 pairs)
 // or vpdpbusd (1536 OP: 16 lanes, 4 quads) chains on each of `threads` threads; the chains' sum.
 // Need AVX512-BF16 and AVX512-VNNI (CpuLevel::kAvx512Vnni).
