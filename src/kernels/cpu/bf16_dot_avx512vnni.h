@@ -81,7 +81,7 @@ struct PackedBlock {
   const uint8_t* At(int64_t step, int64_t r) const { return base + (step * rows + r) * step_bytes; }
 };
 inline PackedBlock BlockAt(const cpu::RowInterleave& w, int64_t first, int64_t rows) {
-  return {w.bytes.data() + first * w.steps * w.step_bytes, rows, w.step_bytes};
+  return {w.bytes.data<uint8_t>() + first * w.steps * w.step_bytes, rows, w.step_bytes};
 }
 
 // How far ahead of the step being read the prepack is fetched into L1: the hardware's prefetcher
@@ -197,7 +197,7 @@ template <PairSource S, int R>
 inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const cpu::Bf16Rows& xr,
                     int64_t x0, int64_t t_rows, float out[kTileRows][kBlockRows]) {
   const int64_t k = xr.k;
-  const uint16_t* x = xr.bits.data() + x0 * k;
+  const uint16_t* x = xr.bits.data<uint16_t>() + x0 * k;
   alignas(64) uint16_t tile[R][kTileColumns];
   __m512 total[kTileRows][kBlockRows], run[kTileRows][kBlockRows];
   float zero_terms[kTileRows][kBlockRows] = {};
@@ -260,7 +260,7 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
   if (xr.rows == 1) {
     float out[kBlockRows];
     const float* sums = S::kZeros ? xr.run_sums.data() : nullptr;
-    RowOfX<S, R>(w, block, first, xr.bits.data(), sums, xr.k, out);
+    RowOfX<S, R>(w, block, first, xr.bits.data<uint16_t>(), sums, xr.k, out);
     for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
     return;
   }

@@ -26,18 +26,19 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
     out.split = Bf16ToFloat(FloatToBf16(x[i])) != x[i];
   }
   out.rows = out.split ? 2 * m : m;
-  out.bits.resize(static_cast<size_t>(out.rows * k));
+  out.bits = ParamTensor(QDType::kBF16, out.rows, k);
+  uint16_t* bits = out.bits.data<uint16_t>();
   const int64_t full = k / step * step;
   for (int64_t t = 0; t < m; ++t) {
     for (int64_t c = 0; c < k; ++c) {
       const float value = x[t * k + SourceColumn(c, full, order)];
       const uint16_t hi = FloatToBf16(value);
       if (!out.split) {
-        out.bits[t * k + c] = hi;
+        bits[t * k + c] = hi;
         continue;
       }
-      out.bits[2 * t * k + c] = hi;
-      out.bits[(2 * t + 1) * k + c] = FloatToBf16(value - Bf16ToFloat(hi));
+      bits[2 * t * k + c] = hi;
+      bits[(2 * t + 1) * k + c] = FloatToBf16(value - Bf16ToFloat(hi));
     }
   }
   if (group <= 0) return out;
@@ -47,7 +48,7 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
     for (int64_t g = 0; g < out.runs; ++g) {
       double sum = 0;
       const int64_t end = (g + 1) * group < full ? (g + 1) * group : full;
-      for (int64_t c = g * group; c < end; ++c) sum += Bf16ToFloat(out.bits[t * k + c]);
+      for (int64_t c = g * group; c < end; ++c) sum += Bf16ToFloat(bits[t * k + c]);
       out.run_sums[t * out.runs + g] = static_cast<float>(sum);
     }
   }

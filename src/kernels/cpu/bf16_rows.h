@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "quantpath/specs.h"
+
 namespace quantpath::cpu {
 
 // How X's columns are arranged within each full step of a kernel's loads:
@@ -19,7 +21,7 @@ struct Bf16Rows {
   int64_t rows = 0;  // m, or 2m when split: row 2t is the high half of X row t, 2t + 1 the low
   int64_t k = 0;
   bool split = false;
-  std::vector<uint16_t> bits;  // [rows, k]
+  ParamTensor bits;  // bf16 [rows, k], 64-byte aligned
   // Where asked for (group > 0): per row, Σ over each run of `group` columns of those before
   // the tail (the first k / step · step), in fp32 from fp64 sums, for the zero points a kernel
   // subtracts once per run: [rows, runs].

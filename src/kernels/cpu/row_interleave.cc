@@ -12,11 +12,11 @@ RowInterleave InterleaveRows(const ParamTensor& w, int64_t block_rows, int64_t s
   out.block_rows = block_rows;
   out.steps = steps;
   out.step_bytes = step_bytes;
-  out.bytes.resize(static_cast<size_t>(out.rows * steps * step_bytes));
+  out.bytes = ParamTensor(QDType::kINT8, 1, out.rows * steps * step_bytes);
   const auto* src = reinterpret_cast<const uint8_t*>(w.raw());
   for (int64_t first = 0; first < out.rows; first += block_rows) {
     const int64_t in_block = out.rows - first < block_rows ? out.rows - first : block_rows;
-    uint8_t* block = out.bytes.data() + first * steps * step_bytes;
+    uint8_t* block = out.bytes.data<uint8_t>() + first * steps * step_bytes;
     for (int64_t s = 0; s < steps; ++s) {
       for (int64_t r = 0; r < in_block; ++r) {
         std::memcpy(block + (s * in_block + r) * step_bytes,

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "quantpath/specs.h"
 
@@ -17,7 +16,7 @@ namespace quantpath::cpu {
 //   b·block_rows·steps·step_bytes.
 // Only the first `steps` full steps of each row are kept; kernels read the rest from W itself.
 struct RowInterleave {
-  std::vector<uint8_t> bytes;
+  ParamTensor bytes;  // one row of bytes (kINT8), 64-byte aligned as the loads want
   int64_t rows = 0, block_rows = 0, steps = 0, step_bytes = 0;
 };
 
