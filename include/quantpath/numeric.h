@@ -149,4 +149,9 @@ uint8_t FloatToE8M0(float value);
 float E2M1ToFloat(uint8_t nibble);  // the low 4 bits
 uint8_t FloatToE2M1(float value);   // in the low 4 bits
 
+// Bf16ToFloat and FloatToBf16 over `n` values, in loops the compiler vectorizes (a kernel's
+// activations are converted on every call).
+void Bf16ToFloats(const uint16_t* bits, int64_t n, float* out);
+void FloatsToBf16(const float* values, int64_t n, uint16_t* out);
+
 }  // namespace quantpath

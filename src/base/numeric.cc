@@ -122,6 +122,16 @@ const std::array<float, 256>& DecodeTable() {
   return table;
 }
 
+// Encode's rounding for bf16 on the bits themselves (nearest, ties to even; bf16 keeps float32's
+// exponent, so carries land where they should, up to infinity), as X is converted per call; a NaN
+// becomes the quiet one with its sign.
+uint16_t RoundToBf16(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+  const uint32_t rounded = (bits + 0x7FFFu + (bits >> 16 & 1)) >> 16;
+  return static_cast<uint16_t>(nan ? (bits >> 16 & 0x8000) | 0x7FC0 : rounded);
+}
+
 }  // namespace
 
 float DecodeFloat(FloatFormat format, uint32_t bits) {
@@ -135,12 +145,12 @@ float Bf16ToFloat(uint16_t bits) {
   // bfloat16 is the upper half of a float32.
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
-uint16_t FloatToBf16(float value) {
-  // Encode's rounding on the bits themselves (nearest, ties to even; bf16 keeps float32's
-  // exponent, so carries land where they should, up to infinity), as X is converted per call.
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16 & 0x8000) | 0x7FC0);
-  return static_cast<uint16_t>((bits + 0x7FFFu + (bits >> 16 & 1)) >> 16);
+uint16_t FloatToBf16(float value) { return RoundToBf16(value); }
+void Bf16ToFloats(const uint16_t* bits, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToFloat(bits[i]);
+}
+void FloatsToBf16(const float* values, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = RoundToBf16(values[i]);
 }
 float Fp16ToFloat(uint16_t bits) { return Decode(FormatInfo(FloatFormat::kFP16), bits); }
 uint16_t FloatToFp16(float value) {

@@ -1,6 +1,7 @@
 // X as bf16 rows (bf16_rows.h).
 #include "src/kernels/cpu/bf16_rows.h"
 
+#include <bit>
 #include <cstddef>
 
 #include "quantpath/numeric.h"
@@ -22,24 +23,29 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
                     XOrder order) {
   Bf16Rows out;
   out.k = k;
-  for (int64_t i = 0; i < m * k && !out.split; ++i) {
-    out.split = Bf16ToFloat(FloatToBf16(x[i])) != x[i];
-  }
+  // A float is a bf16 value where its low 16 bits are zero.
+  uint32_t low_bits = 0;
+  for (int64_t i = 0; i < m * k; ++i) low_bits |= std::bit_cast<uint32_t>(x[i]) & 0xFFFFu;
+  out.split = low_bits != 0;
   out.rows = out.split ? 2 * m : m;
   out.bits = ParamTensor(QDType::kBF16, out.rows, k);
   uint16_t* bits = out.bits.data<uint16_t>();
   const int64_t full = k / step * step;
+  std::vector<float> ordered(order == XOrder::kNatural ? 0 : static_cast<size_t>(k));
+  std::vector<float> high(out.split ? static_cast<size_t>(k) : 0);
   for (int64_t t = 0; t < m; ++t) {
-    for (int64_t c = 0; c < k; ++c) {
-      const float value = x[t * k + SourceColumn(c, full, order)];
-      const uint16_t hi = FloatToBf16(value);
-      if (!out.split) {
-        bits[t * k + c] = hi;
-        continue;
-      }
-      bits[2 * t * k + c] = hi;
-      bits[(2 * t + 1) * k + c] = FloatToBf16(value - Bf16ToFloat(hi));
+    const float* row = x.data() + t * k;
+    if (order != XOrder::kNatural) {
+      for (int64_t c = 0; c < k; ++c) ordered[c] = row[SourceColumn(c, full, order)];
+      row = ordered.data();
     }
+    uint16_t* hi = bits + (out.split ? 2 * t : t) * k;
+    FloatsToBf16(row, k, hi);
+    if (!out.split) continue;
+    // x − hi is exact in fp32; its bf16 is the low half.
+    Bf16ToFloats(hi, k, high.data());
+    for (int64_t c = 0; c < k; ++c) high[c] = row[c] - high[c];
+    FloatsToBf16(high.data(), k, hi + k);
   }
   if (group <= 0) return out;
   out.runs = (full + group - 1) / group;

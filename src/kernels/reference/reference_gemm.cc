@@ -44,9 +44,10 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
   const int64_t m = x.rows;
   const int64_t k = x.cols;
   std::vector<float> xs(static_cast<size_t>(m * k));
-  for (int64_t i = 0; i < m * k; ++i) {
-    xs[i] = x.dtype == QDType::kBF16 ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i])
-                                     : static_cast<const float*>(x.data)[i];
+  if (x.dtype == QDType::kBF16) {
+    Bf16ToFloats(static_cast<const uint16_t*>(x.data), m * k, xs.data());
+  } else {
+    std::copy_n(static_cast<const float*>(x.data), m * k, xs.data());
   }
   // AWQ's input prescale (pre_quant_scale) multiplies X before it is quantized.
   if (const ParamTensor& prescale = params.tensor(Slot::kPreQuantScale); !prescale.empty()) {
