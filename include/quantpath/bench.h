@@ -9,13 +9,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quantpath/base.h"
 #include "quantpath/ir.h"
 #include "quantpath/kernels.h"
+#include "quantpath/specs.h"
 
 namespace quantpath {
 
@@ -72,9 +75,44 @@ struct BenchRow {
 };
 Json BenchRowJson(const BenchRow& row);
 
-// Times the kernel the dispatcher picks for `request` on synthetic parameters of the spec (every
-// float tensor 2^-6, every other byte pseudo-random), X and Y in bf16, on `request.threads` OpenMP
-// threads. Errors: an unknown spec id, a shape the spec cannot allocate, no kernel.
+// Synthetic parameters of a spec and shape (every float tensor 2^-6, every other byte
+// pseudo-random), in enough copies to be cold (at least 4× the last-level cache together, cycled
+// call after call) or one, made once for every M and thread count timed on them.
+class BenchWeights {
+ public:
+  // Errors: an unknown spec id, a shape the spec cannot allocate.
+  static Result<BenchWeights> Make(std::string_view spec_id, int64_t n, int64_t k, bool cold,
+                                   const MachineLimits& limits);
+  BenchWeights(BenchWeights&&) noexcept;
+  BenchWeights& operator=(BenchWeights&&) noexcept;
+  ~BenchWeights();
+
+  const std::string& spec_id() const { return spec_id_; }
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  bool cold() const { return cold_; }
+  int64_t weight_bytes() const { return weight_bytes_; }
+  const WeightSpec& spec() const { return *spec_; }
+  // The next copy in the cycle.
+  const LinearParams& Next();
+  const std::vector<LinearParams>& copies() const { return copies_; }
+
+ private:
+  BenchWeights() = default;
+  std::string spec_id_;
+  int64_t n_ = 0, k_ = 0;
+  bool cold_ = true;
+  int64_t weight_bytes_ = 0;
+  std::unique_ptr<WeightSpec> spec_;
+  std::vector<LinearParams> copies_;
+  size_t next_ = 0;
+};
+
+// Times the kernel the dispatcher picks for M rows of X on `weights`, X and Y in bf16, on
+// `threads` OpenMP threads. Errors: no kernel.
+Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
+                             const MachineLimits& limits);
+// BenchWeights::Make for `request`, then BenchLinear.
 Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits);
 
 }  // namespace quantpath

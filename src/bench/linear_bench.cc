@@ -19,9 +19,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr float kValue = 1.0f / 64;    // every float tensor: no denormal, no overflow in the sums
-constexpr double kMinSeconds = 0.2;    // timed per row at the least, after one untimed pass
+constexpr double kMinSeconds = 0.2;    // timed per row at the least, after one untimed call
 constexpr double kPassSeconds = 0.02;  // per pass at the least
-constexpr int kMinPasses = 5;
+constexpr int kMinPasses = 3;
 
 // Every float tensor kValue, every other byte pseudo-random (codes of every kind, as real weights).
 void FillSynthetic(LinearParams* params, uint64_t seed) {
@@ -89,49 +89,80 @@ Result<std::unique_ptr<WeightSpec>> AnyLayoutSpec(const SpecKey& key) {
 
 }  // namespace
 
-Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits) {
-  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(request.spec_id));
-  QP_ASSIGN_OR_RETURN(std::unique_ptr<WeightSpec> spec, AnyLayoutSpec(key));
+Result<BenchWeights> BenchWeights::Make(std::string_view spec_id, int64_t n, int64_t k, bool cold,
+                                        const MachineLimits& limits) {
+  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(spec_id));
+  BenchWeights w;
+  w.spec_id_ = std::string(spec_id);
+  w.n_ = n;
+  w.k_ = k;
+  w.cold_ = cold;
+  QP_ASSIGN_OR_RETURN(w.spec_, AnyLayoutSpec(key));
   AllocationRequest allocation;
   allocation.layer = "bench";
-  allocation.shape = {request.n, request.k};
-  QP_ASSIGN_OR_RETURN(LinearParams first, spec->Allocate(allocation));
-  const int64_t weight_bytes = first.WeightBytes();
+  allocation.shape = {n, k};
+  QP_ASSIGN_OR_RETURN(LinearParams first, w.spec_->Allocate(allocation));
+  w.weight_bytes_ = first.WeightBytes();
   // Cold: enough distinct copies that each call finds its weights evicted by the others.
   const int64_t copies =
-      request.cold ? std::max<int64_t>(2, (4 * limits.llc_bytes + weight_bytes - 1) / weight_bytes)
-                   : 1;
-  std::vector<LinearParams> params;
-  params.push_back(std::move(first));
+      cold ? std::max<int64_t>(2, (4 * limits.llc_bytes + w.weight_bytes_ - 1) / w.weight_bytes_)
+           : 1;
+  w.copies_.push_back(std::move(first));
   for (int64_t c = 1; c < copies; ++c) {
-    QP_ASSIGN_OR_RETURN(LinearParams copy, spec->Allocate(allocation));
-    params.push_back(std::move(copy));
+    QP_ASSIGN_OR_RETURN(LinearParams copy, w.spec_->Allocate(allocation));
+    w.copies_.push_back(std::move(copy));
   }
-  for (size_t c = 0; c < params.size(); ++c) FillSynthetic(&params[c], 0x9E3779B97F4A7C15u + c);
+  for (size_t c = 0; c < w.copies_.size(); ++c) {
+    FillSynthetic(&w.copies_[c], 0x9E3779B97F4A7C15u + c);
+  }
+  return w;
+}
 
-  const KernelProbe probe{
-      spec->key(),  request.m,          request.n,
-      request.k,    QDType::kBF16,      QDType::kBF16,
-      DeviceCaps{}, spec->activation(), params[0].tensor(Slot::kWeight).dtype()};
+BenchWeights::BenchWeights(BenchWeights&&) noexcept = default;
+BenchWeights& BenchWeights::operator=(BenchWeights&&) noexcept = default;
+BenchWeights::~BenchWeights() = default;
+
+const LinearParams& BenchWeights::Next() {
+  const LinearParams& p = copies_[next_];
+  next_ = (next_ + 1) % copies_.size();
+  return p;
+}
+
+Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
+                             const MachineLimits& limits) {
+  const WeightSpec& spec = weights.spec();
+  const int64_t n = weights.n(), k = weights.k();
+  const KernelProbe probe{spec.key(),
+                          m,
+                          n,
+                          k,
+                          QDType::kBF16,
+                          QDType::kBF16,
+                          DeviceCaps{},
+                          spec.activation(),
+                          weights.copies().front().tensor(Slot::kWeight).dtype()};
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
   QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, dispatcher->Select(probe));
-  const std::vector<uint16_t> x(static_cast<size_t>(request.m * request.k), FloatToBf16(kValue));
-  std::vector<uint16_t> y(static_cast<size_t>(request.m * request.n));
-  const ConstMatrix xm{QDType::kBF16, x.data(), request.m, request.k};
-  const MutableMatrix ym{QDType::kBF16, y.data(), request.m, request.n};
+  const std::vector<uint16_t> x(static_cast<size_t>(m * k), FloatToBf16(kValue));
+  std::vector<uint16_t> y(static_cast<size_t>(m * n));
+  const ConstMatrix xm{QDType::kBF16, x.data(), m, k};
+  const MutableMatrix ym{QDType::kBF16, y.data(), m, n};
 
-  const ThreadCount threads(request.threads);
-  for (const LinearParams& p : params) kernel->Apply(p, spec->activation(), xm, ym);
-  // Passes of at least kPassSeconds, each sweeping every copy; the best pass's time per call, as
-  // the machine's limits are the best of theirs (this machine's neighbours come and go).
+  const ThreadCount team(threads);
+  // Untimed: every copy's prepack, and one call.
+  for (const LinearParams& p : weights.copies()) kernel->Prepare(p);
+  kernel->Apply(weights.Next(), spec.activation(), xm, ym);
+  // Passes of at least kPassSeconds, the copies cycled call after call (cold: each call's weights
+  // were last read copies − 1 calls ago, by then evicted); the best pass's time per call, as the
+  // machine's limits are the best of theirs (this machine's neighbours come and go).
   double best = 0, total = 0;
   for (int pass = 0; pass < kMinPasses || total < kMinSeconds; ++pass) {
     int64_t calls = 0;
     const Clock::time_point start = Clock::now();
     double seconds = 0;
     do {
-      for (const LinearParams& p : params) kernel->Apply(p, spec->activation(), xm, ym);
-      calls += copies;
+      kernel->Apply(weights.Next(), spec.activation(), xm, ym);
+      ++calls;
       seconds = std::chrono::duration<double>(Clock::now() - start).count();
     } while (seconds < kPassSeconds);
     total += seconds;
@@ -140,22 +171,27 @@ Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& l
   }
 
   BenchRow row;
-  row.spec = request.spec_id;
-  row.m = request.m;
-  row.n = request.n;
-  row.k = request.k;
-  row.threads = request.threads;
-  row.cold = request.cold;
+  row.spec = weights.spec_id();
+  row.m = m;
+  row.n = n;
+  row.k = k;
+  row.threads = threads;
+  row.cold = weights.cold();
   row.kernel = std::string(kernel->name());
   row.seconds = best;
-  row.weight_gbps = static_cast<double>(weight_bytes) / row.seconds / 1e9;
-  row.bandwidth_gbps = limits.ReadGbps(request.threads);
-  if (request.m <= 16) row.pct_bandwidth = 100 * row.weight_gbps / row.bandwidth_gbps;
-  row.gflops = 2.0 * static_cast<double>(request.m * request.n) * static_cast<double>(request.k) /
-               row.seconds / 1e9;
-  row.peak_gflops = limits.PeakGflops(kernel->unit(), request.threads);
-  if (request.m >= 64 && row.peak_gflops) row.pct_peak = 100 * row.gflops / *row.peak_gflops;
+  row.weight_gbps = static_cast<double>(weights.weight_bytes()) / row.seconds / 1e9;
+  row.bandwidth_gbps = limits.ReadGbps(threads);
+  if (m <= 16) row.pct_bandwidth = 100 * row.weight_gbps / row.bandwidth_gbps;
+  row.gflops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k) / row.seconds / 1e9;
+  row.peak_gflops = limits.PeakGflops(kernel->unit(), threads);
+  if (m >= 64 && row.peak_gflops) row.pct_peak = 100 * row.gflops / *row.peak_gflops;
   return row;
+}
+
+Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits) {
+  QP_ASSIGN_OR_RETURN(BenchWeights weights, BenchWeights::Make(request.spec_id, request.n,
+                                                               request.k, request.cold, limits));
+  return BenchLinear(weights, request.m, request.threads, limits);
 }
 
 Json BenchRowJson(const BenchRow& row) {

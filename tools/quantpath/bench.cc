@@ -98,22 +98,24 @@ int RunBench(const BenchArgs& args) {
         Optional(limits.bf16_dot_gflops_all, "{:.0f}"),
         Optional(limits.int8_dot_gops_one, "{:.0f}"), Optional(limits.int8_dot_gops_all, "{:.0f}"));
     std::cout << fmt::format(
-        "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<20} {:>10} {:>7} {:>6} {:>8} {:>6}\n", "spec", "m",
+        "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10} {:>7} {:>6} {:>8} {:>6}\n", "spec", "m",
         "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s", "%peak");
   }
   std::vector<Json> rows;
   for (const std::string& spec : specs) {
     for (const auto& [n, k] : shapes) {
+      Result<BenchWeights> weights = BenchWeights::Make(spec, n, k, !args.warm, limits);
+      if (!weights.ok()) return ReportBadInput(weights.status().message());
       for (int64_t m : ms) {
         for (int t : threads) {
-          Result<BenchRow> row = BenchLinear({spec, m, n, k, t, !args.warm}, limits);
+          Result<BenchRow> row = BenchLinear(*weights, m, t, limits);
           if (!row.ok()) return ReportBadInput(row.status().message());
           if (args.json) {
             rows.push_back(BenchRowJson(*row));
             continue;
           }
           std::cout << fmt::format(
-              "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<20} {:>10.3e} {:>7.2f} {:>6} {:>8.1f} "
+              "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10.3e} {:>7.2f} {:>6} {:>8.1f} "
               "{:>6}\n",
               row->spec, row->m, row->n, row->k, row->threads, row->cold ? "cold" : "warm",
               row->kernel, row->seconds, row->weight_gbps, Optional(row->pct_bandwidth, "{:.1f}"),
