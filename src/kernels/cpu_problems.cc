@@ -4,6 +4,7 @@
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/bf16_family.h"
 #include "src/specs/fp8_family.h"
+#include "src/specs/int_family.h"
 
 namespace quantpath::cpu_problems {
 
@@ -33,6 +34,18 @@ bool ServesFp8Block(const SpecKey& key, const DeviceCaps& device) {
 bool TakesFp8Block(const KernelProbe& probe) {
   return ServesFp8Block(probe.spec, probe.device) && probe.spec.block[0] > 0 &&
          probe.spec.block[1] > 0 && Fp8KernelTakes(probe.act) && reference::CanHandleIo(probe);
+}
+
+bool ServesW8a8Int8(const SpecKey& key, const DeviceCaps& device) {
+  return (key.family == kIntChannelFamily || key.family == kIntTensorFamily) && key.bits == 8 &&
+         !key.zero_point && device.is_cpu();
+}
+
+bool TakesW8a8Int8(const KernelProbe& probe) {
+  const ActivationQuant& act = probe.act;
+  const bool mode = act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor;
+  return ServesW8a8Int8(probe.spec, probe.device) && act.dtype == QDType::kINT8 && mode &&
+         reference::CanHandleIo(probe);
 }
 
 }  // namespace quantpath::cpu_problems

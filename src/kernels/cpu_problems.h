@@ -20,4 +20,9 @@ bool ServesFp8Block(const SpecKey& key, const DeviceCaps& device);
 // As TakesFp8Row, with a block of positive sides.
 bool TakesFp8Block(const KernelProbe& probe);
 
+// W8A8 int8: int8_channel / int8_tensor without a weight zero point.
+bool ServesW8a8Int8(const SpecKey& key, const DeviceCaps& device);
+// int8 activations, dynamic per token or static per tensor, fp32 / bf16 in and out.
+bool TakesW8a8Int8(const KernelProbe& probe);
+
 }  // namespace quantpath::cpu_problems

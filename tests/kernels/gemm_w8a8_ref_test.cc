@@ -3,6 +3,7 @@
 // them), and the int8 activation rounding and leg combination on hand-computed values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -10,6 +11,7 @@
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
 #include "src/specs/w8a8_family.h"
+#include "tests/kernels/cpu_levels.h"
 #include "tests/specs/test_checkpoint.h"
 
 namespace quantpath {
@@ -165,34 +167,120 @@ TEST(GemmW8a8RefTest, FusedLegsWithDifferentGridsMatchTheReference) {
     const std::vector<double> xq =
         QuantizeActivationsReference(xd, m, k, act, ref->input_scale, ref->input_zero_point);
     KernelProbe probe{*key, m, 64, k, QDType::kFP32, QDType::kFP32, DeviceCaps{}, act};
-    Result<std::shared_ptr<Dispatcher>> dispatcher = Dispatcher::Default();
-    ASSERT_TRUE(dispatcher.ok());
-    Result<const LinearKernel*> kernel = (*dispatcher)->Select(probe);
-    ASSERT_TRUE(kernel.ok()) << kernel.status().message();
-    std::vector<float> y(static_cast<size_t>(m * 64));
-    (*kernel)->Apply(*params, act, ConstMatrix{QDType::kFP32, x.data(), m, k},
-                     MutableMatrix{QDType::kFP32, y.data(), m, 64});
-    double max_diff = 0, max_ref = 0;
+    std::vector<double> expected(static_cast<size_t>(m * 64));
+    double max_ref = 0;
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t n = 0; n < 64; ++n) {
         double acc = 0;
         for (int64_t c = 0; c < k; ++c) acc += xq[i * k + c] * ref->weight[n * k + c];
-        max_diff = std::max(max_diff, std::fabs(acc - y[i * 64 + n]));
+        expected[i * 64 + n] = acc;
         max_ref = std::max(max_ref, std::fabs(acc));
       }
     }
-    EXPECT_LT(max_diff / max_ref, 1e-6);
-    // The zero point's row correction matters: without it (z moved, quant_bias kept) the
-    // kernel is off by s_x · s_w · Σ (q − 128) per output, far beyond the reference's 1e-6.
-    if (!symmetric) {
-      params->tensor(Slot::kInputOffset).data<int32_t>()[0] += 1;
-      std::vector<float> moved(y.size());
-      (*kernel)->Apply(*params, act, ConstMatrix{QDType::kFP32, x.data(), m, k},
-                       MutableMatrix{QDType::kFP32, moved.data(), m, 64});
-      double worst = 0;
-      for (size_t i = 0; i < y.size(); ++i)
-        worst = std::max(worst, double{std::fabs(moved[i] - y[i])});
-      EXPECT_GT(worst / max_ref, 1e-3);
+    // Every kernel that takes the problem, at every CPU level this machine has.
+    for (const CpuLevel level : testing::SupportedCpuLevels()) {
+      const CpuFeatures allowed = testing::FeaturesAt(level);
+      std::vector<const LinearKernel*> tested;
+      for (const LinearKernel* kernel : KernelRegistry::Global().kernels()) {
+        if (!allowed.Covers(kernel->features()) || !kernel->CanHandle(probe)) continue;
+        SCOPED_TRACE(std::string(kernel->name()) + " at " + std::string(CpuLevelName(level)));
+        tested.push_back(kernel);
+        std::vector<float> y(static_cast<size_t>(m * 64));
+        kernel->Apply(*params, act, ConstMatrix{QDType::kFP32, x.data(), m, k},
+                      MutableMatrix{QDType::kFP32, y.data(), m, 64});
+        double max_diff = 0;
+        for (size_t i = 0; i < y.size(); ++i) {
+          max_diff = std::max(max_diff, std::fabs(expected[i] - y[i]));
+        }
+        EXPECT_LT(max_diff / max_ref, 1e-6);
+        // The zero point's row correction matters: without it (z moved, quant_bias kept) the
+        // kernel is off by s_x · s_w · Σ (q − 128) per output, far beyond the reference's 1e-6.
+        if (!symmetric) {
+          params->tensor(Slot::kInputOffset).data<int32_t>()[0] += 1;
+          std::vector<float> moved(y.size());
+          kernel->Apply(*params, act, ConstMatrix{QDType::kFP32, x.data(), m, k},
+                        MutableMatrix{QDType::kFP32, moved.data(), m, 64});
+          params->tensor(Slot::kInputOffset).data<int32_t>()[0] -= 1;
+          double worst = 0;
+          for (size_t i = 0; i < y.size(); ++i)
+            worst = std::max(worst, double{std::fabs(moved[i] - y[i])});
+          EXPECT_GT(worst / max_ref, 1e-3);
+        }
+      }
+      ASSERT_FALSE(tested.empty());
+      Result<const LinearKernel*> chosen =
+          Dispatcher(KernelRegistry::Global(), allowed).Select(probe);
+      ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+      EXPECT_NE(std::find(tested.begin(), tested.end(), *chosen), tested.end());
+    }
+  }
+}
+
+// Every kernel against the reference kernel, which is exact in integers (checked against fp64
+// above): dynamic per-token activations, symmetric and not, M across the fast kernel's 64-row
+// tiles, N with rows past the last block of 4, K not a multiple of 64. The outputs must agree
+// exactly.
+TEST(GemmW8a8RefTest, EveryKernelMatchesTheReferenceExactly) {
+  std::mt19937 rng(7);
+  const int64_t n = 61, k = 200;
+  const KernelRegistry& registry = KernelRegistry::Global();
+  const LinearKernel* reference = nullptr;
+  for (const LinearKernel* kernel : registry.kernels()) {
+    if (kernel->name() == "GemmW8A8Int8_Ref") reference = kernel;
+  }
+  ASSERT_NE(reference, nullptr);
+  for (bool symmetric : {true, false}) {
+    const ActivationQuant act = Int8(ActMode::kDynamicPerToken, symmetric);
+    LoadFacts facts;
+    facts.layout = SourceLayout::kCtNaiveQuantized;
+    Result<std::unique_ptr<WeightSpec>> spec =
+        MakeSpec(*ParseSpecId("int8_channel"), act, facts);
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    AllocationRequest request;
+    request.layer = "m";
+    request.shape = {n, k};
+    request.bias = true;
+    Result<LinearParams> params = (*spec)->Allocate(request);
+    ASSERT_TRUE(params.ok()) << params.status().message();
+    std::uniform_int_distribution<int> byte(0, 255);
+    ParamTensor& w = params->tensor(Slot::kWeight);
+    for (int64_t i = 0; i < w.bytes(); ++i) w.data<uint8_t>()[i] = static_cast<uint8_t>(byte(rng));
+    ParamTensor& scale = params->tensor(Slot::kWeightScale);
+    const std::vector<float> scales = testing::RandomScales(&rng, scale.elements());
+    for (size_t i = 0; i < scales.size(); ++i) {
+      if (scale.dtype() == QDType::kFP32) {
+        scale.data<float>()[i] = scales[i];
+      } else {
+        ASSERT_EQ(scale.dtype(), QDType::kBF16);
+        scale.data<uint16_t>()[i] = FloatToBf16(scales[i]);
+      }
+    }
+    const std::vector<float> bias = testing::RandomBf16Values(&rng, n);
+    ASSERT_EQ(params->tensor(Slot::kBias).dtype(), QDType::kBF16);
+    for (int64_t i = 0; i < n; ++i) {
+      params->tensor(Slot::kBias).data<uint16_t>()[i] = FloatToBf16(bias[i]);
+    }
+    params->loaded = params->processed = true;
+    for (const int64_t m : {1, 5, 70}) {
+      SCOPED_TRACE(std::string(symmetric ? "symmetric" : "asymmetric") + " m " + std::to_string(m));
+      const std::vector<float> x = testing::RandomBf16Values(&rng, m * k);
+      const ConstMatrix xm{QDType::kFP32, x.data(), m, k};
+      std::vector<float> expected(static_cast<size_t>(m * n));
+      reference->Apply(*params, act, xm, MutableMatrix{QDType::kFP32, expected.data(), m, n});
+      const KernelProbe probe{(*spec)->key(), m,  n, k, QDType::kFP32, QDType::kFP32,
+                              DeviceCaps{},   act};
+      for (const CpuLevel level : testing::SupportedCpuLevels()) {
+        const CpuFeatures allowed = testing::FeaturesAt(level);
+        for (const LinearKernel* kernel : registry.kernels()) {
+          if (!allowed.Covers(kernel->features()) || !kernel->CanHandle(probe)) continue;
+          std::vector<float> y(expected.size());
+          kernel->Apply(*params, act, xm, MutableMatrix{QDType::kFP32, y.data(), m, n});
+          for (size_t i = 0; i < y.size(); ++i) {
+            ASSERT_EQ(y[i], expected[i]) << kernel->name() << " at " << CpuLevelName(level)
+                                         << ", output " << i / n << ", " << i % n;
+          }
+        }
+      }
     }
   }
 }

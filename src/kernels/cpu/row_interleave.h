@@ -14,7 +14,8 @@ namespace quantpath::cpu {
 // (step_bytes bytes: the row's bytes [s·step_bytes, (s + 1)·step_bytes)) sits at
 //   block_offset(b) + (s · rows_in_block + r) · step_bytes,  block_offset(b) =
 //   b·block_rows·steps·step_bytes.
-// Only the first `steps` full steps of each row are kept; kernels read the rest from W itself.
+// The first `steps` steps of each row are kept: kernels read the columns past them from W itself,
+// or ask for the row's last partial step too, which keeps the row's bytes and zeros after them.
 struct RowInterleave {
   ParamTensor bytes;  // one row of bytes (kINT8), 64-byte aligned as the loads want
   int64_t rows = 0, block_rows = 0, steps = 0, step_bytes = 0;

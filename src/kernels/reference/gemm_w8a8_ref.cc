@@ -24,6 +24,8 @@
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu_problems.h"
+#include "src/kernels/reference/int8_activations.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/int_family.h"
 #include "src/specs/w8a8_family.h"
@@ -31,11 +33,8 @@
 namespace quantpath {
 namespace {
 
-int8_t ToCode(float v) {
-  if (std::isnan(v)) return 0;
-  return static_cast<int8_t>(
-      std::clamp(v, static_cast<float>(kInt8Min), static_cast<float>(kInt8Max)));
-}
+using reference::Int8Activations;
+using reference::QuantizeInt8Activations;
 
 class GemmW8a8Ref final : public LinearKernel {
  public:
@@ -43,15 +42,10 @@ class GemmW8a8Ref final : public LinearKernel {
   CpuFeatures features() const override { return {}; }
   int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return (key.family == kIntChannelFamily || key.family == kIntTensorFamily) && key.bits == 8 &&
-           !key.zero_point && device.is_cpu();
+    return cpu_problems::ServesW8a8Int8(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    const ActivationQuant& act = probe.act;
-    const bool mode =
-        act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor;
-    return Serves(probe.spec, probe.device) && act.dtype == QDType::kINT8 && mode &&
-           reference::CanHandleIo(probe);
+    return cpu_problems::TakesW8a8Int8(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
@@ -66,51 +60,10 @@ class GemmW8a8Ref final : public LinearKernel {
     // int8_tensor holds one scale, or one per row for fused legs (w8a8_family.h).
     const bool one_scale = scales.rows() == 1;
 
-    std::vector<int8_t> qx(static_cast<size_t>(m * k));
-    std::vector<float> sx(static_cast<size_t>(m));
-    std::vector<int32_t> zx(static_cast<size_t>(m), 0);  // per-token zero points
-    for (int64_t i = 0; i < m; ++i) {
-      std::vector<float> row(static_cast<size_t>(k));
-      for (int64_t c = 0; c < k; ++c) {
-        row[c] = x.dtype == QDType::kBF16
-                     ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i * k + c])
-                     : static_cast<const float*>(x.data)[i * k + c];
-      }
-      if (act.mode == ActMode::kStaticPerTensor) {
-        const float s = params.tensor(Slot::kInputScale).data<float>()[0];
-        const ParamTensor& offset = params.tensor(Slot::kInputOffset);
-        const int32_t z = offset.empty() ? 0 : offset.data<int32_t>()[0];
-        sx[i] = s;
-        for (int64_t c = 0; c < k; ++c) {
-          qx[i * k + c] = ToCode(std::nearbyint(row[c] / s) + static_cast<float>(z));
-        }
-      } else if (!act.symmetric) {
-        float lo = std::numeric_limits<float>::infinity();
-        float hi = -lo;
-        for (float v : row) {  // NaN elements take no part
-          if (v < lo) lo = v;
-          if (v > hi) hi = v;
-        }
-        if (!(hi - lo >= static_cast<float>(kActAbsMaxFloor))) {
-          lo = std::min(lo, 0.0f);
-          hi = std::max(hi, 0.0f);
-        }
-        const float range = std::max(hi - lo, static_cast<float>(kActAbsMaxFloor));
-        sx[i] = range / static_cast<float>(kInt8Max - kInt8Min);
-        const float z = std::nearbyint(static_cast<float>(kInt8Min) - lo / sx[i]);
-        zx[i] = std::isfinite(z) ? static_cast<int32_t>(std::clamp(z, -1e9f, 1e9f)) : 0;
-        for (int64_t c = 0; c < k; ++c) {
-          qx[i * k + c] = ToCode(std::nearbyint(row[c] / sx[i]) + static_cast<float>(zx[i]));
-        }
-      } else {
-        float absmax = 0.0f;
-        for (float v : row) absmax = std::max(absmax, std::fabs(v));
-        absmax = std::max(absmax, static_cast<float>(kActAbsMaxFloor));
-        sx[i] = absmax / static_cast<float>(kInt8Max);
-        const float inv = static_cast<float>(kInt8Max) / absmax;
-        for (int64_t c = 0; c < k; ++c) qx[i * k + c] = ToCode(std::nearbyint(row[c] * inv));
-      }
-    }
+    const Int8Activations xq = QuantizeInt8Activations(params, act, x);
+    const std::vector<int8_t>& qx = xq.codes;
+    const std::vector<float>& sx = xq.scale;
+    const std::vector<int32_t>& zx = xq.zero;
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
