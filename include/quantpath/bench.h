@@ -80,7 +80,10 @@ Json BenchRowJson(const BenchRow& row);
 // call after call) or one, made once for every M and thread count timed on them.
 class BenchWeights {
  public:
-  // Errors: an unknown spec id, a shape the spec cannot allocate.
+  // `spec_id` is a spec id, or one with the activations' form after a colon: `:int8-token`,
+  // `:fp8-token`, `:fp8-tensor` or `:fp8-group128` (dynamic per token, per tensor, per group of
+  // 128); without one, the spec's own default. Errors: an unknown spec id or activation form, a
+  // shape the spec cannot allocate.
   static Result<BenchWeights> Make(std::string_view spec_id, int64_t n, int64_t k, bool cold,
                                    const MachineLimits& limits);
   BenchWeights(BenchWeights&&) noexcept;

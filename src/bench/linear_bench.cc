@@ -9,6 +9,8 @@
 #endif
 
 #include "quantpath/bench.h"
+
+#include "fmt/format.h"
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
@@ -75,29 +77,56 @@ class ThreadCount {
 
 // The spec of `key` from the first source layout its family reads: the parameters are synthetic,
 // and every layout's loader ends in the same canonical layout.
-Result<std::unique_ptr<WeightSpec>> AnyLayoutSpec(const SpecKey& key) {
-  Result<std::unique_ptr<WeightSpec>> first = MakeSpec(key);
+Result<std::unique_ptr<WeightSpec>> AnyLayoutSpec(const SpecKey& key, const ActivationQuant& act) {
+  Result<std::unique_ptr<WeightSpec>> first = MakeSpec(key, act);
   if (first.ok()) return first;
   for (int layout = 0; layout <= static_cast<int>(SourceLayout::kModelSlim); ++layout) {
     LoadFacts facts;
     facts.layout = static_cast<SourceLayout>(layout);
-    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, {}, facts);
+    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
     if (spec.ok()) return spec;
   }
   return first;
+}
+
+// The activation forms a benchmark spec may name after a colon ("int8_channel:int8-token").
+struct NamedActivation {
+  std::string_view name;
+  ActivationQuant act;
+};
+const NamedActivation kActivations[] = {
+    {"int8-token", {ActMode::kDynamicPerToken, 0, QDType::kINT8}},
+    {"fp8-token", {ActMode::kDynamicPerToken, 0, QDType::kFP8E4M3}},
+    {"fp8-tensor", {ActMode::kDynamicPerTensor, 0, QDType::kFP8E4M3}},
+    {"fp8-group128", {ActMode::kDynamicGroup, 128, QDType::kFP8E4M3}},
+};
+
+Result<ActivationQuant> ParseBenchActivation(std::string_view name) {
+  std::string names;
+  for (const NamedActivation& a : kActivations) {
+    if (a.name == name) return a.act;
+    names += names.empty() ? "" : ", ";
+    names += a.name;
+  }
+  return InvalidInput(fmt::format("unknown activation '{}' (expected one of {})", name, names));
 }
 
 }  // namespace
 
 Result<BenchWeights> BenchWeights::Make(std::string_view spec_id, int64_t n, int64_t k, bool cold,
                                         const MachineLimits& limits) {
-  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(spec_id));
+  const size_t colon = spec_id.find(':');
+  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(spec_id.substr(0, colon)));
+  ActivationQuant act;
+  if (colon != std::string_view::npos) {
+    QP_ASSIGN_OR_RETURN(act, ParseBenchActivation(spec_id.substr(colon + 1)));
+  }
   BenchWeights w;
   w.spec_id_ = std::string(spec_id);
   w.n_ = n;
   w.k_ = k;
   w.cold_ = cold;
-  QP_ASSIGN_OR_RETURN(w.spec_, AnyLayoutSpec(key));
+  QP_ASSIGN_OR_RETURN(w.spec_, AnyLayoutSpec(key, act));
   AllocationRequest allocation;
   allocation.layer = "bench";
   allocation.shape = {n, k};

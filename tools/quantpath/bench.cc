@@ -16,16 +16,19 @@
 namespace quantpath::cli {
 namespace {
 
-// The benchmark table: every spec family's usual id, the shapes of a 7–8B model's layers, decode
-// and prefill M.
+// The benchmark table: every spec family's usual id (with the activations engines quantize for it,
+// where they do), the shapes of a 7–8B model's layers, decode and prefill M.
 constexpr const char* kTableSpecs[] = {"bf16",
                                        "fp8_per_tensor",
                                        "fp8_per_channel",
+                                       "fp8_per_channel:fp8-token",
                                        "fp8_block_128_128",
+                                       "fp8_block_128_128:fp8-group128",
                                        "int4_group_128",
                                        "int4_group_128_zp",
                                        "int4_channel",
                                        "int8_channel",
+                                       "int8_channel:int8-token",
                                        "int8_tensor",
                                        "int4_group_128_prescaled",
                                        "nvfp4_block_16_linear",
@@ -49,15 +52,15 @@ struct BenchArgs {
 
 // Whether the dispatcher reaches a kernel above the reference for `spec_id` at M = 1.
 bool HasFastKernel(const std::string& spec_id) {
-  Result<SpecKey> key = ParseSpecId(spec_id);
+  Result<BenchWeights> weights = BenchWeights::Make(spec_id, 64, 64, false, MachineLimits{});
   Result<std::shared_ptr<Dispatcher>> dispatcher = Dispatcher::Default();
-  if (!key.ok() || !dispatcher.ok()) return false;
-  Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(*key);
-  if (!spec.ok()) return false;
+  if (!weights.ok() || !dispatcher.ok()) return false;
+  const WeightSpec& spec = weights->spec();
   Result<const LinearKernel*> kernel =
       (*dispatcher)
-          ->Select(KernelProbe{*key, 1, 4096, 4096, QDType::kBF16, QDType::kBF16, DeviceCaps{},
-                               (*spec)->activation()});
+          ->Select(KernelProbe{spec.key(), 1, 4096, 4096, QDType::kBF16, QDType::kBF16,
+                               DeviceCaps{}, spec.activation(),
+                               weights->copies().front().tensor(Slot::kWeight).dtype()});
   return kernel.ok() && (*kernel)->priority() > kReferencePriority;
 }
 
@@ -71,6 +74,11 @@ int RunBench(const BenchArgs& args) {
     if (t < 1) return ReportBadInput(fmt::format("--threads {}: expected at least 1", t));
   }
   std::vector<std::string> specs = args.specs;
+  // Unknown specs and activation forms before the machine is measured.
+  for (const std::string& spec : specs) {
+    Result<BenchWeights> weights = BenchWeights::Make(spec, 64, 64, false, MachineLimits{});
+    if (!weights.ok()) return ReportBadInput(weights.status().message());
+  }
   if (specs.empty()) {
     for (const char* spec : kTableSpecs) {
       if (HasFastKernel(spec)) specs.emplace_back(spec);
@@ -139,7 +147,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure the machine and time each spec's kernel against its limits");
   cmd->add_option("--spec", args->specs,
-                  "Spec id (repeatable; default: the table's specs that have a fast kernel)");
+                  "Spec id, or id:ACT with ACT int8-token, fp8-token, fp8-tensor or fp8-group128 "
+                  "(repeatable; default: the table's specs that have a fast kernel)");
   cmd->add_option("--m", args->m, "Rows of X (repeatable; default 1 2 4 8 16 64 512 2048)");
   cmd->add_option("--n", args->n, "Output features (with --k; default: the table's three shapes)");
   cmd->add_option("--k", args->k, "Input features (with --n)");
