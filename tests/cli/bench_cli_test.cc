@@ -68,5 +68,28 @@ TEST(BenchCli, TextTableAndABadSpec) {
   EXPECT_NE(no_rows.out.find("M = 0"), std::string::npos) << no_rows.out;
 }
 
+// A spec with its activations' form: W8A8 rows reach an int8 kernel, whose peak is the int8 dot
+// product's where the CPU has one; an unknown form is refused by name before anything is measured.
+TEST(BenchCli, ActivationForms) {
+  auto run = RunCli(
+      "bench --spec int8_channel:int8-token --m 64 --n 32 --k 128 --threads 1 --warm --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const Json j = ParseOrDie(run.out);
+  const std::vector<Json>& rows = j.Find("rows")->items();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].Find("spec")->string_value(), "int8_channel:int8-token");
+  const std::string kernel = rows[0].Find("kernel")->string_value();
+  EXPECT_EQ(kernel.rfind("GemmW8A8Int8_", 0), 0u) << kernel;
+  const Json& machine = *j.Find("machine");
+  if (kernel == "GemmW8A8Int8_Avx512Vnni") {
+    EXPECT_EQ(rows[0].Find("peak_gflops")->number_value(),
+              machine.Find("int8_dot_gops_one")->number_value());
+  }
+  auto bad = RunCli("bench --spec int8_channel:int9-token --m 1 --n 16 --k 16 --warm", true);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("unknown activation 'int9-token'"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("machine:"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace quantpath

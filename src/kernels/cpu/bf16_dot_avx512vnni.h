@@ -41,6 +41,7 @@ inline constexpr int64_t kBlockRows = 4;      // rows of W per block
 inline constexpr int64_t kWidth = 32;         // columns per vector
 inline constexpr int64_t kTileColumns = 512;  // columns of a block converted at once
 inline constexpr int64_t kTileRows = 16;      // bf16 rows of X per tile (even: split pairs stay)
+inline constexpr int64_t kXTileRows = 64;     // bf16 rows of X per pass over all of W (even)
 inline constexpr int kPassRows = 4;           // rows of X per pass over a tile
 
 // A Source gives `int64_t group`, the columns that share a scale (a multiple of kStep, or the
@@ -277,7 +278,8 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
 // The R rows of W from `first` against every row of X into Y, with the bias.
 template <PairSource S, int R>
 void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
-              const cpu::Bf16Rows& xr, int64_t first, const MutableMatrix& y) {
+              const cpu::Bf16Rows& xr, int64_t first, int64_t x0, int64_t x1,
+              const MutableMatrix& y) {
   const int64_t n = params.rows;
   const PackedBlock block = BlockAt(packed, first, R);
   const ParamTensor& bias = params.tensor(Slot::kBias);
@@ -294,8 +296,8 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
   }
   const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X
   float out[kTileRows][kBlockRows];
-  for (int64_t i = 0; i < xr.rows; i += kTileRows) {
-    const int64_t rows = xr.rows - i < kTileRows ? xr.rows - i : kTileRows;
+  for (int64_t i = x0; i < x1; i += kTileRows) {
+    const int64_t rows = x1 - i < kTileRows ? x1 - i : kTileRows;
     RowsOfX<S, R>(w, block, first, xr, i, rows, out);
     for (int64_t t = 0; t < rows; t += per_row) {
       for (int r = 0; r < R; ++r) {
@@ -308,10 +310,11 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
 
 template <PairSource S, int R>
 void TailRows(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
-              const cpu::Bf16Rows& xr, int64_t first, const MutableMatrix& y) {
+              const cpu::Bf16Rows& xr, int64_t first, int64_t x0, int64_t x1,
+              const MutableMatrix& y) {
   if constexpr (R > 0) {
-    if (params.rows - first == R) return RowBlock<S, R>(w, packed, params, xr, first, y);
-    TailRows<S, R - 1>(w, packed, params, xr, first, y);
+    if (params.rows - first == R) return RowBlock<S, R>(w, packed, params, xr, first, x0, x1, y);
+    TailRows<S, R - 1>(w, packed, params, xr, first, x0, x1, y);
   }
 }
 
@@ -322,16 +325,20 @@ void Gemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& para
           const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
   const cpu::Bf16Rows xr =
       cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep, S::kXOrder);
+  // X in tiles of kXTileRows bf16 rows, each kept in L2 while every block of W passes over it.
   const int64_t blocks = params.rows / kBlockRows;
+  for (int64_t x0 = 0; x0 < xr.rows; x0 += kXTileRows) {
+    const int64_t x1 = xr.rows - x0 < kXTileRows ? xr.rows : x0 + kXTileRows;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
-  for (int64_t block = 0; block < blocks; ++block) {
-    RowBlock<S, kBlockRows>(w, packed, params, xr, block * kBlockRows, y);
-  }
-  // The rows past the last full block are one block of fewer rows in the prepack.
-  if (blocks * kBlockRows < params.rows) {
-    TailRows<S, kBlockRows - 1>(w, packed, params, xr, blocks * kBlockRows, y);
+    for (int64_t block = 0; block < blocks; ++block) {
+      RowBlock<S, kBlockRows>(w, packed, params, xr, block * kBlockRows, x0, x1, y);
+    }
+    // The rows past the last full block are one block of fewer rows in the prepack.
+    if (blocks * kBlockRows < params.rows) {
+      TailRows<S, kBlockRows - 1>(w, packed, params, xr, blocks * kBlockRows, x0, x1, y);
+    }
   }
 }
 
