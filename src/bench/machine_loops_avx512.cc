@@ -1,11 +1,7 @@
 // FmaRoundsAvx512 and SumWordsAvx512 (machine_loops.h): the same loops as machine_loops_avx2.cc at
 // 512 bits, the read one fetching 8 KiB ahead as the AVX-512 kernels do (bf16_dot_avx512vnni.h),
 // so that the bandwidth a kernel is measured against is the best this core reads at.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers (PR 105593)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "src/base/avx512_intrinsics.h"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -1,10 +1,6 @@
 // Bf16DotRoundsAvx512 and Int8DotRoundsAvx512 (machine_loops.h): twelve independent accumulators
 // hide the dot products' latency, so the loops run at the units' throughput.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers (PR 105593)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "src/base/avx512_intrinsics.h"
 
 #include "src/bench/machine_loops.h"
 

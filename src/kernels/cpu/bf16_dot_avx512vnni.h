@@ -16,13 +16,7 @@
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and warn that it is uninitialized
-// (GCC PR 105593, fixed in 13); the warnings sit in the header, so the header is read without them.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "src/base/avx512_intrinsics.h"
 
 #include <bit>
 #include <concepts>

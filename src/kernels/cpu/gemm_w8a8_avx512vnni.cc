@@ -9,11 +9,7 @@
 // Rows of X are taken 4 at a time against a block (16 accumulators, 4 weight and 1 activation
 // register), the block staying in L1 / L2 for the next 4; X is cut into tiles of 64 rows, which
 // stay in L2 while every block of W passes. OpenMP splits N within a tile.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's AVX-512 headers (PR 105593)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "src/base/avx512_intrinsics.h"
 
 #include <memory>
 
