@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,5 +119,29 @@ Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
                              const MachineLimits& limits);
 // BenchWeights::Make for `request`, then BenchLinear.
 Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits);
+
+// The benchmark table (quantpath bench, bench_linear): specs ("id" or "id:ACT"; default: the
+// table's specs whose dispatch reaches a kernel above the reference), M (default 1 2 4 8 16 64 512
+// 2048), one shape N × K (default 4096², 14336 × 4096, 4096 × 14336), threads (default 1 and all),
+// cold unless `warm`, as text or one JSON object.
+struct BenchTableArgs {
+  std::vector<std::string> specs;
+  std::vector<int64_t> m;
+  int64_t n = 0;
+  int64_t k = 0;
+  std::vector<int> threads;
+  bool warm = false;
+  bool json = false;
+};
+
+// The rows to print for one measured row: the row itself with each peer's figures filled in
+// (bench_linear), one row per peer.
+using BenchPeers =
+    std::function<Result<std::vector<BenchRow>>(const BenchWeights&, const BenchRow&)>;
+
+// Checks the arguments (errors: --n without --k, a thread count below 1, an unknown spec or
+// activation form, before anything is measured), measures the machine, and prints every row to
+// `out` as it is measured (JSON: at the end).
+Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchPeers& peers = {});
 
 }  // namespace quantpath

@@ -1,0 +1,22 @@
+// The options of the benchmark table (BenchTableArgs), shared by `quantpath bench` and
+// bench/bench_linear so that both take the same command line.
+#pragma once
+
+#include "CLI/CLI.hpp"
+#include "quantpath/bench.h"
+
+namespace quantpath::cli {
+
+inline void AddBenchTableOptions(CLI::App* cmd, BenchTableArgs* args) {
+  cmd->add_option("--spec", args->specs,
+                  "Spec id, or id:ACT with ACT int8-token, fp8-token, fp8-tensor or fp8-group128 "
+                  "(repeatable; default: the table's specs that have a fast kernel)");
+  cmd->add_option("--m", args->m, "Rows of X (repeatable; default 1 2 4 8 16 64 512 2048)");
+  cmd->add_option("--n", args->n, "Output features (with --k; default: the table's three shapes)");
+  cmd->add_option("--k", args->k, "Input features (with --n)");
+  cmd->add_option("--threads", args->threads, "OpenMP threads (repeatable; default 1 and all)");
+  cmd->add_flag("--warm", args->warm, "Reuse one weight copy (default: cold, from DRAM)");
+  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/bench.md)");
+}
+
+}  // namespace quantpath::cli
