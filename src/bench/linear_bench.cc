@@ -157,6 +157,24 @@ const LinearParams& BenchWeights::Next() {
   return p;
 }
 
+double BestSecondsPerCall(const std::function<void()>& call) {
+  double best = 0, total = 0;
+  for (int pass = 0; pass < kMinPasses || total < kMinSeconds; ++pass) {
+    int64_t calls = 0;
+    const Clock::time_point start = Clock::now();
+    double seconds = 0;
+    do {
+      call();
+      ++calls;
+      seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (seconds < kPassSeconds);
+    total += seconds;
+    const double per_call = seconds / static_cast<double>(calls);
+    best = pass == 0 ? per_call : std::min(best, per_call);
+  }
+  return best;
+}
+
 Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
                              const MachineLimits& limits) {
   const WeightSpec& spec = weights.spec();
@@ -181,23 +199,9 @@ Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
   // Untimed: every copy's prepack, and one call.
   for (const LinearParams& p : weights.copies()) kernel->Prepare(p);
   kernel->Apply(weights.Next(), spec.activation(), xm, ym);
-  // Passes of at least kPassSeconds, the copies cycled call after call (cold: each call's weights
-  // were last read copies − 1 calls ago, by then evicted); the best pass's time per call, as the
-  // machine's limits are the best of theirs (this machine's neighbours come and go).
-  double best = 0, total = 0;
-  for (int pass = 0; pass < kMinPasses || total < kMinSeconds; ++pass) {
-    int64_t calls = 0;
-    const Clock::time_point start = Clock::now();
-    double seconds = 0;
-    do {
-      kernel->Apply(weights.Next(), spec.activation(), xm, ym);
-      ++calls;
-      seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (seconds < kPassSeconds);
-    total += seconds;
-    const double per_call = seconds / static_cast<double>(calls);
-    best = pass == 0 ? per_call : std::min(best, per_call);
-  }
+  // Cold: each call's weights were last read copies − 1 calls ago, by then evicted.
+  const double best =
+      BestSecondsPerCall([&] { kernel->Apply(weights.Next(), spec.activation(), xm, ym); });
 
   BenchRow row;
   row.spec = weights.spec_id();

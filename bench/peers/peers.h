@@ -1,0 +1,20 @@
+// The named peers bench_linear times beside quantpath's kernels, each on a dense weight of the
+// layer's shape (a weight's values do not change a dense GEMM's speed), in as many copies as
+// quantpath's row cycled (cold alike), timed as quantpath's kernels are (BestSecondsPerCall):
+//   onednn-bf16   oneDNN's matmul, bf16 in and out, its weights reordered ahead of time to the
+//                 layout it picks (format any), as an engine does once at load
+//   onednn-int8   the same with u8 activations, s8 weights and s32 out (int8-path specs)
+//   openblas-sgemm  OpenBLAS sgemm in fp32 on W as stored ([N, K], transposed in the call)
+#pragma once
+
+#include <cstdint>
+
+#include "quantpath/base.h"
+
+namespace quantpath::peers {
+
+Result<double> OneDnnSeconds(bool int8, int64_t m, int64_t n, int64_t k, int threads,
+                             int64_t copies);
+Result<double> OpenBlasSeconds(int64_t m, int64_t n, int64_t k, int threads, int64_t copies);
+
+}  // namespace quantpath::peers
