@@ -7,6 +7,19 @@
 
 namespace quantpath::bench_internal {
 
+// f() summed over `threads` OpenMP threads, each running it once (each caller's lambda makes its
+// own instantiation, compiled at its file's level).
+template <typename T, typename F>
+T SumOverThreads(int threads, F f) {
+  T total = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+#endif
+  total += f();
+  (void)threads;
+  return total;
+}
+
 // Runs `rounds` rounds of 10 independent 8-wide fp32 FMA chains on each of `threads` threads (160
 // FLOP per round per thread) and returns the chains' sum, for the caller to keep. Needs AVX2 and
 // FMA; timed by the caller, so that nothing but the loop is compiled for AVX2.

@@ -22,13 +22,7 @@ float Rounds(int64_t rounds, float seed) {
 }  // namespace
 
 float FmaRoundsAvx2(int64_t rounds, int threads) {
-  float total = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-#endif
-  total += Rounds(rounds, 1.0f);
-  (void)threads;
-  return total;
+  return SumOverThreads<float>(threads, [&] { return Rounds(rounds, 1.0f); });
 }
 
 uint64_t SumWordsAvx2(const uint64_t* data, int64_t words, int threads) {

@@ -36,23 +36,11 @@ int32_t Int8Rounds(int64_t rounds) {
 }  // namespace
 
 float Bf16DotRoundsAvx512(int64_t rounds, int threads) {
-  float total = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-#endif
-  total += Bf16Rounds(rounds);
-  (void)threads;
-  return total;
+  return SumOverThreads<float>(threads, [&] { return Bf16Rounds(rounds); });
 }
 
 int32_t Int8DotRoundsAvx512(int64_t rounds, int threads) {
-  int32_t total = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-#endif
-  total += Int8Rounds(rounds);
-  (void)threads;
-  return total;
+  return SumOverThreads<int32_t>(threads, [&] { return Int8Rounds(rounds); });
 }
 
 }  // namespace quantpath::bench_internal
