@@ -233,8 +233,7 @@ TEST(GemmW8a8RefTest, EveryKernelMatchesTheReferenceExactly) {
     const ActivationQuant act = Int8(ActMode::kDynamicPerToken, symmetric);
     LoadFacts facts;
     facts.layout = SourceLayout::kCtNaiveQuantized;
-    Result<std::unique_ptr<WeightSpec>> spec =
-        MakeSpec(*ParseSpecId("int8_channel"), act, facts);
+    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(*ParseSpecId("int8_channel"), act, facts);
     ASSERT_TRUE(spec.ok()) << spec.status().message();
     AllocationRequest request;
     request.layer = "m";
