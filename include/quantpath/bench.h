@@ -43,6 +43,10 @@ struct MachineLimits {
 };
 inline constexpr int64_t kAssumedLlcBytes = int64_t{32} << 20;
 
+// DRAM read bandwidth, GB/s, on `threads` threads over a buffer of max(4 × `llc_bytes`, 64 MiB),
+// the best of `passes`.
+double MeasureReadGbps(int64_t llc_bytes, int threads, int passes);
+
 // Measures this machine (a few seconds: each figure is the best of several passes).
 MachineLimits MeasureMachine();
 Json MachineLimitsJson(const MachineLimits& limits);

@@ -112,13 +112,8 @@ std::optional<double> PeakGflops(CpuLevel level, double per_round, int threads, 
 
 }  // namespace
 
-MachineLimits MeasureMachine() {
-  MachineLimits limits;
-  limits.llc_bytes = LastLevelCacheBytes();
-  limits.llc_known = limits.llc_bytes > 0;
-  if (!limits.llc_known) limits.llc_bytes = kAssumedLlcBytes;
-  limits.threads = MaxThreads();
-  const int64_t words = std::max<int64_t>(4 * limits.llc_bytes, int64_t{64} << 20) / 128 * 16;
+double MeasureReadGbps(int64_t llc_bytes, int threads, int passes) {
+  const int64_t words = std::max<int64_t>(4 * llc_bytes, int64_t{64} << 20) / 128 * 16;
   // 64-byte aligned for the vector loads (operator new[] aligns to 16 only).
   struct Free {
     void operator()(uint64_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
@@ -126,8 +121,17 @@ MachineLimits MeasureMachine() {
   const std::unique_ptr<uint64_t[], Free> buffer(new (std::align_val_t{64})
                                                      uint64_t[static_cast<size_t>(words)]);
   std::fill(buffer.get(), buffer.get() + words, uint64_t{1});  // every page present
-  limits.read_gbps_one = ReadGbps(buffer.get(), words, 1, kReadPasses);
-  limits.read_gbps_all = ReadGbps(buffer.get(), words, limits.threads, kReadPasses);
+  return ReadGbps(buffer.get(), words, threads, passes);
+}
+
+MachineLimits MeasureMachine() {
+  MachineLimits limits;
+  limits.llc_bytes = LastLevelCacheBytes();
+  limits.llc_known = limits.llc_bytes > 0;
+  if (!limits.llc_known) limits.llc_bytes = kAssumedLlcBytes;
+  limits.threads = MaxThreads();
+  limits.read_gbps_one = MeasureReadGbps(limits.llc_bytes, 1, kReadPasses);
+  limits.read_gbps_all = MeasureReadGbps(limits.llc_bytes, limits.threads, kReadPasses);
   for (const int threads : {1, limits.threads}) {
     const bool one = threads == 1;
     // fp32 FMA at the widest width.

@@ -174,7 +174,7 @@ struct TileRun {
   float scale[kBlockRows];
 };
 
-// P rows of X (at `x`, k apart, from the tile's first column) over the runs of R tile rows, into
+// P rows of X (at `x`, `k` apart, from the tile's first column) over the runs of R tile rows, into
 // total[0 … P): each run summed in registers and scaled once into the totals.
 template <int R, int P>
 inline void Pass(const uint16_t (*tile)[kTileColumns], const TileRun* runs, int n_runs,
@@ -223,6 +223,8 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
   const int64_t full = k / S::kStep * S::kStep;
   for (int64_t chunk = 0; chunk < full; chunk += kTileColumns) {
     const int64_t width = full - chunk < kTileColumns ? full - chunk : kTileColumns;
+    // These rows' columns of the chunk, side by side (Bf16Rows::panels).
+    const uint16_t* panel = xr.panels.data<uint16_t>() + x0 * full + chunk * t_rows;
     for (int64_t c = 0; c < width; c += S::kStep) {
       PrefetchAhead<S, R>(block, (chunk + c) / S::kStep);
       for (int r = 0; r < R; ++r) {
@@ -246,9 +248,9 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
     }
     int64_t t = 0;
     for (; t + kPassRows <= t_rows; t += kPassRows) {
-      Pass<R, kPassRows>(tile, runs, n_runs, x + t * k + chunk, k, total + t);
+      Pass<R, kPassRows>(tile, runs, n_runs, panel + t * width, width, total + t);
     }
-    for (; t < t_rows; ++t) Pass<R, 1>(tile, runs, n_runs, x + t * k + chunk, k, total + t);
+    for (; t < t_rows; ++t) Pass<R, 1>(tile, runs, n_runs, panel + t * width, width, total + t);
     if constexpr (S::kZeros) {
       // Once per run, where the run starts.
       for (int i = 0; i < n_runs; ++i) {
@@ -317,8 +319,8 @@ void TailRows(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
 template <PairSource S>
 void Gemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
           const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
-  const cpu::Bf16Rows xr =
-      cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep, S::kXOrder);
+  const cpu::Bf16Rows xr = cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep,
+                                           S::kXOrder, {kTileRows, kTileColumns});
   // X in tiles of kXTileRows bf16 rows, each kept in L2 while every block of W passes over it.
   const int64_t blocks = params.rows / kBlockRows;
   for (int64_t x0 = 0; x0 < xr.rows; x0 += kXTileRows) {

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstddef>
+#include <cstring>
 
 #include "quantpath/numeric.h"
 
@@ -20,7 +21,7 @@ int64_t SourceColumn(int64_t position, int64_t full, XOrder order) {
 }  // namespace
 
 Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
-                    XOrder order) {
+                    XOrder order, PanelShape panel) {
   Bf16Rows out;
   out.k = k;
   // A float is a bf16 value where its low 16 bits are zero.
@@ -46,6 +47,20 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
     Bf16ToFloats(hi, k, high.data());
     for (int64_t c = 0; c < k; ++c) high[c] = row[c] - high[c];
     FloatsToBf16(high.data(), k, hi + k);
+  }
+  if (panel.rows > 0 && out.rows > 1 && full > 0) {
+    out.panels = ParamTensor(QDType::kBF16, out.rows, full);
+    uint16_t* panels = out.panels.data<uint16_t>();
+    for (int64_t t0 = 0; t0 < out.rows; t0 += panel.rows) {
+      const int64_t g = out.rows - t0 < panel.rows ? out.rows - t0 : panel.rows;
+      for (int64_t c0 = 0; c0 < full; c0 += panel.cols) {
+        const int64_t w = full - c0 < panel.cols ? full - c0 : panel.cols;
+        for (int64_t t = 0; t < g; ++t) {
+          std::memcpy(panels + t0 * full + c0 * g + t * w, bits + (t0 + t) * k + c0,
+                      static_cast<size_t>(w) * 2);
+        }
+      }
+    }
   }
   if (group <= 0) return out;
   out.runs = (full + group - 1) / group;

@@ -27,11 +27,22 @@ struct Bf16Rows {
   // subtracts once per run: [rows, runs].
   int64_t runs = 0;
   std::vector<float> run_sums;
+  // Where asked for and rows > 1: the first k / step · step columns again, in panels a tiled
+  // kernel reads from one address range each: the rows in groups of `panel.rows` (the last group
+  // the rows left, g of them), each group's columns in chunks of `panel.cols` (the last chunk
+  // shorter, w wide), each chunk's g rows side by side. Column c of row t sits at
+  //   t0 · full + c0 · g + (t − t0) · w + (c − c0),  t0 = t / panel.rows · panel.rows,
+  //   c0 = c / panel.cols · panel.cols, full = k / step · step.
+  ParamTensor panels;
+};
+
+struct PanelShape {
+  int64_t rows = 0, cols = 0;  // 0: no panels
 };
 
 // x [m, k] in fp32; `step` columns per load (128 for kNibbleQuads); group = 0 for no run sums
 // (else a multiple of `step`, or k).
 Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
-                    XOrder order = XOrder::kNatural);
+                    XOrder order = XOrder::kNatural, PanelShape panel = {});
 
 }  // namespace quantpath::cpu
