@@ -8,7 +8,8 @@
 // W is read from the kernel's prepack (row_interleave.h): blocks of 4 rows, their steps side by
 // side, one address range per thread. One row of X multiplies a block converted in registers, with
 // an accumulator per row and vector. More rows convert a block once into a tile of up to
-// kTileColumns columns that up to 16 rows of X pass over, 4 at a time: each run summed in 16
+// kTileColumns columns that up to 64 rows of X pass over (X read from panels, Bf16Rows), 4 at a
+// time: each run summed in 16
 // accumulators (vdpbf16ps needs 12 in flight: 2 a cycle, 6 cycles each) and scaled into 16
 // totals, some of which the compiler keeps on the stack (4 at a time measured 15–30 % faster than
 // 2 or 3 with every total in a register). OpenMP splits N.
@@ -34,9 +35,10 @@ namespace quantpath::avx512vnni {
 inline constexpr int64_t kBlockRows = 4;      // rows of W per block
 inline constexpr int64_t kWidth = 32;         // columns per vector
 inline constexpr int64_t kTileColumns = 512;  // columns of a block converted at once
-inline constexpr int64_t kTileRows = 16;      // bf16 rows of X per tile (even: split pairs stay)
-inline constexpr int64_t kXTileRows = 64;     // bf16 rows of X per pass over all of W (even)
-inline constexpr int kPassRows = 4;           // rows of X per pass over a tile
+inline constexpr int64_t kTileRows = 16;      // bf16 rows of X per panel (even: split pairs stay)
+inline constexpr int64_t kXTileRows =
+    64;                              // bf16 rows of X per pass over all of W: a multiple of it
+inline constexpr int kPassRows = 4;  // rows of X per pass over a tile
 
 // A Source gives `int64_t group`, the columns that share a scale (a multiple of kStep, or the
 // row); `kStep`, the columns one load covers (kStep / 32 vectors), stored in `kStepBytes` bytes of
@@ -206,25 +208,24 @@ inline void Pass(const uint16_t (*tile)[kTileColumns], const TileRun* runs, int 
   }
 }
 
-// t_rows ≤ kTileRows bf16 rows of X from row `x0` against the R rows of a block from `first`.
+// t_rows ≤ kXTileRows bf16 rows of X from row `x0` (a multiple of kTileRows) against the R rows
+// of a block from `first`: each chunk of the block converted once for all of them.
 // The block is converted a tile of up to kTileColumns columns at a time, cut into its runs (a run
 // of a whole row spans tiles: scaled per tile by the same scale, it adds up the same).
 template <PairSource S, int R>
 inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const cpu::Bf16Rows& xr,
-                    int64_t x0, int64_t t_rows, float out[kTileRows][kBlockRows]) {
+                    int64_t x0, int64_t t_rows, float out[kXTileRows][kBlockRows]) {
   const int64_t k = xr.k;
   const uint16_t* x = xr.bits.data<uint16_t>() + x0 * k;
   alignas(64) uint16_t tile[R][kTileColumns];
-  __m512 total[kTileRows][kBlockRows];
-  float zero_terms[kTileRows][kBlockRows] = {};
+  __m512 total[kXTileRows][kBlockRows];
+  float zero_terms[kXTileRows][kBlockRows] = {};
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) total[t][r] = _mm512_setzero_ps();
   }
   const int64_t full = k / S::kStep * S::kStep;
   for (int64_t chunk = 0; chunk < full; chunk += kTileColumns) {
     const int64_t width = full - chunk < kTileColumns ? full - chunk : kTileColumns;
-    // These rows' columns of the chunk, side by side (Bf16Rows::panels).
-    const uint16_t* panel = xr.panels.data<uint16_t>() + x0 * full + chunk * t_rows;
     for (int64_t c = 0; c < width; c += S::kStep) {
       PrefetchAhead<S, R>(block, (chunk + c) / S::kStep);
       for (int r = 0; r < R; ++r) {
@@ -246,11 +247,16 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
       for (int r = 0; r < R; ++r) run.scale[r] = w.Scale(first + r, g);
       begin = end;
     }
-    int64_t t = 0;
-    for (; t + kPassRows <= t_rows; t += kPassRows) {
-      Pass<R, kPassRows>(tile, runs, n_runs, panel + t * width, width, total + t);
+    // Each group of kTileRows rows reads its columns of the chunk from its panel, side by side.
+    for (int64_t t0 = 0; t0 < t_rows; t0 += kTileRows) {
+      const int64_t g = t_rows - t0 < kTileRows ? t_rows - t0 : kTileRows;
+      const uint16_t* panel = xr.panels.data<uint16_t>() + (x0 + t0) * full + chunk * g;
+      int64_t t = 0;
+      for (; t + kPassRows <= g; t += kPassRows) {
+        Pass<R, kPassRows>(tile, runs, n_runs, panel + t * width, width, total + t0 + t);
+      }
+      for (; t < g; ++t) Pass<R, 1>(tile, runs, n_runs, panel + t * width, width, total + t0 + t);
     }
-    for (; t < t_rows; ++t) Pass<R, 1>(tile, runs, n_runs, panel + t * width, width, total + t);
     if constexpr (S::kZeros) {
       // Once per run, where the run starts.
       for (int i = 0; i < n_runs; ++i) {
@@ -291,15 +297,12 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
     return;
   }
   const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X
-  float out[kTileRows][kBlockRows];
-  for (int64_t i = x0; i < x1; i += kTileRows) {
-    const int64_t rows = x1 - i < kTileRows ? x1 - i : kTileRows;
-    RowsOfX<S, R>(w, block, first, xr, i, rows, out);
-    for (int64_t t = 0; t < rows; t += per_row) {
-      for (int r = 0; r < R; ++r) {
-        const float value = per_row == 2 ? out[t][r] + out[t + 1][r] : out[t][r];
-        reference::StoreOutput(y, (i + t) / per_row * n + first + r, value + b[r]);
-      }
+  float out[kXTileRows][kBlockRows];
+  RowsOfX<S, R>(w, block, first, xr, x0, x1 - x0, out);
+  for (int64_t t = 0; t < x1 - x0; t += per_row) {
+    for (int r = 0; r < R; ++r) {
+      const float value = per_row == 2 ? out[t][r] + out[t + 1][r] : out[t][r];
+      reference::StoreOutput(y, (x0 + t) / per_row * n + first + r, value + b[r]);
     }
   }
 }
