@@ -9,10 +9,9 @@
 // side, one address range per thread. One row of X multiplies a block converted in registers, with
 // an accumulator per row and vector. More rows convert a block once into a tile of up to
 // kTileColumns columns that up to 64 rows of X pass over (X read from panels, Bf16Rows), 4 at a
-// time: each run summed in 16
-// accumulators (vdpbf16ps needs 12 in flight: 2 a cycle, 6 cycles each) and scaled into 16
-// totals, some of which the compiler keeps on the stack (4 at a time measured 15–30 % faster than
-// 2 or 3 with every total in a register). OpenMP splits N.
+// time: each run summed in 16 accumulators (vdpbf16ps needs 12 in flight: 2 a cycle, 6 cycles
+// each) and scaled into 16 totals, some of which the compiler keeps on the stack (4 at a time
+// measured 15–30 % faster than 2 or 3 with every total in a register). OpenMP splits N.
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
