@@ -124,17 +124,29 @@ inline float Bf16Value(uint16_t bits) { return std::bit_cast<float>(uint32_t{bit
 
 // Σ over the columns past the last full step of bf16 row x times W row `row`.
 template <PairSource S>
-inline float Tail(const S& w, int64_t row, const uint16_t* x, int64_t full, int64_t k) {
+inline float Tail(const S& w, int64_t row, const uint16_t* x, const float* x_scales,
+                  int64_t x_group, int64_t full, int64_t k) {
   float sum = 0;
-  for (int64_t c = full; c < k; ++c) sum += Bf16Value(x[c]) * w.Load1(row, c);
+  for (int64_t c = full; c < k; ++c) {
+    const float x_scale = x_scales ? x_scales[c / x_group] : 1.0f;
+    sum += Bf16Value(x[c]) * x_scale * w.Load1(row, c);
+  }
   return sum;
 }
 
-// One bf16 row of X (`x`, its run sums at `sums`) against the R rows of a block from `first`: an
-// accumulator per row and vector, so that no two dot products in a step wait on each other.
+// X's scale for weight run g of a row whose X scales are `x_scales` (nullptr: none).
+template <PairSource S>
+inline float XScale(const S& w, const float* x_scales, int64_t x_group, int64_t g) {
+  return x_scales ? x_scales[g * w.group / x_group] : 1.0f;
+}
+
+// One bf16 row of X (`x`, its run sums at `sums`, its scales at `x_scales` where X holds codes)
+// against the R rows of a block from `first`: an accumulator per row and vector, so that no two
+// dot products in a step wait on each other.
 template <PairSource S, int R>
 inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const uint16_t* x,
-                   const float* sums, int64_t k, float out[kBlockRows]) {
+                   const float* sums, const float* x_scales, int64_t x_group, int64_t k,
+                   float out[kBlockRows]) {
   constexpr int V = kVectors<S>;
   __m512 total[R];
   float zero_terms[R] = {};
@@ -160,12 +172,13 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
       __m512 sum = run[r][0];
       for (int v = 1; v < V; ++v) sum = _mm512_add_ps(sum, run[r][v]);
       const float scale = w.Scale(first + r, g);
-      total[r] = _mm512_fmadd_ps(sum, _mm512_set1_ps(scale), total[r]);
+      total[r] =
+          _mm512_fmadd_ps(sum, _mm512_set1_ps(scale * XScale(w, x_scales, x_group, g)), total[r]);
       if constexpr (S::kZeros) zero_terms[r] += scale * w.Zero(first + r, g) * sums[g];
     }
   }
   for (int r = 0; r < R; ++r) {
-    out[r] = Sum(total[r]) - zero_terms[r] + Tail(w, first + r, x, full, k);
+    out[r] = Sum(total[r]) - zero_terms[r] + Tail(w, first + r, x, x_scales, x_group, full, k);
   }
 }
 
@@ -173,13 +186,15 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
 struct TileRun {
   int64_t begin, end, g;
   float scale[kBlockRows];
+  int64_t x_run;  // X's scale run for it, where X holds codes
 };
 
 // P rows of X (at `x`, `k` apart, from the tile's first column) over the runs of R tile rows, into
 // total[0 … P): each run summed in registers and scaled once into the totals.
 template <int R, int P>
 inline void Pass(const uint16_t (*tile)[kTileColumns], const TileRun* runs, int n_runs,
-                 const uint16_t* x, int64_t k, __m512 total[][kBlockRows]) {
+                 const uint16_t* x, int64_t k, const float* x_scales, int64_t x_runs,
+                 __m512 total[][kBlockRows]) {
   __m512 sums[P][R];
   for (int p = 0; p < P; ++p) {
     for (int r = 0; r < R; ++r) sums[p][r] = total[p][r];
@@ -197,9 +212,12 @@ inline void Pass(const uint16_t (*tile)[kTileColumns], const TileRun* runs, int 
         for (int r = 0; r < R; ++r) acc[p][r] = Dot(acc[p][r], wv[r], xv);
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const __m512 scale = _mm512_set1_ps(runs[i].scale[r]);
-      for (int p = 0; p < P; ++p) sums[p][r] = _mm512_fmadd_ps(acc[p][r], scale, sums[p][r]);
+    for (int p = 0; p < P; ++p) {
+      const float x_scale = x_scales ? x_scales[p * x_runs + runs[i].x_run] : 1.0f;
+      for (int r = 0; r < R; ++r) {
+        const __m512 scale = _mm512_set1_ps(runs[i].scale[r] * x_scale);
+        sums[p][r] = _mm512_fmadd_ps(acc[p][r], scale, sums[p][r]);
+      }
     }
   }
   for (int p = 0; p < P; ++p) {
@@ -242,7 +260,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
       const int64_t run_end = (g + 1) * w.group;
       const int64_t end = run_end < chunk + width ? run_end : chunk + width;
       TileRun& run = runs[n_runs];
-      run = {begin - chunk, end - chunk, g, {}};
+      run = {begin - chunk, end - chunk, g, {}, xr.x_scales ? g * w.group / xr.x_group : 0};
       for (int r = 0; r < R; ++r) run.scale[r] = w.Scale(first + r, g);
       begin = end;
     }
@@ -250,11 +268,18 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
     for (int64_t t0 = 0; t0 < t_rows; t0 += kTileRows) {
       const int64_t g = t_rows - t0 < kTileRows ? t_rows - t0 : kTileRows;
       const uint16_t* panel = xr.panels.data<uint16_t>() + (x0 + t0) * full + chunk * g;
+      const auto x_scales = [&](int64_t t) {
+        return xr.x_scales ? xr.x_scales + (x0 + t0 + t) * xr.x_runs : nullptr;
+      };
       int64_t t = 0;
       for (; t + kPassRows <= g; t += kPassRows) {
-        Pass<R, kPassRows>(tile, runs, n_runs, panel + t * width, width, total + t0 + t);
+        Pass<R, kPassRows>(tile, runs, n_runs, panel + t * width, width, x_scales(t), xr.x_runs,
+                           total + t0 + t);
       }
-      for (; t < g; ++t) Pass<R, 1>(tile, runs, n_runs, panel + t * width, width, total + t0 + t);
+      for (; t < g; ++t) {
+        Pass<R, 1>(tile, runs, n_runs, panel + t * width, width, x_scales(t), xr.x_runs,
+                   total + t0 + t);
+      }
     }
     if constexpr (S::kZeros) {
       // Once per run, where the run starts.
@@ -271,7 +296,9 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
   }
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) {
-      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] + Tail(w, first + r, x + t * k, full, k);
+      const float* x_scales = xr.x_scales ? xr.x_scales + (x0 + t) * xr.x_runs : nullptr;
+      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] +
+                  Tail(w, first + r, x + t * k, x_scales, xr.x_group, full, k);
     }
   }
 }
@@ -291,7 +318,8 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
   if (xr.rows == 1) {
     float out[kBlockRows];
     const float* sums = S::kZeros ? xr.run_sums.data() : nullptr;
-    RowOfX<S, R>(w, block, first, xr.bits.data<uint16_t>(), sums, xr.k, out);
+    RowOfX<S, R>(w, block, first, xr.bits.data<uint16_t>(), sums, xr.x_scales, xr.x_group, xr.k,
+                 out);
     for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
     return;
   }
@@ -317,12 +345,17 @@ void TailRows(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
 }
 
 // Y = X · Wᵀ (+ bias) for every row of W, X [m, k] in fp32 (and quantized where the spec's
-// activation mode says so), taken as bf16 rows in the Source's order; W from `packed`.
+// activation mode says so; or e4m3 codes with `x_scales`), taken as bf16 rows in the Source's
+// order; W from `packed`.
 template <PairSource S>
 void Gemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
-          const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
-  const cpu::Bf16Rows xr = cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep,
-                                           S::kXOrder, {kTileRows, kTileColumns});
+          const std::vector<float>& x, int64_t m, const MutableMatrix& y,
+          const cpu::XScales& x_scales = {}) {
+  cpu::Bf16Rows xr = cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep,
+                                     S::kXOrder, {kTileRows, kTileColumns});
+  xr.x_scales = x_scales.scales;
+  xr.x_runs = x_scales.runs;
+  xr.x_group = x_scales.group;
   // X in tiles of kXTileRows bf16 rows, each kept in L2 while every block of W passes over it.
   const int64_t blocks = params.rows / kBlockRows;
   for (int64_t x0 = 0; x0 < xr.rows; x0 += kXTileRows) {

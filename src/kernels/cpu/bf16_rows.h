@@ -34,6 +34,16 @@ struct Bf16Rows {
   //   t0 · full + c0 · g + (t − t0) · w + (c − c0),  t0 = t / panel.rows · panel.rows,
   //   c0 = c / panel.cols · panel.cols, full = k / step · step.
   ParamTensor panels;
+  // Where X holds fp8 codes (XScales): their scales, x_runs per row, each over x_group columns.
+  const float* x_scales = nullptr;
+  int64_t x_runs = 0, x_group = 0;
+};
+
+// The scales of X's codes, where a kernel multiplies codes and applies their scales per run:
+// x = code · scales[row · runs + c / group]. Empty: X holds values.
+struct XScales {
+  const float* scales = nullptr;
+  int64_t runs = 0, group = 0;
 };
 
 struct PanelShape {

@@ -5,6 +5,7 @@
 // bias 7 to bias 127 (bits shifted by 4, plus 120 << 7); the eight with a zero exponent (0 and the
 // subnormals m · 2^-9) come from a table; the sign moves from bit 7 to bit 15.
 #include <bit>
+#include <optional>
 #include <vector>
 
 #include "quantpath/kernels.h"
@@ -61,6 +62,24 @@ using BlockCodes = cpu::Fp8BlockCodes<CpuLevel::kAvx512Vnni>;
 using ScaledRows = Steps<RowCodes>;
 using ScaledBlocks = Steps<BlockCodes>;
 
+// Y for `w` (its prepack `packed`). Where X is rounded to e4m3 with one scale per run of columns
+// that each run of W's scales lies within, X's e4m3 values are multiplied as they are (bf16
+// values) and its scale joins W's per run; otherwise X's values q · s go in (split into two bf16
+// halves, twice the dot products).
+template <typename Source>
+void Fp8Gemm(const Source& w, const cpu::RowInterleave& packed, const LinearParams& params,
+             const ActivationQuant& act, const ConstMatrix& x, const MutableMatrix& y) {
+  const std::optional<reference::Fp8Codes> codes = reference::PrepareFp8Codes(params, act, x);
+  const bool runs_nest =
+      codes && (codes->runs == 1 || (w.group <= codes->group && codes->group % w.group == 0));
+  if (!runs_nest) {
+    return avx512vnni::Gemm(w, packed, params, reference::PrepareActivations(params, act, x),
+                            x.rows, y);
+  }
+  avx512vnni::Gemm(w, packed, params, codes->values, x.rows, y,
+                   {codes->scales.data(), codes->runs, codes->group});
+}
+
 class GemmFp8RowAvx512Bf16 final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmFp8Row_Avx512Bf16"; }
@@ -78,9 +97,8 @@ class GemmFp8RowAvx512Bf16 final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    avx512vnni::Gemm(ScaledRows{RowCodes::Of(params)}, avx512vnni::Packed<ScaledRows>(this, params),
-                     params, xs, x.rows, y);
+    Fp8Gemm(ScaledRows{RowCodes::Of(params)}, avx512vnni::Packed<ScaledRows>(this, params), params,
+            act, x, y);
   }
 };
 
@@ -104,9 +122,8 @@ class GemmFp8BlockAvx512Bf16 final : public LinearKernel {
              const MutableMatrix& y) const override {
     const std::vector<int64_t> grid_row =
         Fp8BlockGridRows({params.key.block[0], params.key.block[1]}, params);
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    avx512vnni::Gemm(ScaledBlocks{BlockCodes::Of(params, grid_row)},
-                     avx512vnni::Packed<ScaledBlocks>(this, params), params, xs, x.rows, y);
+    Fp8Gemm(ScaledBlocks{BlockCodes::Of(params, grid_row)},
+            avx512vnni::Packed<ScaledBlocks>(this, params), params, act, x, y);
   }
 };
 

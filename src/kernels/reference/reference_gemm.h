@@ -25,6 +25,18 @@ bool CanHandleIo(const KernelProbe& probe);
 std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
                                       const ConstMatrix& x);
 
+// X as PrepareActivations makes it where `act` rounds it to e4m3 with one scale per row and run
+// of columns (dynamic per token, per tensor or per group; static per tensor), the e4m3 values and
+// the scales kept apart: X' = values[r · k + c] · scales[r · runs + c / group], group = k where
+// one scale covers a row. nullopt for any other mode.
+struct Fp8Codes {
+  std::vector<float> values;
+  std::vector<float> scales;
+  int64_t group = 0, runs = 0;
+};
+std::optional<Fp8Codes> PrepareFp8Codes(const LinearParams& params, const ActivationQuant& act,
+                                        const ConstMatrix& x);
+
 // W4A4 NVFP4: rounds X [m, k] in place to E2M1 values with one E4M3 scale per `group` columns of
 // a row, against the layer's input divisor, or without one each row's own (nvfp4_family.h's rule,
 // in fp32), and stores q · s / d.
