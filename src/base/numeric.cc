@@ -158,7 +158,22 @@ uint16_t FloatToFp16(float value) {
 }
 float Fp8E4M3ToFloat(uint8_t bits) { return DecodeTable<FloatFormat::kFP8E4M3>()[bits]; }
 uint8_t FloatToFp8E4M3(float value) {
-  return static_cast<uint8_t>(Encode(FormatInfo(FloatFormat::kFP8E4M3), value));
+  // Encode's rounding for e4m3fn on the bits (activations are rounded to it on every call):
+  // nearest, ties to even; below 2^-6 in steps of 2^-9 (exact in fp32: |v| · 512 < 8, rounded by
+  // adding 2^23); above, the mantissa cut to 3 bits, a carry moving into the exponent; past 448,
+  // and infinities, 448 (saturation); NaN the format's NaN with its sign.
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const uint8_t sign = static_cast<uint8_t>(bits >> 24 & 0x80);
+  const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) return sign | 0x7F;
+  if (magnitude < 0x3C800000u) {  // below 2^-6
+    const float steps = std::bit_cast<float>(magnitude) * 512.0f + 0x1p23f;
+    return sign | static_cast<uint8_t>(std::bit_cast<uint32_t>(steps) - 0x4B000000u);
+  }
+  if (magnitude >= 0x43E00000u) return sign | 0x7E;  // 448 and above
+  const uint32_t rounded = magnitude + 0x7FFFFu + (magnitude >> 20 & 1);
+  const uint32_t pattern = ((rounded >> 23) - 120) << 3 | (rounded >> 20 & 7);
+  return sign | static_cast<uint8_t>(pattern > 0x7E ? 0x7E : pattern);
 }
 float Fp8E5M2ToFloat(uint8_t bits) { return DecodeTable<FloatFormat::kFP8E5M2>()[bits]; }
 uint8_t FloatToFp8E5M2(float value) {

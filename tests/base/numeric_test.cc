@@ -198,6 +198,33 @@ TEST(NumericDecode, ValuesFromTheSpecificationTables) {
 // FloatToBf16 rounds on the bits; the general encoder (EncodeFloat) is its reference on values
 // between bf16 values: float patterns across the whole range, each bf16 value's halfway points
 // (ties to even) and the values either side of them.
+// FloatToFp8E4M3 rounds on the bits too: against the general encoder across the whole float range,
+// at every e4m3 value's halfway points and either side of them (normal: the cut 20 bits at
+// 0x80000; subnormal: (q + ½) · 2^-9), saturation and NaN.
+TEST(NumericEncode, Fp8E4M3RoundingMatchesTheGeneralEncoder) {
+  const auto check = [](float value) {
+    ASSERT_EQ(FloatToFp8E4M3(value), EncodeFloat(FloatFormat::kFP8E4M3, value))
+        << Hex(std::bit_cast<uint32_t>(value));
+  };
+  for (uint64_t wide = 0; wide <= 0xFFFFFFFFu; wide += 0xFFF1) {
+    const uint32_t b = static_cast<uint32_t>(wide);
+    for (const uint32_t bits : {b, (b & 0xFFF00000u) | 0x80000u, (b & 0xFFF00000u) | 0x7FFFFu,
+                                (b & 0xFFF00000u) | 0x80001u}) {
+      check(std::bit_cast<float>(bits));
+    }
+  }
+  for (int q = 0; q <= 8; ++q) {
+    const float tie = (static_cast<float>(q) + 0.5f) / 512.0f;
+    for (const float v : {tie, std::nextafter(tie, 0.0f), std::nextafter(tie, 1.0f), -tie}) {
+      check(v);
+    }
+  }
+  for (const float v :
+       {448.0f, 463.9f, 464.0f, 1e9f, INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f}) {
+    check(v);
+  }
+}
+
 TEST(NumericEncode, Bf16RoundingMatchesTheGeneralEncoder) {
   for (uint64_t wide = 0; wide <= 0xFFFFFFFFu; wide += 0xFFF1) {
     const uint32_t b = static_cast<uint32_t>(wide);
