@@ -18,13 +18,13 @@
 
 #include "src/base/avx512_intrinsics.h"
 
-#include <bit>
 #include <concepts>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_rows.h"
 #include "src/kernels/cpu/row_interleave.h"
 #include "src/kernels/reference/reference_gemm.h"
@@ -120,8 +120,6 @@ inline float Sum(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)));
 }
 
-inline float Bf16Value(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
-
 // Σ over the columns past the last full step of bf16 row x times W row `row`.
 template <PairSource S>
 inline float Tail(const S& w, int64_t row, const uint16_t* x, const float* x_scales,
@@ -129,7 +127,7 @@ inline float Tail(const S& w, int64_t row, const uint16_t* x, const float* x_sca
   float sum = 0;
   for (int64_t c = full; c < k; ++c) {
     const float x_scale = x_scales ? x_scales[c / x_group] : 1.0f;
-    sum += Bf16Value(x[c]) * x_scale * w.Load1(row, c);
+    sum += Bf16ToFloat(x[c]) * x_scale * w.Load1(row, c);
   }
   return sum;
 }

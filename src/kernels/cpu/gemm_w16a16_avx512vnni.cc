@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
 #include "src/kernels/cpu/bf16_rows.h"
 #include "src/kernels/cpu_problems.h"
@@ -28,7 +29,7 @@ struct Bf16Pairs {
   float Scale(int64_t, int64_t) const { return 1.0f; }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
-    return avx512vnni::Bf16Value(data[row * row_elements + col]);
+    return Bf16ToFloat(data[row * row_elements + col]);
   }
 };
 
