@@ -5,6 +5,8 @@
 #include "src/specs/bf16_family.h"
 #include "src/specs/fp8_family.h"
 #include "src/specs/int_family.h"
+#include "src/specs/mx_family.h"
+#include "src/specs/nvfp4_family.h"
 
 namespace quantpath::cpu_problems {
 
@@ -45,6 +47,27 @@ bool TakesW8a8Int8(const KernelProbe& probe) {
   const ActivationQuant& act = probe.act;
   const bool mode = act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor;
   return ServesW8a8Int8(probe.spec, probe.device) && act.dtype == QDType::kINT8 && mode &&
+         reference::CanHandleIo(probe);
+}
+
+bool TakesNvfp4(const KernelProbe& probe) {
+  const ActivationQuant& act = probe.act;
+  const bool act_ok =
+      act.mode == ActMode::kNone ||
+      (act.mode == ActMode::kDynamicGroup && act.dtype == QDType::kNVFP4 && act.group_size > 0);
+  // The dtypes and shape as the host, which runs the reference for either device, checks them.
+  KernelProbe host = probe;
+  host.device = DeviceCaps{};
+  return probe.spec.family == kNvfp4Family && probe.spec.group > 0 && act_ok &&
+         reference::CanHandleIo(host);
+}
+
+bool TakesMx(const KernelProbe& probe) {
+  const ActivationQuant& act = probe.act;
+  const bool act_ok =
+      act.mode == ActMode::kNone || (act.mode == ActMode::kDynamicGroup && act.group_size > 0 &&
+                                     (act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8));
+  return IsMxFamily(probe.spec.family) && probe.spec.group > 0 && act_ok &&
          reference::CanHandleIo(probe);
 }
 

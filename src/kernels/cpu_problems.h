@@ -25,4 +25,12 @@ bool ServesW8a8Int8(const SpecKey& key, const DeviceCaps& device);
 // int8 activations, dynamic per token or static per tensor, fp32 / bf16 in and out.
 bool TakesW8a8Int8(const KernelProbe& probe);
 
+// NVFP4 (either scale layout): blocks of a positive size, weight-only or W4A4 (NVFP4 activations
+// per group), fp32 / bf16 in and out as the host takes them.
+bool TakesNvfp4(const KernelProbe& probe);
+
+// MXFP4 / MXFP8: blocks of a positive size, weight-only or MX activations per group, fp32 / bf16
+// in and out.
+bool TakesMx(const KernelProbe& probe);
+
 }  // namespace quantpath::cpu_problems

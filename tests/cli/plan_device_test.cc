@@ -3,6 +3,7 @@
 // layers out for the same device.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -85,7 +86,10 @@ TEST(PlanDeviceCli, LoadAndRunLayTheLayersOutForTheDevice) {
   const std::filesystem::path out = std::filesystem::temp_directory_path() / "quantpath_device";
   std::filesystem::create_directories(out);
   const std::string run = "run " + dir + " --layer model.layers.0.mlp.gate_up_proj --m 3 --json";
+  // The reference kernel on the host, as for sm100's layout, which only it reads.
+  setenv("QUANTPATH_CPU_ISA", "reference", 1);
   const auto on_cpu = RunCli(run + " --output " + (out / "cpu.safetensors").string());
+  unsetenv("QUANTPATH_CPU_ISA");
   const auto on_sm100 =
       RunCli(run + " --device sm100 --output " + (out / "sm100.safetensors").string());
   ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.out;

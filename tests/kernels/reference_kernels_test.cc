@@ -58,6 +58,9 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
   } else if (w.dtype() == QDType::kFP8E4M3) {
     const std::vector<uint8_t> bits = testing::RandomFp8(rng, p.tensor(Slot::kWeight).elements());
     std::copy(bits.begin(), bits.end(), p.tensor(Slot::kWeight).data<uint8_t>());
+  } else if (w.dtype() == QDType::kNVFP4 || w.dtype() == QDType::kMXFP4) {
+    std::uniform_int_distribution<int> byte(0, 255);  // every E2M1 pair is a value
+    for (int64_t i = 0; i < w.bytes(); ++i) w.data<uint8_t>()[i] = static_cast<uint8_t>(byte(*rng));
   } else {
     const std::vector<float> values =
         testing::RandomBf16Values(rng, p.tensor(Slot::kWeight).elements());
@@ -65,11 +68,27 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
       p.tensor(Slot::kWeight).data<uint16_t>()[i] = FloatToBf16(values[i]);
     }
   }
-  const std::vector<float> scales =
-      testing::RandomScales(rng, p.tensor(Slot::kWeightScale).elements());
-  std::copy(scales.begin(), scales.end(), p.tensor(Slot::kWeightScale).data<float>());
+  ParamTensor& s = p.tensor(Slot::kWeightScale);
+  if (s.dtype() == QDType::kFP8E4M3) {
+    // NVFP4 block scales: any e4m3 but NaN, subnormals and signs included.
+    const std::vector<uint8_t> bits = testing::RandomFp8(rng, s.elements());
+    std::copy(bits.begin(), bits.end(), s.data<uint8_t>());
+  } else if (s.dtype() == QDType::kINT8) {
+    // E8M0: 2^-127 (0) now and then, else 2^-9 … 2^8.
+    std::uniform_int_distribution<int> exponent(kE8M0Bias - 10, kE8M0Bias + 8);
+    for (int64_t i = 0; i < s.elements(); ++i) {
+      s.data<uint8_t>()[i] = i % 97 == 5 ? 0 : static_cast<uint8_t>(exponent(*rng));
+    }
+  } else {
+    const std::vector<float> scales = testing::RandomScales(rng, s.elements());
+    std::copy(scales.begin(), scales.end(), s.data<float>());
+  }
+  if (!p.tensor(Slot::kWeightGlobalScale).empty())
+    p.tensor(Slot::kWeightGlobalScale).data<float>()[0] = 0x1.3p-11f;
+  // The input divisor of NVFP4 (448 · 6 over about X's largest value), else fp8's static scale.
   if (!p.tensor(Slot::kInputScale).empty())
-    p.tensor(Slot::kInputScale).data<float>()[0] = 1.0f / 448.0f;
+    p.tensor(Slot::kInputScale).data<float>()[0] =
+        p.key.family == kNvfp4Family ? 2688.0f : 1.0f / 448.0f;
   const std::vector<float> bias = testing::RandomBf16Values(rng, p.tensor(Slot::kBias).elements());
   for (int64_t i = 0; i < p.tensor(Slot::kBias).elements(); ++i) {
     p.tensor(Slot::kBias).data<uint16_t>()[i] = FloatToBf16(bias[i]);
@@ -78,6 +97,19 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
   p.leg_input_scales.clear();
   p.loaded = p.processed = true;
   return p;
+}
+
+// An NVFP4 / MX weight from its bytes: the element (E2M1 nibble, low first, or E4M3 byte) times
+// its block's scale (E4M3 times the global, or 2^(e − 127)).
+double MicroscaledWeight(const LinearParams& p, int64_t r, int64_t c) {
+  const ParamTensor& w = p.tensor(Slot::kWeight);
+  const ParamTensor& s = p.tensor(Slot::kWeightScale);
+  const uint8_t* row = w.data<uint8_t>() + r * w.row_bytes();
+  const uint8_t scale = s.data<uint8_t>()[r * s.cols() + c / p.key.group];
+  if (p.key.family == kMxfp8Family) return Fp8E4M3ToFloat(row[c]) * std::ldexp(1.0, scale - 127);
+  const double element = E2M1ToFloat(c % 2 == 0 ? row[c / 2] & 0xF : row[c / 2] >> 4);
+  if (p.key.family == kMxfp4Family) return element * std::ldexp(1.0, scale - 127);
+  return element * Fp8E4M3ToFloat(scale) * p.tensor(Slot::kWeightGlobalScale).data<float>()[0];
 }
 
 // W dequantized to double from the parameter bytes.
@@ -89,6 +121,10 @@ std::vector<double> DequantizeParams(const LinearParams& p) {
       const int64_t i = r * p.cols + c;
       if (key.family == kBf16Family) {
         w[i] = LoadFloat(p.tensor(Slot::kWeight), i);
+        continue;
+      }
+      if (key.family == kNvfp4Family || IsMxFamily(key.family)) {
+        w[i] = MicroscaledWeight(p, r, c);
         continue;
       }
       const double q = Fp8E4M3ToFloat(p.tensor(Slot::kWeight).data<uint8_t>()[i]);
@@ -191,6 +227,8 @@ std::vector<Case> Cases() {
   const ActivationQuant tensor{ActMode::kDynamicPerTensor, 0};
   const ActivationQuant group{ActMode::kDynamicGroup, 128};
   const ActivationQuant fixed{ActMode::kStaticPerTensor, 0};
+  const ActivationQuant nvfp4{ActMode::kDynamicGroup, 16, QDType::kNVFP4};
+  const ActivationQuant mxfp8{ActMode::kDynamicGroup, 32, QDType::kMXFP8};
   const QDType f32 = QDType::kFP32, bf16 = QDType::kBF16;
   std::vector<Case> cases = {
       {"bf16_m1", "bf16", none, 1, 64, 96, f32, f32, false},
@@ -227,6 +265,21 @@ std::vector<Case> Cases() {
       {"channel_weight_only_long_m6", "fp8_per_channel", none, 6, 20, 1100, bf16, f32, true},
       {"block_weight_only_m3", "fp8_block_128_128", none, 3, 130, 130, f32, f32, false},
       {"block_token_m2", "fp8_block_128_128", token, 2, 128, 128, f32, f32, false},
+      // NVFP4 and MX: whole 128-column steps, a ragged tail of 16- and 32-blocks, a row past a
+      // 512-column tile, M in each bucket, X rounded to NVFP4 / MX.
+      {"nvfp4_m1", "nvfp4_block_16_linear", none, 1, 64, 256, bf16, f32, false},
+      {"nvfp4_m3_ragged", "nvfp4_block_16_linear", none, 3, 37, 208, f32, f32, true},
+      {"nvfp4_m18_long", "nvfp4_block_16_linear", none, 18, 20, 1104, bf16, bf16, false},
+      {"nvfp4_m64", "nvfp4_block_16_linear", none, 64, 24, 384, f32, f32, true},
+      {"nvfp4_w4a4_m5", "nvfp4_block_16_linear", nvfp4, 5, 40, 272, bf16, f32, false},
+      {"mxfp4_m1", "mxfp4_block_32", none, 1, 64, 256, bf16, f32, false},
+      {"mxfp4_m6_ragged", "mxfp4_block_32", none, 6, 33, 224, f32, bf16, true},
+      {"mxfp4_m17_long", "mxfp4_block_32", none, 17, 12, 1120, bf16, f32, false},
+      {"mxfp4_mxfp8_act_m4", "mxfp4_block_32", mxfp8, 4, 24, 320, f32, f32, false},
+      {"mxfp8_m1", "mxfp8_block_32", none, 1, 48, 256, bf16, f32, true},
+      {"mxfp8_m7_ragged", "mxfp8_block_32", none, 7, 29, 200, f32, f32, false},
+      {"mxfp8_m65_long", "mxfp8_block_32", none, 65, 9, 1056, bf16, bf16, false},
+      {"mxfp8_mxfp8_act_m2", "mxfp8_block_32", mxfp8, 2, 40, 160, bf16, f32, false},
   };
   return cases;
 }

@@ -66,6 +66,7 @@ LoadFacts CtFacts() {
   return facts;
 }
 
+// On the reference kernel, which reads either layout: the same products, bit for bit.
 Result<Linear> LoadAs(ScaleVariant scales, const Checkpoint& checkpoint) {
   SpecKey key = Nvfp4LinearKey();
   key.scales = scales;
@@ -74,7 +75,7 @@ Result<Linear> LoadAs(ScaleVariant scales, const Checkpoint& checkpoint) {
   request.layer = "m";
   request.shape = {kN, kK};
   QP_ASSIGN_OR_RETURN(int64_t bytes, spec->StorageBytes(request));
-  QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
+  const auto dispatcher = std::make_shared<Dispatcher>(KernelRegistry::Global(), CpuFeatures{});
   QP_ASSIGN_OR_RETURN(Linear linear,
                       LoadLinear(std::move(spec), request, checkpoint, {"m"}, dispatcher));
   EXPECT_EQ(linear.params().WeightBytes(), bytes);

@@ -106,7 +106,7 @@ TEST_P(MxFixturesTest, MatchesTheDequantizationAndRuns) {
       ASSERT_TRUE(run.ok()) << run.status().message();
       EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
       EXPECT_EQ(run->tol, 1e-4);
-      EXPECT_EQ(run->kernel, "GemmMx_Ref");
+      EXPECT_EQ(run->kernel.rfind("GemmMx", 0), 0u) << run->kernel;
       std::printf("%s %s seed %llu: rel %.3g (tol %.3g)\n", f.folder.c_str(), path.c_str(),
                   static_cast<unsigned long long>(seed), run->rel, run->tol);
     }

@@ -115,7 +115,7 @@ TEST_P(Nvfp4FixturesTest, MatchesTheProducerAndRuns) {
       ASSERT_TRUE(run.ok()) << run.status().message();
       EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
       EXPECT_EQ(run->tol, f.w4a4 ? 5e-2 : 1e-4);
-      EXPECT_EQ(run->kernel, "GemmNvfp4_Ref");
+      EXPECT_EQ(run->kernel.rfind("GemmNvfp4_", 0), 0u) << run->kernel;
       std::printf("%s %s seed %llu: rel %.3g (tol %.3g)\n", f.folder.c_str(), path.c_str(),
                   static_cast<unsigned long long>(seed), run->rel, run->tol);
     }
@@ -158,8 +158,16 @@ TEST_P(Nvfp4FixturesTest, Sm100LoadsTheTiledLayoutWithTheLinearOutputs) {
         Result<LayerRun> a = RunSeeded(*linear, 5, 3);
         Result<LayerRun> b = RunSeeded(*tiled, 5, 3);
         ASSERT_TRUE(a.ok() && b.ok());
+        // The host runs the tiled layout on the reference kernel and the linear one on the
+        // fastest here: the same products summed in another order (one kernel gives the same bits
+        // for both layouts: nvfp4_tiled_test).
         ASSERT_EQ(a->y.size(), b->y.size());
-        EXPECT_EQ(std::memcmp(a->y.data(), b->y.data(), a->y.size() * sizeof(float)), 0);
+        double max_diff = 0, max_y = 0;
+        for (size_t i = 0; i < a->y.size(); ++i) {
+          max_diff = std::max(max_diff, std::fabs(double{a->y[i]} - b->y[i]));
+          max_y = std::max(max_y, std::fabs(double{a->y[i]}));
+        }
+        EXPECT_LE(max_diff, 1e-5 * max_y);
         EXPECT_TRUE(b->pass()) << "rel " << b->rel << " tol " << b->tol;
       }
       ++checked;

@@ -21,6 +21,8 @@
 #include "quantpath/specs.h"
 #include "src/specs/bf16_family.h"
 #include "src/specs/fp8_family.h"
+#include "src/specs/mx_family.h"
+#include "src/specs/nvfp4_family.h"
 
 namespace quantpath::testing {
 
@@ -32,7 +34,10 @@ inline std::unique_ptr<WeightSpec> TestSpec(const SpecKey& key, const Activation
   LoadFacts facts;
   facts.layout = layout.value_or(key.family == kBf16Family       ? SourceLayout::kDense
                                  : key.family == kFp8BlockFamily ? SourceLayout::kFp8ScaleInv
-                                                                 : SourceLayout::kFp8Scale);
+                                 : key.family == kNvfp4Family ? SourceLayout::kCtNvfp4PackQuantized
+                                 : key.family == kMxfp4Family ? SourceLayout::kCtMxfp4PackQuantized
+                                 : key.family == kMxfp8Family ? SourceLayout::kCtFloatQuantized
+                                                              : SourceLayout::kFp8Scale);
   Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
   EXPECT_TRUE(spec.ok()) << spec.status().message();
   return spec.ok() ? std::move(*spec) : nullptr;

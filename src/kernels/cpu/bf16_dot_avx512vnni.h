@@ -39,18 +39,27 @@ inline constexpr int64_t kXTileRows =
     64;                              // bf16 rows of X per pass over all of W: a multiple of it
 inline constexpr int kPassRows = 4;  // rows of X per pass over a tile
 
-// A Source gives `int64_t group`, the columns that share a scale (a multiple of kStep, or the
-// row); `kStep`, the columns one load covers (kStep / 32 vectors), stored in `kStepBytes` bytes of
-// W's row; `Load(p, out)`: the codes of one step at `p` as bf16 values, exact and unscaled, vector
-// v paired with X's values at positions 32v … of the step in the order `kXOrder` arranges X;
-// `float Scale(row, g)` and `float Zero(row, g)` for run g (what the codes are offset by, taken
-// off as Zero · Σ x; `kZeros` false where it is always 0); `float Load1(row, col)`, the
-// dequantized value, for the columns past the last full step.
+// A Source gives `int64_t group`, the columns of a run (a multiple of kStep, or the row); `kStep`,
+// the columns one load covers (kStep / 32 vectors), stored in `kStepBytes` bytes of W's row;
+// `Load(p, out)`: the codes of one step at `p` as bf16 values, exact and unscaled, vector v paired
+// with X's values at positions 32v … of the step in the order `kXOrder` arranges X; `Scale(row, g)`
+// for run g: a float where the run shares one scale, or (with `kLaneScales` true) an __m512 of
+// one scale per lane where a run holds several groups, each in the same lanes of every vector
+// (kXOrder puts them there);
+// `float Zero(row, g)`, what the codes are offset by, taken off as Zero · Σ x (`kZeros` false
+// where it is always 0; lane scales have none); `float Load1(row, col)`, the dequantized value,
+// for the columns past the last full step.
+template <typename S>
+inline constexpr bool kLaneScales = requires {
+  requires S::kLaneScales;
+};
+
 template <typename S>
 concept PairSource = requires(const S& w, int64_t i, const uint8_t* p, __m512i* out) {
   { w.group } -> std::convertible_to<int64_t>;
   w.Load(p, out);
-  { w.Scale(i, i) } -> std::convertible_to<float>;
+  w.Scale(i, i);
+  requires(kLaneScales<S> ? !S::kZeros : std::same_as<decltype(w.Scale(i, i)), float>);
   { w.Zero(i, i) } -> std::convertible_to<float>;
   { w.Load1(i, i) } -> std::convertible_to<float>;
   { S::kZeros } -> std::convertible_to<bool>;
@@ -61,6 +70,16 @@ concept PairSource = requires(const S& w, int64_t i, const uint8_t* p, __m512i* 
 
 template <PairSource S>
 inline constexpr int kVectors = static_cast<int>(S::kStep / kWidth);
+
+// Run g's scale for W row `row` times X's scale, in every lane.
+template <PairSource S>
+inline __m512 RunScale(const S& w, int64_t row, int64_t g, float x_scale) {
+  if constexpr (kLaneScales<S>) {
+    return _mm512_mul_ps(w.Scale(row, g), _mm512_set1_ps(x_scale));
+  } else {
+    return _mm512_set1_ps(w.Scale(row, g) * x_scale);
+  }
+}
 
 // The kernel's prepack of W for Source S (made on the first call, kept with the parameters).
 template <PairSource S>
@@ -94,6 +113,15 @@ inline void PrefetchAhead(const PackedBlock& block, int64_t step) {
   const char* ahead = reinterpret_cast<const char*>(block.At(step, 0)) + kPrefetchBytes;
   for (int64_t line = 0; line < R * S::kStepBytes; line += 64) {
     _mm_prefetch(ahead + line, _MM_HINT_T0);
+  }
+}
+
+// A Source whose scales lie in their own tensor, a row's bytes for each step (NVFP4, MXFP4),
+// fetches them with `PrefetchScales(row, step)` as far ahead as the prepack is.
+template <PairSource S, int R>
+inline void PrefetchScalesAhead(const S& w, int64_t first, int64_t step) {
+  if constexpr (requires { w.PrefetchScales(first, step); }) {
+    for (int r = 0; r < R; ++r) w.PrefetchScales(first + r, step);
   }
 }
 
@@ -160,6 +188,7 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
       __m512i xv[V];
       for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_si512(x + c + v * kWidth);
       PrefetchAhead<S, R>(block, c / S::kStep);
+      PrefetchScalesAhead<S, R>(w, first, c / S::kStep);
       for (int r = 0; r < R; ++r) {
         __m512i wv[V];
         w.Load(block.At(c / S::kStep, r), wv);
@@ -169,10 +198,11 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
     for (int r = 0; r < R; ++r) {
       __m512 sum = run[r][0];
       for (int v = 1; v < V; ++v) sum = _mm512_add_ps(sum, run[r][v]);
-      const float scale = w.Scale(first + r, g);
-      total[r] =
-          _mm512_fmadd_ps(sum, _mm512_set1_ps(scale * XScale(w, x_scales, x_group, g)), total[r]);
-      if constexpr (S::kZeros) zero_terms[r] += scale * w.Zero(first + r, g) * sums[g];
+      total[r] = _mm512_fmadd_ps(sum, RunScale(w, first + r, g, XScale(w, x_scales, x_group, g)),
+                                 total[r]);
+      if constexpr (S::kZeros) {
+        zero_terms[r] += w.Scale(first + r, g) * w.Zero(first + r, g) * sums[g];
+      }
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -183,7 +213,7 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
 // A run of a tile: its columns [begin, end) of the tile, all in run g, and the R rows' scales.
 struct TileRun {
   int64_t begin, end, g;
-  float scale[kBlockRows];
+  __m512 scale[kBlockRows];
   int64_t x_run;  // X's scale run for it, where X holds codes
 };
 
@@ -211,9 +241,11 @@ inline void Pass(const uint16_t (*tile)[kTileColumns], const TileRun* runs, int 
       }
     }
     for (int p = 0; p < P; ++p) {
-      const float x_scale = x_scales ? x_scales[p * x_runs + runs[i].x_run] : 1.0f;
       for (int r = 0; r < R; ++r) {
-        const __m512 scale = _mm512_set1_ps(runs[i].scale[r] * x_scale);
+        const __m512 scale =
+            x_scales ? _mm512_mul_ps(runs[i].scale[r],
+                                     _mm512_set1_ps(x_scales[p * x_runs + runs[i].x_run]))
+                     : runs[i].scale[r];
         sums[p][r] = _mm512_fmadd_ps(acc[p][r], scale, sums[p][r]);
       }
     }
@@ -243,6 +275,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
     const int64_t width = full - chunk < kTileColumns ? full - chunk : kTileColumns;
     for (int64_t c = 0; c < width; c += S::kStep) {
       PrefetchAhead<S, R>(block, (chunk + c) / S::kStep);
+      PrefetchScalesAhead<S, R>(w, first, (chunk + c) / S::kStep);
       for (int r = 0; r < R; ++r) {
         __m512i wv[kVectors<S>];
         w.Load(block.At((chunk + c) / S::kStep, r), wv);
@@ -259,7 +292,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
       const int64_t end = run_end < chunk + width ? run_end : chunk + width;
       TileRun& run = runs[n_runs];
       run = {begin - chunk, end - chunk, g, {}, xr.x_scales ? g * w.group / xr.x_group : 0};
-      for (int r = 0; r < R; ++r) run.scale[r] = w.Scale(first + r, g);
+      for (int r = 0; r < R; ++r) run.scale[r] = RunScale(w, first + r, g, 1.0f);
       begin = end;
     }
     // Each group of kTileRows rows reads its columns of the chunk from its panel, side by side.
@@ -284,7 +317,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
       for (int i = 0; i < n_runs; ++i) {
         if (chunk + runs[i].begin != runs[i].g * w.group) continue;
         for (int r = 0; r < R; ++r) {
-          const float scaled_zero = runs[i].scale[r] * w.Zero(first + r, runs[i].g);
+          const float scaled_zero = w.Scale(first + r, runs[i].g) * w.Zero(first + r, runs[i].g);
           for (int64_t t = 0; t < t_rows; ++t) {
             zero_terms[t][r] += scaled_zero * xr.run_sums[(x0 + t) * xr.runs + runs[i].g];
           }

@@ -1,10 +1,7 @@
-// The fp8 specs on the AVX-512 BF16 GEMM (bf16_dot_avx512vnni.h):
+// The fp8 specs on the AVX-512 BF16 GEMM (bf16_dot_avx512vnni.h), e4m3 codes as bf16 values
+// (fp8_bf16_avx512vnni.h):
 //   GemmFp8Row_Avx512Bf16    fp8_per_tensor and fp8_per_channel (one fp32 scale per output row)
 //   GemmFp8Block_Avx512Bf16  fp8_block_<bn>_<bk> with bk a multiple of 64 (a step)
-// Every e4m3 value is a bf16 value: a normal one keeps its mantissa and moves its exponent from
-// bias 7 to bias 127 (bits shifted by 4, plus 120 << 7); the eight with a zero exponent (0 and the
-// subnormals m · 2^-9) come from a table; the sign moves from bit 7 to bit 15.
-#include <bit>
 #include <optional>
 #include <vector>
 
@@ -12,35 +9,13 @@
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
 #include "src/kernels/cpu/bf16_rows.h"
+#include "src/kernels/cpu/fp8_bf16_avx512vnni.h"
 #include "src/kernels/cpu/fp8_codes.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/fp8_family.h"
 
 namespace quantpath {
 namespace {
-
-// bf16 bits of m · 2^-9 at index m < 8 (the rest unused).
-struct SubnormalTable {
-  alignas(64) uint16_t bits[32] = {};
-  constexpr SubnormalTable() {
-    for (int m = 0; m < 8; ++m) bits[m] = std::bit_cast<uint32_t>(m / 512.0f) >> 16;
-  }
-};
-constexpr SubnormalTable kSubnormals;
-
-// 32 e4m3 codes as bf16 values.
-inline __m512i Fp8ToBf16(__m256i codes) {
-  const __m512i w = _mm512_cvtepu8_epi16(codes);
-  const __m512i normal =
-      _mm512_add_epi16(_mm512_and_si512(_mm512_slli_epi16(w, 4), _mm512_set1_epi16(0x07F0)),
-                       _mm512_set1_epi16(120 << 7));
-  const __mmask32 subnormal = _mm512_testn_epi16_mask(w, _mm512_set1_epi16(0x78));
-  const __m512i magnitude =
-      _mm512_mask_permutexvar_epi16(normal, subnormal, w, _mm512_load_si512(kSubnormals.bits));
-  // magnitude | (w << 8 & 0x8000)
-  return _mm512_ternarylogic_epi32(magnitude, _mm512_slli_epi16(w, 8),
-                                   _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xF8);
-}
 
 // The layouts (fp8_codes.h), 64 columns a step.
 template <typename Codes>
@@ -51,8 +26,8 @@ struct Steps : Codes {
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
   void Load(const uint8_t* p, __m512i out[2]) const {
     const __m512i codes = avx512vnni::LoadOnce(p);
-    out[0] = Fp8ToBf16(_mm512_castsi512_si256(codes));
-    out[1] = Fp8ToBf16(_mm512_extracti64x4_epi64(codes, 1));
+    out[0] = avx512vnni::Fp8ToBf16(_mm512_castsi512_si256(codes));
+    out[1] = avx512vnni::Fp8ToBf16(_mm512_extracti64x4_epi64(codes, 1));
   }
   float Scale(int64_t row, int64_t g) const { return this->RunScale(row, g); }
   float Zero(int64_t, int64_t) const { return 0.0f; }

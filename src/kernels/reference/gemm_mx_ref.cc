@@ -10,6 +10,7 @@
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/mx_family.h"
 
@@ -39,12 +40,6 @@ void QuantizeMxActivations(std::vector<float>* xs, int64_t m, int64_t k, int64_t
 
 namespace {
 
-bool CanHandleAct(const ActivationQuant& act) {
-  if (act.mode == ActMode::kNone) return true;
-  return act.mode == ActMode::kDynamicGroup && act.group_size > 0 &&
-         (act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8);
-}
-
 class GemmMxRef final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmMx_Ref"; }
@@ -54,8 +49,7 @@ class GemmMxRef final : public LinearKernel {
     return IsMxFamily(key.family) && device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.spec.group > 0 && CanHandleAct(probe.act) &&
-           reference::CanHandleIo(probe);
+    return Serves(probe.spec, probe.device) && cpu_problems::TakesMx(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {

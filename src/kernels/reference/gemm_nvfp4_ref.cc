@@ -15,6 +15,7 @@
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/nvfp4_family.h"
 
@@ -47,11 +48,6 @@ void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int6
 
 namespace {
 
-bool CanHandleAct(const ActivationQuant& act) {
-  if (act.mode == ActMode::kNone) return true;
-  return act.mode == ActMode::kDynamicGroup && act.dtype == QDType::kNVFP4 && act.group_size > 0;
-}
-
 class GemmNvfp4Ref final : public LinearKernel {
  public:
   std::string_view name() const override { return "GemmNvfp4_Ref"; }
@@ -64,11 +60,7 @@ class GemmNvfp4Ref final : public LinearKernel {
                : key.scales == ScaleVariant::kTiled128x4 && (device.is_cpu() || device.sm >= 100);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    // The dtypes and shape as the host, which runs it for either device, checks them.
-    KernelProbe host = probe;
-    host.device = DeviceCaps{};
-    return Serves(probe.spec, probe.device) && probe.spec.group > 0 && CanHandleAct(probe.act) &&
-           reference::CanHandleIo(host);
+    return Serves(probe.spec, probe.device) && cpu_problems::TakesNvfp4(probe);
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {

@@ -1,0 +1,105 @@
+// GemmNvfp4_Avx512Bf16: nvfp4_block_16_linear (nvfp4_family.h), W4A16 and W4A4, on the AVX-512
+// BF16 GEMM (bf16_dot_avx512vnni.h) with the E2M1 codes as bf16 values (e2m1_quads_avx512vnni.h).
+// A run is a step of 128 columns, 8 blocks of 16: lane i of its sum holds columns 8i … 8i + 7, so
+// it is scaled by block i / 2's E4M3 scale, widened in the lanes as fp8_bf16_avx512vnni.h widens
+// codes (the exponent rebiased, the subnormals from a table: multiplying E4M3 bits placed as an
+// fp32 subnormal by 2^120 instead halved the decode speed), times the global in fp32 as the
+// reference multiplies them. The 128x4 layout stays with the reference (sm100's).
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "quantpath/numeric.h"
+#include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
+#include "src/kernels/cpu_problems.h"
+#include "src/specs/nvfp4_family.h"
+
+namespace quantpath {
+namespace {
+
+// m · 2^-9 at index m < 8: the E4M3 values with a zero exponent (the rest unused).
+struct SubnormalScales {
+  alignas(64) float values[16] = {};
+  constexpr SubnormalScales() {
+    for (int m = 0; m < 8; ++m) values[m] = m / 512.0f;
+  }
+};
+constexpr SubnormalScales kSubnormals;
+
+struct Nvfp4Quads {
+  const uint8_t* codes;
+  int64_t row_bytes;
+  const uint8_t* scales;  // [N, K / 16] E4M3
+  int64_t scale_cols;
+  float global;
+  int64_t group = avx512vnni::kE2M1Step;
+  static constexpr bool kZeros = false;
+  static constexpr bool kLaneScales = true;
+  static constexpr int64_t kStep = avx512vnni::kE2M1Step;
+  static constexpr int64_t kStepBytes = avx512vnni::kE2M1StepBytes;
+  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
+
+  void Load(const uint8_t* p, __m512i out[4]) const { avx512vnni::LoadE2M1Quads(p, out); }
+  // Lane i: block 8g + i / 2 of the row.
+  __m512 Scale(int64_t row, int64_t g) const {
+    const __m128i bytes = _mm_loadl_epi64(
+        reinterpret_cast<const __m128i*>(scales + row * scale_cols + g * kStep / kNvfp4Group));
+    const __m512i code = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(bytes, bytes));
+    const __m512i normal = _mm512_add_epi32(
+        _mm512_and_si512(_mm512_slli_epi32(code, 20), _mm512_set1_epi32(0x07F00000)),
+        _mm512_set1_epi32(120 << 23));
+    const __mmask16 subnormal = _mm512_testn_epi32_mask(code, _mm512_set1_epi32(0x78));
+    const __m512 magnitude = _mm512_mask_permutexvar_ps(_mm512_castsi512_ps(normal), subnormal,
+                                                        code, _mm512_load_ps(kSubnormals.values));
+    // magnitude | (code << 24 & 0x80000000)
+    const __m512i value =
+        _mm512_ternarylogic_epi32(_mm512_castps_si512(magnitude), _mm512_slli_epi32(code, 24),
+                                  _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)), 0xF8);
+    return _mm512_mul_ps(_mm512_castsi512_ps(value), _mm512_set1_ps(global));
+  }
+  void PrefetchScales(int64_t row, int64_t step) const {
+    avx512vnni::PrefetchScaleLine(scales + row * scale_cols, step, kStep / kNvfp4Group);
+  }
+  float Zero(int64_t, int64_t) const { return 0.0f; }
+  float Load1(int64_t row, int64_t col) const {
+    const uint8_t scale = scales[row * scale_cols + col / kNvfp4Group];
+    return E2M1ToFloat(avx512vnni::E2M1Code(codes + row * row_bytes, col)) *
+           (Fp8E4M3ToFloat(scale) * global);
+  }
+
+  static Nvfp4Quads Of(const LinearParams& params) {
+    const ParamTensor& w = params.tensor(Slot::kWeight);
+    const ParamTensor& s = params.tensor(Slot::kWeightScale);
+    return {w.data<uint8_t>(), w.row_bytes(), s.data<uint8_t>(), s.cols(),
+            params.tensor(Slot::kWeightGlobalScale).data<float>()[0]};
+  }
+};
+
+class GemmNvfp4Avx512Bf16 final : public LinearKernel {
+ public:
+  std::string_view name() const override { return "GemmNvfp4_Avx512Bf16"; }
+  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
+  int priority() const override { return kReferencePriority + 20; }
+  DotUnit unit() const override { return DotUnit::kBf16Pair; }
+  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
+    return key.family == kNvfp4Family && key.scales == ScaleVariant::kLinear && device.is_cpu();
+  }
+  bool CanHandle(const KernelProbe& probe) const override {
+    return Serves(probe.spec, probe.device) && probe.spec.group == kNvfp4Group &&
+           cpu_problems::TakesNvfp4(probe);
+  }
+  void Prepare(const LinearParams& params) const override {
+    avx512vnni::Packed<Nvfp4Quads>(this, params);
+  }
+  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+             const MutableMatrix& y) const override {
+    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    avx512vnni::Gemm(Nvfp4Quads::Of(params), avx512vnni::Packed<Nvfp4Quads>(this, params), params,
+                     xs, x.rows, y);
+  }
+};
+
+const KernelRegistrar kRegisterGemmNvfp4Avx512Bf16(std::make_unique<GemmNvfp4Avx512Bf16>());
+
+}  // namespace
+}  // namespace quantpath
