@@ -31,10 +31,10 @@
 
 namespace quantpath::avx512vnni {
 
-inline constexpr int64_t kBlockRows = 4;      // rows of W per block
-inline constexpr int64_t kWidth = 32;         // columns per vector
-inline constexpr int64_t kTileColumns = 512;  // columns of a block converted at once
-inline constexpr int64_t kTileRows = 16;      // bf16 rows of X per panel (even: split pairs stay)
+inline constexpr int64_t kBlockRows = 4;       // rows of W per block
+inline constexpr int64_t kWidth = 32;          // columns per vector
+inline constexpr int64_t kTileColumns = 2048;  // columns of a block converted at once
+inline constexpr int64_t kTileRows = 16;       // bf16 rows of X per panel (even: split pairs stay)
 inline constexpr int64_t kXTileRows =
     64;                              // bf16 rows of X per pass over all of W: a multiple of it
 inline constexpr int kPassRows = 4;  // rows of X per pass over a tile
@@ -266,7 +266,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
   const uint16_t* x = xr.bits.data<uint16_t>() + x0 * k;
   alignas(64) uint16_t tile[R][kTileColumns];
   __m512 total[kXTileRows][kBlockRows];
-  float zero_terms[kXTileRows][kBlockRows] = {};
+  float zero_terms[kBlockRows][kXTileRows] = {};
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) total[t][r] = _mm512_setzero_ps();
   }
@@ -284,14 +284,30 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
         }
       }
     }
+    // The next chunk (of this block, or the next block's first) is fetched into L2 a share at a
+    // time while X passes over this one: fetched only just ahead of the conversion, its lines came
+    // from DRAM as it read them.
+    const char* next = reinterpret_cast<const char*>(block.At((chunk + width) / S::kStep, 0));
+    const int64_t next_lines = width / S::kStep * R * S::kStepBytes / 64;
+    const int64_t passes = (t_rows + kPassRows - 1) / kPassRows;
+    const int64_t lines_per_pass = (next_lines + passes - 1) / passes;
+    int64_t fetched = 0;
+    const auto fetch_share = [&] {
+      for (int64_t i = 0; i < lines_per_pass && fetched < next_lines; ++i, ++fetched) {
+        _mm_prefetch(next + fetched * 64, _MM_HINT_T1);
+      }
+    };
     TileRun runs[kTileColumns / kWidth];
     int n_runs = 0;
     for (int64_t begin = chunk; begin < chunk + width; ++n_runs) {
       const int64_t g = begin / w.group;
       const int64_t run_end = (g + 1) * w.group;
       const int64_t end = run_end < chunk + width ? run_end : chunk + width;
-      TileRun& run = runs[n_runs];
-      run = {begin - chunk, end - chunk, g, {}, xr.x_scales ? g * w.group / xr.x_group : 0};
+      TileRun& run = runs[n_runs];  // each field set: a zeroed array was a memset per chunk
+      run.begin = begin - chunk;
+      run.end = end - chunk;
+      run.g = g;
+      run.x_run = xr.x_scales ? g * w.group / xr.x_group : 0;
       for (int r = 0; r < R; ++r) run.scale[r] = RunScale(w, first + r, g, 1.0f);
       begin = end;
     }
@@ -304,22 +320,30 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
       };
       int64_t t = 0;
       for (; t + kPassRows <= g; t += kPassRows) {
+        fetch_share();
         Pass<R, kPassRows>(tile, runs, n_runs, panel + t * width, width, x_scales(t), xr.x_runs,
                            total + t0 + t);
       }
       for (; t < g; ++t) {
+        fetch_share();
         Pass<R, 1>(tile, runs, n_runs, panel + t * width, width, x_scales(t), xr.x_runs,
                    total + t0 + t);
       }
     }
     if constexpr (S::kZeros) {
-      // Once per run, where the run starts.
+      // Once per run, where the run starts, 16 rows of X at a time.
       for (int i = 0; i < n_runs; ++i) {
         if (chunk + runs[i].begin != runs[i].g * w.group) continue;
+        const float* sums = xr.run_sums.data() + runs[i].g * xr.rows + x0;
         for (int r = 0; r < R; ++r) {
-          const float scaled_zero = w.Scale(first + r, runs[i].g) * w.Zero(first + r, runs[i].g);
-          for (int64_t t = 0; t < t_rows; ++t) {
-            zero_terms[t][r] += scaled_zero * xr.run_sums[(x0 + t) * xr.runs + runs[i].g];
+          const __m512 scaled_zero =
+              _mm512_set1_ps(w.Scale(first + r, runs[i].g) * w.Zero(first + r, runs[i].g));
+          for (int64_t t = 0; t < t_rows; t += 16) {
+            const __mmask16 rows = t_rows - t >= 16 ? 0xFFFF : (1u << (t_rows - t)) - 1;
+            const __m512 terms = _mm512_maskz_loadu_ps(rows, zero_terms[r] + t);
+            _mm512_mask_storeu_ps(
+                zero_terms[r] + t, rows,
+                _mm512_fmadd_ps(scaled_zero, _mm512_maskz_loadu_ps(rows, sums + t), terms));
           }
         }
       }
@@ -328,7 +352,7 @@ inline void RowsOfX(const S& w, const PackedBlock& block, int64_t first, const c
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) {
       const float* x_scales = xr.x_scales ? xr.x_scales + (x0 + t) * xr.x_runs : nullptr;
-      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] +
+      out[t][r] = Sum(total[t][r]) - zero_terms[r][t] +
                   Tail(w, first + r, x + t * k, x_scales, xr.x_group, full, k);
     }
   }

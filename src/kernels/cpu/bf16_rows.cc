@@ -70,7 +70,7 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
       double sum = 0;
       const int64_t end = (g + 1) * group < full ? (g + 1) * group : full;
       for (int64_t c = g * group; c < end; ++c) sum += Bf16ToFloat(bits[t * k + c]);
-      out.run_sums[t * out.runs + g] = static_cast<float>(sum);
+      out.run_sums[g * out.rows + t] = static_cast<float>(sum);
     }
   }
   return out;

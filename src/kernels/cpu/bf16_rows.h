@@ -24,7 +24,8 @@ struct Bf16Rows {
   ParamTensor bits;  // bf16 [rows, k], 64-byte aligned
   // Where asked for (group > 0): per row, Σ over each run of `group` columns of those before
   // the tail (the first k / step · step), in fp32 from fp64 sums, for the zero points a kernel
-  // subtracts once per run: [rows, runs].
+  // subtracts once per run: [runs, rows], so that a run's sums for rows side by side are one
+  // vector.
   int64_t runs = 0;
   std::vector<float> run_sums;
   // Where asked for and rows > 1: the first k / step · step columns again, in panels a tiled
