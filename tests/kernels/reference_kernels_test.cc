@@ -265,6 +265,15 @@ std::vector<Case> Cases() {
       {"channel_weight_only_long_m6", "fp8_per_channel", none, 6, 20, 1100, bf16, f32, true},
       {"block_weight_only_m3", "fp8_block_128_128", none, 3, 130, 130, f32, f32, false},
       {"block_token_m2", "fp8_block_128_128", token, 2, 128, 128, f32, f32, false},
+      // Prefill M (the AVX-512 kernels' tiled GEMM): N past a 64-row tile and not a multiple of
+      // 4, K past a 256-column tile with a tail, fp32 X split in two, X scales per token and per
+      // tensor, more rows of X than one pass over W takes.
+      {"bf16_m70_ragged", "bf16", none, 70, 37, 203, bf16, f32, true},
+      {"bf16_m130_wide", "bf16", none, 130, 150, 600, f32, bf16, false},
+      {"bf16_m67_fp32_x", "bf16", none, 67, 20, 300, f32, f32, true, bf16, false},
+      {"channel_token_m96", "fp8_per_channel", token, 96, 70, 320, bf16, f32, true},
+      {"tensor_static_m64", "fp8_per_tensor", fixed, 64, 64, 256, f32, f32, false},
+      {"block_group_m600", "fp8_block_128_128", group, 600, 66, 256, bf16, f32, false},
       // NVFP4 and MX: whole 128-column steps, a ragged tail of 16- and 32-blocks, a row past a
       // 512-column tile, M in each bucket, X rounded to NVFP4 / MX.
       {"nvfp4_m1", "nvfp4_block_16_linear", none, 1, 64, 256, bf16, f32, false},

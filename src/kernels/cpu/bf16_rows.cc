@@ -33,11 +33,15 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
   uint16_t* bits = out.bits.data<uint16_t>();
   const int64_t full = k / step * step;
   std::vector<float> ordered(order == XOrder::kNatural ? 0 : static_cast<size_t>(k));
+  std::vector<int64_t> source(ordered.size());
+  for (size_t c = 0; c < source.size(); ++c) {
+    source[c] = SourceColumn(static_cast<int64_t>(c), full, order);
+  }
   std::vector<float> high(out.split ? static_cast<size_t>(k) : 0);
   for (int64_t t = 0; t < m; ++t) {
     const float* row = x.data() + t * k;
     if (order != XOrder::kNatural) {
-      for (int64_t c = 0; c < k; ++c) ordered[c] = row[SourceColumn(c, full, order)];
+      for (int64_t c = 0; c < k; ++c) ordered[c] = row[source[c]];
       row = ordered.data();
     }
     uint16_t* hi = bits + (out.split ? 2 * t : t) * k;
@@ -65,11 +69,20 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
   if (group <= 0) return out;
   out.runs = (full + group - 1) / group;
   out.run_sums.resize(static_cast<size_t>(out.rows * out.runs));
+  std::vector<float> values(static_cast<size_t>(full));
   for (int64_t t = 0; t < out.rows; ++t) {
+    Bf16ToFloats(bits + t * k, full, values.data());
     for (int64_t g = 0; g < out.runs; ++g) {
-      double sum = 0;
+      // Eight sums side by side: one chain of dependent adds cost as much as the GEMM at M = 8.
+      double sums[8] = {};
       const int64_t end = (g + 1) * group < full ? (g + 1) * group : full;
-      for (int64_t c = g * group; c < end; ++c) sum += Bf16ToFloat(bits[t * k + c]);
+      int64_t c = g * group;
+      for (; c + 8 <= end; c += 8) {
+        for (int i = 0; i < 8; ++i) sums[i] += values[c + i];
+      }
+      for (; c < end; ++c) sums[0] += values[c];
+      double sum = 0;
+      for (double part : sums) sum += part;
       out.run_sums[g * out.rows + t] = static_cast<float>(sum);
     }
   }

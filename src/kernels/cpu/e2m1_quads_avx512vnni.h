@@ -15,7 +15,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/bf16_source_avx512vnni.h"
 
 namespace quantpath::avx512vnni {
 

@@ -1,0 +1,274 @@
+// The prefill GEMM of the AVX-512 BF16 kernels (bf16_dot_avx512vnni.h's Sources, M of at least
+// kTiledRows bf16 rows): W converted once per tile of kTileN rows × kTileK columns into bf16
+// pairs laid out column-pair by column-pair (the 32-bit pair j of 16 rows side by side in a
+// vector), so that a vector of W multiplies one broadcast pair of X into 16 outputs at once: no
+// sum across lanes, and 6 rows of X × 4 vectors of W = 24 accumulators per pair of columns from 4
+// loads and 6 broadcasts (oneDNN's AVX-512 BF16 layout). Rows of a tile are converted by the
+// Source as the decode reads them and transposed 16 × 16 pairs at a time; each run of columns
+// that shares a scale is summed on its own and scaled per row of W, lane by lane, into totals per
+// row of X kept in memory (with the zero points' z · Σ x and X's scales). W is read from DRAM
+// once per block of kTiledMaxRows rows of X; OpenMP splits N into tiles.
+//
+// Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
+#pragma once
+
+#include "src/base/avx512_intrinsics.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "quantpath/kernels.h"
+#include "src/kernels/cpu/bf16_rows.h"
+#include "src/kernels/cpu/bf16_source_avx512vnni.h"
+#include "src/kernels/cpu/row_interleave.h"
+#include "src/kernels/reference/reference_gemm.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace quantpath::avx512vnni {
+
+inline constexpr int64_t kTiledRows = 64;      // bf16 rows of X from which Gemm tiles
+inline constexpr int64_t kTileN = 64;          // rows of W per tile: 4 vectors of 16
+inline constexpr int64_t kTileK = 256;         // columns of W per tile: 128 pairs, 32 KiB
+inline constexpr int64_t kTiledMaxRows = 512;  // bf16 rows of X per pass over W
+inline constexpr int kMicroRows = 6;           // rows of X per microkernel
+inline constexpr int kTileVectors = kTileN / 16;
+
+// 16 × 16 32-bit words transposed in registers: rows[i] lane j ↔ rows[j] lane i.
+inline void Transpose16(__m512i rows[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    rows[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    rows[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    rows[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    rows[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // Each 128-bit lane now holds a 4 × 4 block; move the blocks.
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_i32x4(rows[i], rows[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(rows[i], rows[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_i32x4(rows[i + 8], rows[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(rows[i + 8], rows[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    rows[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    rows[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xDD);
+    rows[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+    rows[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+}
+
+// A tile of W: pairs [j][n] (bf16 pairs of columns 2j, 2j + 1 of the tile's first column, in
+// the Source's X order, for rows n of the tile), and each run's scale and scale × zero per row.
+template <PairSource S>
+struct PairTile {
+  alignas(64) uint32_t pairs[kTileK / 2][kTileN];
+  alignas(64) float scale[kTileK / kWidth][kTileN];
+  alignas(64) float scaled_zero[kTileK / kWidth][kTileN];
+  int64_t run_begin[kTileK / kWidth + 1];  // columns of the tile where run i starts
+  int64_t run_g[kTileK / kWidth];
+  int runs = 0;
+};
+
+// Rows [n0, n0 + kTileN) ∩ [0, N) of W, columns [c0, c0 + width) (whole steps), into `tile`.
+template <PairSource S>
+void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n_rows, int64_t n0,
+                 int64_t c0, int64_t width, PairTile<S>* tile) {
+  alignas(64) uint16_t rows[16][S::kStep];
+  for (int64_t q = 0; q < kTileVectors; ++q) {
+    for (int64_t c = 0; c < width; c += S::kStep) {
+      for (int i = 0; i < 16; ++i) {
+        const int64_t n = n0 + q * 16 + i;
+        if (n >= n_rows) {
+          std::fill(rows[i], rows[i] + S::kStep, uint16_t{0});
+          continue;
+        }
+        const int64_t first = n / kBlockRows * kBlockRows;
+        const PackedBlock block = BlockAt(packed, first, std::min(kBlockRows, n_rows - first));
+        __m512i wv[kVectors<S>];
+        w.Load(block.At((c0 + c) / S::kStep, n - first), wv);
+        for (int v = 0; v < kVectors<S>; ++v) _mm512_store_si512(rows[i] + v * kWidth, wv[v]);
+      }
+      for (int v = 0; v < kVectors<S>; ++v) {
+        __m512i block16[16];
+        for (int i = 0; i < 16; ++i) block16[i] = _mm512_load_si512(rows[i] + v * kWidth);
+        Transpose16(block16);
+        const int64_t j0 = (c + v * kWidth) / 2;
+        for (int i = 0; i < 16; ++i) {
+          _mm512_store_si512(tile->pairs[j0 + i] + q * 16, block16[i]);
+        }
+      }
+    }
+  }
+  tile->runs = 0;
+  for (int64_t begin = c0; begin < c0 + width; ++tile->runs) {
+    const int64_t g = begin / w.group;
+    const int64_t end = std::min((g + 1) * w.group, c0 + width);
+    const int i = tile->runs;
+    tile->run_begin[i] = begin - c0;
+    tile->run_g[i] = g;
+    for (int64_t n = 0; n < kTileN; ++n) {
+      const bool in = n0 + n < n_rows;
+      tile->scale[i][n] = in ? w.Scale(n0 + n, g) : 0.0f;
+      if constexpr (S::kZeros) {
+        tile->scaled_zero[i][n] = in ? tile->scale[i][n] * w.Zero(n0 + n, g) : 0.0f;
+      }
+    }
+    begin = end;
+  }
+  tile->run_begin[tile->runs] = width;
+}
+
+// The lines of W a tile converts (rows [n0, n0 + kTileN) ∩ [0, N), columns [c0, c0 + width)),
+// fetched into L2 a share at a time while X passes over the tile before it: read only when the
+// conversion reached them, each 2 KiB of a block waited on DRAM (a tenth of the prefill's time).
+struct TileFetch {
+  const char* start[kTileN / kBlockRows] = {};
+  int64_t lines[kTileN / kBlockRows] = {};
+  int blocks = 0;
+  int block = 0;
+  int64_t line = 0;
+
+  TileFetch() = default;
+  TileFetch(const cpu::RowInterleave& packed, int64_t step_bytes, int64_t n_rows, int64_t n0,
+            int64_t step0, int64_t steps) {
+    for (int64_t first = n0; first < std::min(n_rows, n0 + kTileN); first += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, n_rows - first);
+      start[blocks] = reinterpret_cast<const char*>(BlockAt(packed, first, rows).At(step0, 0));
+      lines[blocks++] = steps * rows * step_bytes / 64;
+    }
+  }
+  void Next(int64_t count) {
+    for (; count > 0 && block < blocks; --count) {
+      _mm_prefetch(start[block] + line * 64, _MM_HINT_T1);
+      if (++line == lines[block]) line = 0, ++block;
+    }
+  }
+};
+
+// Rows [m0, m0 + MR) of X (bf16 rows of `xr`) over every run of `tile` (columns from c0 of W,
+// runs of `group` columns), into totals[m · kTileVectors + v] (16 outputs each).
+template <PairSource S, int MR>
+inline void Micro(const PairTile<S>& tile, const cpu::Bf16Rows& xr, int64_t m0, int64_t c0,
+                  int64_t group, __m512* totals) {
+  const uint16_t* xm[MR];
+  for (int m = 0; m < MR; ++m) xm[m] = xr.bits.data<uint16_t>() + (m0 + m) * xr.k + c0;
+  for (int i = 0; i < tile.runs; ++i) {
+    __m512 acc[MR][kTileVectors];
+    for (int m = 0; m < MR; ++m) {
+      for (int v = 0; v < kTileVectors; ++v) acc[m][v] = _mm512_setzero_ps();
+    }
+    for (int64_t j = tile.run_begin[i] / 2; j < tile.run_begin[i + 1] / 2; ++j) {
+      __m512i wv[kTileVectors];
+      for (int v = 0; v < kTileVectors; ++v) wv[v] = _mm512_load_si512(tile.pairs[j] + v * 16);
+      for (int m = 0; m < MR; ++m) {
+        int32_t pair;
+        __builtin_memcpy(&pair, xm[m] + 2 * j, sizeof pair);
+        const __m512i xv = _mm512_set1_epi32(pair);
+        for (int v = 0; v < kTileVectors; ++v) acc[m][v] = Dot(acc[m][v], wv[v], xv);
+      }
+    }
+    const int64_t g = tile.run_g[i];
+    // The zero point once per run, in the tile where the run starts.
+    const bool zero_here = S::kZeros && c0 + tile.run_begin[i] == g * group;
+    for (int m = 0; m < MR; ++m) {
+      const int64_t row = m0 + m;
+      const __m512 x_scale = _mm512_set1_ps(
+          xr.x_scales ? xr.x_scales[row * xr.x_runs + g * group / xr.x_group] : 1.0f);
+      const __m512 x_sum = _mm512_set1_ps(zero_here ? xr.run_sums[g * xr.rows + row] : 0.0f);
+      for (int v = 0; v < kTileVectors; ++v) {
+        __m512 total = totals[m * kTileVectors + v];
+        const __m512 scale = _mm512_mul_ps(_mm512_load_ps(tile.scale[i] + v * 16), x_scale);
+        total = _mm512_fmadd_ps(acc[m][v], scale, total);
+        if constexpr (S::kZeros) {
+          total = _mm512_fnmadd_ps(_mm512_load_ps(tile.scaled_zero[i] + v * 16), x_sum, total);
+        }
+        totals[m * kTileVectors + v] = total;
+      }
+    }
+  }
+}
+
+template <PairSource S, int MR>
+inline void MicroTail(const PairTile<S>& tile, const cpu::Bf16Rows& xr, int64_t m0, int rows,
+                      int64_t c0, int64_t group, __m512* totals) {
+  if constexpr (MR > 0) {
+    if (rows == MR) return Micro<S, MR>(tile, xr, m0, c0, group, totals);
+    MicroTail<S, MR - 1>(tile, xr, m0, rows, c0, group, totals);
+  }
+}
+
+// Y = X · Wᵀ (+ bias) for X as bf16 rows (xr.rows ≥ kTiledRows), W from `packed`.
+template <PairSource S>
+void TiledGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+               const cpu::Bf16Rows& xr, const MutableMatrix& y) {
+  static_assert(kTileK % S::kStep == 0 && !kLaneScales<S>);
+  const int64_t n_rows = params.rows, k = xr.k;
+  const int64_t full = k / S::kStep * S::kStep;
+  const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X
+  const int64_t tiles = (n_rows + kTileN - 1) / kTileN;
+  const ParamTensor& bias = params.tensor(Slot::kBias);
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+  {
+    const std::unique_ptr<PairTile<S>> tile = std::make_unique<PairTile<S>>();
+    ParamTensor totals_bytes(QDType::kFP32, kTiledMaxRows * kTileVectors, 16);  // 64-byte aligned
+    __m512* totals = reinterpret_cast<__m512*>(totals_bytes.data<float>());
+    for (int64_t x0 = 0; x0 < xr.rows; x0 += kTiledMaxRows) {
+      const int64_t x1 = std::min(xr.rows, x0 + kTiledMaxRows);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t n0 = t * kTileN;
+        std::fill(totals, totals + (x1 - x0) * kTileVectors, _mm512_setzero_ps());
+        for (int64_t c0 = 0; c0 < full; c0 += kTileK) {
+          ConvertTile(w, packed, n_rows, n0, c0, std::min(kTileK, full - c0), tile.get());
+          // The next tile: this one's next columns, or the next rows' first.
+          const bool last = c0 + kTileK >= full;
+          const int64_t next_n0 = last ? n0 + kTileN : n0, next_c0 = last ? 0 : c0 + kTileK;
+          TileFetch fetch;
+          if (next_n0 < n_rows) {
+            fetch = TileFetch(packed, S::kStepBytes, n_rows, next_n0, next_c0 / S::kStep,
+                              std::min(kTileK, full - next_c0) / S::kStep);
+          }
+          int64_t total_lines = 0;
+          for (int b = 0; b < fetch.blocks; ++b) total_lines += fetch.lines[b];
+          const int64_t calls = (x1 - x0 + kMicroRows - 1) / kMicroRows;
+          const int64_t per_call = (total_lines + calls - 1) / calls;
+          for (int64_t m = x0; m < x1; m += kMicroRows) {
+            fetch.Next(per_call);
+            const int rows = static_cast<int>(std::min<int64_t>(kMicroRows, x1 - m));
+            MicroTail<S, kMicroRows>(*tile, xr, m, rows, c0, w.group,
+                                     totals + (m - x0) * kTileVectors);
+          }
+        }
+        for (int64_t m = x0; m < x1; m += per_row) {
+          for (int64_t n = n0; n < std::min(n_rows, n0 + kTileN); ++n) {
+            float value = 0;
+            for (int64_t h = 0; h < per_row; ++h) {
+              const int64_t row = m + h;
+              const float* lanes =
+                  reinterpret_cast<const float*>(totals + (row - x0) * kTileVectors);
+              const float* x_scales = xr.x_scales ? xr.x_scales + row * xr.x_runs : nullptr;
+              value += lanes[n - n0] + Tail(w, n, xr.bits.data<uint16_t>() + row * k, x_scales,
+                                            xr.x_group, full, k);
+            }
+            if (!bias.empty()) value += LoadFloat(bias, n);
+            reference::StoreOutput(y, m / per_row * n_rows + n, value);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace quantpath::avx512vnni
