@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
@@ -220,9 +221,13 @@ TEST(GemmW8a8RefTest, FusedLegsWithDifferentGridsMatchTheReference) {
 // above): dynamic per-token activations, symmetric and not, M across the fast kernel's 64-row
 // tiles, N with rows past the last block of 4, K not a multiple of 64. The outputs must agree
 // exactly.
-TEST(GemmW8a8RefTest, EveryKernelMatchesTheReferenceExactly) {
+// Decode and prefill M, a partial row block and column step, and (at the last shape) N past
+// one 64-row tile, K past a 512-column tile, more rows of X than one pass over W takes.
+class GemmW8a8ExactTest : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+TEST_P(GemmW8a8ExactTest, EveryKernelMatchesTheReferenceExactly) {
   std::mt19937 rng(7);
-  const int64_t n = 61, k = 200;
+  const auto [n, k, m] = GetParam();
   const KernelRegistry& registry = KernelRegistry::Global();
   const LinearKernel* reference = nullptr;
   for (const LinearKernel* kernel : registry.kernels()) {
@@ -260,7 +265,7 @@ TEST(GemmW8a8RefTest, EveryKernelMatchesTheReferenceExactly) {
       params->tensor(Slot::kBias).data<uint16_t>()[i] = FloatToBf16(bias[i]);
     }
     params->loaded = params->processed = true;
-    for (const int64_t m : {1, 5, 70}) {
+    {
       SCOPED_TRACE(std::string(symmetric ? "symmetric" : "asymmetric") + " m " + std::to_string(m));
       const std::vector<float> x = testing::RandomBf16Values(&rng, m * k);
       const ConstMatrix xm{QDType::kFP32, x.data(), m, k};
@@ -283,6 +288,12 @@ TEST(GemmW8a8RefTest, EveryKernelMatchesTheReferenceExactly) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmW8a8ExactTest,
+                         ::testing::Values(std::tuple<int64_t, int64_t, int64_t>{61, 200, 1},
+                                           std::tuple<int64_t, int64_t, int64_t>{61, 200, 5},
+                                           std::tuple<int64_t, int64_t, int64_t>{61, 200, 70},
+                                           std::tuple<int64_t, int64_t, int64_t>{130, 1100, 530}));
 
 }  // namespace
 }  // namespace quantpath

@@ -22,6 +22,7 @@
 #include "src/kernels/cpu/bf16_rows.h"
 #include "src/kernels/cpu/bf16_source_avx512vnni.h"
 #include "src/kernels/cpu/row_interleave.h"
+#include "src/kernels/cpu/transpose16_avx512vnni.h"
 #include "src/kernels/reference/reference_gemm.h"
 
 #ifdef _OPENMP
@@ -36,34 +37,6 @@ inline constexpr int64_t kTileK = 256;         // columns of W per tile: 128 pai
 inline constexpr int64_t kTiledMaxRows = 512;  // bf16 rows of X per pass over W
 inline constexpr int kMicroRows = 6;           // rows of X per microkernel
 inline constexpr int kTileVectors = kTileN / 16;
-
-// 16 × 16 32-bit words transposed in registers: rows[i] lane j ↔ rows[j] lane i.
-inline void Transpose16(__m512i rows[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    rows[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    rows[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    rows[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    rows[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  // Each 128-bit lane now holds a 4 × 4 block; move the blocks.
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_i32x4(rows[i], rows[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_i32x4(rows[i], rows[i + 4], 0xDD);
-    t[i + 8] = _mm512_shuffle_i32x4(rows[i + 8], rows[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_i32x4(rows[i + 8], rows[i + 12], 0xDD);
-  }
-  for (int i = 0; i < 4; ++i) {
-    rows[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-    rows[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xDD);
-    rows[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
-    rows[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xDD);
-  }
-}
 
 // A tile of W: pairs [j][n] (bf16 pairs of columns 2j, 2j + 1 of the tile's first column, in
 // the Source's X order, for rows n of the tile), and each run's scale and scale × zero per row.

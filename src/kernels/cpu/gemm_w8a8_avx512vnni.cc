@@ -6,14 +6,20 @@
 // and y = float(acc + quant_bias − z_x · Σ (q − 128)) · (s_x · s_w) + bias as it computes it.
 //
 // W is read from a prepack (w8a8_pack.h): blocks of 4 rows, their 64-byte steps side by side.
-// Rows of X are taken 4 at a time against a block (16 accumulators, 4 weight and 1 activation
-// register), the block staying in L1 / L2 for the next 4; X is cut into tiles of 64 rows, which
-// stay in L2 while every block of W passes. OpenMP splits N within a tile.
+// Below kTiledRows rows of X, rows of X are taken 4 at a time against a block (16 accumulators, 4
+// weight and 1 activation register), the block staying in L1 / L2 for the next 4; X is cut into
+// tiles of 64 rows, which stay in L2 while every block of W passes. From kTiledRows on, W is
+// converted once per tile of 64 rows × 512 columns into 4-byte column groups of 16 rows side by
+// side (16 × 16 transposes), which multiply one broadcast group of X into 16 outputs: 6 rows of
+// X × 4 vectors of W = 24 accumulators per group (as bf16_tiles_avx512vnni.h does for bf16), W
+// read from DRAM once per 512 rows of X. OpenMP splits N.
 #include "src/base/avx512_intrinsics.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu/transpose16_avx512vnni.h"
 #include "src/kernels/cpu/w8a8_pack.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/int8_activations.h"
@@ -71,16 +77,29 @@ struct Problem {
   MutableMatrix y;
 };
 
-// X rows [t0, t1) against the R rows of W from `first` into Y.
-template <int R>
-void Block(const Problem& pr, int64_t first, int64_t t0, int64_t t1) {
+// Y[i][j] from Σ_k qx · q (W's stored, unsigned codes) of row i of X and row j of W.
+void StoreOutput(const Problem& pr, int64_t i, int64_t j, int32_t acc) {
   const LinearParams& params = *pr.params;
-  const cpu::RowInterleave& codes = pr.pack->codes;
-  const uint8_t* w = codes.bytes.data<uint8_t>() + first * codes.steps * codes.step_bytes;
   const ParamTensor& scales = params.tensor(Slot::kWeightScale);
   const ParamTensor& quant_bias = params.tensor(Slot::kQuantBias);
   const ParamTensor& bias = params.tensor(Slot::kBias);
   const bool one_scale = scales.rows() == 1;  // int8_tensor (w8a8_family.h)
+  const int64_t c = quant_bias.empty() ? 0 : quant_bias.data<int32_t>()[j];
+  const int64_t exact = int64_t{acc} - 128 * int64_t{pr.x->sums[i]} + c -
+                        int64_t{pr.xq->zero[i]} * pr.pack->row_sums[j];
+  const float sw = LoadFloat(scales, one_scale ? 0 : j);
+  const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
+  // Multiplied and added apart, as the reference does (no FMA contraction: same bits).
+  float product = static_cast<float>(exact) * (pr.xq->scale[i] * sw);
+  __asm__("" : "+v"(product));
+  reference::StoreOutput(pr.y, i * params.rows + j, product + b);
+}
+
+// X rows [t0, t1) against the R rows of W from `first` into Y.
+template <int R>
+void Block(const Problem& pr, int64_t first, int64_t t0, int64_t t1) {
+  const cpu::RowInterleave& codes = pr.pack->codes;
+  const uint8_t* w = codes.bytes.data<uint8_t>() + first * codes.steps * codes.step_bytes;
   const int8_t* x = pr.x->codes.data<int8_t>();
   const int64_t stride = pr.x->stride;
   for (int64_t t = t0; t < t1; t += kPassRows) {
@@ -102,18 +121,125 @@ void Block(const Problem& pr, int64_t first, int64_t t0, int64_t t1) {
         break;
     }
     for (int64_t p = 0; p < rows; ++p) {
-      const int64_t i = t + p;
-      for (int r = 0; r < R; ++r) {
-        const int64_t j = first + r;
-        const int64_t c = quant_bias.empty() ? 0 : quant_bias.data<int32_t>()[j];
-        const int64_t exact = int64_t{acc[p][r]} - 128 * int64_t{pr.x->sums[i]} + c -
-                              int64_t{pr.xq->zero[i]} * pr.pack->row_sums[j];
-        const float sw = LoadFloat(scales, one_scale ? 0 : j);
-        const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
-        // Multiplied and added apart, as the reference does (no FMA contraction: same bits).
-        float product = static_cast<float>(exact) * (pr.xq->scale[i] * sw);
-        __asm__("" : "+v"(product));
-        reference::StoreOutput(pr.y, i * params.rows + j, product + b);
+      for (int r = 0; r < R; ++r) StoreOutput(pr, t + p, first + r, acc[p][r]);
+    }
+  }
+}
+
+// acc += Σ of 4 products of unsigned w and signed x bytes per lane, in place: GCC 12 moved each
+// accumulator through another register around _mm512_dpbusd_epi32 (24 moves per 24 products).
+inline __m512i DotBytes(__m512i acc, __m512i w, __m512i x) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x));
+  return acc;
+}
+
+constexpr int64_t kTiledRows = 64;      // rows of X from which W is tiled
+constexpr int64_t kTileN = 64;          // rows of W per tile: 4 vectors of 16
+constexpr int64_t kTileK = 512;         // columns (bytes) of W per tile: 128 groups of 4, 32 KiB
+constexpr int64_t kTiledMaxRows = 512;  // rows of X per pass over W
+constexpr int kMicroRows = 6;
+constexpr int kTileVectors = kTileN / 16;
+
+// Rows [n0, n0 + kTileN) ∩ [0, N) of W's prepack, steps [s0, s0 + steps): group g of 4 columns of
+// 16 rows q·16 … at quads[g][q · 16] (rows past N are zeros).
+struct QuadTile {
+  alignas(64) uint32_t quads[kTileK / 4][kTileN];
+};
+void ConvertQuads(const cpu::RowInterleave& codes, int64_t n_rows, int64_t n0, int64_t s0,
+                  int64_t steps, QuadTile* tile) {
+  for (int64_t q = 0; q < kTileVectors; ++q) {
+    for (int64_t s = 0; s < steps; ++s) {
+      __m512i rows[16];
+      for (int i = 0; i < 16; ++i) {
+        const int64_t n = n0 + q * 16 + i;
+        if (n >= n_rows) {
+          rows[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const int64_t first = n / kBlockRows * kBlockRows;
+        const int64_t block_rows = std::min(kBlockRows, n_rows - first);
+        rows[i] =
+            _mm512_load_si512(codes.bytes.data<uint8_t>() + first * codes.steps * codes.step_bytes +
+                              ((s0 + s) * block_rows + n - first) * codes.step_bytes);
+      }
+      avx512vnni::Transpose16(rows);
+      for (int i = 0; i < 16; ++i) _mm512_store_si512(tile->quads[s * 16 + i] + q * 16, rows[i]);
+    }
+  }
+}
+
+// Rows [m0, m0 + MR) of X (byte `c0` on) over the tile's first `groups` groups, added into
+// totals[m · kTileVectors + v].
+template <int MR>
+void MicroQuads(const QuadTile& tile, int64_t groups, const Problem& pr, int64_t m0, int64_t c0,
+                __m512i* totals) {
+  const int8_t* xm[MR];
+  for (int m = 0; m < MR; ++m) xm[m] = pr.x->codes.data<int8_t>() + (m0 + m) * pr.x->stride + c0;
+  __m512i acc[MR][kTileVectors];
+  for (int m = 0; m < MR; ++m) {
+    for (int v = 0; v < kTileVectors; ++v) acc[m][v] = _mm512_setzero_si512();
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i wv[kTileVectors];
+    for (int v = 0; v < kTileVectors; ++v) wv[v] = _mm512_load_si512(tile.quads[g] + v * 16);
+    for (int m = 0; m < MR; ++m) {
+      int32_t four;
+      __builtin_memcpy(&four, xm[m] + 4 * g, sizeof four);
+      const __m512i xv = _mm512_set1_epi32(four);
+      for (int v = 0; v < kTileVectors; ++v) acc[m][v] = DotBytes(acc[m][v], wv[v], xv);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int v = 0; v < kTileVectors; ++v) {
+      totals[m * kTileVectors + v] = _mm512_add_epi32(totals[m * kTileVectors + v], acc[m][v]);
+    }
+  }
+}
+
+template <int MR>
+void MicroQuadsTail(const QuadTile& tile, int64_t groups, const Problem& pr, int64_t m0, int rows,
+                    int64_t c0, __m512i* totals) {
+  if constexpr (MR > 0) {
+    if (rows == MR) return MicroQuads<MR>(tile, groups, pr, m0, c0, totals);
+    MicroQuadsTail<MR - 1>(tile, groups, pr, m0, rows, c0, totals);
+  }
+}
+
+void TiledGemm(const Problem& pr, int64_t m) {
+  const cpu::RowInterleave& codes = pr.pack->codes;
+  const int64_t n_rows = pr.params->rows;
+  const int64_t steps_per_tile = kTileK / cpu::kInt8Step;
+  const int64_t tiles = (n_rows + kTileN - 1) / kTileN;
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+  {
+    const std::unique_ptr<QuadTile> tile = std::make_unique<QuadTile>();
+    ParamTensor totals_bytes(QDType::kINT8, kTiledMaxRows * kTileVectors, 64);  // 64-byte aligned
+    __m512i* totals = reinterpret_cast<__m512i*>(totals_bytes.data<uint8_t>());
+    for (int64_t x0 = 0; x0 < m; x0 += kTiledMaxRows) {
+      const int64_t x1 = std::min(m, x0 + kTiledMaxRows);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t n0 = t * kTileN;
+        std::fill(totals, totals + (x1 - x0) * kTileVectors, _mm512_setzero_si512());
+        for (int64_t s0 = 0; s0 < codes.steps; s0 += steps_per_tile) {
+          const int64_t steps = std::min(steps_per_tile, codes.steps - s0);
+          ConvertQuads(codes, n_rows, n0, s0, steps, tile.get());
+          for (int64_t i = x0; i < x1; i += kMicroRows) {
+            const int rows = static_cast<int>(std::min<int64_t>(kMicroRows, x1 - i));
+            MicroQuadsTail<kMicroRows>(*tile, steps * cpu::kInt8Step / 4, pr, i, rows,
+                                       s0 * cpu::kInt8Step, totals + (i - x0) * kTileVectors);
+          }
+        }
+        for (int64_t i = x0; i < x1; ++i) {
+          const int32_t* lanes = reinterpret_cast<const int32_t*>(totals + (i - x0) * kTileVectors);
+          for (int64_t j = n0; j < std::min(n_rows, n0 + kTileN); ++j) {
+            StoreOutput(pr, i, j, lanes[j - n0]);
+          }
+        }
       }
     }
   }
@@ -137,6 +263,7 @@ class GemmW8a8Avx512Vnni final : public LinearKernel {
     const reference::Int8Activations xq = reference::QuantizeInt8Activations(params, act, x);
     const cpu::PaddedInt8Rows padded = cpu::PadInt8Rows(xq, x.rows, x.cols);
     const Problem problem{&Packed(params), &padded, &xq, &params, y};
+    if (x.rows >= kTiledRows) return TiledGemm(problem, x.rows);
     const int64_t blocks = params.rows / kBlockRows;
     const int64_t tail_first = blocks * kBlockRows;
     for (int64_t t0 = 0; t0 < x.rows; t0 += kTileRows) {
