@@ -1,10 +1,11 @@
-// bench_linear [--spec ID[:ACT]]… [--m M]… [--n N --k K] [--threads T]… [--warm] [--json]
+// bench_linear [--spec ID[:ACT]]… [--m M]… [--n N --k K] [--threads T]… [--warm] [--moe | --no-moe]
+//              [--json]
 //
 // The benchmark table of `quantpath bench` (RunBenchTable) with the peers filled in: after each
-// quantpath row, one row per peer (peers.h) timed on the same shape, M, threads and copies, with
-// `peer`, `peer_gflops` and `ratio_to_peer` (quantpath's GFLOP/s over the peer's). Built where
-// oneDNN and OpenBLAS are found (Debian's libdnnl-dev, libopenblas-dev). Exit 0, or 2 for bad
-// arguments or a peer that fails.
+// dense quantpath row (MoE rows have none), one row per peer (peers.h) timed on the same shape, M,
+// threads and copies, with `peer`, `peer_gflops` and `ratio_to_peer` (quantpath's GFLOP/s over the
+// peer's). Built where oneDNN and OpenBLAS are found (Debian's libdnnl-dev, libopenblas-dev). Exit
+// 0, or 2 for bad arguments or a peer that fails.
 #include <iostream>
 
 #include "CLI/CLI.hpp"

@@ -20,6 +20,8 @@
 #include "quantpath/base.h"
 #include "quantpath/ir.h"
 #include "quantpath/kernels.h"
+#include "quantpath/linear.h"
+#include "quantpath/moe.h"
 #include "quantpath/specs.h"
 
 namespace quantpath {
@@ -129,11 +131,68 @@ Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
 // BenchWeights::Make for `request`, then BenchLinear.
 Result<BenchRow> BenchLinear(const BenchRequest& request, const MachineLimits& limits);
 
+// The MoE rows' layer: `experts` stored experts of one shape, `top_k` routed per token. DeepSeek-V3
+// and Kimi-K2 store 256 experts of [I = 2048, H = 7168] per layer and route 8; the table stores 64
+// of them (int4: 1.4 GB, fp8: 2.8 GB, each twice that with the kernels' prepack), far more than
+// the last-level cache, where 256 in bf16 would not fit a 24 GB machine.
+struct MoeBenchShape {
+  int64_t hidden = 7168;        // H
+  int64_t intermediate = 2048;  // I
+  int64_t experts = 64;
+  int64_t top_k = 8;
+};
+
+// The experts of one MoE layer on synthetic parameters (as BenchWeights'): each expert's w13
+// (gate and up fused, [2I, H], as the engines store them) and w2 ([H, I]) a Linear of the spec,
+// every one its own memory, made once for every M and thread count timed on them.
+class MoeBenchWeights {
+ public:
+  // `spec_id` as for BenchWeights::Make. Errors: an unknown spec id or activation form, a shape
+  // the spec cannot allocate, top_k outside [1, experts].
+  static Result<MoeBenchWeights> Make(std::string_view spec_id, const MoeBenchShape& shape);
+  MoeBenchWeights(MoeBenchWeights&&) noexcept;
+  MoeBenchWeights& operator=(MoeBenchWeights&&) noexcept;
+  ~MoeBenchWeights();
+
+  const std::string& spec_id() const { return spec_id_; }
+  const MoeBenchShape& shape() const { return shape_; }
+  const MoeLayer& layer() const { return layer_; }
+  int64_t expert_bytes() const { return expert_bytes_; }  // one expert's w13 and w2
+
+ private:
+  MoeBenchWeights() = default;
+  std::string spec_id_;
+  MoeBenchShape shape_;
+  int64_t expert_bytes_ = 0;
+  std::vector<Linear> linears_;  // expert e's w13 at 2e, w2 at 2e + 1
+  MoeLayer layer_;               // into linears_
+};
+
+// Times MoeForward (w13, the activation, w2) for M tokens, X and Y in bf16, on `threads` threads,
+// routed by SeededRouting: cold, a routing of its own each call of a cycle of 16, so that the
+// experts read differ from call to call (the row is cold where the stored experts hold at least
+// 4× the last-level cache), else one routing. The row: n = H, k = I, experts, top_k; seconds per
+// call; weight_gbps the bytes of the experts a call reads (the cycle's mean); gflops
+// 2 · M · top_k · 3 · I · H per second; kernel the kernels the calls used, "+" between two; the
+// peak the highest of their units'. Errors: M below 1, no kernel.
+Result<BenchRow> BenchMoe(const MoeBenchWeights& weights, int64_t m, int threads, bool cold,
+                          const MachineLimits& limits);
+
+// Which rows the table measures.
+enum class BenchLayers : uint8_t {
+  kAll,    // dense rows, then MoE rows (none where --n and --k name the dense shape)
+  kDense,  // --no-moe
+  kMoe,    // --moe
+};
+
 // The benchmark table (quantpath bench, bench_linear): specs ("id" or "id:ACT"; default: the
 // table's specs whose dispatch reaches a kernel above the reference), M (default 1 2 4 8 16 64 512
 // 2048), one shape N × K (default 4096², 14336 × 4096, 4096 × 14336), threads (default 1 and all),
-// cold unless `warm`, as text or one JSON object.
+// cold unless `warm`, as text or one JSON object. MoE rows (MoeBenchShape's layer, BenchMoe):
+// specs default int4_group_128 and fp8_block_128_128, M default 1 16 512 (`specs` and `m` replace
+// the defaults of both kinds), the same threads; under kMoe, n and k set the experts' H and I.
 struct BenchTableArgs {
+  BenchLayers layers = BenchLayers::kAll;
   std::vector<std::string> specs;
   std::vector<int64_t> m;
   int64_t n = 0;

@@ -40,6 +40,10 @@ struct ExpertActivation {
   double limit = 0;  // kSwigluOai: config.json `swiglu_limit` (7.0 where absent, as transformers)
   // The activation of one (gate, up) pair, in double.
   double Apply(double gate, double up) const;
+  // The same as down_proj reads it, in bf16 (the engines' activation dtype): Apply rounded to fp32,
+  // then to bf16 (FloatToBf16's bits). The grouped MoE forward, its reference and `run --input`
+  // round the same way, so that equal gate and up give equal inputs to down.
+  uint16_t ApplyBf16(double gate, double up) const;
 };
 
 struct LayerSite {

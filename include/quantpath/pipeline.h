@@ -24,6 +24,7 @@
 #include "quantpath/kernels.h"
 #include "quantpath/linear.h"
 #include "quantpath/models.h"
+#include "quantpath/moe.h"
 #include "quantpath/planner.h"
 #include "quantpath/sources.h"
 #include "quantpath/specs.h"
@@ -288,6 +289,11 @@ Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint6
 // is one, fp32 otherwise.
 Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatrix& x,
                                      std::optional<int64_t> expert);
+
+// The grouped forward's view of `layer` (MoeForward, moe.h): each expert's gate and up as its
+// w13, down as its w2, the site's activation (LayerSite::expert_activation), named by the site's
+// path; valid while `layer` lives. At --tp > 1 its output is this rank's partial sum.
+MoeLayer MoeLayerOf(const LoadedExperts& layer);
 
 // The same on given activations (`run --input`): X [m, K] in bf16, fp16 or fp32, row-major. bf16
 // and fp32 reach the kernel as they are; fp16 is widened to fp32 first (exactly), as no kernel

@@ -629,6 +629,13 @@ std::vector<double> QuantizeActivationsReference(
     std::span<const double> x, int64_t m, int64_t k, const ActivationQuant& act,
     std::optional<double> static_scale, std::optional<double> static_zero_point = std::nullopt);
 
+// Y [m, ref.rows] = X' · W_refᵀ + bias in double, X' = X [m, ref.cols] as the layer's kernels
+// read it: multiplied by the input prescale where the layer has one (one fp32 product per element,
+// as the kernels take it, so that both round the same values), then quantized as `act` says with
+// the layer's static scale and zero point (QuantizeActivationsReference).
+std::vector<double> ReferenceForward(const ReferenceLayer& ref, const ActivationQuant& act,
+                                     std::span<const double> x, int64_t m);
+
 // Rounds to the nearest e4m3fn value (ties to even), saturating at ±448, in double.
 double RoundToE4M3(double value);
 

@@ -1,6 +1,9 @@
 // RunBenchTable (bench.h): the benchmark table, its defaults, and the rows printed as a table or
 // one JSON object (docs/json/bench.md).
 #include <iostream>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/bench.h"
@@ -33,6 +36,10 @@ constexpr const char* kTableSpecs[] = {"bf16",
                                        "int8_rowwise_bnb"};
 constexpr std::pair<int64_t, int64_t> kTableShapes[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
 constexpr int64_t kTableM[] = {1, 2, 4, 8, 16, 64, 512, 2048};
+// The MoE rows (MoeBenchShape's layer): the weight formats DeepSeek-V3 / Kimi-K2 experts ship in,
+// decode, a decode batch and a prefill.
+constexpr const char* kMoeSpecs[] = {"int4_group_128", "fp8_block_128_128"};
+constexpr int64_t kMoeM[] = {1, 16, 512};
 
 // Whether the dispatcher reaches a kernel above the reference for `spec_id` at M = 1.
 bool HasFastKernel(const std::string& spec_id) {
@@ -52,6 +59,33 @@ std::string Optional(std::optional<double> v, const char* format) {
   return v ? fmt::format(fmt::runtime(format), *v) : "-";
 }
 
+// The table's specs, or the given ones.
+std::vector<std::string> SpecsOr(const std::vector<std::string>& given,
+                                 std::span<const char* const> table) {
+  if (!given.empty()) return given;
+  std::vector<std::string> specs;
+  for (const char* spec : table) {
+    if (HasFastKernel(spec)) specs.emplace_back(spec);
+  }
+  return specs;
+}
+
+std::vector<int64_t> MOr(const std::vector<int64_t>& given, std::span<const int64_t> table) {
+  return given.empty() ? std::vector<int64_t>(table.begin(), table.end()) : given;
+}
+
+// One row of the text table.
+std::string RowText(const BenchRow& r) {
+  return fmt::format(
+      "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10.3e} {:>7.2f} {:>6} {:>8.1f} {:>6}{}{}\n",
+      r.spec, r.m, r.n, r.k, r.threads, r.cold ? "cold" : "warm", r.kernel, r.seconds,
+      r.weight_gbps, Optional(r.pct_bandwidth, "{:.1f}"), r.gflops, Optional(r.pct_peak, "{:.1f}"),
+      r.experts ? fmt::format("  MoE: {} experts, top-{}", *r.experts, *r.top_k) : "",
+      r.peer
+          ? fmt::format("  {} {:.1f} GFLOP/s, ×{:.2f}", *r.peer, *r.peer_gflops, *r.ratio_to_peer)
+          : "");
+}
+
 }  // namespace
 
 Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchPeers& peers) {
@@ -59,16 +93,19 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
   for (int t : args.threads) {
     if (t < 1) return InvalidInput(fmt::format("--threads {}: expected at least 1", t));
   }
-  std::vector<std::string> specs = args.specs;
   // Unknown specs and activation forms before the machine is measured.
-  for (const std::string& spec : specs) {
+  for (const std::string& spec : args.specs) {
     Result<BenchWeights> weights = BenchWeights::Make(spec, 64, 64, false, MachineLimits{});
     if (!weights.ok()) return weights.status();
   }
-  if (specs.empty()) {
-    for (const char* spec : kTableSpecs) {
-      if (HasFastKernel(spec)) specs.emplace_back(spec);
-    }
+  const bool dense = args.layers != BenchLayers::kMoe;
+  // --n and --k name one dense shape, or under --moe the experts' H and I.
+  const bool moe =
+      args.layers == BenchLayers::kMoe || (args.layers == BenchLayers::kAll && args.n == 0);
+  MoeBenchShape moe_shape;
+  if (args.layers == BenchLayers::kMoe && args.n > 0) {
+    moe_shape.hidden = args.n;
+    moe_shape.intermediate = args.k;
   }
   std::vector<std::pair<int64_t, int64_t>> shapes;
   if (args.n > 0) {
@@ -76,8 +113,6 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
   } else {
     shapes.assign(std::begin(kTableShapes), std::end(kTableShapes));
   }
-  const std::vector<int64_t> ms =
-      args.m.empty() ? std::vector<int64_t>(std::begin(kTableM), std::end(kTableM)) : args.m;
   const MachineLimits limits = MeasureMachine();
   const std::vector<int> threads =
       args.threads.empty() ? std::vector<int>{1, limits.threads} : args.threads;
@@ -96,35 +131,45 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
         "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s", "%peak");
   }
   std::vector<Json> rows;
-  for (const std::string& spec : specs) {
-    for (const auto& [n, k] : shapes) {
-      Result<BenchWeights> weights = BenchWeights::Make(spec, n, k, !args.warm, limits);
-      if (!weights.ok()) return weights.status();
-      for (int64_t m : ms) {
-        for (int t : threads) {
-          Result<BenchRow> row = BenchLinear(*weights, m, t, limits);
-          if (!row.ok()) return row.status();
-          std::vector<BenchRow> emitted = {*row};
-          if (peers) {
-            Result<std::vector<BenchRow>> with_peers = peers(*weights, *row);
-            if (!with_peers.ok()) return with_peers.status();
-            emitted = std::move(*with_peers);
-          }
-          for (const BenchRow& r : emitted) {
-            if (args.json) {
-              rows.push_back(BenchRowJson(r));
-              continue;
+  const auto emit = [&](const BenchRow& row) {
+    if (args.json) {
+      rows.push_back(BenchRowJson(row));
+    } else {
+      out << RowText(row) << std::flush;
+    }
+  };
+  if (dense) {
+    for (const std::string& spec : SpecsOr(args.specs, kTableSpecs)) {
+      for (const auto& [n, k] : shapes) {
+        Result<BenchWeights> weights = BenchWeights::Make(spec, n, k, !args.warm, limits);
+        if (!weights.ok()) return weights.status();
+        for (int64_t m : MOr(args.m, kTableM)) {
+          for (int t : threads) {
+            Result<BenchRow> row = BenchLinear(*weights, m, t, limits);
+            if (!row.ok()) return row.status();
+            std::vector<BenchRow> emitted = {*row};
+            if (peers) {
+              Result<std::vector<BenchRow>> with_peers = peers(*weights, *row);
+              if (!with_peers.ok()) return with_peers.status();
+              emitted = std::move(*with_peers);
             }
-            out << fmt::format(
-                "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10.3e} {:>7.2f} {:>6} {:>8.1f} "
-                "{:>6}{}\n",
-                r.spec, r.m, r.n, r.k, r.threads, r.cold ? "cold" : "warm", r.kernel, r.seconds,
-                r.weight_gbps, Optional(r.pct_bandwidth, "{:.1f}"), r.gflops,
-                Optional(r.pct_peak, "{:.1f}"),
-                r.peer ? fmt::format("  {} {:.1f} GFLOP/s, ×{:.2f}", *r.peer, *r.peer_gflops,
-                                     *r.ratio_to_peer)
-                       : "");
+            for (const BenchRow& r : emitted) emit(r);
           }
+        }
+      }
+    }
+  }
+  // MoE rows have no peer: none of the peers has a grouped expert kernel.
+  if (moe) {
+    for (const std::string& spec : SpecsOr(args.specs, kMoeSpecs)) {
+      // Made once per spec and freed before the next one's (gigabytes each).
+      Result<MoeBenchWeights> weights = MoeBenchWeights::Make(spec, moe_shape);
+      if (!weights.ok()) return weights.status();
+      for (int64_t m : MOr(args.m, kMoeM)) {
+        for (int t : threads) {
+          Result<BenchRow> row = BenchMoe(*weights, m, t, !args.warm, limits);
+          if (!row.ok()) return row.status();
+          emit(*row);
         }
       }
     }

@@ -1,133 +1,34 @@
 // BenchLinear (bench.h): a kernel timed on synthetic parameters, cold or warm, and its row.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "quantpath/bench.h"
-
-#include "fmt/format.h"
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
+#include "quantpath/threads.h"
+#include "src/bench/bench_internal.h"
 
 namespace quantpath {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr float kValue = 1.0f / 64;    // every float tensor: no denormal, no overflow in the sums
 constexpr double kMinSeconds = 0.2;    // timed per row at the least, after one untimed call
 constexpr double kPassSeconds = 0.02;  // per pass at the least
 constexpr int kMinPasses = 3;
-constexpr int kRowReadPasses = 4;  // the read bandwidth measured again beside each decode row
-
-// Every float tensor kValue, every other byte pseudo-random (codes of every kind, as real weights).
-void FillSynthetic(LinearParams* params, uint64_t seed) {
-  for (ParamTensor& t : params->slots) {
-    if (t.empty()) continue;
-    const int64_t count = t.elements();
-    switch (t.dtype()) {
-      case QDType::kFP32:
-        std::fill(t.data<float>(), t.data<float>() + count, kValue);
-        break;
-      case QDType::kBF16:
-        std::fill(t.data<uint16_t>(), t.data<uint16_t>() + count, FloatToBf16(kValue));
-        break;
-      case QDType::kFP16:
-        std::fill(t.data<uint16_t>(), t.data<uint16_t>() + count, FloatToFp16(kValue));
-        break;
-      default: {
-        uint64_t state = seed;
-        std::byte* bytes = t.raw();
-        for (int64_t i = 0; i < t.bytes(); ++i) {
-          state = state * 6364136223846793005u + 1442695040888963407u;
-          bytes[i] = static_cast<std::byte>(state >> 56);
-        }
-      }
-    }
-  }
-  params->loaded = params->processed = true;
-}
-
-// Sets OpenMP's team size for the measurement and restores it after.
-class ThreadCount {
- public:
-  explicit ThreadCount(int threads) {
-#ifdef _OPENMP
-    saved_ = omp_get_max_threads();
-    omp_set_num_threads(threads);
-#endif
-    (void)threads;
-  }
-  ~ThreadCount() {
-#ifdef _OPENMP
-    omp_set_num_threads(saved_);
-#endif
-  }
-  ThreadCount(const ThreadCount&) = delete;
-  ThreadCount& operator=(const ThreadCount&) = delete;
-
- private:
-  [[maybe_unused]] int saved_ = 1;
-};
-
-// The spec of `key` from the first source layout its family reads: the parameters are synthetic,
-// and every layout's loader ends in the same canonical layout.
-Result<std::unique_ptr<WeightSpec>> AnyLayoutSpec(const SpecKey& key, const ActivationQuant& act) {
-  Result<std::unique_ptr<WeightSpec>> first = MakeSpec(key, act);
-  if (first.ok()) return first;
-  for (int layout = 0; layout <= static_cast<int>(SourceLayout::kModelSlim); ++layout) {
-    LoadFacts facts;
-    facts.layout = static_cast<SourceLayout>(layout);
-    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
-    if (spec.ok()) return spec;
-  }
-  return first;
-}
-
-// The activation forms a benchmark spec may name after a colon ("int8_channel:int8-token").
-struct NamedActivation {
-  std::string_view name;
-  ActivationQuant act;
-};
-const NamedActivation kActivations[] = {
-    {"int8-token", {ActMode::kDynamicPerToken, 0, QDType::kINT8}},
-    {"fp8-token", {ActMode::kDynamicPerToken, 0, QDType::kFP8E4M3}},
-    {"fp8-tensor", {ActMode::kDynamicPerTensor, 0, QDType::kFP8E4M3}},
-    {"fp8-group128", {ActMode::kDynamicGroup, 128, QDType::kFP8E4M3}},
-};
-
-Result<ActivationQuant> ParseBenchActivation(std::string_view name) {
-  std::string names;
-  for (const NamedActivation& a : kActivations) {
-    if (a.name == name) return a.act;
-    names += names.empty() ? "" : ", ";
-    names += a.name;
-  }
-  return InvalidInput(fmt::format("unknown activation '{}' (expected one of {})", name, names));
-}
 
 }  // namespace
 
 Result<BenchWeights> BenchWeights::Make(std::string_view spec_id, int64_t n, int64_t k, bool cold,
                                         const MachineLimits& limits) {
-  const size_t colon = spec_id.find(':');
-  QP_ASSIGN_OR_RETURN(SpecKey key, ParseSpecId(spec_id.substr(0, colon)));
-  ActivationQuant act;
-  if (colon != std::string_view::npos) {
-    QP_ASSIGN_OR_RETURN(act, ParseBenchActivation(spec_id.substr(colon + 1)));
-  }
   BenchWeights w;
   w.spec_id_ = std::string(spec_id);
   w.n_ = n;
   w.k_ = k;
   w.cold_ = cold;
-  QP_ASSIGN_OR_RETURN(w.spec_, AnyLayoutSpec(key, act));
+  QP_ASSIGN_OR_RETURN(w.spec_, bench_internal::BenchSpec(spec_id));
   AllocationRequest allocation;
   allocation.layer = "bench";
   allocation.shape = {n, k};
@@ -143,7 +44,7 @@ Result<BenchWeights> BenchWeights::Make(std::string_view spec_id, int64_t n, int
     w.copies_.push_back(std::move(copy));
   }
   for (size_t c = 0; c < w.copies_.size(); ++c) {
-    FillSynthetic(&w.copies_[c], 0x9E3779B97F4A7C15u + c);
+    bench_internal::FillSynthetic(&w.copies_[c], 0x9E3779B97F4A7C15u + c);
   }
   return w;
 }
@@ -191,7 +92,8 @@ Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
                           weights.copies().front().tensor(Slot::kWeight).dtype()};
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
   QP_ASSIGN_OR_RETURN(const LinearKernel* kernel, dispatcher->Select(probe));
-  const std::vector<uint16_t> x(static_cast<size_t>(m * k), FloatToBf16(kValue));
+  const std::vector<uint16_t> x(static_cast<size_t>(m * k),
+                                FloatToBf16(bench_internal::kSyntheticValue));
   std::vector<uint16_t> y(static_cast<size_t>(m * n));
   const ConstMatrix xm{QDType::kBF16, x.data(), m, k};
   const MutableMatrix ym{QDType::kBF16, y.data(), m, n};
@@ -213,19 +115,9 @@ Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
   row.cold = weights.cold();
   row.kernel = std::string(kernel->name());
   row.seconds = best;
-  row.weight_gbps = static_cast<double>(weights.weight_bytes()) / row.seconds / 1e9;
-  // The read bandwidth at this moment as well as at the start (a shared host's moves by half
-  // between minutes), the higher of the two, so that a decode row is paired with what the
-  // machine could read around it.
-  row.bandwidth_gbps = limits.ReadGbps(threads);
-  if (m <= 16 && weights.cold()) {
-    row.bandwidth_gbps =
-        std::max(row.bandwidth_gbps, MeasureReadGbps(limits.llc_bytes, threads, kRowReadPasses));
-  }
-  if (m <= 16) row.pct_bandwidth = 100 * row.weight_gbps / row.bandwidth_gbps;
-  row.gflops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k) / row.seconds / 1e9;
-  row.peak_gflops = limits.PeakGflops(kernel->unit(), threads);
-  if (m >= 64 && row.peak_gflops) row.pct_peak = 100 * row.gflops / *row.peak_gflops;
+  bench_internal::SetRates(&row, static_cast<double>(weights.weight_bytes()),
+                           2.0 * static_cast<double>(m * n) * static_cast<double>(k),
+                           limits.PeakGflops(kernel->unit(), threads), limits);
   return row;
 }
 

@@ -8,12 +8,9 @@
 #include <new>
 #include <string>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "quantpath/bench.h"
 #include "quantpath/cpu_features.h"
+#include "quantpath/threads.h"
 #include "src/bench/machine_loops.h"
 
 namespace quantpath {
@@ -51,14 +48,6 @@ int64_t LastLevelCacheBytes() {
     }
   }
   return best;
-}
-
-int MaxThreads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
 }
 
 // GB/s of summing `words` 8-byte words on `threads` threads, the best of `passes`: at the widest
@@ -129,7 +118,7 @@ MachineLimits MeasureMachine() {
   limits.llc_bytes = LastLevelCacheBytes();
   limits.llc_known = limits.llc_bytes > 0;
   if (!limits.llc_known) limits.llc_bytes = kAssumedLlcBytes;
-  limits.threads = MaxThreads();
+  limits.threads = DefaultThreads();
   limits.read_gbps_one = MeasureReadGbps(limits.llc_bytes, 1, kReadPasses);
   limits.read_gbps_all = MeasureReadGbps(limits.llc_bytes, limits.threads, kReadPasses);
   for (const int threads : {1, limits.threads}) {

@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/models.h"
+#include "quantpath/numeric.h"
 
 namespace quantpath {
 
@@ -37,6 +38,10 @@ double ExpertActivation::Apply(double gate, double up) const {
     }
   }
   return 0.0;
+}
+
+uint16_t ExpertActivation::ApplyBf16(double gate, double up) const {
+  return FloatToBf16(static_cast<float>(Apply(gate, up)));
 }
 
 std::string LayerSite::CheckpointKey() const {

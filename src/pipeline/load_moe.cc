@@ -344,7 +344,7 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
     const float* up = gate + m * inter;
     std::vector<double> h(static_cast<size_t>(m * inter));
     for (size_t i = 0; i < h.size(); ++i) {
-      h[i] = Bf16ToFloat(FloatToBf16(static_cast<float>(act.Apply(gate[i], up[i]))));
+      h[i] = Bf16ToFloat(act.ApplyBf16(gate[i], up[i]));
     }
     std::vector<float> y;
     QP_RETURN_IF_ERROR(TimedForward(down, h, m, &y, &run.w2));
@@ -357,6 +357,16 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
   run.w2.mean_abs = w2.mean_abs();
   run.w2.rel = w2.rel();
   return run;
+}
+
+MoeLayer MoeLayerOf(const LoadedExperts& layer) {
+  MoeLayer moe{layer.resolved.site->path, {}, layer.resolved.site->expert_activation};
+  for (const LoadedExpert& expert : layer.experts) {
+    // ExpertProjectionRequests' order: gate, up, down.
+    moe.experts.push_back(
+        {{&expert.projections[0], &expert.projections[1]}, &expert.projections[2]});
+  }
+  return moe;
 }
 
 }  // namespace quantpath

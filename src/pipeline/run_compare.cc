@@ -91,29 +91,15 @@ void Measure::Apply(const LinearParams& params, LayerRun* run) const {
 
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
                      const ActivationQuant& act, std::span<const double> x, int64_t m) {
-  // The prescale (AWQ's pre_quant_scale) multiplies X before it is quantized, one fp32 product
-  // per element as the kernels take it, so that both round the same values to fp8.
-  std::vector<double> scaled;
-  if (!ref.input_prescale.empty()) {
-    scaled.assign(x.begin(), x.end());
-    for (int64_t i = 0; i < m * ref.cols; ++i) {
-      scaled[i] = static_cast<float>(scaled[i] * ref.input_prescale[i % ref.cols]);
-    }
-    x = scaled;
-  }
-  const std::vector<double> xq =
-      QuantizeActivationsReference(x, m, ref.cols, act, ref.input_scale, ref.input_zero_point);
+  const std::vector<double> y_ref = ReferenceForward(ref, act, x, m);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < ref.rows; ++j) {
-      double acc = ref.bias.empty() ? 0.0 : ref.bias[j];
-      for (int64_t c = 0; c < ref.cols; ++c) {
-        acc += xq[i * ref.cols + c] * ref.weight[j * ref.cols + c];
-      }
-      const double diff = std::fabs(y[i * y_stride + j] - acc);
+      const double expected = y_ref[i * ref.rows + j];
+      const double diff = std::fabs(y[i * y_stride + j] - expected);
       // A NaN stays (std::max keeps its first argument), so the run cannot pass.
       max_abs = std::isnan(diff) ? diff : std::max(max_abs, diff);
       sum_abs += diff;
-      max_ref = std::max(max_ref, std::fabs(acc));
+      max_ref = std::max(max_ref, std::fabs(expected));
     }
   }
   count += m * ref.rows;

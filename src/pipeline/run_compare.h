@@ -64,9 +64,9 @@ struct ErrorStats {
   int64_t count = 0;
   double max_ref = 0;
 
-  // Adds Y [m, ref.rows] against X' · W_refᵀ + bias, X' = X [m, ref.cols] quantized as `act`
-  // says, X in double. `y_stride` is the distance between rows of Y (ref.rows when Y holds only
-  // this product).
+  // Adds Y [m, ref.rows] against ReferenceForward(ref, act, X, m) (X' · W_refᵀ + bias, X' =
+  // X [m, ref.cols] as the kernels read it), X in double. `y_stride` is the distance between rows
+  // of Y (ref.rows when Y holds only this product).
   void Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
            const ActivationQuant& act, std::span<const double> x, int64_t m);
   double mean_abs() const { return count > 0 ? sum_abs / static_cast<double>(count) : 0; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
+#include "fmt/format.h"
 
 namespace quantpath {
 namespace {
@@ -15,6 +16,19 @@ std::vector<std::string> Keys(const Json& object) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : object.members()) keys.push_back(key);
   return keys;
+}
+
+// The rows `bench ARGS --json` prints (none, the output a failure, where it exits non-zero).
+std::vector<Json> BenchRows(const std::string& args) {
+  auto run = RunCli("bench " + args + " --json");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  if (run.exit_code != 0) return {};
+  return ParseOrDie(run.out).Find("rows")->items();
+}
+
+// Weight bytes a call of `row` read.
+double BytesPerCall(const Json& row) {
+  return row.Find("weight_gbps")->number_value() * 1e9 * row.Find("seconds")->number_value();
 }
 
 TEST(BenchCli, JsonRowsHaveTheDocumentedKeys) {
@@ -89,6 +103,47 @@ TEST(BenchCli, ActivationForms) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("unknown activation 'int9-token'"), std::string::npos) << bad.out;
   EXPECT_EQ(bad.out.find("machine:"), std::string::npos) << bad.out;
+}
+
+// MoE rows (--moe, experts of H = --n, I = --k): the documented keys with experts and top_k, the
+// bytes of the experts a call reads (top-8 of 64 at M = 1: 8 experts' w13 [2I, H] and w2 [H, I],
+// as dense rows of those shapes read them), 2 · M · top_k · 3 · I · H FLOP a call, and no MoE rows
+// where --n and --k name a dense shape.
+TEST(BenchCli, MoeRows) {
+  const std::vector<Json> rows =
+      BenchRows("--moe --spec int4_group_128 --n 256 --k 128 --m 1 --m 64 --threads 1 --warm");
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Json& row : rows) {
+    EXPECT_EQ(Keys(row).size(), 19u);
+    EXPECT_EQ(row.Find("spec")->string_value(), "int4_group_128");
+    EXPECT_EQ(row.Find("n")->int_value(), 256);
+    EXPECT_EQ(row.Find("k")->int_value(), 128);
+    EXPECT_EQ(row.Find("experts")->int_value(), 64);
+    EXPECT_EQ(row.Find("top_k")->int_value(), 8);
+    EXPECT_FALSE(row.Find("cold")->bool_value());
+    EXPECT_FALSE(row.Find("kernel")->string_value().empty());
+    EXPECT_TRUE(row.Find("peer")->is_null());
+    const double flops = 2.0 * static_cast<double>(row.Find("m")->int_value()) * 8 * 3 * 128 * 256;
+    EXPECT_NEAR(row.Find("gflops")->number_value() * 1e9 * row.Find("seconds")->number_value(),
+                flops, 1e-6 * flops);
+  }
+  double expert = 0;
+  for (const char* shape : {"--n 256 --k 256", "--n 256 --k 128"}) {
+    const std::vector<Json> dense =
+        BenchRows(fmt::format("--no-moe --spec int4_group_128 --m 1 {} --threads 1 --warm", shape));
+    ASSERT_EQ(dense.size(), 1u);
+    expert += BytesPerCall(dense[0]);
+  }
+  EXPECT_NEAR(BytesPerCall(rows[0]), 8 * expert, 1e-6 * expert);
+  EXPECT_FALSE(rows[0].Find("pct_bandwidth")->is_null());
+  EXPECT_TRUE(rows[0].Find("pct_peak")->is_null());
+  EXPECT_TRUE(rows[1].Find("pct_bandwidth")->is_null());
+
+  auto both = RunCli("bench --moe --no-moe --spec int4_group_128 --m 1", true);
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  const std::vector<Json> dense = BenchRows("--spec int4_group_128 --m 1 --n 64 --k 128 --warm");
+  ASSERT_FALSE(dense.empty());
+  for (const Json& row : dense) EXPECT_TRUE(row.Find("experts")->is_null());
 }
 
 }  // namespace

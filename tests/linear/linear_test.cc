@@ -21,31 +21,12 @@ const std::string kSharded =
     std::string(QUANTPATH_TEST_DATA) + "/checkpoints/llama-tiny-fp8-sharded";
 const std::string kStatic = std::string(QUANTPATH_TEST_DATA) + "/checkpoints/llama-tiny-fp8-static";
 
-TensorQuant Fp8(Granularity granularity, Dynamic dynamic = Dynamic::kStatic) {
-  TensorQuant t;
-  t.dtype = QDType::kFP8E4M3;
-  t.granularity = granularity;
-  t.dynamic = dynamic;
-  return t;
-}
-
-// The example's scheme: 128 × 128 weight blocks, dynamic 1 × 128 activation groups.
-QuantScheme BlockScheme() {
-  QuantScheme s;
-  s.weight = Fp8(Granularity::kBlock);
-  s.weight.block_shape = std::array<int64_t, 2>{128, 128};
-  s.weight.load.layout = SourceLayout::kFp8ScaleInv;  // as DeepSeek writes it
-  s.input = Fp8(Granularity::kGroup, Dynamic::kDynamic);
-  s.input->group_size = 128;
-  return s;
-}
-
 // The static variant's scheme: per-tensor weights and activations.
 QuantScheme StaticScheme() {
   QuantScheme s;
-  s.weight = Fp8(Granularity::kPerTensor);
+  s.weight = testing::Fp8Quant(Granularity::kPerTensor);
   s.weight.load.layout = SourceLayout::kFp8Scale;
-  s.input = Fp8(Granularity::kPerTensor);
+  s.input = testing::Fp8Quant(Granularity::kPerTensor);
   return s;
 }
 
@@ -142,7 +123,7 @@ TEST_P(LinearAtLevelTest, ExampleBlockLayers) {
   const double tol = ToleranceFor(Fp8BlockKey(128, 128), ActMode::kDynamicGroup);
   for (const Layer& layer : {kQkv, kGateUp, kDown}) {
     for (int64_t m : {1, 7, 40}) {
-      const Measured got = At(kExample, BlockScheme(), layer, m);
+      const Measured got = At(kExample, testing::Fp8BlockScheme(), layer, m);
       EXPECT_LE(got.rel, tol) << layer.path << " m " << m;
       ExpectReferenceKernel(got, "GemmFp8Block_Ref");
     }
@@ -150,15 +131,14 @@ TEST_P(LinearAtLevelTest, ExampleBlockLayers) {
 }
 
 TEST_P(LinearAtLevelTest, ShardedQkvSpansBothShards) {
-  const Measured got = At(kSharded, BlockScheme(), kQkv, 4);
+  const Measured got = At(kSharded, testing::Fp8BlockScheme(), kQkv, 4);
   EXPECT_LE(got.rel, ToleranceFor(Fp8BlockKey(128, 128), ActMode::kDynamicGroup));
 }
 
 TEST_P(LinearAtLevelTest, StaticPerTensorFusedLegs) {
   for (const Layer& layer : {kQkv, kGateUp, kDown}) {
     const Measured got = At(kStatic, StaticScheme(), layer, 5);
-    EXPECT_LE(got.rel, ToleranceFor(kFp8PerTensorKey, ActMode::kStaticPerTensor))
-        << layer.path;
+    EXPECT_LE(got.rel, ToleranceFor(kFp8PerTensorKey, ActMode::kStaticPerTensor)) << layer.path;
     ExpectReferenceKernel(got, "GemmFp8Row_Ref");
   }
 }

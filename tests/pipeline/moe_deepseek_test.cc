@@ -2,9 +2,11 @@
 // block fp8 128 × 128 with `weight_scale_inv`) from a checkpoint written here: the prefixes come
 // from the DeepSeek site (`mlp.experts.N.{gate,up,down}_proj`), every expert loads even though
 // I = 64 is not a multiple of the block (each projection keeps its own scale grid), the bytes held
-// are the plan's, and the experts run within tolerance.
+// are the plan's, and the experts run within tolerance, one by one and grouped (MoeLayerOf).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -67,6 +69,38 @@ TEST(MoeDeepseek, ExpertsLoadFromTheSitesPrefixes) {
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_TRUE(run->pass()) << run->w13.rel << " " << run->w2.rel;
   EXPECT_EQ(run->experts, 8);
+
+  // The grouped forward of the loaded experts on a seeded top-2 routing, against its reference
+  // from each expert's checkpoint tensors.
+  const MoeLayer layer = MoeLayerOf(*loaded);
+  EXPECT_EQ(layer.name, "model.layers.1.mlp.experts");
+  const RoutingTable routing = SeededRouting(2, 6, 2, 8);
+  const std::vector<float> x = testing::RandomBf16Values(&rng, 6 * 256);
+  std::vector<float> y(x.size());
+  Result<MoeCall> call = MoeForward(layer, routing.View(), {QDType::kFP32, x.data(), 6, 256},
+                                    {QDType::kFP32, y.data(), 6, 256});
+  ASSERT_TRUE(call.ok()) << call.status().message();
+  std::vector<MoeExpertReference> refs;
+  for (const LoadedExpert& expert : loaded->experts) {
+    Result<ReferenceLayer> w13 =
+        DequantizeReference(loaded->checkpoint, loaded->scheme, layer.name,
+                            {expert.prefixes[0], expert.prefixes[1]}, false);
+    Result<ReferenceLayer> w2 = DequantizeReference(loaded->checkpoint, loaded->scheme, layer.name,
+                                                    {expert.prefixes[2]}, false);
+    ASSERT_TRUE(w13.ok() && w2.ok());
+    refs.push_back({std::move(*w13), std::move(*w2)});
+  }
+  Result<std::vector<double>> ref =
+      MoeReference(refs, layer.activation, loaded->activation, routing.View(),
+                   std::vector<double>(x.begin(), x.end()), layer.name);
+  ASSERT_TRUE(ref.ok()) << ref.status().message();
+  double max_abs = 0, max_ref = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(y[i] - (*ref)[i]));
+    max_ref = std::max(max_ref, std::fabs((*ref)[i]));
+  }
+  EXPECT_GT(max_ref, 0);
+  EXPECT_LE(max_abs / max_ref, MoeTolerance(loaded->key, loaded->activation.mode));
 
   // Layer 2's experts are not in this checkpoint: the first missing tensor is named.
   Result<LoadedExperts> missing = LoadExperts(*model, "model.layers.2.mlp.experts");

@@ -18,6 +18,7 @@ using testing::AwqTensors;
 using testing::CtTensors;
 using testing::GptqTensors;
 using testing::IntLeg;
+using testing::IntScheme;
 using testing::OpenTestCheckpoint;
 using testing::RandomIntLeg;
 using testing::TestTensor;
@@ -89,19 +90,6 @@ Result<LinearParams> LoadLegs(const WeightSpec& spec, const Checkpoint& checkpoi
   QP_RETURN_IF_ERROR(spec.Load(checkpoint, prefixes, &params));
   QP_RETURN_IF_ERROR(spec.ProcessAfterLoading(&params));
   return params;
-}
-
-QuantScheme IntScheme(int bits, int64_t group, bool symmetric, SourceLayout layout,
-                      ZeroPointConvention zeros, bool act_order = false) {
-  QuantScheme s;
-  s.weight.dtype = static_cast<QDType>(static_cast<int>(QDType::kINT8) + 8 - bits);
-  s.weight.granularity = group > 0 ? Granularity::kGroup : Granularity::kPerChannel;
-  if (group > 0) s.weight.group_size = group;
-  s.weight.symmetric = symmetric;
-  s.weight.load.layout = layout;
-  s.weight.load.zero_point = zeros;
-  s.weight.load.act_order = act_order;
-  return s;
 }
 
 std::vector<double> Stack(const std::vector<IntLeg>& legs) {

@@ -60,6 +60,21 @@ inline IntLeg RandomIntLeg(std::mt19937* rng, int bits, int64_t n, int64_t k, in
   return leg;
 }
 
+// The scheme of integer weights of `bits` in groups of `group` columns (0: per channel), read
+// from `layout`.
+inline QuantScheme IntScheme(int bits, int64_t group, bool symmetric, SourceLayout layout,
+                             ZeroPointConvention zeros, bool act_order = false) {
+  QuantScheme s;
+  s.weight.dtype = static_cast<QDType>(static_cast<int>(QDType::kINT8) + 8 - bits);
+  s.weight.granularity = group > 0 ? Granularity::kGroup : Granularity::kPerChannel;
+  if (group > 0) s.weight.group_size = group;
+  s.weight.symmetric = symmetric;
+  s.weight.load.layout = layout;
+  s.weight.load.zero_point = zeros;
+  s.weight.load.act_order = act_order;
+  return s;
+}
+
 inline TestTensor I32Tensor(std::string name, std::vector<int64_t> shape,
                             const std::vector<uint32_t>& words) {
   TestTensor t{std::move(name), "I32", std::move(shape), std::vector<uint8_t>(words.size() * 4)};

@@ -1,9 +1,11 @@
-// Test fixtures: writes small safetensors folders from in-memory tensors, and makes fp8 legs with
-// random or given contents. Header-only; used by the specs, kernels and linear tests.
+// Test fixtures: writes small safetensors folders from in-memory tensors, makes fp8 legs with
+// random or given contents, and the fp8 schemes they are read with. Header-only; used by the specs,
+// kernels and linear tests.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -41,6 +43,27 @@ inline std::unique_ptr<WeightSpec> TestSpec(const SpecKey& key, const Activation
   Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
   EXPECT_TRUE(spec.ok()) << spec.status().message();
   return spec.ok() ? std::move(*spec) : nullptr;
+}
+
+// fp8 e4m3 quantization of one tensor at `granularity`.
+inline TensorQuant Fp8Quant(Granularity granularity, Dynamic dynamic = Dynamic::kStatic) {
+  TensorQuant t;
+  t.dtype = QDType::kFP8E4M3;
+  t.granularity = granularity;
+  t.dynamic = dynamic;
+  return t;
+}
+
+// DeepSeek's scheme: 128 × 128 weight blocks (`weight_scale_inv`), dynamic 1 × 128 activation
+// groups.
+inline QuantScheme Fp8BlockScheme() {
+  QuantScheme s;
+  s.weight = Fp8Quant(Granularity::kBlock);
+  s.weight.block_shape = std::array<int64_t, 2>{128, 128};
+  s.weight.load.layout = SourceLayout::kFp8ScaleInv;
+  s.input = Fp8Quant(Granularity::kGroup, Dynamic::kDynamic);
+  s.input->group_size = 128;
+  return s;
 }
 
 struct TestTensor {

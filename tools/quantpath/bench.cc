@@ -1,8 +1,10 @@
-// quantpath bench [--spec ID[:ACT]]… [--m M]… [--n N --k K] [--threads T]… [--warm] [--json]
+// quantpath bench [--spec ID[:ACT]]… [--m M]… [--n N --k K] [--threads T]… [--warm]
+//                 [--moe | --no-moe] [--json]
 //
 // The benchmark table (RunBenchTable, src/bench/bench_table.cc): the machine measured, then one
-// row per (spec, shape, M, threads), as a table or (--json) one object {"machine", "rows"}
-// (docs/json/bench.md). Exit 0, or 2 for a bad spec, activation form, shape or thread count.
+// row per (spec, shape, M, threads), then the MoE rows, as a table or (--json) one object
+// {"machine", "rows"} (docs/json/bench.md). Exit 0, or 2 for a bad spec, activation form, shape or
+// thread count.
 #include <iostream>
 
 #include "quantpath/bench.h"

@@ -12,10 +12,20 @@ inline void AddBenchTableOptions(CLI::App* cmd, BenchTableArgs* args) {
                   "Spec id, or id:ACT with ACT int8-token, fp8-token, fp8-tensor or fp8-group128 "
                   "(repeatable; default: the table's specs that have a fast kernel)");
   cmd->add_option("--m", args->m, "Rows of X (repeatable; default 1 2 4 8 16 64 512 2048)");
-  cmd->add_option("--n", args->n, "Output features (with --k; default: the table's three shapes)");
+  cmd->add_option("--n", args->n,
+                  "Output features (with --k; default: the table's three shapes; given, no MoE "
+                  "rows unless --moe)");
   cmd->add_option("--k", args->k, "Input features (with --n)");
   cmd->add_option("--threads", args->threads, "OpenMP threads (repeatable; default 1 and all)");
-  cmd->add_flag("--warm", args->warm, "Reuse one weight copy (default: cold, from DRAM)");
+  cmd->add_flag("--warm", args->warm,
+                "Reuse one weight copy, and one routing for MoE rows (default: cold, from DRAM)");
+  CLI::Option* moe = cmd->add_flag_callback(
+      "--moe", [args] { args->layers = BenchLayers::kMoe; },
+      "Only the MoE rows (64 experts of 7168 x 2048, top-8; with --n N --k K experts of H = N, "
+      "I = K)");
+  CLI::Option* no_moe = cmd->add_flag_callback(
+      "--no-moe", [args] { args->layers = BenchLayers::kDense; }, "Only the dense rows");
+  moe->excludes(no_moe);
   cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/bench.md)");
 }
 
