@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu/int8_rows_avx512vnni.h"
 #include "src/kernels/cpu/transpose16_avx512vnni.h"
 #include "src/kernels/cpu/w8a8_pack.h"
 #include "src/kernels/cpu_problems.h"
@@ -205,6 +206,63 @@ void MicroQuadsTail(const QuadTile& tile, int64_t groups, const Problem& pr, int
   }
 }
 
+// What the outputs of W's rows [n0, n0 + kTileN) need beside the products, per row of W.
+struct TileOutputs {
+  alignas(64) float weight_scale[kTileN];
+  alignas(64) float bias[kTileN];
+  alignas(64) int64_t quant_bias[kTileN];
+  alignas(64) int64_t row_sums[kTileN];
+
+  TileOutputs(const Problem& pr, int64_t n0, int64_t count) {
+    const LinearParams& params = *pr.params;
+    const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    const ParamTensor& quant = params.tensor(Slot::kQuantBias);
+    const ParamTensor& b = params.tensor(Slot::kBias);
+    for (int64_t r = 0; r < kTileN; ++r) {
+      const int64_t j = n0 + r;
+      const bool in = r < count;
+      weight_scale[r] = in ? LoadFloat(scales, scales.rows() == 1 ? 0 : j) : 0.0f;
+      bias[r] = in && !b.empty() ? LoadFloat(b, j) : 0.0f;
+      quant_bias[r] = in && !quant.empty() ? quant.data<int32_t>()[j] : 0;
+      row_sums[r] = in ? pr.pack->row_sums[j] : 0;
+    }
+  }
+};
+
+// StoreOutput for row i of X and `count` rows of W from n0, 8 at a time: the same int64 sum, the
+// same conversion, product and sum in fp32 (a scalar loop of them cost a quarter of the prefill).
+void StoreTileRow(const Problem& pr, const TileOutputs& out, int64_t i, int64_t n0, int64_t count,
+                  const int32_t* lanes) {
+  const MutableMatrix& y = pr.y;
+  const int64_t n_rows = pr.params->rows;
+  const __m512i x_terms = _mm512_set1_epi64(-128 * int64_t{pr.x->sums[i]});
+  const __m512i x_zero = _mm512_set1_epi64(pr.xq->zero[i]);
+  const float x_scale = pr.xq->scale[i];
+  for (int64_t r = 0; r < count; r += 8) {
+    const __mmask8 in = count - r >= 8 ? 0xFF : static_cast<__mmask8>((1u << (count - r)) - 1);
+    __m512i exact = _mm512_add_epi64(
+        _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + r))),
+        x_terms);
+    exact = _mm512_add_epi64(exact, _mm512_load_si512(out.quant_bias + r));
+    exact =
+        _mm512_sub_epi64(exact, _mm512_mullo_epi64(x_zero, _mm512_load_si512(out.row_sums + r)));
+    const __m256 scale =
+        _mm256_mul_ps(_mm256_set1_ps(x_scale), _mm256_load_ps(out.weight_scale + r));
+    __m256 product = _mm256_mul_ps(_mm512_cvtepi64_ps(exact), scale);
+    __asm__("" : "+v"(product));  // not contracted into an FMA: the reference's bits
+    const __m256 value = _mm256_add_ps(product, _mm256_load_ps(out.bias + r));
+    if (y.dtype == QDType::kFP32) {
+      _mm256_mask_storeu_ps(static_cast<float*>(y.data) + i * n_rows + n0 + r, in, value);
+      continue;
+    }
+    alignas(32) float values[8];
+    _mm256_store_ps(values, value);
+    for (int64_t l = 0; l < 8 && r + l < count; ++l) {
+      reference::StoreOutput(y, i * n_rows + n0 + r + l, values[l]);
+    }
+  }
+}
+
 void TiledGemm(const Problem& pr, int64_t m) {
   const cpu::RowInterleave& codes = pr.pack->codes;
   const int64_t n_rows = pr.params->rows;
@@ -234,11 +292,11 @@ void TiledGemm(const Problem& pr, int64_t m) {
                                        s0 * cpu::kInt8Step, totals + (i - x0) * kTileVectors);
           }
         }
+        const int64_t count = std::min(kTileN, n_rows - n0);
+        const TileOutputs outputs(pr, n0, count);
         for (int64_t i = x0; i < x1; ++i) {
-          const int32_t* lanes = reinterpret_cast<const int32_t*>(totals + (i - x0) * kTileVectors);
-          for (int64_t j = n0; j < std::min(n_rows, n0 + kTileN); ++j) {
-            StoreOutput(pr, i, j, lanes[j - n0]);
-          }
+          StoreTileRow(pr, outputs, i, n0, count,
+                       reinterpret_cast<const int32_t*>(totals + (i - x0) * kTileVectors));
         }
       }
     }
@@ -260,8 +318,14 @@ class GemmW8a8Avx512Vnni final : public LinearKernel {
   void Prepare(const LinearParams& params) const override { Packed(params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const reference::Int8Activations xq = reference::QuantizeInt8Activations(params, act, x);
-    const cpu::PaddedInt8Rows padded = cpu::PadInt8Rows(xq, x.rows, x.cols);
+    reference::Int8Activations xq;
+    cpu::PaddedInt8Rows padded;
+    if (act.mode == ActMode::kDynamicPerToken && act.symmetric) {
+      avx512vnni::QuantizeInt8PerToken(x, &xq, &padded);
+    } else {
+      xq = reference::QuantizeInt8Activations(params, act, x);
+      padded = cpu::PadInt8Rows(xq, x.rows, x.cols);
+    }
     const Problem problem{&Packed(params), &padded, &xq, &params, y};
     if (x.rows >= kTiledRows) return TiledGemm(problem, x.rows);
     const int64_t blocks = params.rows / kBlockRows;
