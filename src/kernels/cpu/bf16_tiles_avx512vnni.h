@@ -178,6 +178,15 @@ inline void MicroTail(const PairTile<S>& tile, const cpu::Bf16Rows& xr, int64_t 
   }
 }
 
+// `count` ≤ kTileN outputs from Y's element `at` on (fp32, or bf16 rounded as StoreOutput).
+inline void StoreRow(const MutableMatrix& y, int64_t at, int64_t count, const float* values) {
+  if (y.dtype == QDType::kFP32) {
+    std::copy(values, values + count, static_cast<float*>(y.data) + at);
+    return;
+  }
+  FloatsToBf16(values, count, static_cast<uint16_t*>(y.data) + at);
+}
+
 // Y = X · Wᵀ (+ bias) for X as bf16 rows (xr.rows ≥ kTiledRows), W from `packed`.
 template <PairSource S>
 void TiledGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
@@ -224,20 +233,29 @@ void TiledGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams&
                                      totals + (m - x0) * kTileVectors);
           }
         }
+        const int64_t count = std::min(kTileN, n_rows - n0);
+        alignas(64) float bias_values[kTileN] = {};
+        for (int64_t r = 0; r < count && !bias.empty(); ++r)
+          bias_values[r] = LoadFloat(bias, n0 + r);
         for (int64_t m = x0; m < x1; m += per_row) {
-          for (int64_t n = n0; n < std::min(n_rows, n0 + kTileN); ++n) {
-            float value = 0;
-            for (int64_t h = 0; h < per_row; ++h) {
-              const int64_t row = m + h;
-              const float* lanes =
-                  reinterpret_cast<const float*>(totals + (row - x0) * kTileVectors);
-              const float* x_scales = xr.x_scales ? xr.x_scales + row * xr.x_runs : nullptr;
-              value += lanes[n - n0] + Tail(w, n, xr.bits.data<uint16_t>() + row * k, x_scales,
-                                            xr.x_group, full, k);
-            }
-            if (!bias.empty()) value += LoadFloat(bias, n);
-            reference::StoreOutput(y, m / per_row * n_rows + n, value);
+          alignas(64) float values[kTileN];
+          for (int v = 0; v < kTileVectors; ++v) {
+            __m512 sum = _mm512_load_ps(bias_values + v * 16);
+            for (int64_t h = 0; h < per_row; ++h)
+              sum = _mm512_add_ps(sum, totals[(m + h - x0) * kTileVectors + v]);
+            _mm512_store_ps(values + v * 16, sum);
           }
+          if (full < k) {
+            for (int64_t r = 0; r < count; ++r) {
+              for (int64_t h = 0; h < per_row; ++h) {
+                const int64_t row = m + h;
+                const float* x_scales = xr.x_scales ? xr.x_scales + row * xr.x_runs : nullptr;
+                values[r] += Tail(w, n0 + r, xr.bits.data<uint16_t>() + row * k, x_scales,
+                                  xr.x_group, full, k);
+              }
+            }
+          }
+          StoreRow(y, m / per_row * n_rows + n0, count, values);
         }
       }
     }
