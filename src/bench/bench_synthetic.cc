@@ -59,9 +59,22 @@ Result<std::unique_ptr<WeightSpec>> BenchSpec(std::string_view spec_id) {
 }
 
 void FillSynthetic(LinearParams* params, uint64_t seed) {
-  for (ParamTensor& t : params->slots) {
+  for (size_t slot = 0; slot < params->slots.size(); ++slot) {
+    ParamTensor& t = params->slots[slot];
     if (t.empty()) continue;
     const int64_t count = t.elements();
+    // Block scales of one byte (E4M3, E8M0) as a checkpoint holds them: positive normal values
+    // near 1 (0x30 … 0x4F and 2^-8 … 2^7), not NaN, not random exponents.
+    if (static_cast<Slot>(slot) == Slot::kWeightScale && Info(t.dtype()).bits == 8) {
+      const bool e4m3 = t.dtype() == QDType::kFP8E4M3;
+      const uint8_t base = e4m3 ? 0x30 : 119;
+      uint64_t state = seed;
+      for (int64_t i = 0; i < count; ++i) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(base + (state >> (e4m3 ? 59 : 60)));
+      }
+      continue;
+    }
     switch (t.dtype()) {
       case QDType::kFP32:
         std::fill(t.data<float>(), t.data<float>() + count, kSyntheticValue);

@@ -31,6 +31,7 @@ struct Case {
   bool bias;
   QDType params = QDType::kBF16;  // the unquantized dtype: the bf16 spec's W is stored in it
   bool bf16_x = true;             // X's values are bf16 values (else fp32 ones that are not)
+  bool tiny_scales = false;       // E8M0 scales of 2^-127 among them (products below bf16's range)
 };
 
 std::unique_ptr<WeightSpec> SpecFor(const Case& c) {
@@ -74,10 +75,11 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
     const std::vector<uint8_t> bits = testing::RandomFp8(rng, s.elements());
     std::copy(bits.begin(), bits.end(), s.data<uint8_t>());
   } else if (s.dtype() == QDType::kINT8) {
-    // E8M0: 2^-127 (0) now and then, else 2^-9 … 2^8.
+    // E8M0: 2^-10 … 2^8, and 2^-127 (0) now and then where asked.
     std::uniform_int_distribution<int> exponent(kE8M0Bias - 10, kE8M0Bias + 8);
     for (int64_t i = 0; i < s.elements(); ++i) {
-      s.data<uint8_t>()[i] = i % 97 == 5 ? 0 : static_cast<uint8_t>(exponent(*rng));
+      s.data<uint8_t>()[i] =
+          c.tiny_scales && i % 97 == 5 ? 0 : static_cast<uint8_t>(exponent(*rng));
     }
   } else {
     const std::vector<float> scales = testing::RandomScales(rng, s.elements());
@@ -282,11 +284,14 @@ std::vector<Case> Cases() {
       {"nvfp4_m64", "nvfp4_block_16_linear", none, 64, 24, 384, f32, f32, true},
       {"nvfp4_w4a4_m5", "nvfp4_block_16_linear", nvfp4, 5, 40, 272, bf16, f32, false},
       {"mxfp4_m1", "mxfp4_block_32", none, 1, 64, 256, bf16, f32, false},
-      {"mxfp4_m6_ragged", "mxfp4_block_32", none, 6, 33, 224, f32, bf16, true},
+      {"mxfp4_m6_ragged", "mxfp4_block_32", none, 6, 33, 224, f32, bf16, true, bf16, true, true},
+      {"mxfp4_m70", "mxfp4_block_32", none, 70, 40, 640, bf16, f32, true},
+      {"mxfp4_m66_tiny_scales", "mxfp4_block_32", none, 66, 20, 256, f32, f32, false, bf16, true,
+       true},
       {"mxfp4_m17_long", "mxfp4_block_32", none, 17, 12, 1120, bf16, f32, false},
       {"mxfp4_mxfp8_act_m4", "mxfp4_block_32", mxfp8, 4, 24, 320, f32, f32, false},
       {"mxfp8_m1", "mxfp8_block_32", none, 1, 48, 256, bf16, f32, true},
-      {"mxfp8_m7_ragged", "mxfp8_block_32", none, 7, 29, 200, f32, f32, false},
+      {"mxfp8_m7_ragged", "mxfp8_block_32", none, 7, 29, 200, f32, f32, false, bf16, true, true},
       {"mxfp8_m65_long", "mxfp8_block_32", none, 65, 9, 1056, bf16, bf16, false},
       {"mxfp8_mxfp8_act_m2", "mxfp8_block_32", mxfp8, 2, 40, 160, bf16, f32, false},
   };

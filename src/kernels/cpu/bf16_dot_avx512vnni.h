@@ -272,14 +272,19 @@ template <PairSource S>
 void Gemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
           const std::vector<float>& x, int64_t m, const MutableMatrix& y,
           const cpu::XScales& x_scales = {}) {
-  const bool tiled = !kLaneScales<S> && m >= kTiledRows;
+  bool tiled = m >= kTiledRows;
+  if constexpr (kFoldsScales<S>) {
+    tiled = tiled && w.folds;
+  } else if constexpr (kLaneScales<S>) {
+    tiled = false;
+  }
   cpu::Bf16Rows xr =
       cpu::ToBf16Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep, S::kXOrder,
                       tiled ? cpu::PanelShape{} : cpu::PanelShape{kTileRows, kTileColumns});
   xr.x_scales = x_scales.scales;
   xr.x_runs = x_scales.runs;
   xr.x_group = x_scales.group;
-  if constexpr (!kLaneScales<S>) {
+  if constexpr (!kLaneScales<S> || kFoldsScales<S>) {
     if (tiled) return TiledGemm(w, packed, params, xr, y);
   }
   // X in tiles of kXTileRows bf16 rows, each kept in L2 while every block of W passes over it.

@@ -43,6 +43,17 @@ inline constexpr bool kLaneScales = requires {
   requires S::kLaneScales;
 };
 
+// Lane-scale Sources whose codes times `BlockScales(row, g)` are bf16 values (normal ones, which
+// vdpbf16ps does not flush) where `folds`, leaving `RowScale(row)` for the whole row: the tiled
+// GEMM converts them so, with one run a row.
+template <typename S>
+inline constexpr bool kFoldsScales = requires(const S& w, int64_t i) {
+  requires kLaneScales<S>;
+  { w.folds } -> std::convertible_to<bool>;
+  {w.BlockScales(i, i)};
+  { w.RowScale(i) } -> std::convertible_to<float>;
+};
+
 template <typename S>
 concept PairSource = requires(const S& w, int64_t i, const uint8_t* p, __m512i* out) {
   { w.group } -> std::convertible_to<int64_t>;

@@ -50,6 +50,17 @@ struct PairTile {
   int runs = 0;
 };
 
+// Each bf16 value of `values` times the fp32 lane (32 bits: two values) it lies in, where the
+// products are bf16 values.
+inline __m512i TimesLanes(__m512i values, __m512 lanes) {
+  const __m512i high_mask = _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
+  const __m512 low = _mm512_castsi512_ps(_mm512_slli_epi32(values, 16));
+  const __m512 high = _mm512_castsi512_ps(_mm512_and_si512(values, high_mask));
+  const __m512i low_product = _mm512_srli_epi32(_mm512_castps_si512(_mm512_mul_ps(low, lanes)), 16);
+  const __m512i high_product = _mm512_castps_si512(_mm512_mul_ps(high, lanes));
+  return _mm512_ternarylogic_epi32(high_product, high_mask, low_product, 0xEA);  // (h & m) | l
+}
+
 // Rows [n0, n0 + kTileN) ∩ [0, N) of W, columns [c0, c0 + width) (whole steps), into `tile`.
 template <PairSource S>
 void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n_rows, int64_t n0,
@@ -67,6 +78,10 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n_rows, i
         const PackedBlock block = BlockAt(packed, first, std::min(kBlockRows, n_rows - first));
         __m512i wv[kVectors<S>];
         w.Load(block.At((c0 + c) / S::kStep, n - first), wv);
+        if constexpr (kFoldsScales<S>) {
+          const __m512 scales = w.BlockScales(n, (c0 + c) / S::kStep);
+          for (int v = 0; v < kVectors<S>; ++v) wv[v] = TimesLanes(wv[v], scales);
+        }
         for (int v = 0; v < kVectors<S>; ++v) _mm512_store_si512(rows[i] + v * kWidth, wv[v]);
       }
       for (int v = 0; v < kVectors<S>; ++v) {
@@ -80,23 +95,34 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n_rows, i
       }
     }
   }
-  tile->runs = 0;
-  for (int64_t begin = c0; begin < c0 + width; ++tile->runs) {
-    const int64_t g = begin / w.group;
-    const int64_t end = std::min((g + 1) * w.group, c0 + width);
-    const int i = tile->runs;
-    tile->run_begin[i] = begin - c0;
-    tile->run_g[i] = g;
+  if constexpr (kFoldsScales<S>) {
+    // One run: what the codes leave of the scale is the row's.
+    tile->runs = 1;
+    tile->run_begin[0] = 0;
+    tile->run_begin[1] = width;
+    tile->run_g[0] = 0;
     for (int64_t n = 0; n < kTileN; ++n) {
-      const bool in = n0 + n < n_rows;
-      tile->scale[i][n] = in ? w.Scale(n0 + n, g) : 0.0f;
-      if constexpr (S::kZeros) {
-        tile->scaled_zero[i][n] = in ? tile->scale[i][n] * w.Zero(n0 + n, g) : 0.0f;
-      }
+      tile->scale[0][n] = n0 + n < n_rows ? w.RowScale(n0 + n) : 0.0f;
     }
-    begin = end;
+  } else {
+    tile->runs = 0;
+    for (int64_t begin = c0; begin < c0 + width; ++tile->runs) {
+      const int64_t g = begin / w.group;
+      const int64_t end = std::min((g + 1) * w.group, c0 + width);
+      const int i = tile->runs;
+      tile->run_begin[i] = begin - c0;
+      tile->run_g[i] = g;
+      for (int64_t n = 0; n < kTileN; ++n) {
+        const bool in = n0 + n < n_rows;
+        tile->scale[i][n] = in ? w.Scale(n0 + n, g) : 0.0f;
+        if constexpr (S::kZeros) {
+          tile->scaled_zero[i][n] = in ? tile->scale[i][n] * w.Zero(n0 + n, g) : 0.0f;
+        }
+      }
+      begin = end;
+    }
+    tile->run_begin[tile->runs] = width;
   }
-  tile->run_begin[tile->runs] = width;
 }
 
 // The lines of W a tile converts (rows [n0, n0 + kTileN) ∩ [0, N), columns [c0, c0 + width)),
@@ -128,9 +154,10 @@ struct TileFetch {
 
 // Rows [m0, m0 + MR) of X (bf16 rows of `xr`) over every run of `tile` (columns from c0 of W,
 // runs of `group` columns), into totals[m · kTileVectors + v] (16 outputs each).
+// Not inlined: inside TiledGemm GCC kept some of the 24 accumulators on the stack.
 template <PairSource S, int MR>
-inline void Micro(const PairTile<S>& tile, const cpu::Bf16Rows& xr, int64_t m0, int64_t c0,
-                  int64_t group, __m512* totals) {
+[[gnu::noinline]] void Micro(const PairTile<S>& tile, const cpu::Bf16Rows& xr, int64_t m0,
+                             int64_t c0, int64_t group, __m512* totals) {
   const uint16_t* xm[MR];
   for (int m = 0; m < MR; ++m) xm[m] = xr.bits.data<uint16_t>() + (m0 + m) * xr.k + c0;
   for (int i = 0; i < tile.runs; ++i) {
@@ -191,7 +218,7 @@ inline void StoreRow(const MutableMatrix& y, int64_t at, int64_t count, const fl
 template <PairSource S>
 void TiledGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
                const cpu::Bf16Rows& xr, const MutableMatrix& y) {
-  static_assert(kTileK % S::kStep == 0 && !kLaneScales<S>);
+  static_assert(kTileK % S::kStep == 0 && (!kLaneScales<S> || kFoldsScales<S>));
   const int64_t n_rows = params.rows, k = xr.k;
   const int64_t full = k / S::kStep * S::kStep;
   const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X

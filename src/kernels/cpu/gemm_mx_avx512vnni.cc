@@ -7,6 +7,7 @@
 //                         a step of 32 columns, one block
 // An E8M0 scale e is 2^(e − 127): the fp32 with exponent field e, and 2^-127 (the subnormal
 // 0x00400000) for e = 0.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
@@ -54,8 +55,13 @@ struct Mxfp4Quads : MxCodes {
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
 
   void Load(const uint8_t* p, __m512i out[4]) const { avx512vnni::LoadE2M1Quads(p, out); }
+  // e2m1 × 2^(e − 127) is a normal bf16 value for e ≥ 2: the tiled GEMM multiplies them where
+  // every scale is.
+  bool folds = false;
   // Lane i: block 4g + i / 4 of the row.
-  __m512 Scale(int64_t row, int64_t g) const {
+  __m512 Scale(int64_t row, int64_t g) const { return BlockScales(row, g); }
+  float RowScale(int64_t) const { return 1.0f; }
+  __m512 BlockScales(int64_t row, int64_t g) const {
     int32_t four;
     std::memcpy(&four, scales + row * scale_cols + g * kStep / kMxGroup, sizeof four);
     const __m128i spread = _mm_shuffle_epi8(
@@ -67,6 +73,11 @@ struct Mxfp4Quads : MxCodes {
   }
   void PrefetchScales(int64_t row, int64_t step) const {
     avx512vnni::PrefetchScaleLine(scales + row * scale_cols, step, kStep / kMxGroup);
+  }
+  bool ScalesFold(const LinearParams& params) const {
+    const ParamTensor& s = params.tensor(Slot::kWeightScale);
+    const uint8_t* bytes = s.data<uint8_t>();
+    return std::all_of(bytes, bytes + s.elements(), [](uint8_t e) { return e >= 2; });
   }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
@@ -112,8 +123,9 @@ class GemmMxAvx512Bf16 final : public LinearKernel {
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    avx512vnni::Gemm(Source{MxCodes::Of(params)}, avx512vnni::Packed<Source>(this, params), params,
-                     xs, x.rows, y);
+    Source w{MxCodes::Of(params)};
+    if constexpr (requires { w.folds; }) w.folds = w.ScalesFold(params);
+    avx512vnni::Gemm(w, avx512vnni::Packed<Source>(this, params), params, xs, x.rows, y);
   }
 
  private:

@@ -40,8 +40,13 @@ struct Nvfp4Quads {
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
 
   void Load(const uint8_t* p, __m512i out[4]) const { avx512vnni::LoadE2M1Quads(p, out); }
+  bool folds = true;  // e2m1 × e4m3 is a normal bf16 value: the tiled GEMM multiplies them
   // Lane i: block 8g + i / 2 of the row.
   __m512 Scale(int64_t row, int64_t g) const {
+    return _mm512_mul_ps(BlockScales(row, g), _mm512_set1_ps(global));
+  }
+  float RowScale(int64_t) const { return global; }
+  __m512 BlockScales(int64_t row, int64_t g) const {
     const __m128i bytes = _mm_loadl_epi64(
         reinterpret_cast<const __m128i*>(scales + row * scale_cols + g * kStep / kNvfp4Group));
     const __m512i code = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(bytes, bytes));
@@ -55,7 +60,7 @@ struct Nvfp4Quads {
     const __m512i value =
         _mm512_ternarylogic_epi32(_mm512_castps_si512(magnitude), _mm512_slli_epi32(code, 24),
                                   _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)), 0xF8);
-    return _mm512_mul_ps(_mm512_castsi512_ps(value), _mm512_set1_ps(global));
+    return _mm512_castsi512_ps(value);
   }
   void PrefetchScales(int64_t row, int64_t step) const {
     avx512vnni::PrefetchScaleLine(scales + row * scale_cols, step, kStep / kNvfp4Group);
