@@ -76,6 +76,82 @@ inline void RowOfX(const S& w, const PackedBlock& block, int64_t first, const ui
   }
 }
 
+// 2 ≤ P ≤ 4 bf16 rows of X from row t0 of `xr` against the R rows of a block from `first` (one
+// row: RowOfX, whose accumulators a row of W are the vectors of a step), the block converted in
+// registers once for all of them: 16 accumulators (vdpbf16ps needs 12 in flight),
+// each row of X and W with its own and the vectors of a step split among 4 / P of them; each
+// run's scale and zero point taken once a row of W for every row of X. X is loaded for each row
+// of W, from L1 (held in registers through a step, it pushed the accumulators onto the stack).
+template <PairSource S, int R, int P>
+inline void RowsInRegisters(const S& w, const PackedBlock& block, int64_t first,
+                            const cpu::Bf16Rows& xr, int64_t t0, float out[4][kBlockRows]) {
+  constexpr int V = kVectors<S>;
+  constexpr int A = P >= 4 ? 1 : 4 / P;  // accumulators a row of X and W
+  const int64_t k = xr.k;
+  const uint16_t* x[P];
+  const float* x_scales[P];
+  for (int p = 0; p < P; ++p) {
+    x[p] = xr.bits.data<uint16_t>() + (t0 + p) * k;
+    x_scales[p] = xr.x_scales ? xr.x_scales + (t0 + p) * xr.x_runs : nullptr;
+  }
+  __m512 total[P][R];
+  float zero_terms[P][R] = {};
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) total[p][r] = _mm512_setzero_ps();
+  }
+  const int64_t full = k / S::kStep * S::kStep;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    __m512 run[P][R][A];
+    for (int p = 0; p < P; ++p) {
+      for (int r = 0; r < R; ++r) {
+        for (int a = 0; a < A; ++a) run[p][r][a] = _mm512_setzero_ps();
+      }
+    }
+    for (int64_t c = start; c < end; c += S::kStep) {
+      PrefetchAhead<S, R>(block, c / S::kStep);
+      PrefetchScalesAhead<S, R>(w, first, c / S::kStep);
+      for (int r = 0; r < R; ++r) {
+        __m512i wv[V];
+        w.Load(block.At(c / S::kStep, r), wv);
+        for (int v = 0; v < V; ++v) {
+          for (int p = 0; p < P; ++p) {
+            const __m512i xpv = _mm512_loadu_si512(x[p] + c + v * kWidth);
+            run[p][r][v % A] = Dot(run[p][r][v % A], wv[v], xpv);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      float zero = 0.0f;
+      if constexpr (S::kZeros) zero = w.Scale(first + r, g) * w.Zero(first + r, g);
+      for (int p = 0; p < P; ++p) {
+        __m512 sum = run[p][r][0];
+        for (int a = 1; a < A; ++a) sum = _mm512_add_ps(sum, run[p][r][a]);
+        total[p][r] = _mm512_fmadd_ps(
+            sum, RunScale(w, first + r, g, XScale(w, x_scales[p], xr.x_group, g)), total[p][r]);
+        if constexpr (S::kZeros) zero_terms[p][r] += zero * xr.run_sums[g * xr.rows + t0 + p];
+      }
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) {
+      out[p][r] = Sum(total[p][r]) - zero_terms[p][r] +
+                  Tail(w, first + r, x[p], x_scales[p], xr.x_group, full, k);
+    }
+  }
+}
+
+template <PairSource S, int R, int P>
+inline void RowsInRegistersTail(const S& w, const PackedBlock& block, int64_t first,
+                                const cpu::Bf16Rows& xr, int64_t t0, int rows,
+                                float out[4][kBlockRows]) {
+  if constexpr (P >= 2) {
+    if (rows == P) return RowsInRegisters<S, R, P>(w, block, first, xr, t0, out);
+    if constexpr (P > 2) RowsInRegistersTail<S, R, P - 1>(w, block, first, xr, t0, rows, out);
+  }
+}
+
 // A run of a tile: its columns [begin, end) of the tile, all in run g, and the R rows' scales.
 struct TileRun {
   int64_t begin, end, g;
@@ -236,6 +312,7 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
   if (!bias.empty()) {
     for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
   }
+  const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X
   if (xr.rows == 1) {
     float out[kBlockRows];
     const float* sums = S::kZeros ? xr.run_sums.data() : nullptr;
@@ -244,7 +321,20 @@ void RowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& 
     for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
     return;
   }
-  const int64_t per_row = xr.split ? 2 : 1;  // bf16 rows per row of X
+  if (xr.rows <= kRegisterRows) {
+    for (int64_t t0 = 0; t0 < xr.rows; t0 += 4) {
+      const int rows = static_cast<int>(xr.rows - t0 < 4 ? xr.rows - t0 : 4);
+      float out[4][kBlockRows];
+      RowsInRegistersTail<S, R, 4>(w, block, first, xr, t0, rows, out);
+      for (int t = 0; t < rows; t += static_cast<int>(per_row)) {
+        for (int r = 0; r < R; ++r) {
+          const float value = per_row == 2 ? out[t][r] + out[t + 1][r] : out[t][r];
+          reference::StoreOutput(y, (t0 + t) / per_row * n + first + r, value + b[r]);
+        }
+      }
+    }
+    return;
+  }
   float out[kXTileRows][kBlockRows];
   RowsOfX<S, R>(w, block, first, xr, x0, x1 - x0, out);
   for (int64_t t = 0; t < x1 - x0; t += per_row) {

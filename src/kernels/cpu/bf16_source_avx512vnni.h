@@ -27,6 +27,7 @@ inline constexpr int64_t kTileRows = 16;       // bf16 rows of X per panel (even
 inline constexpr int64_t kXTileRows =
     64;                              // bf16 rows of X per pass over all of W: a multiple of it
 inline constexpr int kPassRows = 4;  // rows of X per pass over a tile
+inline constexpr int64_t kRegisterRows = 4;  // bf16 rows of X up to which W is not tiled
 
 // A Source gives `int64_t group`, the columns of a run (a multiple of kStep, or the row); `kStep`,
 // the columns one load covers (kStep / 32 vectors), stored in `kStepBytes` bytes of W's row;
