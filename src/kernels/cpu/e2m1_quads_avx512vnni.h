@@ -56,6 +56,17 @@ inline void LoadE2M1Quads(const uint8_t* p, __m512i out[4]) {
   out[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(words, 12), table);
 }
 
+// What an E2M1 Source's steps are (bf16_source_avx512vnni.h): a run a step, lane scales.
+struct E2M1QuadSteps {
+  int64_t group = kE2M1Step;
+  static constexpr bool kZeros = false;
+  static constexpr bool kLaneScales = true;
+  static constexpr int64_t kStep = kE2M1Step;
+  static constexpr int64_t kStepBytes = kE2M1StepBytes;
+  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
+  void Load(const uint8_t* p, __m512i out[4]) const { LoadE2M1Quads(p, out); }
+};
+
 // The code of column `col` of a row of packed E2M1 bytes (element 2b in bits 3..0 of byte b).
 inline uint8_t E2M1Code(const uint8_t* row, int64_t col) {
   return col % 2 == 0 ? row[col / 2] & 0xF : row[col / 2] >> 4;

@@ -10,11 +10,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <vector>
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/block_scaled_kernel_avx512vnni.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
 #include "src/kernels/cpu/fp8_bf16_avx512vnni.h"
 #include "src/kernels/cpu_problems.h"
@@ -46,15 +46,7 @@ struct MxCodes {
   }
 };
 
-struct Mxfp4Quads : MxCodes {
-  int64_t group = avx512vnni::kE2M1Step;
-  static constexpr bool kZeros = false;
-  static constexpr bool kLaneScales = true;
-  static constexpr int64_t kStep = avx512vnni::kE2M1Step;
-  static constexpr int64_t kStepBytes = avx512vnni::kE2M1StepBytes;
-  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
-
-  void Load(const uint8_t* p, __m512i out[4]) const { avx512vnni::LoadE2M1Quads(p, out); }
+struct Mxfp4Quads : MxCodes, avx512vnni::E2M1QuadSteps {
   // e2m1 × 2^(e − 127) is a normal bf16 value for e ≥ 2: the tiled GEMM multiplies them where
   // every scale is.
   bool folds = false;
@@ -74,10 +66,12 @@ struct Mxfp4Quads : MxCodes {
   void PrefetchScales(int64_t row, int64_t step) const {
     avx512vnni::PrefetchScaleLine(scales + row * scale_cols, step, kStep / kMxGroup);
   }
-  bool ScalesFold(const LinearParams& params) const {
+  static Mxfp4Quads Of(const LinearParams& params) {
+    Mxfp4Quads w{MxCodes::Of(params), {}};
     const ParamTensor& s = params.tensor(Slot::kWeightScale);
     const uint8_t* bytes = s.data<uint8_t>();
-    return std::all_of(bytes, bytes + s.elements(), [](uint8_t e) { return e >= 2; });
+    w.folds = std::all_of(bytes, bytes + s.elements(), [](uint8_t e) { return e >= 2; });
+    return w;
   }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
@@ -100,43 +94,27 @@ struct Mxfp8Steps : MxCodes {
   float Load1(int64_t row, int64_t col) const {
     return Fp8E4M3ToFloat(codes[row * row_bytes + col]) * BlockScale(row, col);
   }
-};
-
-template <typename Source>
-class GemmMxAvx512Bf16 final : public LinearKernel {
- public:
-  GemmMxAvx512Bf16(std::string_view name, SpecFamily family) : name_(name), family_(family) {}
-  std::string_view name() const override { return name_; }
-  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
-  int priority() const override { return kReferencePriority + 20; }
-  DotUnit unit() const override { return DotUnit::kBf16Pair; }
-  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == family_ && device.is_cpu();
-  }
-  bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.spec.group == kMxGroup &&
-           cpu_problems::TakesMx(probe);
-  }
-  void Prepare(const LinearParams& params) const override {
-    avx512vnni::Packed<Source>(this, params);
-  }
-  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
-             const MutableMatrix& y) const override {
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    Source w{MxCodes::Of(params)};
-    if constexpr (requires { w.folds; }) w.folds = w.ScalesFold(params);
-    avx512vnni::Gemm(w, avx512vnni::Packed<Source>(this, params), params, xs, x.rows, y);
-  }
-
- private:
-  std::string_view name_;
-  SpecFamily family_;
+  static Mxfp8Steps Of(const LinearParams& params) { return {MxCodes::Of(params)}; }
 };
 
 const KernelRegistrar kRegisterGemmMxfp4Avx512Bf16(
-    std::make_unique<GemmMxAvx512Bf16<Mxfp4Quads>>("GemmMxfp4_Avx512Bf16", kMxfp4Family));
+    std::make_unique<avx512vnni::BlockScaledKernel<Mxfp4Quads>>(
+        "GemmMxfp4_Avx512Bf16",
+        [](const SpecKey& key, const DeviceCaps& device) {
+          return key.family == kMxfp4Family && device.is_cpu();
+        },
+        [](const KernelProbe& probe) {
+          return probe.spec.group == kMxGroup && cpu_problems::TakesMx(probe);
+        }));
 const KernelRegistrar kRegisterGemmMxfp8Avx512Bf16(
-    std::make_unique<GemmMxAvx512Bf16<Mxfp8Steps>>("GemmMxfp8_Avx512Bf16", kMxfp8Family));
+    std::make_unique<avx512vnni::BlockScaledKernel<Mxfp8Steps>>(
+        "GemmMxfp8_Avx512Bf16",
+        [](const SpecKey& key, const DeviceCaps& device) {
+          return key.family == kMxfp8Family && device.is_cpu();
+        },
+        [](const KernelProbe& probe) {
+          return probe.spec.group == kMxGroup && cpu_problems::TakesMx(probe);
+        }));
 
 }  // namespace
 }  // namespace quantpath

@@ -5,11 +5,10 @@
 // codes (the exponent rebiased, the subnormals from a table: multiplying E4M3 bits placed as an
 // fp32 subnormal by 2^120 instead halved the decode speed), times the global in fp32 as the
 // reference multiplies them. The 128x4 layout stays with the reference (sm100's).
-#include <vector>
-
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/block_scaled_kernel_avx512vnni.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/nvfp4_family.h"
@@ -26,20 +25,12 @@ struct SubnormalScales {
 };
 constexpr SubnormalScales kSubnormals;
 
-struct Nvfp4Quads {
+struct Nvfp4Quads : avx512vnni::E2M1QuadSteps {
   const uint8_t* codes;
   int64_t row_bytes;
   const uint8_t* scales;  // [N, K / 16] E4M3
   int64_t scale_cols;
   float global;
-  int64_t group = avx512vnni::kE2M1Step;
-  static constexpr bool kZeros = false;
-  static constexpr bool kLaneScales = true;
-  static constexpr int64_t kStep = avx512vnni::kE2M1Step;
-  static constexpr int64_t kStepBytes = avx512vnni::kE2M1StepBytes;
-  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
-
-  void Load(const uint8_t* p, __m512i out[4]) const { avx512vnni::LoadE2M1Quads(p, out); }
   bool folds = true;  // e2m1 × e4m3 is a normal bf16 value: the tiled GEMM multiplies them
   // Lane i: block 8g + i / 2 of the row.
   __m512 Scale(int64_t row, int64_t g) const {
@@ -75,36 +66,25 @@ struct Nvfp4Quads {
   static Nvfp4Quads Of(const LinearParams& params) {
     const ParamTensor& w = params.tensor(Slot::kWeight);
     const ParamTensor& s = params.tensor(Slot::kWeightScale);
-    return {w.data<uint8_t>(), w.row_bytes(), s.data<uint8_t>(), s.cols(),
+    return {{},
+            w.data<uint8_t>(),
+            w.row_bytes(),
+            s.data<uint8_t>(),
+            s.cols(),
             params.tensor(Slot::kWeightGlobalScale).data<float>()[0]};
   }
 };
 
-class GemmNvfp4Avx512Bf16 final : public LinearKernel {
- public:
-  std::string_view name() const override { return "GemmNvfp4_Avx512Bf16"; }
-  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
-  int priority() const override { return kReferencePriority + 20; }
-  DotUnit unit() const override { return DotUnit::kBf16Pair; }
-  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kNvfp4Family && key.scales == ScaleVariant::kLinear && device.is_cpu();
-  }
-  bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && probe.spec.group == kNvfp4Group &&
-           cpu_problems::TakesNvfp4(probe);
-  }
-  void Prepare(const LinearParams& params) const override {
-    avx512vnni::Packed<Nvfp4Quads>(this, params);
-  }
-  void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
-             const MutableMatrix& y) const override {
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    avx512vnni::Gemm(Nvfp4Quads::Of(params), avx512vnni::Packed<Nvfp4Quads>(this, params), params,
-                     xs, x.rows, y);
-  }
-};
-
-const KernelRegistrar kRegisterGemmNvfp4Avx512Bf16(std::make_unique<GemmNvfp4Avx512Bf16>());
+const KernelRegistrar kRegisterGemmNvfp4Avx512Bf16(
+    std::make_unique<avx512vnni::BlockScaledKernel<Nvfp4Quads>>(
+        "GemmNvfp4_Avx512Bf16",
+        [](const SpecKey& key, const DeviceCaps& device) {
+          return key.family == kNvfp4Family && key.scales == ScaleVariant::kLinear &&
+                 device.is_cpu();
+        },
+        [](const KernelProbe& probe) {
+          return probe.spec.group == kNvfp4Group && cpu_problems::TakesNvfp4(probe);
+        }));
 
 }  // namespace
 }  // namespace quantpath
