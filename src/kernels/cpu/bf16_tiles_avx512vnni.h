@@ -22,6 +22,7 @@
 #include "src/kernels/cpu/bf16_rows.h"
 #include "src/kernels/cpu/bf16_source_avx512vnni.h"
 #include "src/kernels/cpu/row_interleave.h"
+#include "src/kernels/cpu/tile_fetch_avx512vnni.h"
 #include "src/kernels/cpu/transpose16_avx512vnni.h"
 #include "src/kernels/reference/reference_gemm.h"
 
@@ -125,33 +126,6 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n_rows, i
   }
 }
 
-// The lines of W a tile converts (rows [n0, n0 + kTileN) ∩ [0, N), columns [c0, c0 + width)),
-// fetched into L2 a share at a time while X passes over the tile before it: read only when the
-// conversion reached them, each 2 KiB of a block waited on DRAM (a tenth of the prefill's time).
-struct TileFetch {
-  const char* start[kTileN / kBlockRows] = {};
-  int64_t lines[kTileN / kBlockRows] = {};
-  int blocks = 0;
-  int block = 0;
-  int64_t line = 0;
-
-  TileFetch() = default;
-  TileFetch(const cpu::RowInterleave& packed, int64_t step_bytes, int64_t n_rows, int64_t n0,
-            int64_t step0, int64_t steps) {
-    for (int64_t first = n0; first < std::min(n_rows, n0 + kTileN); first += kBlockRows) {
-      const int64_t rows = std::min(kBlockRows, n_rows - first);
-      start[blocks] = reinterpret_cast<const char*>(BlockAt(packed, first, rows).At(step0, 0));
-      lines[blocks++] = steps * rows * step_bytes / 64;
-    }
-  }
-  void Next(int64_t count) {
-    for (; count > 0 && block < blocks; --count) {
-      _mm_prefetch(start[block] + line * 64, _MM_HINT_T1);
-      if (++line == lines[block]) line = 0, ++block;
-    }
-  }
-};
-
 // Rows [m0, m0 + MR) of X (bf16 rows of `xr`) over every run of `tile` (columns from c0 of W,
 // runs of `group` columns), into totals[m · kTileVectors + v] (16 outputs each).
 // Not inlined: inside TiledGemm GCC kept some of the 24 accumulators on the stack.
@@ -246,15 +220,12 @@ void TiledGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams&
           const int64_t next_n0 = last ? n0 + kTileN : n0, next_c0 = last ? 0 : c0 + kTileK;
           TileFetch fetch;
           if (next_n0 < n_rows) {
-            fetch = TileFetch(packed, S::kStepBytes, n_rows, next_n0, next_c0 / S::kStep,
-                              std::min(kTileK, full - next_c0) / S::kStep);
+            fetch = TileFetch(packed, kBlockRows, kTileN, n_rows, next_n0, next_c0 / S::kStep,
+                              std::min(kTileK, full - next_c0) / S::kStep,
+                              (x1 - x0 + kMicroRows - 1) / kMicroRows);
           }
-          int64_t total_lines = 0;
-          for (int b = 0; b < fetch.blocks; ++b) total_lines += fetch.lines[b];
-          const int64_t calls = (x1 - x0 + kMicroRows - 1) / kMicroRows;
-          const int64_t per_call = (total_lines + calls - 1) / calls;
           for (int64_t m = x0; m < x1; m += kMicroRows) {
-            fetch.Next(per_call);
+            fetch.Next();
             const int rows = static_cast<int>(std::min<int64_t>(kMicroRows, x1 - m));
             MicroTail<S, kMicroRows>(*tile, xr, m, rows, c0, w.group,
                                      totals + (m - x0) * kTileVectors);

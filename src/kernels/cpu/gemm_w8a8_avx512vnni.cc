@@ -12,7 +12,7 @@
 // converted once per tile of 64 rows × 512 columns into 4-byte column groups of 16 rows side by
 // side (16 × 16 transposes), which multiply one broadcast group of X into 16 outputs: 6 rows of
 // X × 4 vectors of W = 24 accumulators per group (as bf16_tiles_avx512vnni.h does for bf16), W
-// read from DRAM once per 512 rows of X. OpenMP splits N.
+// read from DRAM once per 512 rows of X, the next tile fetched during this one. OpenMP splits N.
 #include "src/base/avx512_intrinsics.h"
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/int8_rows_avx512vnni.h"
+#include "src/kernels/cpu/tile_fetch_avx512vnni.h"
 #include "src/kernels/cpu/transpose16_avx512vnni.h"
 #include "src/kernels/cpu/w8a8_pack.h"
 #include "src/kernels/cpu_problems.h"
@@ -170,10 +171,10 @@ void ConvertQuads(const cpu::RowInterleave& codes, int64_t n_rows, int64_t n0, i
 }
 
 // Rows [m0, m0 + MR) of X (byte `c0` on) over the tile's first `groups` groups, added into
-// totals[m · kTileVectors + v].
+// totals[m · kTileVectors + v]. Not inlined, as the bf16 microkernel (bf16_tiles_avx512vnni.h).
 template <int MR>
-void MicroQuads(const QuadTile& tile, int64_t groups, const Problem& pr, int64_t m0, int64_t c0,
-                __m512i* totals) {
+[[gnu::noinline]] void MicroQuads(const QuadTile& tile, int64_t groups, const Problem& pr,
+                                  int64_t m0, int64_t c0, __m512i* totals) {
   const int8_t* xm[MR];
   for (int m = 0; m < MR; ++m) xm[m] = pr.x->codes.data<int8_t>() + (m0 + m) * pr.x->stride + c0;
   __m512i acc[MR][kTileVectors];
@@ -286,7 +287,17 @@ void TiledGemm(const Problem& pr, int64_t m) {
         for (int64_t s0 = 0; s0 < codes.steps; s0 += steps_per_tile) {
           const int64_t steps = std::min(steps_per_tile, codes.steps - s0);
           ConvertQuads(codes, n_rows, n0, s0, steps, tile.get());
+          // The next tile: this one's next columns, or the next rows' first.
+          const bool last = s0 + steps_per_tile >= codes.steps;
+          const int64_t next_n0 = last ? n0 + kTileN : n0, next_s0 = last ? 0 : s0 + steps_per_tile;
+          avx512vnni::TileFetch fetch;
+          if (next_n0 < n_rows) {
+            fetch = avx512vnni::TileFetch(codes, kBlockRows, kTileN, n_rows, next_n0, next_s0,
+                                          std::min(steps_per_tile, codes.steps - next_s0),
+                                          (x1 - x0 + kMicroRows - 1) / kMicroRows);
+          }
           for (int64_t i = x0; i < x1; i += kMicroRows) {
+            fetch.Next();
             const int rows = static_cast<int>(std::min<int64_t>(kMicroRows, x1 - i));
             MicroQuadsTail<kMicroRows>(*tile, steps * cpu::kInt8Step / 4, pr, i, rows,
                                        s0 * cpu::kInt8Step, totals + (i - x0) * kTileVectors);
