@@ -145,7 +145,10 @@ template <PairSource S, int MR>
       for (int m = 0; m < MR; ++m) {
         int32_t pair;
         __builtin_memcpy(&pair, xm[m] + 2 * j, sizeof pair);
-        const __m512i xv = _mm512_set1_epi32(pair);
+        __m512i xv = _mm512_set1_epi32(pair);
+        // Opaque to the optimizer: clang 16 recursed without end folding the broadcast into
+        // vdpbf16ps's bf16 operand (a crash at -O1 and above).
+        __asm__("" : "+v"(xv));
         for (int v = 0; v < kTileVectors; ++v) acc[m][v] = Dot(acc[m][v], wv[v], xv);
       }
     }
