@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <tuple>
@@ -59,8 +60,9 @@ LinearParams RandomParams(const Case& c, const WeightSpec& spec, std::mt19937* r
   } else if (w.dtype() == QDType::kFP8E4M3) {
     const std::vector<uint8_t> bits = testing::RandomFp8(rng, p.tensor(Slot::kWeight).elements());
     std::copy(bits.begin(), bits.end(), p.tensor(Slot::kWeight).data<uint8_t>());
-  } else if (w.dtype() == QDType::kNVFP4 || w.dtype() == QDType::kMXFP4) {
-    std::uniform_int_distribution<int> byte(0, 255);  // every E2M1 pair is a value
+  } else if (w.dtype() == QDType::kNVFP4 || w.dtype() == QDType::kMXFP4 ||
+             w.dtype() == QDType::kNF4 || w.dtype() == QDType::kFP4 || w.dtype() == QDType::kINT8) {
+    std::uniform_int_distribution<int> byte(0, 255);  // every 4-bit pair and int8 is a value
     for (int64_t i = 0; i < w.bytes(); ++i) w.data<uint8_t>()[i] = static_cast<uint8_t>(byte(*rng));
   } else {
     const std::vector<float> values =
@@ -114,6 +116,17 @@ double MicroscaledWeight(const LinearParams& p, int64_t r, int64_t c) {
   return element * Fp8E4M3ToFloat(scale) * p.tensor(Slot::kWeightGlobalScale).data<float>()[0];
 }
 
+// A bitsandbytes weight from its bytes: the map's value of the nibble (low first) times the absmax
+// of its block of the flattened W, or the int8 code times SCB / 127.
+double BnbWeight(const LinearParams& p, int64_t r, int64_t c) {
+  const ParamTensor& w = p.tensor(Slot::kWeight);
+  const float* s = p.tensor(Slot::kWeightScale).data<float>();
+  if (p.key.family == kBnbInt8Family) return w.data<int8_t>()[r * p.cols + c] * (s[r] / 127.0);
+  const uint8_t byte = w.data<uint8_t>()[r * w.row_bytes() + c / 2];
+  const uint32_t bits = Bnb4Map(p.key.family)[c % 2 == 0 ? byte & 0xF : byte >> 4];
+  return double{std::bit_cast<float>(bits)} * s[(r * p.cols + c) / p.key.group];
+}
+
 // W dequantized to double from the parameter bytes.
 std::vector<double> DequantizeParams(const LinearParams& p) {
   const SpecKey key = *ParseSpecId(p.key.ToId());
@@ -127,6 +140,10 @@ std::vector<double> DequantizeParams(const LinearParams& p) {
       }
       if (key.family == kNvfp4Family || IsMxFamily(key.family)) {
         w[i] = MicroscaledWeight(p, r, c);
+        continue;
+      }
+      if (key.family == kNf4Family || key.family == kFp4Family || key.family == kBnbInt8Family) {
+        w[i] = BnbWeight(p, r, c);
         continue;
       }
       const double q = Fp8E4M3ToFloat(p.tensor(Slot::kWeight).data<uint8_t>()[i]);
@@ -294,6 +311,22 @@ std::vector<Case> Cases() {
       {"mxfp8_m7_ragged", "mxfp8_block_32", none, 7, 29, 200, f32, f32, false, bf16, true, true},
       {"mxfp8_m65_long", "mxfp8_block_32", none, 65, 9, 1056, bf16, bf16, false},
       {"mxfp8_mxfp8_act_m2", "mxfp8_block_32", mxfp8, 2, 40, 160, bf16, f32, false},
+      // bitsandbytes: blocks of 8 to 256 (a 128-column step holds up to 16), K with a 64-column
+      // tail, blocks across rows where K is no multiple of the block (the reference alone), M in
+      // each bucket; LLM.int8 rows with a ragged tail.
+      {"nf4_m1", "nf4_block_64", none, 1, 64, 256, bf16, f32, false},
+      {"nf4_m5_tail", "nf4_block_64", none, 5, 37, 320, f32, bf16, true},
+      {"nf4_m18_block32", "nf4_block_32", none, 18, 20, 1152, bf16, f32, false},
+      {"nf4_m70_block256", "nf4_block_256", none, 70, 40, 768, bf16, f32, true},
+      {"nf4_m64_tail", "nf4_block_64", none, 64, 24, 576, f32, f32, false, bf16, false},
+      {"nf4_m3_rows_share_blocks", "nf4_block_64", none, 3, 9, 96, f32, f32, false},
+      {"fp4_m2", "fp4_block_64", none, 2, 48, 384, bf16, f32, false},
+      {"fp4_m4_block16", "fp4_block_16", none, 4, 24, 512, bf16, f32, false},
+      {"nf4_m1_block8", "nf4_block_8", none, 1, 40, 256, f32, f32, true},
+      {"fp4_m66_block128", "fp4_block_128", none, 66, 20, 1024, bf16, bf16, false},
+      {"bnb_int8_m1", "int8_rowwise_bnb", none, 1, 64, 256, bf16, f32, false},
+      {"bnb_int8_m7_ragged", "int8_rowwise_bnb", none, 7, 37, 203, f32, f32, true},
+      {"bnb_int8_m65_long", "int8_rowwise_bnb", none, 65, 30, 1100, bf16, bf16, false},
   };
   return cases;
 }

@@ -22,6 +22,7 @@
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
 #include "src/specs/bf16_family.h"
+#include "src/specs/bnb_family.h"
 #include "src/specs/fp8_family.h"
 #include "src/specs/mx_family.h"
 #include "src/specs/nvfp4_family.h"
@@ -30,7 +31,7 @@ namespace quantpath::testing {
 
 // The spec of `key` through its family row, loading `layout` — by default the layout the test
 // checkpoints of that family are written in: dense for bf16, DeepSeek's `weight_scale_inv` for
-// block fp8, `weight_scale` for the other fp8 families.
+// block fp8, `weight_scale` for the other fp8 families, bitsandbytes' own for theirs.
 inline std::unique_ptr<WeightSpec> TestSpec(const SpecKey& key, const ActivationQuant& act = {},
                                             std::optional<SourceLayout> layout = std::nullopt) {
   LoadFacts facts;
@@ -39,7 +40,10 @@ inline std::unique_ptr<WeightSpec> TestSpec(const SpecKey& key, const Activation
                                  : key.family == kNvfp4Family ? SourceLayout::kCtNvfp4PackQuantized
                                  : key.family == kMxfp4Family ? SourceLayout::kCtMxfp4PackQuantized
                                  : key.family == kMxfp8Family ? SourceLayout::kCtFloatQuantized
-                                                              : SourceLayout::kFp8Scale);
+                                 : key.family == kNf4Family || key.family == kFp4Family
+                                     ? SourceLayout::kBnb4bit
+                                 : key.family == kBnbInt8Family ? SourceLayout::kBnb8bit
+                                                                : SourceLayout::kFp8Scale);
   Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
   EXPECT_TRUE(spec.ok()) << spec.status().message();
   return spec.ok() ? std::move(*spec) : nullptr;

@@ -55,6 +55,15 @@ inline constexpr bool kFoldsScales = requires(const S& w, int64_t i) {
   { w.RowScale(i) } -> std::convertible_to<float>;
 };
 
+// Folding Sources whose codes times their block scales are not always bf16 values give
+// `LoadFolded(p, lane_scales, out)`: Load's vectors with each product rounded once to bf16.
+template <typename S>
+inline constexpr bool kLoadsFolded = requires(const S& w, const uint8_t* p, __m512 lanes,
+                                              __m512i* out) {
+  requires kFoldsScales<S>;
+  w.LoadFolded(p, lanes, out);
+};
+
 template <typename S>
 concept PairSource = requires(const S& w, int64_t i, const uint8_t* p, __m512i* out) {
   { w.group } -> std::convertible_to<int64_t>;

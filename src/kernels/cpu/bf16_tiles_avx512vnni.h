@@ -78,10 +78,15 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n_rows, i
         const int64_t first = n / kBlockRows * kBlockRows;
         const PackedBlock block = BlockAt(packed, first, std::min(kBlockRows, n_rows - first));
         __m512i wv[kVectors<S>];
-        w.Load(block.At((c0 + c) / S::kStep, n - first), wv);
-        if constexpr (kFoldsScales<S>) {
+        const uint8_t* codes = block.At((c0 + c) / S::kStep, n - first);
+        if constexpr (kLoadsFolded<S>) {
+          w.LoadFolded(codes, w.BlockScales(n, (c0 + c) / S::kStep), wv);
+        } else if constexpr (kFoldsScales<S>) {
+          w.Load(codes, wv);
           const __m512 scales = w.BlockScales(n, (c0 + c) / S::kStep);
           for (int v = 0; v < kVectors<S>; ++v) wv[v] = TimesLanes(wv[v], scales);
+        } else {
+          w.Load(codes, wv);
         }
         for (int v = 0; v < kVectors<S>; ++v) _mm512_store_si512(rows[i] + v * kWidth, wv[v]);
       }

@@ -5,7 +5,8 @@
 // next nibble's low bit is ignored), X in the matching order (XOrder::kNibbleQuads). Lane i of
 // every vector then multiplies columns 8i … 8i + 7 of the step: groups of 16 (NVFP4) or 32 (MXFP4)
 // columns are the same lanes of all four vectors, so one run of 128 columns is summed at once and
-// scaled lane by lane (the Source's Scale returns one scale per lane).
+// scaled lane by lane (the Source's Scale returns one scale per lane). bitsandbytes' NF4 and FP4
+// codes take the same steps with tables of their own (gemm_bnb_avx512vnni.cc).
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
@@ -47,8 +48,10 @@ inline void PrefetchScaleLine(const uint8_t* row_scales, int64_t step, int64_t b
   }
 }
 
-inline void LoadE2M1Quads(const uint8_t* p, __m512i out[4]) {
-  const __m512i table = _mm512_load_si512(kE2M1.bits);
+// The four vectors of the 64 bytes at p, each code looked up in `bits` (32 bf16 values: the 16
+// codes' values twice).
+inline void LoadNibbleQuads(const uint8_t* p, const uint16_t* bits, __m512i out[4]) {
+  const __m512i table = _mm512_load_si512(bits);
   const __m512i words = LoadOnce(p);
   out[0] = _mm512_permutexvar_epi16(words, table);
   out[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(words, 4), table);
@@ -56,19 +59,22 @@ inline void LoadE2M1Quads(const uint8_t* p, __m512i out[4]) {
   out[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(words, 12), table);
 }
 
-// What an E2M1 Source's steps are (bf16_source_avx512vnni.h): a run a step, lane scales.
-struct E2M1QuadSteps {
+// What the steps of a Source of 4-bit codes in quads are (bf16_source_avx512vnni.h): a run a
+// step, lane scales.
+struct NibbleQuadSteps {
   int64_t group = kE2M1Step;
   static constexpr bool kZeros = false;
   static constexpr bool kLaneScales = true;
   static constexpr int64_t kStep = kE2M1Step;
   static constexpr int64_t kStepBytes = kE2M1StepBytes;
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleQuads;
-  void Load(const uint8_t* p, __m512i out[4]) const { LoadE2M1Quads(p, out); }
+};
+struct E2M1QuadSteps : NibbleQuadSteps {
+  void Load(const uint8_t* p, __m512i out[4]) const { LoadNibbleQuads(p, kE2M1.bits, out); }
 };
 
-// The code of column `col` of a row of packed E2M1 bytes (element 2b in bits 3..0 of byte b).
-inline uint8_t E2M1Code(const uint8_t* row, int64_t col) {
+// The code of column `col` of a row of packed 4-bit codes (element 2b in bits 3..0 of byte b).
+inline uint8_t NibbleCode(const uint8_t* row, int64_t col) {
   return col % 2 == 0 ? row[col / 2] & 0xF : row[col / 2] >> 4;
 }
 

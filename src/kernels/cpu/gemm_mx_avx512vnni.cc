@@ -14,9 +14,9 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
-#include "src/kernels/cpu/block_scaled_kernel_avx512vnni.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
 #include "src/kernels/cpu/fp8_bf16_avx512vnni.h"
+#include "src/kernels/cpu/source_kernel_avx512vnni.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/mx_family.h"
 
@@ -75,7 +75,7 @@ struct Mxfp4Quads : MxCodes, avx512vnni::E2M1QuadSteps {
   }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
-    return E2M1ToFloat(avx512vnni::E2M1Code(codes + row * row_bytes, col)) * BlockScale(row, col);
+    return E2M1ToFloat(avx512vnni::NibbleCode(codes + row * row_bytes, col)) * BlockScale(row, col);
   }
 };
 
@@ -98,7 +98,7 @@ struct Mxfp8Steps : MxCodes {
 };
 
 const KernelRegistrar kRegisterGemmMxfp4Avx512Bf16(
-    std::make_unique<avx512vnni::BlockScaledKernel<Mxfp4Quads>>(
+    std::make_unique<avx512vnni::SourceKernel<Mxfp4Quads>>(
         "GemmMxfp4_Avx512Bf16",
         [](const SpecKey& key, const DeviceCaps& device) {
           return key.family == kMxfp4Family && device.is_cpu();
@@ -107,7 +107,7 @@ const KernelRegistrar kRegisterGemmMxfp4Avx512Bf16(
           return probe.spec.group == kMxGroup && cpu_problems::TakesMx(probe);
         }));
 const KernelRegistrar kRegisterGemmMxfp8Avx512Bf16(
-    std::make_unique<avx512vnni::BlockScaledKernel<Mxfp8Steps>>(
+    std::make_unique<avx512vnni::SourceKernel<Mxfp8Steps>>(
         "GemmMxfp8_Avx512Bf16",
         [](const SpecKey& key, const DeviceCaps& device) {
           return key.family == kMxfp8Family && device.is_cpu();

@@ -8,8 +8,8 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
-#include "src/kernels/cpu/block_scaled_kernel_avx512vnni.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
+#include "src/kernels/cpu/source_kernel_avx512vnni.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/nvfp4_family.h"
 
@@ -59,7 +59,7 @@ struct Nvfp4Quads : avx512vnni::E2M1QuadSteps {
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
     const uint8_t scale = scales[row * scale_cols + col / kNvfp4Group];
-    return E2M1ToFloat(avx512vnni::E2M1Code(codes + row * row_bytes, col)) *
+    return E2M1ToFloat(avx512vnni::NibbleCode(codes + row * row_bytes, col)) *
            (Fp8E4M3ToFloat(scale) * global);
   }
 
@@ -76,7 +76,7 @@ struct Nvfp4Quads : avx512vnni::E2M1QuadSteps {
 };
 
 const KernelRegistrar kRegisterGemmNvfp4Avx512Bf16(
-    std::make_unique<avx512vnni::BlockScaledKernel<Nvfp4Quads>>(
+    std::make_unique<avx512vnni::SourceKernel<Nvfp4Quads>>(
         "GemmNvfp4_Avx512Bf16",
         [](const SpecKey& key, const DeviceCaps& device) {
           return key.family == kNvfp4Family && key.scales == ScaleVariant::kLinear &&

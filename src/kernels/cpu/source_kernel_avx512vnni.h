@@ -1,6 +1,7 @@
-// The LinearKernel of the block-scaled specs on the AVX-512 BF16 GEMM (bf16_dot_avx512vnni.h):
-// NVFP4, MXFP4 and MXFP8 differ only in their Source (`static Source Of(params)`) and in which
-// problems they take, given as two functions.
+// The LinearKernel of the weight-only specs whose kernel on the AVX-512 BF16 GEMM
+// (bf16_dot_avx512vnni.h) is one Source: NVFP4, MXFP4, MXFP8 and the bitsandbytes families differ
+// only in their Source (`static Source Of(params)`) and in which problems they take, given as two
+// functions.
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
@@ -15,11 +16,11 @@
 namespace quantpath::avx512vnni {
 
 template <PairSource Source>
-class BlockScaledKernel final : public LinearKernel {
+class SourceKernel final : public LinearKernel {
  public:
   using ServesFn = bool (*)(const SpecKey&, const DeviceCaps&);
   using TakesFn = bool (*)(const KernelProbe&);
-  BlockScaledKernel(std::string_view name, ServesFn serves, TakesFn takes)
+  SourceKernel(std::string_view name, ServesFn serves, TakesFn takes)
       : name_(name), serves_(serves), takes_(takes) {}
 
   std::string_view name() const override { return name_; }
