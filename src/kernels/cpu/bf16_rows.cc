@@ -9,17 +9,6 @@
 
 namespace quantpath::cpu {
 
-namespace {
-
-// The column of X whose value sits at `position` (kNibbleQuads: within the full steps).
-int64_t SourceColumn(int64_t position, int64_t full, XOrder order) {
-  if (order == XOrder::kNatural || position >= full) return position;
-  const int64_t base = position / 128 * 128, offset = position % 128;
-  return base + offset % 32 * 4 + offset / 32;
-}
-
-}  // namespace
-
 Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
                     XOrder order, PanelShape panel) {
   Bf16Rows out;
@@ -73,17 +62,8 @@ Bf16Rows ToBf16Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t g
   for (int64_t t = 0; t < out.rows; ++t) {
     Bf16ToFloats(bits + t * k, full, values.data());
     for (int64_t g = 0; g < out.runs; ++g) {
-      // Eight sums side by side: one chain of dependent adds cost as much as the GEMM at M = 8.
-      double sums[8] = {};
       const int64_t end = (g + 1) * group < full ? (g + 1) * group : full;
-      int64_t c = g * group;
-      for (; c + 8 <= end; c += 8) {
-        for (int i = 0; i < 8; ++i) sums[i] += values[c + i];
-      }
-      for (; c < end; ++c) sums[0] += values[c];
-      double sum = 0;
-      for (double part : sums) sum += part;
-      out.run_sums[g * out.rows + t] = static_cast<float>(sum);
+      out.run_sums[g * out.rows + t] = RunSum(values.data(), g * group, end);
     }
   }
   return out;

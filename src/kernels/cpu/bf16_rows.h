@@ -8,14 +8,9 @@
 #include <vector>
 
 #include "quantpath/specs.h"
+#include "src/kernels/cpu/x_order.h"
 
 namespace quantpath::cpu {
-
-// How X's columns are arranged within each full step of a kernel's loads:
-//   kNatural      in order
-//   kNibbleQuads  per 128 columns, position 32s + j holds column 4j + s (s < 4, j < 32): the
-//                 order in which 16-bit words of packed 4-bit codes give up their four nibbles
-enum class XOrder : uint8_t { kNatural, kNibbleQuads };
 
 struct Bf16Rows {
   int64_t rows = 0;  // m, or 2m when split: row 2t is the high half of X row t, 2t + 1 the low

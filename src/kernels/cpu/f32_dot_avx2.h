@@ -1,0 +1,267 @@
+// The GEMM the quantized AVX2 kernels share: Y [M, N] = X [M, K] · Wᵀ on fp32 FMA, W read from the
+// kernel's prepack (row_interleave.h): blocks of 4 rows, their steps side by side, so that a
+// thread reads one address range, fetched kPrefetchBytes ahead (on a 32 MiB-L3 AMD EPYC the four
+// rows of a block read as four streams, with the hardware's prefetcher alone, left a 4-bit decode
+// at 30 % of one thread's read bandwidth).
+//
+// The spec's Source turns one step of codes into fp32 vectors, exact and unscaled; each run of
+// codes that shares a scale is summed on its own and scaled once, and a zero point is taken off as
+// z · Σ x over the run (f32_rows.h), so that a code costs its conversion and one FMA. One row of X
+// multiplies a block converted in registers; more rows convert each run of a block once into a
+// tile of up to kTileColumns columns that 2 rows of X at a time pass over (8 accumulators, 4 tile
+// vectors and an X vector of the 16 registers). OpenMP splits N.
+//
+// Included only by *_avx2.cc files, which are all compiled with the same flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "quantpath/kernels.h"
+#include "src/kernels/cpu/f32_rows.h"
+#include "src/kernels/cpu/row_blocks_avx2.h"
+#include "src/kernels/cpu/row_interleave.h"
+#include "src/kernels/reference/reference_gemm.h"
+
+namespace quantpath::avx2 {
+
+// A Source gives `int64_t group`, the columns of a run (a multiple of kStep, or the row); `kStep`,
+// the columns one load covers (kStep / 8 vectors), stored in `kStepBytes` bytes of W's row;
+// `Load(p, out)`: the codes of one step at `p` (32-byte aligned) as fp32 values, exact and
+// unscaled, vector v paired with X's values at positions 8v … 8v + 7 of the step in the order
+// `kXOrder` arranges X; `float Scale(row, g)` for run g; `float Zero(row, g)`, what the codes are
+// offset by (`kZeros` false where it is always 0); `float Load1(row, col)`, the dequantized value,
+// for the columns past the last full step.
+template <typename S>
+concept StepSource = requires(const S& w, int64_t i, const uint8_t* p, __m256* out) {
+  { w.group } -> std::convertible_to<int64_t>;
+  w.Load(p, out);
+  { w.Scale(i, i) } -> std::convertible_to<float>;
+  { w.Zero(i, i) } -> std::convertible_to<float>;
+  { w.Load1(i, i) } -> std::convertible_to<float>;
+  { S::kZeros } -> std::convertible_to<bool>;
+  { S::kStep } -> std::convertible_to<int64_t>;
+  { S::kStepBytes } -> std::convertible_to<int64_t>;
+  { S::kXOrder } -> std::convertible_to<cpu::XOrder>;
+};
+
+template <StepSource S>
+inline constexpr int kVectors = static_cast<int>(S::kStep / 8);
+
+inline constexpr int64_t kStepTileColumns = 512;  // columns of a block's run converted at once
+inline constexpr int64_t kPrefetchBytes = 8192;   // how far ahead of its reads a block is fetched
+
+// The 32 bytes at p in a register, loaded once: GCC otherwise folds the load into each instruction
+// that reads the bytes, and each of those loads of a line not yet in L1 waits as one more miss.
+inline __m256i LoadOnce(const uint8_t* p) {
+  __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// The kernel's prepack of W for Source S (made on the first call, kept with the parameters).
+template <StepSource S>
+const cpu::RowInterleave& Packed(const LinearKernel* kernel, const LinearParams& params) {
+  return params.packs.Get<cpu::RowInterleave>(kernel, [&] {
+    return std::make_unique<cpu::RowInterleave>(cpu::InterleaveRows(
+        params.tensor(Slot::kWeight), kBlockRows, S::kStepBytes, params.cols / S::kStep));
+  });
+}
+
+// Step s of a block of R rows from `block`: its rows' kStepBytes side by side.
+template <StepSource S, int R>
+inline const uint8_t* StepOf(const uint8_t* block, int64_t s) {
+  return block + s * R * S::kStepBytes;
+}
+
+template <StepSource S, int R>
+inline void PrefetchAhead(const uint8_t* step) {
+  for (int64_t line = 0; line < R * S::kStepBytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(step) + kPrefetchBytes + line, _MM_HINT_T0);
+  }
+}
+
+// Σ over the columns [full, k) of X row x times W row `row`.
+template <StepSource S>
+inline float Tail(const S& w, int64_t row, const float* x, int64_t full, int64_t k) {
+  float sum = 0;
+  for (int64_t c = full; c < k; ++c) sum += x[c] * w.Load1(row, c);
+  return sum;
+}
+
+// One row of X against the R rows of a block: two accumulators per row of W, so that the FMAs of
+// a step wait on each other only every other vector.
+template <StepSource S, int R>
+inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F32Rows& xr,
+                   float out[kBlockRows]) {
+  constexpr int V = kVectors<S>;
+  const int64_t k = xr.k;
+  const float* x = xr.values.data();
+  __m256 total[R];
+  float zero_terms[R] = {};
+  for (int r = 0; r < R; ++r) total[r] = _mm256_setzero_ps();
+  const int64_t full = k / S::kStep * S::kStep;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    __m256 run[R][2];
+    for (int r = 0; r < R; ++r) run[r][0] = run[r][1] = _mm256_setzero_ps();
+    for (int64_t c = start; c < end; c += S::kStep) {
+      const uint8_t* step = StepOf<S, R>(block, c / S::kStep);
+      PrefetchAhead<S, R>(step);
+      for (int r = 0; r < R; ++r) {
+        __m256 wv[V];
+        w.Load(step + r * S::kStepBytes, wv);
+        for (int v = 0; v < V; ++v) {
+          run[r][v % 2] = _mm256_fmadd_ps(wv[v], _mm256_loadu_ps(x + c + 8 * v), run[r][v % 2]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float scale = w.Scale(first + r, g);
+      total[r] =
+          _mm256_fmadd_ps(_mm256_add_ps(run[r][0], run[r][1]), _mm256_set1_ps(scale), total[r]);
+      if constexpr (S::kZeros) zero_terms[r] += scale * w.Zero(first + r, g) * xr.run_sums[g];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    out[r] = Sum(total[r]) - zero_terms[r] + Tail(w, first + r, x, full, k);
+  }
+}
+
+// P rows of X (at `x`, k apart) over `width` columns of the tile's R rows, into run[0 … P).
+template <int R, int P>
+inline void TilePass(const float (*tile)[kStepTileColumns], int64_t width, const float* x,
+                     int64_t k, __m256 run[][kBlockRows]) {
+  __m256 acc[P][R];
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) acc[p][r] = run[p][r];
+  }
+  for (int64_t c = 0; c < width; c += 8) {
+    __m256 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = _mm256_load_ps(tile[r] + c);
+    for (int p = 0; p < P; ++p) {
+      const __m256 xv = _mm256_loadu_ps(x + p * k + c);
+      for (int r = 0; r < R; ++r) acc[p][r] = _mm256_fmadd_ps(xv, wv[r], acc[p][r]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) run[p][r] = acc[p][r];
+  }
+}
+
+// Up to kTileRows rows of X from row t0 against the R rows of a block: each run of the block
+// converted once, a tile at a time, for all of them.
+template <StepSource S, int R>
+inline void RowsOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F32Rows& xr,
+                    int64_t t0, int64_t t_rows, float out[kTileRows][kBlockRows]) {
+  constexpr int V = kVectors<S>;
+  const int64_t k = xr.k;
+  const float* x = xr.values.data() + t0 * k;
+  alignas(32) float tile[R][kStepTileColumns];
+  __m256 total[kTileRows][kBlockRows];
+  float zero_terms[kTileRows][kBlockRows] = {};
+  for (int64_t t = 0; t < t_rows; ++t) {
+    for (int r = 0; r < R; ++r) total[t][r] = _mm256_setzero_ps();
+  }
+  const int64_t full = k / S::kStep * S::kStep;
+  for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
+    const int64_t end = start + w.group < full ? start + w.group : full;
+    __m256 run[kTileRows][kBlockRows];
+    for (int64_t t = 0; t < t_rows; ++t) {
+      for (int r = 0; r < R; ++r) run[t][r] = _mm256_setzero_ps();
+    }
+    for (int64_t chunk = start; chunk < end; chunk += kStepTileColumns) {
+      const int64_t width = end - chunk < kStepTileColumns ? end - chunk : kStepTileColumns;
+      for (int64_t c = 0; c < width; c += S::kStep) {
+        const uint8_t* step = StepOf<S, R>(block, (chunk + c) / S::kStep);
+        PrefetchAhead<S, R>(step);
+        for (int r = 0; r < R; ++r) {
+          __m256 wv[V];
+          w.Load(step + r * S::kStepBytes, wv);
+          for (int v = 0; v < V; ++v) _mm256_store_ps(tile[r] + c + 8 * v, wv[v]);
+        }
+      }
+      int64_t t = 0;
+      for (; t + 2 <= t_rows; t += 2) TilePass<R, 2>(tile, width, x + t * k + chunk, k, run + t);
+      if (t < t_rows) TilePass<R, 1>(tile, width, x + t * k + chunk, k, run + t);
+    }
+    for (int r = 0; r < R; ++r) {
+      const float scale = w.Scale(first + r, g);
+      const __m256 scales = _mm256_set1_ps(scale);
+      const float zero = S::kZeros ? scale * w.Zero(first + r, g) : 0.0f;
+      for (int64_t t = 0; t < t_rows; ++t) {
+        total[t][r] = _mm256_fmadd_ps(run[t][r], scales, total[t][r]);
+        if constexpr (S::kZeros) zero_terms[t][r] += zero * xr.run_sums[g * xr.rows + t0 + t];
+      }
+    }
+  }
+  for (int64_t t = 0; t < t_rows; ++t) {
+    for (int r = 0; r < R; ++r) {
+      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] + Tail(w, first + r, x + t * k, full, k);
+    }
+  }
+}
+
+// The R rows of W from `first` against every row of X into Y, with the bias.
+template <StepSource S, int R>
+void PackedRowBlock(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+                    const cpu::F32Rows& xr, int64_t first, const MutableMatrix& y) {
+  const int64_t n = params.rows;
+  const uint8_t* block = packed.bytes.data<uint8_t>() + first * packed.steps * packed.step_bytes;
+  const ParamTensor& bias = params.tensor(Slot::kBias);
+  float b[kBlockRows] = {};
+  if (!bias.empty()) {
+    for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
+  }
+  if (xr.rows == 1) {
+    float out[kBlockRows];
+    RowOfX<S, R>(w, block, first, xr, out);
+    for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
+    return;
+  }
+  float out[kTileRows][kBlockRows];
+  for (int64_t t0 = 0; t0 < xr.rows; t0 += kTileRows) {
+    const int64_t rows = xr.rows - t0 < kTileRows ? xr.rows - t0 : kTileRows;
+    RowsOfX<S, R>(w, block, first, xr, t0, rows, out);
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int r = 0; r < R; ++r) {
+        reference::StoreOutput(y, (t0 + t) * n + first + r, out[t][r] + b[r]);
+      }
+    }
+  }
+}
+
+template <StepSource S, int R>
+void PackedTailRows(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+                    const cpu::F32Rows& xr, int64_t first, const MutableMatrix& y) {
+  if constexpr (R > 0) {
+    if (params.rows - first == R) return PackedRowBlock<S, R>(w, packed, params, xr, first, y);
+    PackedTailRows<S, R - 1>(w, packed, params, xr, first, y);
+  }
+}
+
+// Y = X · Wᵀ (+ bias) for every row of W, X [m, k] in fp32 (and quantized where the spec's
+// activation mode says so), taken in the Source's order; W from `packed`.
+template <StepSource S>
+void PackedGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
+                const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
+  const cpu::F32Rows xr =
+      cpu::ToF32Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep, S::kXOrder);
+  const int64_t blocks = params.rows / kBlockRows;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+  for (int64_t block = 0; block < blocks; ++block) {
+    PackedRowBlock<S, kBlockRows>(w, packed, params, xr, block * kBlockRows, y);
+  }
+  // The rows past the last full block are one block of fewer rows in the prepack.
+  if (blocks * kBlockRows < params.rows) {
+    PackedTailRows<S, kBlockRows - 1>(w, packed, params, xr, blocks * kBlockRows, y);
+  }
+}
+
+}  // namespace quantpath::avx2
