@@ -4,9 +4,12 @@
 // The benchmark table of `quantpath bench` (RunBenchTable) with the peers filled in: after each
 // dense quantpath row (MoE rows have none), one row per peer (peers.h) timed on the same shape, M,
 // threads and copies, with `peer`, `peer_gflops` and `ratio_to_peer` (quantpath's GFLOP/s over the
-// peer's). Built where oneDNN and OpenBLAS are found (Debian's libdnnl-dev, libopenblas-dev). Exit
-// 0, or 2 for bad arguments or a peer that fails.
+// peer's). A peer with no kernel for this CPU has no rows: "bench_linear: no PEER rows: why" on
+// stderr, once. Built where oneDNN and OpenBLAS are found (Debian's libdnnl-dev, libopenblas-dev).
+// Exit 0, or 2 for bad arguments or a peer that fails.
 #include <iostream>
+#include <set>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "bench/peers/peers.h"
@@ -31,6 +34,13 @@ Result<std::vector<BenchRow>> WithPeers(const BenchWeights& weights, const Bench
                      peers::OpenBlasSeconds(row.m, row.n, row.k, row.threads, copies));
   std::vector<BenchRow> rows;
   for (auto& [name, seconds] : peers) {
+    if (!seconds.ok() && seconds.status().code() == ErrorCode::kUnsupported) {
+      static std::set<std::string> said;
+      if (said.insert(name).second) {
+        std::cerr << "bench_linear: no " << name << " rows: " << seconds.status().message() << "\n";
+      }
+      continue;
+    }
     if (!seconds.ok()) return seconds.status();
     BenchRow r = row;
     r.peer = name;

@@ -5,6 +5,8 @@
 //                 layout it picks (format any), as an engine does once at load
 //   onednn-int8   the same with u8 activations, s8 weights and s32 out (int8-path specs)
 //   openblas-sgemm  OpenBLAS sgemm in fp32 on W as stored ([N, K], transposed in the call)
+// A peer the library has no kernel for on this CPU (oneDNN's bf16 matmul below AVX-512) is
+// ErrorCode::kUnsupported: its rows are left out, and bench_linear says so on stderr.
 #pragma once
 
 #include <cstdint>

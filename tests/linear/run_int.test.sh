@@ -19,7 +19,7 @@ check_run() {
   local dir="$1" layer="$2" spec="$3"
   local out rc isa kernel
   for isa in reference ""; do
-    kernel=$([ -n "$isa" ] && echo "GemmIntW16_Ref" || echo "GemmIntW16_")
+    kernel=$([ -n "$isa" ] && echo "GemmIntW16_Ref" || echo "GemmIntW16")
     out=$(QUANTPATH_CPU_ISA="$isa" "$cli" run "$dir" --layer "$layer" --m 5 --seed 11 --json)
     rc=$?
     [ "$rc" -eq 0 ] || fail "run $dir --layer $layer (isa '$isa'): exit $rc: $out"
