@@ -35,12 +35,19 @@ namespace quantpath::avx2 {
 // unscaled, vector v paired with X's values at positions 8v … 8v + 7 of the step in the order
 // `kXOrder` arranges X; `float Scale(row, g)` for run g; `float Zero(row, g)`, what the codes are
 // offset by (`kZeros` false where it is always 0); `float Load1(row, col)`, the dequantized value,
-// for the columns past the last full step.
+// for the columns past the last full step. A Source whose runs are narrower than a step sets
+// `kLaneScales`: its runs are its steps, each vector's lane i in the same run of them, and
+// `Scale(row, g)` is an __m256 of the lanes' scales (and it has no zero points).
+template <typename S>
+inline constexpr bool kLaneScales = requires {
+  requires S::kLaneScales;
+};
+
 template <typename S>
 concept StepSource = requires(const S& w, int64_t i, const uint8_t* p, __m256* out) {
   { w.group } -> std::convertible_to<int64_t>;
   w.Load(p, out);
-  { w.Scale(i, i) } -> std::convertible_to<float>;
+  requires(kLaneScales<S> ? !S::kZeros : std::convertible_to<decltype(w.Scale(i, i)), float>);
   { w.Zero(i, i) } -> std::convertible_to<float>;
   { w.Load1(i, i) } -> std::convertible_to<float>;
   { S::kZeros } -> std::convertible_to<bool>;
@@ -85,6 +92,16 @@ inline void PrefetchAhead(const uint8_t* step) {
   }
 }
 
+// Run g's scales for W row `row`, in every lane.
+template <StepSource S>
+inline __m256 ScaleVector(const S& w, int64_t row, int64_t g) {
+  if constexpr (kLaneScales<S>) {
+    return w.Scale(row, g);
+  } else {
+    return _mm256_set1_ps(w.Scale(row, g));
+  }
+}
+
 // Σ over the columns [full, k) of X row x times W row `row`.
 template <StepSource S>
 inline float Tail(const S& w, int64_t row, const float* x, int64_t full, int64_t k) {
@@ -121,10 +138,11 @@ inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F
       }
     }
     for (int r = 0; r < R; ++r) {
-      const float scale = w.Scale(first + r, g);
-      total[r] =
-          _mm256_fmadd_ps(_mm256_add_ps(run[r][0], run[r][1]), _mm256_set1_ps(scale), total[r]);
-      if constexpr (S::kZeros) zero_terms[r] += scale * w.Zero(first + r, g) * xr.run_sums[g];
+      total[r] = _mm256_fmadd_ps(_mm256_add_ps(run[r][0], run[r][1]), ScaleVector(w, first + r, g),
+                                 total[r]);
+      if constexpr (S::kZeros) {
+        zero_terms[r] += w.Scale(first + r, g) * w.Zero(first + r, g) * xr.run_sums[g];
+      }
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -190,12 +208,15 @@ inline void RowsOfX(const S& w, const uint8_t* block, int64_t first, const cpu::
       if (t < t_rows) TilePass<R, 1>(tile, width, x + t * k + chunk, k, run + t);
     }
     for (int r = 0; r < R; ++r) {
-      const float scale = w.Scale(first + r, g);
-      const __m256 scales = _mm256_set1_ps(scale);
-      const float zero = S::kZeros ? scale * w.Zero(first + r, g) : 0.0f;
+      const __m256 scales = ScaleVector(w, first + r, g);
       for (int64_t t = 0; t < t_rows; ++t) {
         total[t][r] = _mm256_fmadd_ps(run[t][r], scales, total[t][r]);
-        if constexpr (S::kZeros) zero_terms[t][r] += zero * xr.run_sums[g * xr.rows + t0 + t];
+      }
+      if constexpr (S::kZeros) {
+        const float zero = w.Scale(first + r, g) * w.Zero(first + r, g);
+        for (int64_t t = 0; t < t_rows; ++t) {
+          zero_terms[t][r] += zero * xr.run_sums[g * xr.rows + t0 + t];
+        }
       }
     }
   }

@@ -5,8 +5,7 @@
 //                         8i … 8i + 7, scaled by block i / 4's power of two
 //   GemmMxfp8_Avx512Bf16  mxfp8_block_32: E4M3 codes as bf16 values (fp8_bf16_avx512vnni.h), a run
 //                         a step of 32 columns, one block
-// An E8M0 scale e is 2^(e − 127): the fp32 with exponent field e, and 2^-127 (the subnormal
-// 0x00400000) for e = 0.
+// An E8M0 scale e is 2^(e − 127) (mx_codes.h).
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -16,6 +15,7 @@
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
 #include "src/kernels/cpu/fp8_bf16_avx512vnni.h"
+#include "src/kernels/cpu/mx_codes.h"
 #include "src/kernels/cpu/source_kernel_avx512vnni.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/mx_family.h"
@@ -23,28 +23,8 @@
 namespace quantpath {
 namespace {
 
-constexpr int32_t kE8M0Zero = 0x00400000;  // 2^-127
-
-inline float E8M0Scale(uint8_t e) {
-  return std::bit_cast<float>(e == 0 ? kE8M0Zero : static_cast<int32_t>(e) << 23);
-}
-
-// The layout (mx_family.h) for the columns past the last full step.
-struct MxCodes {
-  const uint8_t* codes;
-  int64_t row_bytes;
-  const uint8_t* scales;  // [N, K / 32] E8M0
-  int64_t scale_cols;
-
-  static MxCodes Of(const LinearParams& params) {
-    const ParamTensor& w = params.tensor(Slot::kWeight);
-    const ParamTensor& s = params.tensor(Slot::kWeightScale);
-    return {w.data<uint8_t>(), w.row_bytes(), s.data<uint8_t>(), s.cols()};
-  }
-  float BlockScale(int64_t row, int64_t col) const {
-    return E8M0Scale(scales[row * scale_cols + col / kMxGroup]);
-  }
-};
+using MxCodes = cpu::MxCodes<CpuLevel::kAvx512Vnni>;
+using cpu::kE8M0Zero;
 
 struct Mxfp4Quads : MxCodes, avx512vnni::E2M1QuadSteps {
   // e2m1 × 2^(e − 127) is a normal bf16 value for e ≥ 2: the tiled GEMM multiplies them where
@@ -89,7 +69,7 @@ struct Mxfp8Steps : MxCodes {
   void Load(const uint8_t* p, __m512i out[1]) const {
     out[0] = avx512vnni::Fp8ToBf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  float Scale(int64_t row, int64_t g) const { return E8M0Scale(scales[row * scale_cols + g]); }
+  float Scale(int64_t row, int64_t g) const { return E8M0(scales[row * scale_cols + g]); }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
     return Fp8E4M3ToFloat(codes[row * row_bytes + col]) * BlockScale(row, col);
