@@ -8,8 +8,9 @@
 // codes that shares a scale is summed on its own and scaled once, and a zero point is taken off as
 // z · Σ x over the run (f32_rows.h), so that a code costs its conversion and one FMA. One row of X
 // multiplies a block converted in registers; more rows convert each run of a block once into a
-// tile of up to kTileColumns columns that 2 rows of X at a time pass over (8 accumulators, 4 tile
-// vectors and an X vector of the 16 registers). OpenMP splits N.
+// tile of up to kStepTileColumns columns that 2 rows of X at a time pass over (8 accumulators, 4
+// tile vectors and an X vector of the 16 registers), summing each output in the same order, so
+// that outputs are the same bits whatever the batch. OpenMP splits N.
 //
 // Included only by *_avx2.cc files, which are all compiled with the same flags.
 #pragma once
@@ -110,8 +111,9 @@ inline float Tail(const S& w, int64_t row, const float* x, int64_t full, int64_t
   return sum;
 }
 
-// One row of X against the R rows of a block: two accumulators per row of W, so that the FMAs of
-// a step wait on each other only every other vector.
+// One row of X against the R rows of a block, one accumulator per row of W: each output is summed
+// in the order RowsOfX sums it (vector by vector through a run, runs scaled into the total, the
+// zero terms and the tail after), so a row's output does not depend on the rows batched with it.
 template <StepSource S, int R>
 inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F32Rows& xr,
                    float out[kBlockRows]) {
@@ -124,8 +126,8 @@ inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F
   const int64_t full = k / S::kStep * S::kStep;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
-    __m256 run[R][2];
-    for (int r = 0; r < R; ++r) run[r][0] = run[r][1] = _mm256_setzero_ps();
+    __m256 run[R];
+    for (int r = 0; r < R; ++r) run[r] = _mm256_setzero_ps();
     for (int64_t c = start; c < end; c += S::kStep) {
       const uint8_t* step = StepOf<S, R>(block, c / S::kStep);
       PrefetchAhead<S, R>(step);
@@ -133,15 +135,15 @@ inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F
         __m256 wv[V];
         w.Load(step + r * S::kStepBytes, wv);
         for (int v = 0; v < V; ++v) {
-          run[r][v % 2] = _mm256_fmadd_ps(wv[v], _mm256_loadu_ps(x + c + 8 * v), run[r][v % 2]);
+          run[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c + 8 * v), wv[v], run[r]);
         }
       }
     }
     for (int r = 0; r < R; ++r) {
-      total[r] = _mm256_fmadd_ps(_mm256_add_ps(run[r][0], run[r][1]), ScaleVector(w, first + r, g),
-                                 total[r]);
+      total[r] = _mm256_fmadd_ps(run[r], ScaleVector(w, first + r, g), total[r]);
       if constexpr (S::kZeros) {
-        zero_terms[r] += w.Scale(first + r, g) * w.Zero(first + r, g) * xr.run_sums[g];
+        const float zero = w.Scale(first + r, g) * w.Zero(first + r, g);
+        zero_terms[r] += zero * xr.run_sums[g];
       }
     }
   }

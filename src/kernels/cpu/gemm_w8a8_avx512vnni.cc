@@ -22,6 +22,7 @@
 #include "src/kernels/cpu/int8_rows_avx512vnni.h"
 #include "src/kernels/cpu/tile_fetch_avx512vnni.h"
 #include "src/kernels/cpu/transpose16_avx512vnni.h"
+#include "src/kernels/cpu/w8a8_output.h"
 #include "src/kernels/cpu/w8a8_pack.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/int8_activations.h"
@@ -70,31 +71,9 @@ void Pass(const uint8_t* w, int64_t steps, const int8_t* x, int64_t stride,
   }
 }
 
-// What every output needs beside the products.
-struct Problem {
-  const cpu::W8a8Pack* pack;
-  const cpu::PaddedInt8Rows* x;
-  const reference::Int8Activations* xq;
-  const LinearParams* params;
-  MutableMatrix y;
-};
-
-// Y[i][j] from Σ_k qx · q (W's stored, unsigned codes) of row i of X and row j of W.
-void StoreOutput(const Problem& pr, int64_t i, int64_t j, int32_t acc) {
-  const LinearParams& params = *pr.params;
-  const ParamTensor& scales = params.tensor(Slot::kWeightScale);
-  const ParamTensor& quant_bias = params.tensor(Slot::kQuantBias);
-  const ParamTensor& bias = params.tensor(Slot::kBias);
-  const bool one_scale = scales.rows() == 1;  // int8_tensor (w8a8_family.h)
-  const int64_t c = quant_bias.empty() ? 0 : quant_bias.data<int32_t>()[j];
-  const int64_t exact = int64_t{acc} - 128 * int64_t{pr.x->sums[i]} + c -
-                        int64_t{pr.xq->zero[i]} * pr.pack->row_sums[j];
-  const float sw = LoadFloat(scales, one_scale ? 0 : j);
-  const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
-  // Multiplied and added apart, as the reference does (no FMA contraction: same bits).
-  float product = static_cast<float>(exact) * (pr.xq->scale[i] * sw);
-  __asm__("" : "+v"(product));
-  reference::StoreOutput(pr.y, i * params.rows + j, product + b);
+using Problem = cpu::W8a8Problem;
+inline void StoreOutput(const Problem& pr, int64_t i, int64_t j, int32_t acc) {
+  cpu::W8a8Outputs<CpuLevel::kAvx512Vnni>::Store(pr, i, j, acc);
 }
 
 // X rows [t0, t1) against the R rows of W from `first` into Y.
