@@ -115,7 +115,7 @@ TEST(W4a8AwqProducer, MatchesTheSavedDequantizationAndRuns) {
       ASSERT_TRUE(run.ok()) << run.status().message();
       EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
       EXPECT_EQ(run->tol, 2e-2);
-      EXPECT_EQ(run->kernel, "GemmW4a8Awq_Ref");
+      EXPECT_EQ(run->kernel.rfind("GemmW4a8Awq_", 0), 0u) << run->kernel;
       std::printf("%s %s seed %llu: rel %.3g (tol %.3g)\n", kFolder.c_str(), path.c_str(),
                   static_cast<unsigned long long>(seed), run->rel, run->tol);
       if (!HasPrescale(path)) continue;

@@ -1,9 +1,7 @@
 // GemmIntW16Packed_Avx2: the 4- and 8-bit integer weight-only specs whose runs are whole steps
 // (int<b>_group_<g>[_zp] with g a power-of-two multiple of the step: 64 columns for 4-bit, 32 for
-// 8-bit; int<b>_channel[_zp], int<b>_tensor) on the prepacked AVX2 GEMM (f32_dot_avx2.h). A 4-bit
-// step is 32 bytes, eight 32-bit words of eight codes: vector s is every word shifted right by 4s
-// and masked (X in the matching order, XOrder::kNibbleOctets). An 8-bit step is 32 codes widened
-// eight at a time. The zero point (2^(b−1) where the spec has none) comes off as z · Σ x per run.
+// 8-bit; int<b>_channel[_zp], int<b>_tensor) on the prepacked AVX2 GEMM (f32_dot_avx2.h), their
+// codes by steps as int_steps_avx2.h takes them.
 // Narrower groups and act-order stay with GemmIntW16_Avx2 and the reference.
 #include <bit>
 #include <vector>
@@ -11,37 +9,11 @@
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/f32_dot_avx2.h"
 #include "src/kernels/cpu/int_codes.h"
+#include "src/kernels/cpu/int_steps_avx2.h"
 #include "src/specs/int_family.h"
 
 namespace quantpath {
 namespace {
-
-template <int kBits, bool kZero>
-struct IntSteps : cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero> {
-  static constexpr bool kZeros = true;
-  static constexpr int64_t kStep = kBits == 4 ? 64 : 32;
-  static constexpr int64_t kStepBytes = 32;
-  static constexpr cpu::XOrder kXOrder =
-      kBits == 4 ? cpu::XOrder::kNibbleOctets : cpu::XOrder::kNatural;
-
-  void Load(const uint8_t* p, __m256 out[kStep / 8]) const {
-    if constexpr (kBits == 4) {
-      const __m256i words = avx2::LoadOnce(p);
-      const __m256i mask = _mm256_set1_epi32(0xF);
-      for (int s = 0; s < 8; ++s) {
-        out[s] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(words, 4 * s), mask));
-      }
-    } else {
-      for (int s = 0; s < 4; ++s) {
-        out[s] = _mm256_cvtepi32_ps(
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * s))));
-      }
-    }
-  }
-  float Zero(int64_t row, int64_t g) const {
-    return static_cast<float>(cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero>::Zero(row, g));
-  }
-};
 
 class GemmIntPackedAvx2 final : public LinearKernel {
  public:
@@ -62,9 +34,9 @@ class GemmIntPackedAvx2 final : public LinearKernel {
   }
   void Prepare(const LinearParams& params) const override {
     if (params.key.bits == 4) {
-      avx2::Packed<IntSteps<4, false>>(this, params);
+      avx2::Packed<avx2::IntSteps<4, false>>(this, params);
     } else {
-      avx2::Packed<IntSteps<8, false>>(this, params);
+      avx2::Packed<avx2::IntSteps<8, false>>(this, params);
     }
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
@@ -81,8 +53,8 @@ class GemmIntPackedAvx2 final : public LinearKernel {
   template <int kBits, bool kZero>
   void Run(const LinearParams& params, const std::vector<float>& x, int64_t m,
            const MutableMatrix& y) const {
-    const IntSteps<kBits, kZero> w{cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero>::Of(params)};
-    avx2::PackedGemm(w, avx2::Packed<IntSteps<kBits, kZero>>(this, params), params, x, m, y);
+    const avx2::IntSteps<kBits, kZero> w{cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero>::Of(params)};
+    avx2::PackedGemm(w, avx2::Packed<avx2::IntSteps<kBits, kZero>>(this, params), params, x, m, y);
   }
 };
 

@@ -14,6 +14,7 @@
 #include "quantpath/cpu_features.h"
 #include "quantpath/kernels.h"
 #include "src/specs/int_family.h"
+#include "src/specs/w4a8_awq_family.h"
 
 namespace quantpath::cpu {
 
@@ -30,13 +31,14 @@ struct IntCodes {
   int64_t zero_row_bytes;  // 0 for the channel layout's single row
   bool zero_per_group;
 
-  // The layout of `params` (int_group with a power-of-two group, int_channel or int_tensor).
+  // The layout of `params` (int_group, or int_group_prescaled, with a power-of-two group;
+  // int_channel or int_tensor).
   static IntCodes Of(const LinearParams& params) {
     const SpecKey& key = params.key;
     const ParamTensor& w = params.tensor(Slot::kWeight);
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
     const ParamTensor& zeros = params.tensor(Slot::kWeightZero);
-    const bool grouped = key.family == kIntGroupFamily;
+    const bool grouped = key.family == kIntGroupFamily || key.family == kIntGroupPrescaledFamily;
     return {w.data<uint8_t>(),
             w.row_bytes(),
             scales.raw(),
