@@ -57,7 +57,6 @@ Result<double> OneDnnSeconds(bool int8, int64_t m, int64_t n, int64_t k, int thr
       stream.wait();
       next = (next + 1) % weights.size();
     };
-    call();
     return BestSecondsPerCall(call);
   } catch (const dnnl::error& e) {
     // Debian's oneDNN 2.6 has no bf16 matmul below AVX-512: that peer is missing, not broken.

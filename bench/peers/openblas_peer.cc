@@ -21,7 +21,6 @@ Result<double> OpenBlasSeconds(int64_t m, int64_t n, int64_t k, int threads, int
                 static_cast<int>(k), 0.0f, y.data(), static_cast<int>(n));
     next = (next + 1) % weights.size();
   };
-  call();
   return BestSecondsPerCall(call);
 }
 

@@ -119,9 +119,10 @@ class BenchWeights {
   size_t next_ = 0;
 };
 
-// The time per call of `call`, run in passes of at least 20 ms until there are 3 passes and 0.2 s:
-// the best pass's, as each machine figure is its best pass (on a shared host a neighbour's traffic
-// moves single passes by a third, both ways).
+// The time per call of `call`, after one untimed call, run in passes of at least 20 ms until there
+// are 3 passes and 0.2 s, or 1 s in fewer: the best pass's, as each machine figure is its best
+// pass (on a shared host a neighbour's traffic moves single passes by a third, both ways). A first
+// call of 1 s or more is the measure itself (a prefill call on a CPU without a matrix unit).
 double BestSecondsPerCall(const std::function<void()>& call);
 
 // Times the kernel the dispatcher picks for M rows of X on `weights`, X and Y in bf16, on

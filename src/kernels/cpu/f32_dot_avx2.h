@@ -10,106 +10,28 @@
 // multiplies a block converted in registers; more rows convert each run of a block once into a
 // tile of up to kStepTileColumns columns that 2 rows of X at a time pass over (8 accumulators, 4
 // tile vectors and an X vector of the 16 registers), summing each output in the same order, so
-// that outputs are the same bits whatever the batch. OpenMP splits N.
+// that below kTiledRows rows outputs are the same bits whatever the batch. From kTiledRows rows
+// on, the prefill GEMM (f32_tiles_avx2.h). OpenMP splits N.
 //
 // Included only by *_avx2.cc files, which are all compiled with the same flags.
 #pragma once
 
 #include <immintrin.h>
 
-#include <concepts>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/f32_rows.h"
+#include "src/kernels/cpu/f32_source_avx2.h"
+#include "src/kernels/cpu/f32_tiles_avx2.h"
 #include "src/kernels/cpu/row_blocks_avx2.h"
 #include "src/kernels/cpu/row_interleave.h"
 #include "src/kernels/reference/reference_gemm.h"
 
 namespace quantpath::avx2 {
 
-// A Source gives `int64_t group`, the columns of a run (a multiple of kStep, or the row); `kStep`,
-// the columns one load covers (kStep / 8 vectors), stored in `kStepBytes` bytes of W's row;
-// `Load(p, out)`: the codes of one step at `p` (32-byte aligned) as fp32 values, exact and
-// unscaled, vector v paired with X's values at positions 8v … 8v + 7 of the step in the order
-// `kXOrder` arranges X; `float Scale(row, g)` for run g; `float Zero(row, g)`, what the codes are
-// offset by (`kZeros` false where it is always 0); `float Load1(row, col)`, the dequantized value,
-// for the columns past the last full step. A Source whose runs are narrower than a step sets
-// `kLaneScales`: its runs are its steps, each vector's lane i in the same run of them, and
-// `Scale(row, g)` is an __m256 of the lanes' scales (and it has no zero points).
-template <typename S>
-inline constexpr bool kLaneScales = requires {
-  requires S::kLaneScales;
-};
-
-template <typename S>
-concept StepSource = requires(const S& w, int64_t i, const uint8_t* p, __m256* out) {
-  { w.group } -> std::convertible_to<int64_t>;
-  w.Load(p, out);
-  requires(kLaneScales<S> ? !S::kZeros : std::convertible_to<decltype(w.Scale(i, i)), float>);
-  { w.Zero(i, i) } -> std::convertible_to<float>;
-  { w.Load1(i, i) } -> std::convertible_to<float>;
-  { S::kZeros } -> std::convertible_to<bool>;
-  { S::kStep } -> std::convertible_to<int64_t>;
-  { S::kStepBytes } -> std::convertible_to<int64_t>;
-  { S::kXOrder } -> std::convertible_to<cpu::XOrder>;
-};
-
-template <StepSource S>
-inline constexpr int kVectors = static_cast<int>(S::kStep / 8);
-
 inline constexpr int64_t kStepTileColumns = 512;  // columns of a block's run converted at once
-inline constexpr int64_t kPrefetchBytes = 8192;   // how far ahead of its reads a block is fetched
-
-// The 32 bytes at p in a register, loaded once: GCC otherwise folds the load into each instruction
-// that reads the bytes, and each of those loads of a line not yet in L1 waits as one more miss.
-inline __m256i LoadOnce(const uint8_t* p) {
-  __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-  __asm__("" : "+x"(v));
-  return v;
-}
-
-// The kernel's prepack of W for Source S (made on the first call, kept with the parameters).
-template <StepSource S>
-const cpu::RowInterleave& Packed(const LinearKernel* kernel, const LinearParams& params) {
-  return params.packs.Get<cpu::RowInterleave>(kernel, [&] {
-    return std::make_unique<cpu::RowInterleave>(cpu::InterleaveRows(
-        params.tensor(Slot::kWeight), kBlockRows, S::kStepBytes, params.cols / S::kStep));
-  });
-}
-
-// Step s of a block of R rows from `block`: its rows' kStepBytes side by side.
-template <StepSource S, int R>
-inline const uint8_t* StepOf(const uint8_t* block, int64_t s) {
-  return block + s * R * S::kStepBytes;
-}
-
-template <StepSource S, int R>
-inline void PrefetchAhead(const uint8_t* step) {
-  for (int64_t line = 0; line < R * S::kStepBytes; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(step) + kPrefetchBytes + line, _MM_HINT_T0);
-  }
-}
-
-// Run g's scales for W row `row`, in every lane.
-template <StepSource S>
-inline __m256 ScaleVector(const S& w, int64_t row, int64_t g) {
-  if constexpr (kLaneScales<S>) {
-    return w.Scale(row, g);
-  } else {
-    return _mm256_set1_ps(w.Scale(row, g));
-  }
-}
-
-// Σ over the columns [full, k) of X row x times W row `row`.
-template <StepSource S>
-inline float Tail(const S& w, int64_t row, const float* x, int64_t full, int64_t k) {
-  float sum = 0;
-  for (int64_t c = full; c < k; ++c) sum += x[c] * w.Load1(row, c);
-  return sum;
-}
 
 // One row of X against the R rows of a block, one accumulator per row of W: each output is summed
 // in the order RowsOfX sums it (vector by vector through a run, runs scaled into the total, the
@@ -272,8 +194,10 @@ void PackedTailRows(const S& w, const cpu::RowInterleave& packed, const LinearPa
 template <StepSource S>
 void PackedGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
                 const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
+  const bool tiled = m >= kTiledRows;
   const cpu::F32Rows xr =
-      cpu::ToF32Rows(x, m, params.cols, S::kZeros ? w.group : 0, S::kStep, S::kXOrder);
+      cpu::ToF32Rows(x, m, params.cols, S::kZeros && !tiled ? w.group : 0, S::kStep, S::kXOrder);
+  if (tiled) return TiledGemm(w, packed, params, xr, y);
   const int64_t blocks = params.rows / kBlockRows;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
