@@ -11,7 +11,7 @@
 // tile of up to kStepTileColumns columns that 2 rows of X at a time pass over (8 accumulators, 4
 // tile vectors and an X vector of the 16 registers), summing each output in the same order, so
 // that below kTiledRows rows outputs are the same bits whatever the batch. From kTiledRows rows
-// on, the prefill GEMM (f32_tiles_avx2.h). OpenMP splits N.
+// on, the tiled GEMM (f32_tiles_avx2.h). OpenMP splits N.
 //
 // Included only by *_avx2.cc files, which are all compiled with the same flags.
 #pragma once

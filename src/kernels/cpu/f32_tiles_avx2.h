@@ -1,9 +1,9 @@
-// The prefill GEMM of the prepacked AVX2 kernels (f32_dot_avx2.h), from kTiledRows rows of X: W is
+// The GEMM of the prepacked AVX2 kernels (f32_dot_avx2.h) from kTiledRows rows of X: W is
 // converted once per tile of 16 rows × 256 columns into fp32 weights, scale and zero point folded
-// in, laid out column by column (16 rows of W side by side, through 8 × 8 transposes), and 6 rows
-// of X multiply a tile as broadcasts against its two vectors: 12 accumulators, two weight vectors
-// and a broadcast of the 16 registers, 8 loads per 12 FMAs. Each thread takes whole columns of
-// tiles (16 rows of W through all of K) and keeps their sums for every row of X in a buffer.
+// in, laid out column by column (16 rows of W side by side, through 8 × 8 transposes), and 5 rows
+// of X multiply a tile as broadcasts against its two vectors: 10 accumulators, two weight vectors
+// and a broadcast, 7 loads per 10 FMAs. Each thread takes whole columns of tiles (16 rows of W
+// through all of K) and keeps their sums for each row of a block of X in a buffer.
 //
 // The folded weight is the reference's dequantized value, rounded once as it rounds it; the sums
 // run in another order than the decode paths', so a row's output may differ in its last bits
@@ -25,7 +25,11 @@
 
 namespace quantpath::avx2 {
 
-inline constexpr int64_t kTiledRows = 64;    // rows of X from which W is tiled
+// Rows of X from which W is tiled: from 16 rows on the tiles ran faster than the row blocks of
+// f32_dot_avx2.h for every Source measured (4096², one thread: int4 group 128 at 16 / 32 / 48
+// rows 43 → 56, 38 → 67, 40 → 72 GFLOP/s; fp8 block 41 → 50, 45 → 64, 42 → 71), below it not
+// for all (fp8 block at 4 and 8 rows slower).
+inline constexpr int64_t kTiledRows = 16;
 inline constexpr int64_t kTileN = 16;        // rows of W per tile: two vectors of outputs
 inline constexpr int64_t kTileK = 256;       // columns per tile (positions of X's order)
 inline constexpr int kMicroRows = 5;         // rows of X per pass over a tile
@@ -100,7 +104,9 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n0, int64
 }
 
 // P rows of X (at `x`, k apart, from the tile's first column) over `width` columns of the tile,
-// adding to their sums.
+// adding to their sums. Not inlined and its loops over rows unrolled: inlined into the driver,
+// or with the loops left rolled, GCC kept accumulators on the stack for some Sources (fp8's,
+// NVFP4's: half the integer kernels' speed); with 6 rows, 15 of the 16 registers, it did too.
 template <int P>
 [[gnu::noinline]] void TileRows(const WeightTile& tile, int64_t width, const float* x, int64_t k,
                                 TileSums* sums) {
