@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "quantpath/kernels.h"
@@ -193,10 +194,10 @@ void PackedTailRows(const S& w, const cpu::RowInterleave& packed, const LinearPa
 // activation mode says so), taken in the Source's order; W from `packed`.
 template <StepSource S>
 void PackedGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
-                const std::vector<float>& x, int64_t m, const MutableMatrix& y) {
+                std::vector<float> x, int64_t m, const MutableMatrix& y) {
   const bool tiled = m >= kTiledRows;
-  const cpu::F32Rows xr =
-      cpu::ToF32Rows(x, m, params.cols, S::kZeros && !tiled ? w.group : 0, S::kStep, S::kXOrder);
+  const cpu::F32Rows xr = cpu::ToF32Rows(std::move(x), m, params.cols,
+                                         S::kZeros && !tiled ? w.group : 0, S::kStep, S::kXOrder);
   if (tiled) return TiledGemm(w, packed, params, xr, y);
   const int64_t blocks = params.rows / kBlockRows;
 #ifdef _OPENMP

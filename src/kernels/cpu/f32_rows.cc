@@ -2,17 +2,18 @@
 #include "src/kernels/cpu/f32_rows.h"
 
 #include <cstddef>
+#include <utility>
 
 namespace quantpath::cpu {
 
-F32Rows ToF32Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
+F32Rows ToF32Rows(std::vector<float> x, int64_t m, int64_t k, int64_t group, int64_t step,
                   XOrder order) {
   F32Rows out;
   out.rows = m;
   out.k = k;
   const int64_t full = k / step * step;
   if (order == XOrder::kNatural) {
-    out.values.assign(x.begin(), x.begin() + m * k);
+    out.values = std::move(x);
   } else {
     out.values.resize(static_cast<size_t>(m * k));
     std::vector<int64_t> source(static_cast<size_t>(k));

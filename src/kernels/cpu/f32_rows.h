@@ -19,9 +19,9 @@ struct F32Rows {
   std::vector<float> run_sums;
 };
 
-// x [m, k] in fp32; `step` columns per load; group = 0 for no run sums (else a multiple of `step`,
-// or k).
-F32Rows ToF32Rows(const std::vector<float>& x, int64_t m, int64_t k, int64_t group, int64_t step,
+// x [m, k] in fp32 (kept as the rows themselves in the natural order, not copied); `step` columns
+// per load; group = 0 for no run sums (else a multiple of `step`, or k).
+F32Rows ToF32Rows(std::vector<float> x, int64_t m, int64_t k, int64_t group, int64_t step,
                   XOrder order);
 
 }  // namespace quantpath::cpu

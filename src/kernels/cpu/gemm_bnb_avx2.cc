@@ -11,6 +11,7 @@
 #include <bit>
 
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu/bnb_codes.h"
 #include "src/kernels/cpu/nibble_octets_avx2.h"
 #include "src/kernels/cpu/step_kernel_avx2.h"
 #include "src/kernels/reference/reference_gemm.h"
@@ -44,7 +45,8 @@ struct Bnb4Octets : avx2::NibbleOctetSteps {
   float Scale(int64_t row, int64_t g) const { return absmax[row * blocks_per_row + g]; }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
-    return map[ReadCode(codes + row * row_bytes, col, 4)] * Scale(row, col / group);
+    return cpu::BnbRounding<CpuLevel::kAvx2>::Product(
+        map[ReadCode(codes + row * row_bytes, col, 4)], Scale(row, col / group));
   }
   static Bnb4Octets Of(const LinearParams& params) {
     const ParamTensor& w = params.tensor(Slot::kWeight);
@@ -58,15 +60,11 @@ struct Bnb4Octets : avx2::NibbleOctetSteps {
   }
 };
 
-struct BnbInt8Steps {
-  int64_t group;  // the row
-  const int8_t* codes;
-  int64_t row_bytes;
-  const float* scb;
-  static constexpr bool kZeros = false;
+using BnbInt8Codes = cpu::BnbInt8Codes<CpuLevel::kAvx2>;
+
+struct BnbInt8Steps : BnbInt8Codes {
   static constexpr int64_t kStep = 32;
   static constexpr int64_t kStepBytes = 32;
-  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
 
   void Load(const uint8_t* p, __m256 out[4]) const {
     for (int s = 0; s < 4; ++s) {
@@ -74,16 +72,7 @@ struct BnbInt8Steps {
           _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * s))));
     }
   }
-  float Scale(int64_t row, int64_t) const { return scb[row] * kInv127; }
-  float Zero(int64_t, int64_t) const { return 0.0f; }
-  float Load1(int64_t row, int64_t col) const {
-    return static_cast<float>(codes[row * row_bytes + col]) * Scale(row, 0);
-  }
-  static BnbInt8Steps Of(const LinearParams& params) {
-    const ParamTensor& w = params.tensor(Slot::kWeight);
-    return {params.cols, w.data<int8_t>(), w.row_bytes(),
-            params.tensor(Slot::kWeightScale).data<float>()};
-  }
+  static BnbInt8Steps Of(const LinearParams& params) { return {BnbInt8Codes::Of(params)}; }
 };
 
 const KernelRegistrar kRegisterGemmBnb4Avx2(std::make_unique<avx2::StepKernel<Bnb4Octets>>(

@@ -17,6 +17,7 @@
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/bnb_codes.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
 #include "src/kernels/cpu/source_kernel_avx512vnni.h"
 #include "src/kernels/reference/reference_gemm.h"
@@ -106,8 +107,9 @@ struct Bnb4Quads : avx512vnni::NibbleQuadSteps {
   }
   float Zero(int64_t, int64_t) const { return 0.0f; }
   float Load1(int64_t row, int64_t col) const {
-    return RoundedProduct(tables->fp32[avx512vnni::NibbleCode(codes + row * row_bytes, col)],
-                          absmax[row * blocks_per_row + (col >> log2_block)]);
+    return cpu::BnbRounding<CpuLevel::kAvx512Vnni>::Product(
+        tables->fp32[avx512vnni::NibbleCode(codes + row * row_bytes, col)],
+        absmax[row * blocks_per_row + (col >> log2_block)]);
   }
 
   static Bnb4Quads Of(const LinearParams& params) {
@@ -135,15 +137,11 @@ struct Bnb4Quads : avx512vnni::NibbleQuadSteps {
   }
 };
 
-struct BnbInt8Steps {
-  int64_t group;  // the row
-  const int8_t* codes;
-  int64_t row_bytes;
-  const float* scb;
-  static constexpr bool kZeros = false;
+using BnbInt8Codes = cpu::BnbInt8Codes<CpuLevel::kAvx512Vnni>;
+
+struct BnbInt8Steps : BnbInt8Codes {
   static constexpr int64_t kStep = 64;
   static constexpr int64_t kStepBytes = 64;
-  static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNatural;
 
   void Load(const uint8_t* p, __m512i out[2]) const {
     const __m512i bytes = avx512vnni::LoadOnce(p);
@@ -153,16 +151,7 @@ struct BnbInt8Steps {
     out[1] = (__m512i)_mm512_cvtne2ps_pbh(floats(_mm512_extracti32x4_epi32(bytes, 3)),
                                           floats(_mm512_extracti32x4_epi32(bytes, 2)));
   }
-  float Scale(int64_t row, int64_t) const { return scb[row] * kInv127; }
-  float Zero(int64_t, int64_t) const { return 0.0f; }
-  float Load1(int64_t row, int64_t col) const {
-    return BnbInt8Value(codes[row * row_bytes + col], scb[row]);
-  }
-  static BnbInt8Steps Of(const LinearParams& params) {
-    const ParamTensor& w = params.tensor(Slot::kWeight);
-    return {params.cols, w.data<int8_t>(), w.row_bytes(),
-            params.tensor(Slot::kWeightScale).data<float>()};
-  }
+  static BnbInt8Steps Of(const LinearParams& params) { return {BnbInt8Codes::Of(params)}; }
 };
 
 const KernelRegistrar kRegisterGemmBnb4Avx512Bf16(

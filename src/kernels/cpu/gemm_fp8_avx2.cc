@@ -48,9 +48,8 @@ class GemmFp8RowAvx2 final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
     avx2::PackedGemm(ScaledRows{RowCodes::Of(params)}, avx2::Packed<ScaledRows>(this, params),
-                     params, xs, x.rows, y);
+                     params, reference::PrepareActivations(params, act, x), x.rows, y);
   }
 };
 
@@ -73,9 +72,9 @@ class GemmFp8BlockAvx2 final : public LinearKernel {
              const MutableMatrix& y) const override {
     const std::vector<int64_t> grid_row =
         Fp8BlockGridRows({params.key.block[0], params.key.block[1]}, params);
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
     avx2::PackedGemm(ScaledBlocks{BlockCodes::Of(params, grid_row)},
-                     avx2::Packed<ScaledBlocks>(this, params), params, xs, x.rows, y);
+                     avx2::Packed<ScaledBlocks>(this, params), params,
+                     reference::PrepareActivations(params, act, x), x.rows, y);
   }
 };
 

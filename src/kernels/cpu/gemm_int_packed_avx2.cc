@@ -4,6 +4,7 @@
 // codes by steps as int_steps_avx2.h takes them.
 // Narrower groups and act-order stay with GemmIntW16_Avx2 and the reference.
 #include <bit>
+#include <utility>
 #include <vector>
 
 #include "quantpath/kernels.h"
@@ -41,20 +42,23 @@ class GemmIntPackedAvx2 final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
+    std::vector<float> xs = reference::PrepareActivations(params, act, x);
     const bool zero = !params.tensor(Slot::kWeightZero).empty();
     if (params.key.bits == 4) {
-      return zero ? Run<4, true>(params, xs, x.rows, y) : Run<4, false>(params, xs, x.rows, y);
+      return zero ? Run<4, true>(params, std::move(xs), x.rows, y)
+                  : Run<4, false>(params, std::move(xs), x.rows, y);
     }
-    return zero ? Run<8, true>(params, xs, x.rows, y) : Run<8, false>(params, xs, x.rows, y);
+    return zero ? Run<8, true>(params, std::move(xs), x.rows, y)
+                : Run<8, false>(params, std::move(xs), x.rows, y);
   }
 
  private:
   template <int kBits, bool kZero>
-  void Run(const LinearParams& params, const std::vector<float>& x, int64_t m,
+  void Run(const LinearParams& params, std::vector<float> x, int64_t m,
            const MutableMatrix& y) const {
     const avx2::IntSteps<kBits, kZero> w{cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero>::Of(params)};
-    avx2::PackedGemm(w, avx2::Packed<avx2::IntSteps<kBits, kZero>>(this, params), params, x, m, y);
+    avx2::PackedGemm(w, avx2::Packed<avx2::IntSteps<kBits, kZero>>(this, params), params,
+                     std::move(x), m, y);
   }
 };
 

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <string_view>
-#include <vector>
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/f32_dot_avx2.h"
@@ -35,8 +34,8 @@ class StepKernel final : public LinearKernel {
   void Prepare(const LinearParams& params) const override { Packed<Source>(this, params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const std::vector<float> xs = reference::PrepareActivations(params, act, x);
-    PackedGemm(Source::Of(params), Packed<Source>(this, params), params, xs, x.rows, y);
+    PackedGemm(Source::Of(params), Packed<Source>(this, params), params,
+               reference::PrepareActivations(params, act, x), x.rows, y);
   }
 
  private:
