@@ -20,6 +20,10 @@
 
 namespace quantpath {
 
+// The version of the libquantpath this program runs with ("0.1.0"); quantpath/version.h holds the
+// version of the headers it was built with.
+std::string_view LibraryVersion();
+
 // ---------------------------------------------------------------------------------------------
 // Status / Result
 

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "quantpath/base.h"
 
@@ -20,5 +21,7 @@ struct DeviceCaps {
 };
 // Parses "cpu", "sm80", "sm90" or "sm100"; anything else is an error listing those names.
 Result<DeviceCaps> ParseDevice(std::string_view name);
+// The names ParseDevice accepts, in that order.
+std::vector<std::string_view> DeviceNames();
 
 }  // namespace quantpath

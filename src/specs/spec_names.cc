@@ -26,8 +26,14 @@ Result<DeviceCaps> ParseDevice(std::string_view name) {
   for (const KnownDevice& device : kDevices) {
     if (device.name == name) return DeviceCaps{std::string(device.name), device.sm};
   }
-  return InvalidInput(
-      fmt::format("unknown device '{}' (expected one of cpu, sm80, sm90, sm100)", name));
+  return InvalidInput(fmt::format("unknown device '{}' (expected one of {})", name,
+                                  fmt::join(DeviceNames(), ", ")));
+}
+
+std::vector<std::string_view> DeviceNames() {
+  std::vector<std::string_view> names;
+  for (const KnownDevice& device : kDevices) names.push_back(device.name);
+  return names;
 }
 
 std::string_view SlotName(Slot slot) { return kSlotNames[static_cast<size_t>(slot)]; }

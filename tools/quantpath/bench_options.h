@@ -26,7 +26,7 @@ inline void AddBenchTableOptions(CLI::App* cmd, BenchTableArgs* args) {
   CLI::Option* no_moe = cmd->add_flag_callback(
       "--no-moe", [args] { args->layers = BenchLayers::kDense; }, "Only the dense rows");
   moe->excludes(no_moe);
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/bench.md)");
+  cmd->add_flag("--json", args->json, "Print one JSON list of rows instead of the table");
 }
 
 }  // namespace quantpath::cli

@@ -100,13 +100,13 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand(
       "check", "Check a checkpoint's headers and index against its config, without reading data");
-  cmd->add_option("model_dir", args->dir, "Model folder")->required();
-  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
-  cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddModelDir(cmd, &args->dir);
+  AddEngineOption(cmd, &args->engine);
+  AddQuantizationOption(cmd, &args->quantization);
   cmd->add_option("--tp", args->tp_size,
                   "Tensor-parallel size whose per-rank shapes are checked (findings per layer)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/check.md)");
+  AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunCheck(*args); });
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "quantpath/report.h"
 
@@ -25,6 +26,8 @@ void AddDiffCommand(CLI::App& app, int* exit_code);
 void AddLoadCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
+// `completion bash|zsh`: the shell completion script, from the commands defined on `app`.
+void AddCompletionCommand(CLI::App& app, int* exit_code);
 
 // --dtype, --tp and --speculative, shared by the commands that decide layers (plan, explain,
 // diff); OpenOptions::Parse checks them.
@@ -34,6 +37,30 @@ struct LaunchArgs {
   bool speculative = false;
 };
 void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args);
+
+// What the shell completions offer for an option's value (completion.cc).
+struct ValueCompletion {
+  enum Kind { kWords, kFiles, kDirs } kind = kWords;
+  std::vector<std::string> words;  // kWords
+};
+// Records what `option`'s value completes to; returns `option`.
+CLI::Option* Completes(CLI::Option* option, ValueCompletion completion);
+// What was recorded for `option`, or null (a value the shell cannot guess, such as a number).
+const ValueCompletion* CompletionOf(const CLI::Option* option);
+// An option taking one of `values`, listed in its help and its completions.
+CLI::Option* AddChoiceOption(CLI::App* cmd, const std::string& name, std::string* value,
+                             const std::string& description, std::vector<std::string> values);
+// --engine (every dialect, versioned ones included), --quantization (every importer's name),
+// --device (every device name).
+CLI::Option* AddEngineOption(CLI::App* cmd, std::string* engine,
+                             const std::string& description = "Decide as this engine does");
+CLI::Option* AddQuantizationOption(CLI::App* cmd, std::string* quantization);
+CLI::Option* AddDeviceOption(CLI::App* cmd, std::string* device,
+                             const std::string& description = "The device to lay layers out for");
+// The model folder positional (ResolveModelDir says what it accepts).
+CLI::Option* AddModelDir(CLI::App* cmd, std::string* dir, bool required = true);
+// --json.
+CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json);
 // --modelslim-packing old|new (OpenOptions::SetModelSlimPacking reads it).
 void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing);
 // --online SCHEME, the help listing the schemes this build quantizes at load

@@ -45,13 +45,13 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<DiffArgs>();
   CLI::App* cmd =
       app.add_subcommand("diff", "Layers that native and the engines store or compute differently");
-  cmd->add_option("model_dir", args->dir, "Model folder")->required();
+  AddModelDir(cmd, &args->dir);
   cmd->add_option("--engines", args->engines,
                   "Comma-separated dialects to compare with native (default: all of vllm, "
                   "sglang, vllm@0.33, sglang@0.5.23)");
-  cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddQuantizationOption(cmd, &args->quantization);
   AddLaunchOptions(cmd, &args->launch);
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/diff.md)");
+  AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunDiff(*args); });
 }
 

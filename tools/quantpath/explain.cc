@@ -41,13 +41,13 @@ int RunExplain(const ExplainArgs& args) {
 void AddExplainCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<ExplainArgs>();
   CLI::App* cmd = app.add_subcommand("explain", "Show every rule tried for one layer, and why");
-  cmd->add_option("model_dir", args->dir, "Model folder")->required();
+  AddModelDir(cmd, &args->dir);
   cmd->add_option("layer_path", args->layer, "Layer (execution name, leg or HF name)")->required();
-  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
-  cmd->add_option("--quantization", args->quantization, "Force the format");
+  AddEngineOption(cmd, &args->engine);
+  AddQuantizationOption(cmd, &args->quantization);
   AddOnlineOption(cmd, &args->online);
   AddLaunchOptions(cmd, &args->launch);
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/explain.md)");
+  AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunExplain(*args); });
 }
 

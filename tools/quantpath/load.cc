@@ -186,15 +186,15 @@ void AddLoadCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<LoadArgs>();
   CLI::App* cmd = app.add_subcommand(
       "load", "Load every layer of a model through its spec and report bytes, speed and memory");
-  cmd->add_option("model_dir", args->dir, "Model folder")->required();
-  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
-  cmd->add_option("--quantization", args->quantization, "Force the format");
-  cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100 (the layouts to load)");
+  AddModelDir(cmd, &args->dir);
+  AddEngineOption(cmd, &args->engine);
+  AddQuantizationOption(cmd, &args->quantization);
+  AddDeviceOption(cmd, &args->device, "The device whose layouts to load");
   cmd->add_option("--tp", args->tp_size, "Tensor-parallel size");
   cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/load.md)");
+  AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunLoad(*args); });
 }
 

@@ -1,7 +1,10 @@
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <new>
 
+#include "fmt/format.h"
+#include "quantpath/version.h"
 #include "tools/quantpath/commands.h"
 
 namespace quantpath::cli {
@@ -9,33 +12,16 @@ namespace quantpath::cli {
 std::string DefaultExampleDir() {
   if (const char* env = std::getenv("QUANTPATH_EXAMPLES"))
     return std::string(env) + "/llama-tiny-fp8";
-  return std::string(QUANTPATH_EXAMPLES_DIR) + "/llama-tiny-fp8";
-}
-
-void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args) {
-  cmd->add_option("--dtype", args->dtype,
-                  "The dtype the engine builds the model in: auto (the config's torch_dtype), "
-                  "bfloat16, float16, float32");
-  cmd->add_option("--tp", args->tp_size, "Tensor-parallel size (per-rank shapes are checked)");
-  cmd->add_flag("--speculative", args->speculative,
-                "Speculative decoding: build the MTP layers as the engine then does");
-}
-
-void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing) {
-  cmd->add_option("--modelslim-packing", *packing,
-                  "ModelSlim 4-bit weights: old (one code per int8, SGLang's default) or new (two "
-                  "per int8, SGLANG_NPU_W4A4_NEW_PACKING)");
-}
-
-void AddOnlineOption(CLI::App* cmd, std::string* online) {
-  std::vector<std::string> names;
-  for (const OnlineTarget& target : OnlineTargets()) {
-    if (target.refusal.empty()) names.push_back(target.name);
+  // An installed CLI finds the examples installed beside it (cmake/install.cmake), a build tree's
+  // those of its source tree.
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path installed =
+        exe.parent_path().parent_path() / "share/quantpath/examples/llama-tiny-fp8";
+    if (std::filesystem::is_directory(installed, error)) return installed.string();
   }
-  cmd->add_option("--online", *online,
-                  "Quantize every linear layer of a bf16/fp16/fp32 checkpoint at load to this "
-                  "scheme: " +
-                      Join(names, ", "));
+  return std::string(QUANTPATH_EXAMPLES_DIR) + "/llama-tiny-fp8";
 }
 
 int ReportBadInput(const std::string& message) {
@@ -50,6 +36,8 @@ Json NullIfEmpty(const std::string& s) { return s.empty() ? Json::Null() : Json:
 int main(int argc, char** argv) {
   using namespace quantpath::cli;
   CLI::App app{"quantpath: from a quantized model folder's config files to a kernel per layer"};
+  app.name("quantpath");
+  app.set_version_flag("--version", fmt::format("quantpath {}", quantpath::kVersion));
   app.require_subcommand(1);
   int exit_code = kExitOk;
   AddPlanCommand(app, &exit_code);
@@ -60,6 +48,13 @@ int main(int argc, char** argv) {
   AddMatchCommand(app, &exit_code);
   AddDiffCommand(app, &exit_code);
   AddBenchCommand(app, &exit_code);
+  AddCompletionCommand(app, &exit_code);
+  app.footer("\nRun `quantpath COMMAND --help` for a command's options.\n");
+  if (argc == 1) {
+    // As git and hf do: the command list, and the usage error's exit code.
+    std::cerr << app.help();
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -48,9 +48,11 @@ int RunMatch(const MatchArgs& args) {
 
 void AddMatchCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<MatchArgs>();
-  CLI::App* cmd = app.add_subcommand("match", "Decide recorded engine cases (oracle schema)");
-  cmd->add_option("cases", args->files, "Case files (JSON lists of cases)")->required();
-  cmd->add_option("--engine", args->engine, "Override each case's engine (native|vllm|sglang)");
+  CLI::App* cmd = app.add_subcommand(
+      "match", "Decide recorded engine cases (JSON lists of cases with their configs)");
+  Completes(cmd->add_option("cases", args->files, "Case files (JSON lists of cases)")->required(),
+            {ValueCompletion::kFiles, {}});
+  AddEngineOption(cmd, &args->engine, "Decide every case as this engine does (default: its own)");
   cmd->add_flag("--verify", args->verify, "Compare with the recorded decisions");
   cmd->callback([args, exit_code] { *exit_code = RunMatch(*args); });
 }

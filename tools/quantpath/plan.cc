@@ -56,16 +56,21 @@ int RunPlan(const PlanArgs& args) {
 void AddPlanCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Decide every layer of a model folder");
-  cmd->add_option("model_dir", args->dir, "Model folder (default: the bundled example)");
-  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
-  cmd->add_option("--quantization", args->quantization, "Force the format");
-  cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100");
+  AddModelDir(cmd, &args->dir, /*required=*/false);
+  AddEngineOption(cmd, &args->engine);
+  AddQuantizationOption(cmd, &args->quantization);
+  AddDeviceOption(cmd, &args->device);
   AddLaunchOptions(cmd, &args->launch);
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/plan.md)");
-  cmd->add_option("--svg", args->svg, "Also write the plan as a picture (docs/plan_picture.md)");
-  cmd->add_option("--html", args->html, "Also write the picture and the table as one HTML page");
+  AddJsonFlag(cmd, &args->json);
+  Completes(cmd->add_option("--svg", args->svg,
+                            "Also write the plan as a picture: a row per decoder block, a column "
+                            "per projection, cells coloured by scheme"),
+            {ValueCompletion::kFiles, {}});
+  Completes(cmd->add_option("--html", args->html,
+                            "Also write the picture and the table as one HTML page"),
+            {ValueCompletion::kFiles, {}});
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }
 

@@ -206,7 +206,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run", "Load one layer, run it on seeded or given input and compare with an fp64 reference");
-  cmd->add_option("model_dir", args->dir, "Model folder")->required();
+  AddModelDir(cmd, &args->dir);
   cmd->add_option("--layer", args->layer, "Layer (execution name, leg or HF name)")->required();
   CLI::Option* expert =
       cmd->add_option("--expert", args->expert_index,
@@ -216,18 +216,22 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", args->seed, "Seed of the input (default 0)");
   cmd->add_option("--tp", args->tp, "Tensor-parallel size (default 1)");
   cmd->add_option("--rank", args->rank, "Tensor-parallel rank to load, 0 to tp - 1 (default 0)");
-  cmd->add_flag("--json", args->json, "Print one JSON object (docs/json/run.md)");
+  AddJsonFlag(cmd, &args->json);
   // --engine, --quantization, --device: decide and lay out the layer as plan does.
-  cmd->add_option("--engine", args->engine, "native|vllm|sglang|vllm@0.33|sglang@0.5.23");
-  cmd->add_option("--quantization", args->quantization, "Force the format");
-  cmd->add_option("--device", args->device, "cpu|sm80|sm90|sm100 (the layout to load)");
+  AddEngineOption(cmd, &args->engine);
+  AddQuantizationOption(cmd, &args->quantization);
+  AddDeviceOption(cmd, &args->device, "The device whose layout to load and run");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
   // --input, --output: given activations in, the result out.
-  cmd->add_option("--input", args->input,
-                  "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m and --seed)");
-  cmd->add_option("--output", args->output,
-                  "Write y [M, N] fp32 to this safetensors file (atomically; never the input)");
+  Completes(cmd->add_option("--input", args->input,
+                            "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m "
+                            "and --seed)"),
+            {ValueCompletion::kFiles, {}});
+  Completes(cmd->add_option("--output", args->output,
+                            "Write y [M, N] fp32 to this safetensors file (atomically; never the "
+                            "input)"),
+            {ValueCompletion::kFiles, {}});
   cmd->callback([args, exit_code, expert] {
     if (expert->count() > 0) args->expert = args->expert_index;
     *exit_code = RunLayer(*args);
