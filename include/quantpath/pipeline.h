@@ -68,7 +68,7 @@ struct OpenOptions {
 
 // A model folder as one dialect reads it.
 struct Model {
-  std::string dir;  // as given
+  std::string dir;  // the folder read: ResolveModelDir (sources.h) of the name given
   ConfigSources sources;
   QuantPlan plan;  // with the dialect's HF→engine name mapper applied to the config's lists
   ModelSites sites;
@@ -76,8 +76,9 @@ struct Model {
   Launch launch;
 };
 
-// Reads the folder's config files, imports the plan and builds the sites. Errors name the file,
-// the pointer and the field.
+// Resolves `dir` (a folder, a Hugging Face cache folder or a repo id in the local cache:
+// ResolveModelDir), reads its config files, imports the plan and builds the sites. Errors name the
+// file, the pointer and the field.
 Result<Model> OpenModel(const std::string& dir, const OpenOptions& options);
 
 // The plan `dialect`'s engine builds from `sources`, its HF→engine name mapper applied: the

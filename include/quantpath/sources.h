@@ -64,6 +64,17 @@ struct CheckpointListing {
 // safetensors files count as absent shards. Errors name the file and the tensor.
 Result<CheckpointListing> ListCheckpoint(const std::filesystem::path& dir);
 
+// The model folder a user names, as Hugging Face tools name it:
+//   - a folder: itself, unless it is a Hugging Face cache repo folder (…/hub/models--org--name,
+//     holding refs/ and snapshots/), which resolves through refs/main to its snapshot (the only
+//     snapshot when there is no refs/main);
+//   - otherwise a repo id, "org/name" or "name", looked up in the local Hugging Face cache
+//     ($HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+//     ~/.cache/huggingface/hub) as models--org--name and resolved as above. Nothing is downloaded.
+// A miss is kNotFound saying where it looked; a broken cache entry (a ref naming no snapshot, a
+// ref that is not a commit name) is kInvalidInput naming the file.
+Result<std::filesystem::path> ResolveModelDir(std::string_view given);
+
 class ConfigSources {
  public:
   static constexpr std::string_view kConfigFile = "config.json";

@@ -212,8 +212,14 @@ Result<ModelSites> BuildModelSites(const ConfigSources& sources, const Dialect& 
                                    const Launch& launch) {
   const Json* root = sources.config();
   if (root == nullptr) {
-    return NotFound(fmt::format("{}: no {}; layer sites are built from its architecture fields",
-                                sources.dir().string(), kConfigFile));
+    // A standalone quantization file says how layers are quantized, not which layers exist.
+    std::vector<std::string> found;
+    for (const SourceFile& file : sources.files()) found.push_back(file.name);
+    return NotFound(fmt::format(
+        "{}: {} but no {}, whose architecture fields the layer sites are built from; add the "
+        "model's {} (the one published with it) to the folder",
+        sources.dir().string(), found.empty() ? "no file" : Join(found, ", "), kConfigFile,
+        kConfigFile));
   }
   return Build(*root, *sources.text_config(), dialect, launch, &sources.checkpoint());
 }

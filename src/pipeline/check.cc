@@ -500,7 +500,9 @@ std::string_view Finding::KindName() const {
   return checkpoint ? CheckpointProblemKindName(*checkpoint) : FindingKindName(kind);
 }
 
-Result<CheckReport> CheckFolder(const std::string& dir, const OpenOptions& options) {
+Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& options) {
+  QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
+  const std::string dir = resolved.string();
   Result<CheckpointAudit> audit = AuditCheckpoint(dir);
   if (!audit.ok()) {
     if (audit.status().code() != ErrorCode::kNotFound) return audit.status();

@@ -103,7 +103,9 @@ Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& d
   return ImportPlan(sources, dialect, quantization, mapper);
 }
 
-Result<Model> OpenModel(const std::string& dir, const OpenOptions& options) {
+Result<Model> OpenModel(const std::string& given, const OpenOptions& options) {
+  QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
+  const std::string dir = resolved.string();
   QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
   sources.set_launch(options.launch);
   QP_ASSIGN_OR_RETURN(QuantPlan plan,

@@ -21,7 +21,8 @@ struct DialectRun {
 
 // Sources → plan → sites → decisions for every dialect. Kept in one place so that a shared
 // pipeline stage can replace it.
-Result<std::vector<DialectRun>> PlanDialects(const std::string& dir, const DiffOptions& options) {
+Result<std::vector<DialectRun>> PlanDialects(const std::string& given, const DiffOptions& options) {
+  QP_ASSIGN_OR_RETURN(std::filesystem::path dir, ResolveModelDir(given));
   QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
   sources.set_launch(options.launch);
   std::vector<DialectRun> runs;

@@ -57,11 +57,14 @@ Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
           "a plan needs config.json or a complete standalone quantization file",
           dir.string(), Join(excerpts, ", ")));
     }
-    return NotFound(fmt::format("{}: no config.json and no standalone quantization file ({})",
-                                dir.string(),
-                                "quantize_config.json, quant_config.json, "
-                                "quantization_config.json, hf_quant_config.json, "
-                                "quant_model_description.json"));
+    return NotFound(
+        fmt::format("{}: no config.json and no standalone quantization file ({}); "
+                    "name the model's own folder, its Hugging Face cache folder or "
+                    "its repo id",
+                    dir.string(),
+                    "quantize_config.json, quant_config.json, "
+                    "quantization_config.json, hf_quant_config.json, "
+                    "quant_model_description.json"));
   }
   QP_ASSIGN_OR_RETURN(sources.checkpoint_, ListCheckpoint(dir));
   if (sources.checkpoint_.origin == CheckpointOrigin::kHeaders) {
