@@ -70,6 +70,11 @@ std::string RunToText(const LoadedLayer& layer, const LayerRun& run);
 Json ExpertsRunToJson(const LoadedExperts& layer, const ExpertsRun& run, uint64_t seed);
 std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run);
 
+// The `check --json` object (docs/json/check.md); `model` and `engine` as the user named them.
+Json CheckToJson(const CheckReport& report, std::string_view model, std::string_view engine);
+// The human report: a line per finding, the tensor-parallel sizes that split, the counts.
+std::string CheckToText(const CheckReport& report);
+
 // `match` without --verify: [{"id", "decisions": [{"prefix", "decision", "detail"}]}].
 Json CaseResultsToJson(const std::vector<CaseResult>& results);
 // `match --verify`: one line per mismatch (and a note per detail difference) of the cases of

@@ -7,7 +7,6 @@
 // weights, an unreadable config or index).
 #include <iostream>
 
-#include "fmt/format.h"
 #include "quantpath/pipeline.h"
 #include "tools/quantpath/commands.h"
 
@@ -23,60 +22,6 @@ struct CheckArgs {
   bool json = false;
 };
 
-std::string SizeList(const std::vector<int64_t>& sizes) {
-  std::string text;
-  for (int64_t size : sizes) text += fmt::format("{}{}", text.empty() ? "" : ", ", size);
-  return text.empty() ? "none" : text;
-}
-
-Json ReportToJson(const CheckArgs& args, const CheckReport& report) {
-  std::vector<Json> findings;
-  for (const Finding& f : report.findings) {
-    findings.push_back(Json::Object({{"severity", Json::String(f.error ? "error" : "warning")},
-                                     {"kind", Json::String(std::string(f.KindName()))},
-                                     {"file", NullIfEmpty(f.file)},
-                                     {"tensor", NullIfEmpty(f.tensor)},
-                                     {"layer", NullIfEmpty(f.layer)},
-                                     {"expected", NullIfEmpty(f.expected)},
-                                     {"found", NullIfEmpty(f.found)},
-                                     {"message", Json::String(f.message)}}));
-  }
-  std::vector<Json> not_checked;
-  for (const std::string& file : report.not_checked) not_checked.push_back(Json::String(file));
-  std::vector<Json> loadable_tp;
-  for (int64_t size : report.loadable_tp) loadable_tp.push_back(Json::Int(size));
-  return Json::Object({{"model", Json::String(args.dir)},
-                       {"engine", Json::String(args.engine)},
-                       {"tensors", Json::Int(report.tensors)},
-                       {"errors", Json::Int(report.errors)},
-                       {"warnings", Json::Int(report.warnings)},
-                       {"not_checked", Json::Array(std::move(not_checked))},
-                       {"layers_not_checked", NullIfEmpty(report.layers_not_checked)},
-                       {"loadable_tp", Json::Array(std::move(loadable_tp))},
-                       {"findings", Json::Array(std::move(findings))}});
-}
-
-std::string Text(const CheckReport& report) {
-  std::string out;
-  for (const Finding& f : report.findings) {
-    out += fmt::format("{} {}: {}\n", f.error ? "error" : "warning", f.KindName(), f.message);
-  }
-  if (!report.layers_not_checked.empty()) {
-    out += fmt::format("layers not checked: {}\n", report.layers_not_checked);
-  }
-  for (const std::string& file : report.not_checked) {
-    out += fmt::format(
-        "not checked: {} (no readable header: its tensors are known by name "
-        "only)\n",
-        file);
-  }
-  out += fmt::format("splits at --tp: {} (of 1 to 16)\n", SizeList(report.loadable_tp));
-  out +=
-      fmt::format("checked {} tensors: {} error{}, {} warning{}\n", report.tensors, report.errors,
-                  report.errors == 1 ? "" : "s", report.warnings, report.warnings == 1 ? "" : "s");
-  return out;
-}
-
 int RunCheck(const CheckArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp_size);
@@ -87,9 +32,9 @@ int RunCheck(const CheckArgs& args) {
   Result<CheckReport> report = CheckFolder(args.dir, *options);
   if (!report.ok()) return ReportBadInput(report.status().message());
   if (args.json) {
-    std::cout << ToJson(ReportToJson(args, *report)) << "\n";
+    std::cout << ToJson(CheckToJson(*report, args.dir, args.engine)) << "\n";
   } else {
-    std::cout << Text(*report);
+    std::cout << CheckToText(*report);
   }
   return report->errors > 0 ? kExitFindings : kExitOk;
 }

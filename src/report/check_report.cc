@@ -1,0 +1,65 @@
+// The `check` report (docs/json/check.md): what CheckFolder found, as JSON and as text.
+#include "fmt/format.h"
+#include "quantpath/report.h"
+#include "src/report/json_fields.h"
+
+namespace quantpath {
+namespace {
+
+std::string SizeList(const std::vector<int64_t>& sizes) {
+  std::string text;
+  for (int64_t size : sizes) text += fmt::format("{}{}", text.empty() ? "" : ", ", size);
+  return text.empty() ? "none" : text;
+}
+
+}  // namespace
+
+Json CheckToJson(const CheckReport& report, std::string_view model, std::string_view engine) {
+  std::vector<Json> findings;
+  for (const Finding& f : report.findings) {
+    findings.push_back(Json::Object({{"severity", Json::String(f.error ? "error" : "warning")},
+                                     {"kind", Json::String(std::string(f.KindName()))},
+                                     {"file", NonEmptyOrNull(f.file)},
+                                     {"tensor", NonEmptyOrNull(f.tensor)},
+                                     {"layer", NonEmptyOrNull(f.layer)},
+                                     {"expected", NonEmptyOrNull(f.expected)},
+                                     {"found", NonEmptyOrNull(f.found)},
+                                     {"message", Json::String(f.message)}}));
+  }
+  std::vector<Json> not_checked;
+  for (const std::string& file : report.not_checked) not_checked.push_back(Json::String(file));
+  std::vector<Json> loadable_tp;
+  for (int64_t size : report.loadable_tp) loadable_tp.push_back(Json::Int(size));
+  return Json::Object({{"model", Json::String(std::string(model))},
+                       {"engine", Json::String(std::string(engine))},
+                       {"tensors", Json::Int(report.tensors)},
+                       {"errors", Json::Int(report.errors)},
+                       {"warnings", Json::Int(report.warnings)},
+                       {"not_checked", Json::Array(std::move(not_checked))},
+                       {"layers_not_checked", NonEmptyOrNull(report.layers_not_checked)},
+                       {"loadable_tp", Json::Array(std::move(loadable_tp))},
+                       {"findings", Json::Array(std::move(findings))}});
+}
+
+std::string CheckToText(const CheckReport& report) {
+  std::string out;
+  for (const Finding& f : report.findings) {
+    out += fmt::format("{} {}: {}\n", f.error ? "error" : "warning", f.KindName(), f.message);
+  }
+  if (!report.layers_not_checked.empty()) {
+    out += fmt::format("layers not checked: {}\n", report.layers_not_checked);
+  }
+  for (const std::string& file : report.not_checked) {
+    out += fmt::format(
+        "not checked: {} (no readable header: its tensors are known by name "
+        "only)\n",
+        file);
+  }
+  out += fmt::format("splits at --tp: {} (of 1 to 16)\n", SizeList(report.loadable_tp));
+  out +=
+      fmt::format("checked {} tensors: {} error{}, {} warning{}\n", report.tensors, report.errors,
+                  report.errors == 1 ? "" : "s", report.warnings, report.warnings == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace quantpath

@@ -1,0 +1,53 @@
+"""plan, explain and check from Python equal the CLI's --json on the example and the producers'
+fixtures; errors are quantpath.Error with the CLI's message."""
+
+import pytest
+
+import quantpath
+from conftest import EXAMPLE, PRODUCERS
+
+FOLDERS = [EXAMPLE] + [PRODUCERS / name for name in (
+    "ct_llama_w4a16_g64_asym", "ct_llama_nvfp4", "bnb_llama_nf4_dq", "bf16_qwen3moe",
+    "ar_llama_auto_gptq_w4g64_sym")]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_plan_is_the_cli_json(folder, cli):
+    assert quantpath.plan(folder) == cli("plan", folder, "--json", expect=(0, 1))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang@0.5.23"])
+def test_plan_takes_the_cli_options(engine, cli):
+    folder = PRODUCERS / "ct_llama_nvfp4"
+    ours = quantpath.plan(folder, engine=engine, device="sm100", tp=2)
+    assert ours == cli("plan", folder, "--engine", engine, "--device", "sm100", "--tp", "2",
+                       "--json", expect=(0, 1))
+    assert ours["engine"] == engine
+
+
+def test_explain_is_the_cli_json(cli):
+    layer = "model.layers.1.self_attn.q_proj"
+    ours = quantpath.explain(EXAMPLE, layer)
+    assert ours == cli("explain", EXAMPLE, layer, "--json")
+    assert ours["decision"]["kind"] == "quantized"
+
+
+def test_check_is_the_cli_json(cli):
+    folder = PRODUCERS / "ct_llama_w4a16_g64_asym"
+    ours = quantpath.check(folder)
+    theirs = cli("check", folder, "--json")
+    assert ours == theirs and ours["errors"] == 0 and ours["tensors"] > 0
+
+
+def test_errors_carry_the_cli_message(cli, tmp_path):
+    done = cli("plan", tmp_path / "absent", expect=(2,))
+    with pytest.raises(quantpath.Error) as error:
+        quantpath.plan(tmp_path / "absent")
+    assert isinstance(error.value, ValueError)
+    assert done.stderr.strip() == f"quantpath: {error.value}"
+    with pytest.raises(quantpath.Error, match="unknown device 'sm70'"):
+        quantpath.plan(EXAMPLE, device="sm70")
+
+
+def test_version_is_the_cli_version(cli):
+    assert cli("--version").stdout.strip() == f"quantpath {quantpath.__version__}"
