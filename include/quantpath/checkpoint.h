@@ -206,6 +206,9 @@ class Checkpoint {
   // differs from the tensors' bytes. The first error found, in shard order.
   Status Validate();
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The index's metadata.total_size (what the publisher says the tensors take), when the folder
+  // has an index that gives a usable one.
+  std::optional<uint64_t> IndexTotalSize() const;
 
  private:
   Checkpoint() = default;  // only Open makes one, so impl_ is never null

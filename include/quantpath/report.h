@@ -46,8 +46,19 @@ Result<std::vector<CaseResult>> MatchCases(const Json& cases, std::string_view f
 // The `plan --json` object: every field of every row always present (null where it does not
 // apply).
 Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers);
-// The human table and summary.
-std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers);
+// How the human table is laid out.
+struct TableStyle {
+  // The terminal's columns: the least needed columns are left out (checkpoint_path, decision,
+  // kind, spec_id, shape, in that order) and then long layer names cut from the left until rows
+  // fit. 0: unknown (not a terminal, no COLUMNS), every column.
+  int width = 0;
+  bool wide = false;    // every column, whatever the width (--wide)
+  bool colour = false;  // ANSI colours: errors red, layers without a kernel yellow, headers bold
+};
+// The human table (a row per site), a roll-up by scheme (layers, params, bytes), the summary and,
+// when the folder has an index with metadata.total_size, that size beside the planned bytes.
+std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& layers,
+                        const TableStyle& style = {});
 // The plan as one SVG picture (docs/plan_picture.md): a row per decoder block, a column per
 // projection, cells coloured by scheme, a legend with bytes per scheme. The HTML page is that SVG
 // and the table, self-contained.

@@ -56,6 +56,8 @@ struct CheckpointListing {
   CheckpointOrigin origin = CheckpointOrigin::kUnknown;
   std::string source;  // for messages: "model.safetensors.index.json" or the shard file names
   std::vector<CheckpointTensor> tensors;  // sorted by name
+  // The index's metadata.total_size, when the folder has an index with a usable one.
+  std::optional<int64_t> index_total_size;
 };
 
 // The checkpoint tensors of `dir`: every shard's header when the index's shards (or, without an

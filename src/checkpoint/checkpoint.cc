@@ -247,6 +247,8 @@ Result<TensorView> Checkpoint::Get(std::string_view name) const {
   return (*file)->View(*info);
 }
 
+std::optional<uint64_t> Checkpoint::IndexTotalSize() const { return impl_->total_size; }
+
 Status Checkpoint::Validate() {
   // Every shard opened at once (each once: OpenShard keeps its outcome), then the first error in
   // shard order is the one reported.

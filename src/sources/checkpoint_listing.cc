@@ -49,6 +49,12 @@ Result<CheckpointListing> IndexNames(const std::filesystem::path& dir) {
   listing.origin = CheckpointOrigin::kIndex;
   listing.source = std::string(kIndexFile);
   for (const auto& [name, shard] : weight_map->members()) listing.tensors.push_back({name, {}, {}});
+  const Json* metadata = index.Find("metadata");
+  const Json* total = metadata != nullptr && metadata->is_object() ? metadata->Find("total_size")
+                                                                    : nullptr;
+  if (total != nullptr && total->is_int() && total->int_value() >= 0) {
+    listing.index_total_size = total->int_value();
+  }
   std::sort(listing.tensors.begin(), listing.tensors.end(),
             [](const CheckpointTensor& a, const CheckpointTensor& b) { return a.name < b.name; });
   return listing;
@@ -81,6 +87,9 @@ Result<CheckpointListing> ListCheckpoint(const std::filesystem::path& dir) {
   listing.source = has_index
                        ? fmt::format("the safetensors headers of the shards {} lists", kIndexFile)
                        : "the safetensors headers";
+  if (std::optional<uint64_t> total = opened->IndexTotalSize()) {
+    listing.index_total_size = static_cast<int64_t>(*total);
+  }
   for (const std::string& name : opened->TensorNames()) {
     QP_ASSIGN_OR_RETURN(TensorView view, opened->Get(name));
     listing.tensors.push_back({name, std::string(StDtypeName(view.info->dtype)), view.info->shape});

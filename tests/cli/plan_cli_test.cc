@@ -144,7 +144,8 @@ TEST(PlanCli, EveryRowHasEveryField) {
     std::vector<std::string> summary;
     for (const auto& m : plan.Find("summary")->members()) summary.push_back(m.first);
     EXPECT_EQ(Join(summary, ","),
-              "layers,quantized,unquantized,errors,params,bytes,other_params,other_bytes");
+              "layers,quantized,unquantized,errors,params,bytes,other_params,other_bytes,"
+              "index_total_size");
   }
 }
 

@@ -67,6 +67,10 @@ void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing);
 // (OpenOptions::SetOnline reads it).
 void AddOnlineOption(CLI::App* cmd, std::string* online);
 
+// How tables go to stdout: its terminal's width (COLUMNS, else the terminal's; 0 when neither),
+// --wide, and colour on a terminal unless NO_COLOR is set.
+TableStyle StdoutStyle(bool wide);
+
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();
 // Prints "quantpath: <message>" to stderr and returns kExitBadInput.

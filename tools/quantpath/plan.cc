@@ -18,6 +18,7 @@ struct PlanArgs {
   std::string device = "cpu";
   LaunchArgs launch;
   bool json = false;
+  bool wide = false;
   std::string svg;
   std::string html;
 };
@@ -39,7 +40,7 @@ int RunPlan(const PlanArgs& args) {
   if (args.json) {
     std::cout << ToJson(PlanToJson(*model, layers), 1) << "\n";
   } else {
-    std::cout << PlanToTable(*model, layers);
+    std::cout << PlanToTable(*model, layers, StdoutStyle(args.wide));
   }
   for (const auto& [path, page] : {std::pair{args.svg, &PlanToSvg}, {args.html, &PlanToHtml}}) {
     if (path.empty()) continue;
@@ -64,6 +65,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
   AddJsonFlag(cmd, &args->json);
+  cmd->add_flag("--wide", args->wide,
+                "Every column of the table, however wide (default: the columns that fit the "
+                "terminal, COLUMNS)");
   Completes(cmd->add_option("--svg", args->svg,
                             "Also write the plan as a picture: a row per decoder block, a column "
                             "per projection, cells coloured by scheme"),
