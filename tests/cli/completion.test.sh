@@ -6,11 +6,7 @@
 # Usage: completion.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 
 rc=0
 bare="$("$cli" 2>&1)" || rc=$?
@@ -60,8 +56,4 @@ else
   echo "zsh is not installed: its script's syntax is not checked"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "completion: all checks passed"
+finish completion

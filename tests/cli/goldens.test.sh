@@ -9,12 +9,8 @@
 set -uo pipefail
 cli="$1"
 . tests/data/goldens/golden_lib.sh
-failures=0
+. tests/script_lib.sh
 checked=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -6,11 +6,7 @@
 # Usage: hf_cache.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -52,8 +48,4 @@ err="$(HF_HUB_CACHE="$tmp/hub" "$cli" plan quantpath/absent-model 2>&1)" || rc=$
 grep -qF "$tmp/hub/models--quantpath--absent-model" <<< "$err" ||
   fail "the miss does not say where it looked: $err"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "hf_cache: all checks passed"
+finish hf_cache

@@ -5,11 +5,7 @@
 # Usage: plan_checkpoint_facts.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 
 # summary_field JSON FIELD: the integer value of summary.FIELD.
 summary_field() {
@@ -45,8 +41,4 @@ echo "$out" | grep -q "is not positive" && fail "unknown-arch-tiny: a [0, 0] sha
 [ "$(summary_field "$out" quantized)" = "3" ] ||
   fail "unknown-arch-tiny: wqkv, wo and the experts should be fp8: $out"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "plan_checkpoint_facts: all passed"
+finish plan_checkpoint_facts

@@ -5,11 +5,7 @@
 # The page renders too. Usage: plan_picture.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 browser=$(command -v chromium-headless-shell || command -v chromium || true)
 if [ -z "$browser" ]; then
   echo "FAIL: no chromium-headless-shell or chromium on PATH (scripts/setup installs it)"
@@ -36,4 +32,4 @@ render "$out/plan.svg" "$out/plan.png" "$width" "$height"
 render "$out/plan.html" "$out/page.png" 1200 800
 python3 tests/cli/png_colours.py "$out/plan.svg" "$out/plan.png" || fail "the SVG's PNG"
 python3 tests/cli/png_colours.py --size-only "$out/page.png" 1200 800 || fail "the page's PNG"
-exit $((failures > 0))
+finish plan_picture

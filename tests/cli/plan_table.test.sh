@@ -7,11 +7,7 @@
 # Usage: plan_table.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 r1=tests/data/corpus/deepseek-ai__DeepSeek-R1
 
 # The widest line, in characters (the ellipsis is one).
@@ -56,8 +52,4 @@ if command -v script >/dev/null; then
 fi
 [[ "$out" != *"$esc"* ]] || fail "colour in a pipe"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "plan_table: all checks passed"
+finish plan_table

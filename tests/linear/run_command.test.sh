@@ -4,11 +4,7 @@
 # Usage: run_command.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 
 layers="model.layers.0.self_attn.qkv_proj model.layers.0.self_attn.o_proj
         model.layers.0.mlp.gate_up_proj model.layers.0.mlp.down_proj lm_head"
@@ -59,8 +55,4 @@ rc=$?
 QUANTPATH_CPU_ISA=reference QUANTPATH_CPU_DISABLE=amx,avx512bf16 "$cli" run examples/llama-tiny-fp8 \
   --layer lm_head > /dev/null 2>&1 || fail "QUANTPATH_CPU_ISA=reference with features disabled should run"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "run_command: all passed"
+finish run_command

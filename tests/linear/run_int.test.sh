@@ -7,11 +7,7 @@
 # Usage: run_int.test.sh PATH_TO_QUANTPATH (from the repository root).
 set -uo pipefail
 cli="$1"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. tests/script_lib.sh
 
 # Each layer on the reference kernel (QUANTPATH_CPU_ISA=reference) and on the one the dispatcher
 # picks for this CPU (a fast one where the CPU has its level).
@@ -63,5 +59,4 @@ rc=$?
 [[ $out == *"model.layers.0.mlp.down_proj: tensor model.layers.0.mlp.down_proj.qweight is not in the checkpoint"* ]] ||
   fail "missing qweight should name the tensor and the layer: $out"
 
-[ "$failures" -eq 0 ] && echo "all passed"
-exit "$failures"
+finish run_int
