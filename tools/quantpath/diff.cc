@@ -46,9 +46,11 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd =
       app.add_subcommand("diff", "Layers that native and the engines store or compute differently");
   AddModelDir(cmd, &args->dir);
-  cmd->add_option("--engines", args->engines,
-                  "Comma-separated dialects to compare with native (default: all of vllm, "
-                  "sglang, vllm@0.33, sglang@0.5.23)");
+  std::vector<std::string> names;
+  for (std::string_view name : DialectNames()) names.emplace_back(name);
+  AddChoiceOption(cmd, "--engines", &args->engines,
+                  "Comma-separated dialects to compare with native (default: every one)",
+                  std::move(names));
   AddQuantizationOption(cmd, &args->quantization);
   AddLaunchOptions(cmd, &args->launch);
   AddJsonFlag(cmd, &args->json);
