@@ -8,9 +8,16 @@
 namespace quantpath::cli {
 
 inline void AddBenchTableOptions(CLI::App* cmd, BenchTableArgs* args) {
+  std::string grammars;
+  if (Result<std::vector<const SpecFamilyRow*>> families = RegisteredFamilies(); families.ok()) {
+    for (const SpecFamilyRow* family : *families) {
+      grammars += (grammars.empty() ? "" : ", ") + std::string(family->grammar());
+    }
+  }
   cmd->add_option("--spec", args->specs,
                   "Spec id, or id:ACT with ACT int8-token, fp8-token, fp8-tensor or fp8-group128 "
-                  "(repeatable; default: the table's specs that have a fast kernel)");
+                  "(repeatable; default: the table's specs that have a fast kernel); ids: " +
+                      grammars);
   cmd->add_option("--m", args->m, "Rows of X (repeatable; default 1 2 4 8 16 64 512 2048)");
   cmd->add_option("--n", args->n,
                   "Output features (with --k; default: the table's three shapes; given, no MoE "
