@@ -137,6 +137,8 @@ class Linear:
         if x.ndim not in (1, 2):
             raise ValueError(f"x: expected [M, {self.in_features}] or [{self.in_features}], got shape {x.shape}")
         rows = x.reshape(1, -1) if x.ndim == 1 else x
+        if rows.shape[0] == 0 and rows.shape[1] == self.in_features:
+            return np.zeros((0, self.out_features), np.float32)  # no rows: no kernel to run
         if rows.dtype == np.float32:
             y = self._layer.forward_fp32(np.ascontiguousarray(rows))
         elif rows.dtype == ml_dtypes.bfloat16:

@@ -106,7 +106,7 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
   const LayerSite& site = *resolved.site;
   if (!HasForward(site.kind)) {
     return InvalidInput(
-        fmt::format("{} is a {} site; only linear, lm_head and router layers "
+        fmt::format("{} is a site of kind {}; only linear, lm_head and router layers "
                     "are loaded one at a time{}",
                     site.path, SiteKindName(site.kind),
                     site.kind == SiteKind::kMoe ? " (its experts load with LoadExperts)" : ""));

@@ -211,8 +211,8 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
   const LayerSite& site = *resolved.site;
   if (site.kind != SiteKind::kMoe) {
-    return InvalidInput(fmt::format("{} is a {} site, not the experts of an MoE layer", site.path,
-                                    SiteKindName(site.kind)));
+    return InvalidInput(fmt::format("{} is a site of kind {}, not the experts of an MoE layer",
+                                    site.path, SiteKindName(site.kind)));
   }
   Decision decision = DecideSite(model.plan, site, false);
   if (decision.kind == DecisionKind::kError) {

@@ -127,6 +127,8 @@ def test_forward_takes_bfloat16_and_refuses_other_dtypes():
         layer.linear.forward(x)  # float64
     with pytest.raises(quantpath.Error):
         layer.linear.forward(np.zeros((2, 7), np.float32))  # K does not match
+    assert layer.linear.forward(np.zeros((0, layer.linear.in_features), np.float32)).shape == (
+        0, layer.linear.out_features)
     assert layer.linear.kernel(1, "bf16")
 
 
