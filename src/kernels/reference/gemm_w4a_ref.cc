@@ -1,6 +1,7 @@
 // Reference kernel of the mixed int4 specs (int4_channel with int4 or int8 dynamic per-token
 // activations, w4a_family.h), X and Y in fp32 or bf16:
-//   1. each row of X is quantized in fp32 (QuantizeActRow): absmax = max(max |x|,
+//   1. each row of X is quantized in fp32 (QuantizeW4aActivations, QuantizeActRow): absmax =
+//   max(max |x|,
 //      kActAbsMaxFloor), s_x = absmax / qmax, qx = clamp(round(x · (qmax / absmax)),
 //      −qmax − 1, qmax), qmax 7 (int4) or 127 (int8), ties to even; a NaN becomes code 0;
 //   2. acc[m][n] = Σ_k qx[m][k] · (q[n][k] − 8), in 64-bit integers (exact);
@@ -10,10 +11,9 @@
 #include <vector>
 
 #include "quantpath/kernels.h"
-#include "quantpath/numeric.h"
+#include "src/kernels/reference/int8_activations.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/int_family.h"
-#include "src/specs/w4a_family.h"
 
 namespace quantpath {
 namespace {
@@ -41,19 +41,9 @@ class GemmW4aRef final : public LinearKernel {
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
     const ParamTensor& bias = params.tensor(Slot::kBias);
     assert(w.rows() == n && w.cols() == k);
-    const int code_max = ActCodeMax(act.dtype);
-
-    std::vector<int8_t> qx(static_cast<size_t>(m * k));
-    std::vector<float> sx(static_cast<size_t>(m));
-    std::vector<float> row(static_cast<size_t>(k));
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t c = 0; c < k; ++c) {
-        row[c] = x.dtype == QDType::kBF16
-                     ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i * k + c])
-                     : static_cast<const float*>(x.data)[i * k + c];
-      }
-      sx[i] = QuantizeActRow(row, code_max, std::span<int8_t>(qx.data() + i * k, k));
-    }
+    const reference::Int8Activations xq = reference::QuantizeW4aActivations(act, x);
+    const std::vector<int8_t>& qx = xq.codes;
+    const std::vector<float>& sx = xq.scale;
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)

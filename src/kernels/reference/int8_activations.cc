@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "quantpath/numeric.h"
+#include "src/specs/w4a_family.h"
 #include "src/specs/w8a8_family.h"
 
 namespace quantpath::reference {
@@ -73,6 +74,26 @@ Int8Activations QuantizeInt8Activations(const LinearParams& params, const Activa
       const float inv = static_cast<float>(kInt8Max) / absmax;
       for (int64_t c = 0; c < k; ++c) qx[i * k + c] = ToCode(std::nearbyint(row[c] * inv));
     }
+  }
+  return out;
+}
+
+Int8Activations QuantizeW4aActivations(const ActivationQuant& act, const ConstMatrix& x) {
+  const int64_t m = x.rows;
+  const int64_t k = x.cols;
+  Int8Activations out;
+  out.codes.resize(static_cast<size_t>(m * k));
+  out.scale.resize(static_cast<size_t>(m));
+  out.zero.assign(static_cast<size_t>(m), 0);
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < k; ++c) {
+      row[c] = x.dtype == QDType::kBF16
+                   ? Bf16ToFloat(static_cast<const uint16_t*>(x.data)[i * k + c])
+                   : static_cast<const float*>(x.data)[i * k + c];
+    }
+    out.scale[i] =
+        QuantizeActRow(row, ActCodeMax(act.dtype), std::span<int8_t>(out.codes.data() + i * k, k));
   }
   return out;
 }

@@ -21,4 +21,8 @@ struct Int8Activations {
 Int8Activations QuantizeInt8Activations(const LinearParams& params, const ActivationQuant& act,
                                         const ConstMatrix& x);
 
+// The mixed int4 specs' activations (w4a_family.h's QuantizeActRow, int4 or int8 codes by
+// act.dtype, one code per byte, zero points 0), for gemm_w4a_ref.cc and the fast kernels alike.
+Int8Activations QuantizeW4aActivations(const ActivationQuant& act, const ConstMatrix& x);
+
 }  // namespace quantpath::reference
