@@ -50,6 +50,17 @@ bool TakesW8a8Int8(const KernelProbe& probe) {
          reference::CanHandleIo(probe);
 }
 
+bool ServesW4a(const SpecKey& key, const DeviceCaps& device) {
+  return key.family == kIntChannelFamily && key.bits == 4 && !key.zero_point && device.is_cpu();
+}
+
+bool TakesW4a(const KernelProbe& probe) {
+  const ActivationQuant& act = probe.act;
+  return ServesW4a(probe.spec, probe.device) && act.mode == ActMode::kDynamicPerToken &&
+         act.symmetric && (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
+         reference::CanHandleIo(probe);
+}
+
 bool TakesNvfp4(const KernelProbe& probe) {
   const ActivationQuant& act = probe.act;
   const bool act_ok =

@@ -25,6 +25,11 @@ bool ServesW8a8Int8(const SpecKey& key, const DeviceCaps& device);
 // int8 activations, dynamic per token or static per tensor, fp32 / bf16 in and out.
 bool TakesW8a8Int8(const KernelProbe& probe);
 
+// The mixed int4 specs (w4a_family.h): int4_channel without a zero point.
+bool ServesW4a(const SpecKey& key, const DeviceCaps& device);
+// int4 or int8 activations, dynamic per token and symmetric, fp32 / bf16 in and out.
+bool TakesW4a(const KernelProbe& probe);
+
 // NVFP4 (either scale layout): blocks of a positive size, weight-only or W4A4 (NVFP4 activations
 // per group), fp32 / bf16 in and out as the host takes them.
 bool TakesNvfp4(const KernelProbe& probe);

@@ -8,9 +8,9 @@
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/w8a8_loops_avx2.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/int8_activations.h"
 #include "src/kernels/reference/reference_gemm.h"
-#include "src/specs/int_family.h"
 
 namespace quantpath {
 namespace {
@@ -21,13 +21,10 @@ class GemmW4aAvx2 final : public LinearKernel {
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
   int priority() const override { return kReferencePriority + 15; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kIntChannelFamily && key.bits == 4 && !key.zero_point && device.is_cpu();
+    return cpu_problems::ServesW4a(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    const ActivationQuant& act = probe.act;
-    return Serves(probe.spec, probe.device) && act.mode == ActMode::kDynamicPerToken &&
-           act.symmetric && (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
-           reference::CanHandleIo(probe) && probe.k <= avx2::kInt8MaxK;
+    return cpu_problems::TakesW4a(probe) && probe.k <= avx2::kInt8MaxK;
   }
   void Prepare(const LinearParams& params) const override { Packed(params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu_problems.h"
 #include "src/kernels/reference/int8_activations.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/int_family.h"
@@ -24,14 +25,9 @@ class GemmW4aRef final : public LinearKernel {
   CpuFeatures features() const override { return {}; }
   int priority() const override { return kReferencePriority; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return key.family == kIntChannelFamily && key.bits == 4 && !key.zero_point && device.is_cpu();
+    return cpu_problems::ServesW4a(key, device);
   }
-  bool CanHandle(const KernelProbe& probe) const override {
-    const ActivationQuant& act = probe.act;
-    return Serves(probe.spec, probe.device) && act.mode == ActMode::kDynamicPerToken &&
-           act.symmetric && (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
-           reference::CanHandleIo(probe);
-  }
+  bool CanHandle(const KernelProbe& probe) const override { return cpu_problems::TakesW4a(probe); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const int64_t m = x.rows;
