@@ -14,6 +14,7 @@
 #include "quantpath/specs.h"
 #include "src/specs/w8a8_family.h"
 #include "tests/kernels/cpu_levels.h"
+#include "tests/kernels/random_layer.h"
 #include "tests/specs/test_checkpoint.h"
 
 namespace quantpath {
@@ -241,31 +242,8 @@ TEST_P(GemmW8a8ExactTest, EveryKernelMatchesTheReferenceExactly) {
     facts.layout = SourceLayout::kCtNaiveQuantized;
     Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(*ParseSpecId("int8_channel"), act, facts);
     ASSERT_TRUE(spec.ok()) << spec.status().message();
-    AllocationRequest request;
-    request.layer = "m";
-    request.shape = {n, k};
-    request.bias = true;
-    Result<LinearParams> params = (*spec)->Allocate(request);
+    Result<LinearParams> params = testing::RandomLayer(**spec, n, k, &rng);
     ASSERT_TRUE(params.ok()) << params.status().message();
-    std::uniform_int_distribution<int> byte(0, 255);
-    ParamTensor& w = params->tensor(Slot::kWeight);
-    for (int64_t i = 0; i < w.bytes(); ++i) w.data<uint8_t>()[i] = static_cast<uint8_t>(byte(rng));
-    ParamTensor& scale = params->tensor(Slot::kWeightScale);
-    const std::vector<float> scales = testing::RandomScales(&rng, scale.elements());
-    for (size_t i = 0; i < scales.size(); ++i) {
-      if (scale.dtype() == QDType::kFP32) {
-        scale.data<float>()[i] = scales[i];
-      } else {
-        ASSERT_EQ(scale.dtype(), QDType::kBF16);
-        scale.data<uint16_t>()[i] = FloatToBf16(scales[i]);
-      }
-    }
-    const std::vector<float> bias = testing::RandomBf16Values(&rng, n);
-    ASSERT_EQ(params->tensor(Slot::kBias).dtype(), QDType::kBF16);
-    for (int64_t i = 0; i < n; ++i) {
-      params->tensor(Slot::kBias).data<uint16_t>()[i] = FloatToBf16(bias[i]);
-    }
-    params->loaded = params->processed = true;
     {
       SCOPED_TRACE(std::string(symmetric ? "symmetric" : "asymmetric") + " m " + std::to_string(m));
       std::vector<float> x = testing::RandomBf16Values(&rng, m * k);
