@@ -115,6 +115,17 @@ struct TensorInfo {
   int64_t Elements() const;
 };
 
+// A tensor's entry in a header: its name, dtype and shape.
+struct TensorHeader {
+  std::string name;
+  StDtype dtype = StDtype::kF32;
+  std::vector<int64_t> shape;
+  friend bool operator==(const TensorHeader&, const TensorHeader&) = default;
+};
+// The bytes dtype × shape takes, or nullopt when the shape is negative, overflows or ends inside
+// a byte (an odd number of F4 values).
+std::optional<uint64_t> TensorByteLength(const TensorHeader& tensor);
+
 // A validated tensor: its description and its bytes (which may be unaligned; read through
 // CopyTensor, never by casting the pointer).
 struct TensorView {

@@ -1,12 +1,15 @@
-// quantpath checkpoint writer: one small safetensors writer, for results (`run --output`).
+// quantpath checkpoint writer: safetensors files, whole (`run --output`) or streamed tensor by
+// tensor (`quantize`, `convert`).
 //
-// Goals: a file the reference `safetensors` package reads, written atomically.
-// Non-goals: writing quantized checkpoints or shards (tools/fixtures has the producers' writers).
+// Goals: files the reference `safetensors` package reads, each appearing at its path only once
+// complete. Non-goals: what goes into a model folder (the export stage: shards, index, config).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,11 +27,42 @@ struct TensorToWrite {
   std::span<const std::byte> bytes;
 };
 
-// Writes `tensors`, in order, as one safetensors file at `path`, atomically: into a temporary file
-// in the same folder, flushed, then renamed over `path`, so a reader never sees half a file. The
-// header is padded with spaces to a multiple of 8 bytes, as the reference writer does. Errors
-// name the file and the tensor: an empty or duplicate name, bytes that do not match dtype ×
-// shape, a failed write (the temporary file is then removed).
+// A safetensors file written piece by piece: Create writes the header (every tensor, in order,
+// offsets contiguous, padded with spaces to a multiple of 8 bytes as the reference writer does)
+// into a temporary file beside `path`; Append adds the next tensor's bytes; Finish flushes,
+// syncs and renames it to `path`, so a reader never sees half a file. Destroyed unfinished, the
+// writer removes the temporary file. Errors name the file and the tensor: an empty, reserved or
+// repeated name, a bad shape, bytes that are not the tensor's dtype × shape, a tensor too many or
+// too few, a failed write.
+class SafetensorsWriter {
+ public:
+  static Result<std::unique_ptr<SafetensorsWriter>> Create(
+      const std::filesystem::path& path, std::vector<TensorHeader> tensors,
+      const SafetensorsMetadata& metadata = {});
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  // The next tensor's bytes (tensors()[appended()]).
+  Status Append(std::span<const std::byte> bytes);
+  Status Finish();
+  const std::vector<TensorHeader>& tensors() const { return tensors_; }
+  size_t appended() const { return appended_; }
+  uint64_t file_bytes() const { return file_bytes_; }  // the whole file, header included
+
+ private:
+  SafetensorsWriter() = default;
+  Status Fail(Status status);
+  std::filesystem::path path_;
+  std::filesystem::path temp_;
+  std::FILE* file_ = nullptr;
+  std::vector<TensorHeader> tensors_;
+  std::vector<uint64_t> lengths_;
+  size_t appended_ = 0;
+  uint64_t file_bytes_ = 0;
+};
+
+// Writes `tensors`, in order, as one safetensors file at `path` through a SafetensorsWriter.
 Status WriteSafetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
                         const SafetensorsMetadata& metadata = {});
 

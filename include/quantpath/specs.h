@@ -472,6 +472,31 @@ Result<std::unique_ptr<WeightSpec>> MakeSpecQuantizingAtLoad(const SpecKey& key,
                                                              const ActivationQuant& act,
                                                              const LoadFacts& facts);
 
+// A layer quantized as quantizing at load does, for writing it out (`quantize`): the tensors of
+// the quantizer's source layout `layout`, leg by leg in QuantizedLayerHeaders' order, and the
+// weights' max |W' − W| / max |W|.
+struct QuantizedTensors {
+  SourceLayout layout = SourceLayout::kDense;
+  std::vector<Checkpoint::OwnedTensor> tensors;
+  double error = 0;
+};
+// The layer of `request` (unsplit) whose legs' high-precision `.weight`s are in `checkpoint`
+// under `leg_prefixes`, quantized by the quantizer of (key, act). Errors as
+// MakeSpecQuantizingAtLoad's Load: no quantizer, a weight missing, misshapen, not BF16 / F16 /
+// F32, or not finite (naming the tensor and the layer).
+Result<QuantizedTensors> QuantizeLayerTensors(const SpecKey& key, const ActivationQuant& act,
+                                              const Checkpoint& checkpoint,
+                                              const AllocationRequest& request,
+                                              const std::vector<std::string>& leg_prefixes);
+// The tensors QuantizeLayerTensors writes, described without reading or computing them.
+struct QuantizedHeaders {
+  SourceLayout layout = SourceLayout::kDense;
+  std::vector<TensorHeader> tensors;
+};
+Result<QuantizedHeaders> QuantizedLayerHeaders(const SpecKey& key, const ActivationQuant& act,
+                                               const AllocationRequest& request,
+                                               const std::vector<std::string>& leg_prefixes);
+
 // ---------------------------------------------------------------------------------------------
 // Checkpoint source layouts: the tensor names of every layout, in one table (loaders and `check`
 // read it; nothing guesses a layout from which names happen to exist).

@@ -1,5 +1,6 @@
 // The safetensors dtypes: their names in headers and their sizes in bits, in one table.
 #include <array>
+#include <span>
 
 #include "quantpath/checkpoint.h"
 
@@ -72,13 +73,24 @@ std::optional<uint64_t> StDtypeByteLength(StDtype dtype, int64_t elements) {
   return bits / 8;
 }
 
-int64_t TensorInfo::Elements() const {
+namespace {
+
+// The product of `shape`; -1 when a dimension is negative or the product overflows (an
+// unvalidated shape gets -1 rather than a wrapped count).
+int64_t ElementsOf(std::span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    // Validated tensors never get here; an unvalidated shape gets -1 rather than a wrapped count.
     if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
   }
   return n;
+}
+
+}  // namespace
+
+int64_t TensorInfo::Elements() const { return ElementsOf(shape); }
+
+std::optional<uint64_t> TensorByteLength(const TensorHeader& tensor) {
+  return StDtypeByteLength(tensor.dtype, ElementsOf(tensor.shape));
 }
 
 }  // namespace quantpath

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ void AddDiffCommand(CLI::App& app, int* exit_code);
 void AddLoadCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
+void AddQuantizeCommand(CLI::App& app, int* exit_code);
+void AddConvertCommand(CLI::App& app, int* exit_code);
 // `completion bash|zsh`: the shell completion script, from the commands defined on `app`.
 void AddCompletionCommand(CLI::App& app, int* exit_code);
 
@@ -70,6 +73,13 @@ void AddOnlineOption(CLI::App* cmd, std::string* online);
 // How tables go to stdout: its terminal's width (COLUMNS, else the terminal's; 0 when neither),
 // --wide, and colour on a terminal unless NO_COLOR is set.
 TableStyle StdoutStyle(bool wide);
+
+// Decimal units, as GB/s is: "512 B", "221.5 kB", "983.63 MB", "1.23 GB".
+std::string DecimalBytes(int64_t bytes);
+// Progress of `done` of `total` `unit`s on stderr: a bar redrawn in place on a terminal; elsewhere
+// (logs, pipes) a line at every tenth, "<command>: 40% (4/10 <unit>, <detail>)".
+using ProgressLine = std::function<void(size_t done, size_t total, const std::string& detail)>;
+ProgressLine ProgressPrinter(std::string command, std::string unit);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();

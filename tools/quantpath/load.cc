@@ -6,7 +6,6 @@
 // cost: layers, bytes read, bytes held, GB/s, peak RSS, seconds. Progress goes to stderr: a bar
 // on a terminal, a line every 10% otherwise. Exit 0 when every layer loaded and every checkpoint
 // tensor was consumed, 2 otherwise (stderr names the layer, the tensor and the file).
-#include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
@@ -34,33 +33,9 @@ struct LoadArgs {
 constexpr SiteKind kKinds[] = {SiteKind::kLinear, SiteKind::kLmHead, SiteKind::kEmbedding,
                                SiteKind::kRouter, SiteKind::kMoe,    SiteKind::kAttention};
 
-// Decimal units, as GB/s is: "512 B", "221.5 kB", "983.63 MB", "1.23 GB".
-std::string Bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (b < 1e3) return fmt::format("{} B", bytes);
-  if (b < 1e6) return fmt::format("{:.1f} kB", b / 1e3);
-  if (b < 1e9) return fmt::format("{:.2f} MB", b / 1e6);
-  return fmt::format("{:.2f} GB", b / 1e9);
-}
-
-// A bar redrawn in place on a terminal; elsewhere (logs, pipes) a line at every tenth.
-LoadProgressFn ProgressPrinter() {
-  if (isatty(STDERR_FILENO)) {
-    return [](const LoadProgress& p) {
-      constexpr size_t kWidth = 30;
-      const size_t filled = p.total ? p.done * kWidth / p.total : kWidth;
-      std::fprintf(stderr, "\r[%s%s] %zu/%zu sites  %s", std::string(filled, '#').c_str(),
-                   std::string(kWidth - filled, ' ').c_str(), p.done, p.total,
-                   Bytes(p.bytes_read).c_str());
-      if (p.done == p.total) std::fputc('\n', stderr);
-    };
-  }
-  return [last_tenth = size_t{0}](const LoadProgress& p) mutable {
-    const size_t tenth = p.total ? p.done * 10 / p.total : 10;
-    if (tenth == last_tenth) return;
-    last_tenth = tenth;
-    std::fprintf(stderr, "load: %zu%% (%zu/%zu sites, %s read)\n", tenth * 10, p.done, p.total,
-                 Bytes(p.bytes_read).c_str());
+LoadProgressFn LoadProgressPrinter() {
+  return [line = ProgressPrinter("load", "sites")](const LoadProgress& p) {
+    line(p.done, p.total, DecimalBytes(p.bytes_read) + " read");
   };
 }
 
@@ -100,8 +75,8 @@ std::string Summary(const Model& model, const LoadArgs& args, const ModelLoad& l
     out += fmt::format("not loaded: {} site{}: {} ({})\n", paths.size(),
                        paths.size() == 1 ? "" : "s", note, some);
   }
-  out +=
-      fmt::format("other tensors (norms): {}, {}\n", load.other_tensors, Bytes(load.other_bytes));
+  out += fmt::format("other tensors (norms): {}, {}\n", load.other_tensors,
+                     DecimalBytes(load.other_bytes));
   if (load.skipped_tensors > 0) {
     out += fmt::format("skipped, as the engine skips them: {} tensors\n", load.skipped_tensors);
   }
@@ -113,8 +88,9 @@ std::string Summary(const Model& model, const LoadArgs& args, const ModelLoad& l
   out += fmt::format(
       "loaded {} layers ({}) · {} tensors · read {} · held {} · {:.2f} GB/s · peak RSS {} · "
       "{:.3f} s ({:.3f} s CPU)\n",
-      load.layers_loaded, kinds, load.tensors, Bytes(load.bytes_read), Bytes(load.bytes_held),
-      load.gb_per_s, Bytes(load.peak_rss_bytes), load.seconds, load.cpu_seconds);
+      load.layers_loaded, kinds, load.tensors, DecimalBytes(load.bytes_read),
+      DecimalBytes(load.bytes_held), load.gb_per_s, DecimalBytes(load.peak_rss_bytes), load.seconds,
+      load.cpu_seconds);
   return out;
 }
 
@@ -170,7 +146,7 @@ int RunLoad(const LoadArgs& args) {
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
-  Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{args.tp_rank, ProgressPrinter()});
+  Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{args.tp_rank, LoadProgressPrinter()});
   if (!load.ok()) return ReportBadInput(load.status().message());
   if (args.json) {
     std::cout << ToJson(LoadToJson(*model, args, *load)) << "\n";

@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   AddMatchCommand(app, &exit_code);
   AddDiffCommand(app, &exit_code);
   AddBenchCommand(app, &exit_code);
+  AddQuantizeCommand(app, &exit_code);
+  AddConvertCommand(app, &exit_code);
   AddCompletionCommand(app, &exit_code);
   app.footer("\nRun `quantpath COMMAND --help` for a command's options.\n");
   if (argc == 1) {

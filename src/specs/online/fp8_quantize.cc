@@ -113,6 +113,18 @@ Result<QuantizedLayer> QuantizeFp8(const SpecKey& key, const DenseLayer& layer) 
   return out;
 }
 
+std::vector<TensorHeader> Fp8Headers(const SpecKey& key, const std::string& prefix, int64_t rows,
+                                     int64_t cols, QDType) {
+  std::vector<int64_t> scale_shape{1};
+  if (key.family == kFp8PerChannelFamily) scale_shape = {rows, 1};
+  if (key.family == kFp8BlockFamily) {
+    const Fp8BlockLayout grid{key.block[0], key.block[1]};
+    scale_shape = {grid.ScaleRows(rows), grid.ScaleCols(cols)};
+  }
+  return {{prefix + ".weight", StDtype::kF8E4M3, {rows, cols}},
+          {prefix + ".weight_scale", StDtype::kF32, std::move(scale_shape)}};
+}
+
 // Dynamic activations only: a static input scale needs calibration.
 bool Accepts(const SpecKey&, const ActivationQuant& act) {
   return act.mode != ActMode::kStaticPerTensor;
@@ -152,13 +164,13 @@ OnlineTarget StaticTarget() {
 }
 
 const OnlineQuantizerRegistrar kPerTensor({kFp8PerTensorFamily, SourceLayout::kFp8Scale, Accepts,
-                                           QuantizeFp8},
+                                           QuantizeFp8, Fp8Headers},
                                           {Target(Granularity::kPerTensor), StaticTarget()});
 const OnlineQuantizerRegistrar kPerChannel({kFp8PerChannelFamily, SourceLayout::kFp8Scale, Accepts,
-                                            QuantizeFp8},
+                                            QuantizeFp8, Fp8Headers},
                                            {Target(Granularity::kPerChannel)});
 const OnlineQuantizerRegistrar kBlock({kFp8BlockFamily, SourceLayout::kFp8Scale, Accepts,
-                                       QuantizeFp8},
+                                       QuantizeFp8, Fp8Headers},
                                       {Target(Granularity::kBlock)});
 
 }  // namespace

@@ -37,10 +37,26 @@ std::pair<float, uint16_t> RowScale(float amax, QDType dtype) {
   return {scale, bits};
 }
 
+// 16-bit scales in the checkpoint's dtype: fp16 for fp16 checkpoints, bf16 otherwise.
+QDType ScaleDtype(QDType params_dtype) {
+  return params_dtype == QDType::kFP16 ? QDType::kFP16 : QDType::kBF16;
+}
+
+int64_t Words(int64_t cols) { return (cols * kBits + 31) / 32; }
+
+std::vector<TensorHeader> Int8Headers(const SpecKey&, const std::string& prefix, int64_t rows,
+                                      int64_t cols, QDType params_dtype) {
+  return {{prefix + ".weight_packed", StDtype::kI32, {rows, Words(cols)}},
+          {prefix + ".weight_shape", StDtype::kI64, {2}},
+          {prefix + ".weight_scale",
+           ScaleDtype(params_dtype) == QDType::kFP16 ? StDtype::kF16 : StDtype::kBF16,
+           {rows, 1}}};
+}
+
 Result<QuantizedLayer> QuantizeInt8(const SpecKey&, const DenseLayer& layer) {
-  const QDType scale_dtype = layer.params_dtype == QDType::kFP16 ? QDType::kFP16 : QDType::kBF16;
+  const QDType scale_dtype = ScaleDtype(layer.params_dtype);
   const int64_t cols = layer.cols;
-  const int64_t words = (cols * kBits + 31) / 32;
+  const int64_t words = Words(cols);
   QuantizedLayer out;
   for (size_t l = 0; l < layer.legs.size(); ++l) {
     const ParamTensor& leg = layer.legs[l];
@@ -86,7 +102,7 @@ TensorQuant Int8ChannelWeight() {
 }
 
 const OnlineQuantizerRegistrar kRegister({kIntChannelFamily, SourceLayout::kCtPackQuantized,
-                                          Accepts, QuantizeInt8},
+                                          Accepts, QuantizeInt8, Int8Headers},
                                          {Served(OnlineScheme(Int8ChannelWeight(), std::nullopt))});
 
 }  // namespace

@@ -50,6 +50,11 @@ Result<QuantizedLayer> QuantizeMxfp4(const SpecKey& key, const DenseLayer& layer
   return out;
 }
 
+std::vector<TensorHeader> Mxfp4Headers(const SpecKey& key, const std::string& prefix, int64_t rows,
+                                       int64_t cols, QDType) {
+  return E2M1LegHeaders(prefix, rows, cols, key.group, StDtype::kU8);
+}
+
 // MX activations are scaled at run time from X alone, so every activation mode of the family is
 // served.
 bool Accepts(const SpecKey& key, const ActivationQuant&) { return key.group == kMxGroup; }
@@ -64,7 +69,7 @@ TensorQuant Mxfp4Weight() {
 }
 
 const OnlineQuantizerRegistrar kRegister({kMxfp4Family, SourceLayout::kCtMxfp4PackQuantized,
-                                          Accepts, QuantizeMxfp4},
+                                          Accepts, QuantizeMxfp4, Mxfp4Headers},
                                          {Served(OnlineScheme(Mxfp4Weight(), std::nullopt))});
 
 }  // namespace

@@ -42,6 +42,14 @@ Result<QuantizedLayer> QuantizeNvfp4(const SpecKey& key, const DenseLayer& layer
   return out;
 }
 
+std::vector<TensorHeader> Nvfp4Headers(const SpecKey& key, const std::string& prefix, int64_t rows,
+                                       int64_t cols, QDType) {
+  std::vector<TensorHeader> headers =
+      E2M1LegHeaders(prefix, rows, cols, key.group, StDtype::kF8E4M3);
+  headers.push_back({prefix + ".weight_global_scale", StDtype::kF32, {1}});
+  return headers;
+}
+
 // Weight-only (W4A16), or NVFP4 activations with each row's own global (W4A4).
 bool Accepts(const SpecKey& key, const ActivationQuant& act) {
   return key.group == kNvfp4Group &&
@@ -60,7 +68,7 @@ TensorQuant Nvfp4(Dynamic dynamic) {
 
 // W4A4's input is dynamic as a whole, its global too (materialize: per_token_global).
 const OnlineQuantizerRegistrar kRegister(
-    {kNvfp4Family, SourceLayout::kCtNvfp4PackQuantized, Accepts, QuantizeNvfp4},
+    {kNvfp4Family, SourceLayout::kCtNvfp4PackQuantized, Accepts, QuantizeNvfp4, Nvfp4Headers},
     {Served(OnlineScheme(Nvfp4(Dynamic::kStatic), std::nullopt)),
      Served(OnlineScheme(Nvfp4(Dynamic::kStatic), Nvfp4(Dynamic::kDynamic)))});
 

@@ -55,6 +55,10 @@ struct OnlineQuantizer {
   // Whether this quantizer writes `key` for kernels with `act` (a family may have several keys).
   bool (*accepts)(const SpecKey& key, const ActivationQuant& act);
   Result<QuantizedLayer> (*quantize)(const SpecKey& key, const DenseLayer& layer);
+  // The tensors `quantize` writes for one leg of rows × cols under `prefix`, in its order, without
+  // computing them (`quantize` the command lays out its shards before any layer is quantized).
+  std::vector<TensorHeader> (*headers)(const SpecKey& key, const std::string& prefix, int64_t rows,
+                                       int64_t cols, QDType params_dtype);
 };
 
 // Registers a quantizer, and the `--online` targets it serves, from its own file.
@@ -88,6 +92,10 @@ Checkpoint::OwnedTensor OwnedTensorOf(const std::string& prefix, std::string_vie
 
 // The largest |w| of `count` values from `w`, `stride` apart.
 float AbsMax(const float* w, int64_t count, int64_t stride = 1);
+
+// The tensors WriteE2M1Leg writes for one leg.
+std::vector<TensorHeader> E2M1LegHeaders(const std::string& prefix, int64_t rows, int64_t cols,
+                                         int64_t group, StDtype scale_dtype);
 
 // One leg in E2M1 codes with an 8-bit scale per `group` columns of each row (NVFP4, MXFP4):
 // `scale_of(amax)` is a block's stored scale byte and `step_of(byte)` what a code of 1 stands for,

@@ -172,6 +172,12 @@ OnlineTarget Refused(QuantScheme scheme, std::string_view why) {
   return {std::move(scheme), why, {}};
 }
 
+std::vector<TensorHeader> E2M1LegHeaders(const std::string& prefix, int64_t rows, int64_t cols,
+                                         int64_t group, StDtype scale_dtype) {
+  return {{prefix + ".weight_packed", StDtype::kU8, {rows, (cols + 1) / 2}},
+          {prefix + ".weight_scale", scale_dtype, {rows, (cols + group - 1) / group}}};
+}
+
 float DenseLayer::AbsMax() const {
   float amax = 0.0f;
   for (const ParamTensor& leg : legs) {
@@ -213,14 +219,54 @@ bool QuantizesAtLoad(const SpecKey& key, const ActivationQuant& act) {
   return specs_internal::FindOnlineQuantizer(key, act) != nullptr;
 }
 
+namespace {
+
+Result<const specs_internal::OnlineQuantizer*> QuantizerFor(const SpecKey& key,
+                                                            const ActivationQuant& act) {
+  const specs_internal::OnlineQuantizer* q = specs_internal::FindOnlineQuantizer(key, act);
+  if (q == nullptr) {
+    return Unsupported(fmt::format("spec {} with {} activations: no quantizer writes it",
+                                   key.ToId(), act.ToString()));
+  }
+  return q;
+}
+
+}  // namespace
+
+Result<QuantizedHeaders> QuantizedLayerHeaders(const SpecKey& key, const ActivationQuant& act,
+                                               const AllocationRequest& request,
+                                               const std::vector<std::string>& leg_prefixes) {
+  QP_ASSIGN_OR_RETURN(const specs_internal::OnlineQuantizer* q, QuantizerFor(key, act));
+  QP_ASSIGN_OR_RETURN(specs_internal::ShardGeometry g, specs_internal::ComputeGeometry(request));
+  if (leg_prefixes.size() != g.full_leg_rows.size()) {
+    return InvalidInput(fmt::format("{}: {} leg prefixes for {} legs", request.layer,
+                                    leg_prefixes.size(), g.full_leg_rows.size()));
+  }
+  QuantizedHeaders headers{q->layout, {}};
+  for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
+    for (TensorHeader& h : q->headers(key, leg_prefixes[leg], g.full_leg_rows[leg], g.full_cols,
+                                      request.params_dtype)) {
+      headers.tensors.push_back(std::move(h));
+    }
+  }
+  return headers;
+}
+
+Result<QuantizedTensors> QuantizeLayerTensors(const SpecKey& key, const ActivationQuant& act,
+                                              const Checkpoint& checkpoint,
+                                              const AllocationRequest& request,
+                                              const std::vector<std::string>& leg_prefixes) {
+  QP_ASSIGN_OR_RETURN(const specs_internal::OnlineQuantizer* q, QuantizerFor(key, act));
+  QP_ASSIGN_OR_RETURN(specs_internal::DenseLayer dense,
+                      specs_internal::ReadDenseLayer(checkpoint, request, leg_prefixes));
+  QP_ASSIGN_OR_RETURN(specs_internal::QuantizedLayer quantized, q->quantize(key, dense));
+  return QuantizedTensors{q->layout, std::move(quantized.tensors), quantized.error.rel()};
+}
+
 Result<std::unique_ptr<WeightSpec>> MakeSpecQuantizingAtLoad(const SpecKey& key,
                                                              const ActivationQuant& act,
                                                              const LoadFacts& facts) {
-  const specs_internal::OnlineQuantizer* q = specs_internal::FindOnlineQuantizer(key, act);
-  if (q == nullptr) {
-    return Unsupported(fmt::format("spec {} with {} activations: no quantizer writes it at load",
-                                   key.ToId(), act.ToString()));
-  }
+  QP_ASSIGN_OR_RETURN(const specs_internal::OnlineQuantizer* q, QuantizerFor(key, act));
   return specs_internal::MakeOnlineSpec(*q, key, act, facts);
 }
 

@@ -1,0 +1,120 @@
+// compressed-tensors, as llmcompressor saves a model (`save_compressed=True`): one config group
+// targeting every Linear, its weights' and activations' QuantizationArgs, the format its
+// compressor decompresses (float-quantized, pack-quantized, nvfp4-pack-quantized,
+// mxfp4-pack-quantized) and the `ignore` list. Field values follow compressed-tensors 0.19.0's
+// serialization (the fixtures in tests/data/producers/ct_*), whose `version` the folder records.
+#include "fmt/format.h"
+#include "src/export/format_row.h"
+
+namespace quantpath::export_internal {
+namespace {
+
+std::string_view FormatName(SourceLayout layout) {
+  switch (layout) {
+    case SourceLayout::kCtPackQuantized:
+      return "pack-quantized";
+    case SourceLayout::kCtNvfp4PackQuantized:
+      return "nvfp4-pack-quantized";
+    case SourceLayout::kCtMxfp4PackQuantized:
+      return "mxfp4-pack-quantized";
+    default:
+      return "float-quantized";
+  }
+}
+
+Result<SourceLayout> Layout(const QuantScheme& scheme) {
+  const TensorQuant& w = scheme.weight;
+  const std::string name = scheme.CanonicalName();
+  if (scheme.input && scheme.input->dtype == QDType::kNVFP4) {
+    return Unsupported(fmt::format(
+        "{}: compressed-tensors' NVFP4 activations read a calibrated input_global_scale per "
+        "layer, which round-to-nearest quantization does not measure; w4a16-nvfp4 writes the "
+        "same weights",
+        name));
+  }
+  if (scheme.input && scheme.input->dynamic == Dynamic::kStatic) {
+    return Unsupported(fmt::format(
+        "{}: static activation scales are measured by calibration; a -dyn scheme writes the same "
+        "weights",
+        name));
+  }
+  switch (w.dtype) {
+    case QDType::kFP8E4M3:
+      return SourceLayout::kCtFloatQuantized;
+    case QDType::kNVFP4:
+      return SourceLayout::kCtNvfp4PackQuantized;
+    case QDType::kMXFP4:
+      return SourceLayout::kCtMxfp4PackQuantized;
+    default:
+      break;
+  }
+  if (!Info(w.dtype).is_float && Info(w.dtype).bits <= 8) return SourceLayout::kCtPackQuantized;
+  return Unsupported(
+      fmt::format("{}: no compressed-tensors format stores {} weights", name, QDTypeName(w.dtype)));
+}
+
+Json OptionalInt(const std::optional<int64_t>& v) { return v ? Json::Int(*v) : Json::Null(); }
+
+// QuantizationArgs as compressed-tensors serializes them.
+Json Args(const TensorQuant& t, bool weights) {
+  const QDTypeInfo& info = Info(t.dtype);
+  Json block = Json::Null();
+  if (t.block_shape) {
+    block = Json::Array({Json::Int((*t.block_shape)[0]), Json::Int((*t.block_shape)[1])});
+  }
+  Json dynamic = Json::Bool(t.dynamic == Dynamic::kDynamic);
+  if (t.dynamic == Dynamic::kLocal) dynamic = Json::String("local");
+  std::string strategy(GranularityName(t.granularity));
+  if (t.granularity == Granularity::kPerToken) strategy = "token";
+  Json scale_dtype = Json::Null();
+  if (t.dtype == QDType::kNVFP4) scale_dtype = Json::String("torch.float8_e4m3fn");
+  if (t.dtype == QDType::kMXFP4) scale_dtype = Json::String("torch.uint8");
+  // NVFP4 and MX groups are micro-scaled; their group size is the format's.
+  std::optional<int64_t> group = t.group_size;
+  return Json::Object({
+      {"actorder", Json::Null()},
+      {"block_structure", block},
+      {"dynamic", dynamic},
+      {"group_size", OptionalInt(group)},
+      {"num_bits", Json::Int(info.bits)},
+      {"observer", weights ? Json::String("memoryless_minmax") : Json::Null()},
+      {"observer_kwargs", Json::Object()},
+      {"scale_dtype", scale_dtype},
+      {"strategy", Json::String(strategy)},
+      {"symmetric", Json::Bool(t.symmetric)},
+      {"type", Json::String(info.is_float ? "float" : "int")},
+      {"zp_dtype", Json::Null()},
+  });
+}
+
+Json Config(const QuantScheme& scheme, SourceLayout layout,
+            const std::vector<std::string>& ignore) {
+  const std::string_view format = FormatName(layout);
+  std::vector<Json> ignored;
+  for (const std::string& name : ignore) ignored.push_back(Json::String(name));
+  Json group = Json::Object({
+      {"format", Json::String(std::string(format))},
+      {"input_activations", scheme.input ? Args(*scheme.input, false) : Json::Null()},
+      {"output_activations", Json::Null()},
+      {"targets", Json::Array({Json::String("Linear")})},
+      {"weights", Args(scheme.weight, true)},
+  });
+  return Json::Object({
+      {"config_groups", Json::Object({{"group_0", std::move(group)}})},
+      {"format", Json::String(std::string(format))},
+      {"global_compression_ratio", Json::Null()},
+      {"ignore", Json::Array(std::move(ignored))},
+      {"kv_cache_scheme", Json::Null()},
+      {"quant_method", Json::String("compressed-tensors")},
+      {"quantization_status", Json::String("compressed")},
+      {"sparsity_config", Json::Object()},
+      {"transform_config", Json::Object()},
+      {"version", Json::String("0.19.0")},
+  });
+}
+
+const FormatRegistrar kRegister({CheckpointFormat::kCompressedTensors, "compressed-tensors", Layout,
+                                 Config});
+
+}  // namespace
+}  // namespace quantpath::export_internal

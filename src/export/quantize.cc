@@ -1,0 +1,268 @@
+// `quantize` (export.h): every linear layer and expert of a high-precision checkpoint through the
+// quantizer of quantizing at load, written in the chosen format's layout; every other tensor
+// copied as stored.
+#include <map>
+#include <memory>
+
+#include "fmt/format.h"
+#include "quantpath/materialize.h"
+#include "quantpath/pipeline.h"
+#include "src/base/pyregex.h"
+#include "src/export/engine_notes.h"
+#include "src/export/format_row.h"
+#include "src/export/layer_names.h"
+#include "src/export/write_folder.h"
+
+namespace quantpath {
+namespace export_internal {
+namespace {
+
+// --ignore, as compressed-tensors reads its `ignore`: a module name, or "re:" and a Python regex
+// matched from the start of the name (re.match).
+class IgnorePatterns {
+ public:
+  static Result<IgnorePatterns> Compile(const std::vector<std::string>& patterns) {
+    IgnorePatterns ignore;
+    for (const std::string& p : patterns) {
+      std::shared_ptr<const CompiledRegex> regex;
+      if (p.starts_with("re:")) {
+        Result<std::shared_ptr<const CompiledRegex>> compiled =
+            CompiledRegex::Compile(std::string_view(p).substr(3), PyRegexFlavor::kRe);
+        if (!compiled.ok()) {
+          return InvalidInput(fmt::format("--ignore {}: {}", p, compiled.status().message()));
+        }
+        regex = *compiled;
+      }
+      ignore.patterns_.push_back(p);
+      ignore.regex_.push_back(std::move(regex));
+    }
+    ignore.used_.assign(patterns.size(), false);
+    return ignore;
+  }
+  Result<bool> Matches(const std::string& name) {
+    bool hit = false;
+    for (size_t i = 0; i < patterns_.size(); ++i) {
+      bool matched = name == patterns_[i];
+      if (regex_[i] != nullptr) {
+        QP_ASSIGN_OR_RETURN(matched, regex_[i]->Match(name, false));
+      }
+      if (matched) used_[i] = true;
+      hit = hit || matched;
+    }
+    return hit;
+  }
+  const std::vector<std::string>& patterns() const { return patterns_; }
+  std::vector<std::string> Unused() const {
+    std::vector<std::string> unused;
+    for (size_t i = 0; i < patterns_.size(); ++i) {
+      if (!used_[i]) unused.push_back(patterns_[i]);
+    }
+    return unused;
+  }
+
+ private:
+  std::vector<std::string> patterns_;
+  std::vector<std::shared_ptr<const CompiledRegex>> regex_;
+  std::vector<bool> used_;
+};
+
+// Whether `site` is left unquantized by --ignore: every module name it is matched by must be
+// (an engine deciding a fused layer refuses legs that disagree).
+Result<bool> Ignored(const LayerSite& site, IgnorePatterns* ignore) {
+  const std::vector<std::string> names = ModuleNames(site);
+  size_t hits = 0;
+  for (const std::string& name : names) {
+    QP_ASSIGN_OR_RETURN(bool hit, ignore->Matches(name));
+    hits += hit ? 1 : 0;
+  }
+  if (hits != 0 && hits != names.size()) {
+    return InvalidInput(fmt::format(
+        "{}: --ignore names {} of its {} modules ({}); the engines load a fused layer with one "
+        "scheme, so ignore all of them or none",
+        site.path, hits, names.size(), Join(names, ", ")));
+  }
+  return hits != 0;
+}
+
+struct Target {
+  QuantScheme scheme;  // the online target, as the quantizer writes it
+  SpecKey key;
+  ActivationQuant act;
+  SourceLayout layout;  // the format's
+};
+
+// The module prefix among `prefixes` that `name` is a tensor of.
+const std::string* PrefixOf(const std::string& name, const std::vector<std::string>& prefixes) {
+  const std::string* best = nullptr;
+  for (const std::string& p : prefixes) {
+    if (name.size() > p.size() && name.starts_with(p) && name[p.size()] == '.' &&
+        (best == nullptr || p.size() > best->size())) {
+      best = &p;
+    }
+  }
+  return best;
+}
+
+// One layer (or one expert projection) quantized: the quantizer's tensors under the format's
+// names.
+Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& target,
+                                 const AllocationRequest& request,
+                                 const std::vector<std::string>& prefixes) {
+  QP_ASSIGN_OR_RETURN(QuantizedHeaders headers,
+                      QuantizedLayerHeaders(target.key, target.act, request, prefixes));
+  ExportUnit unit;
+  unit.layer = request.layer;
+  for (const std::string& prefix : prefixes) {
+    QP_ASSIGN_OR_RETURN(TensorView weight, checkpoint.Get(prefix + ".weight"));
+    unit.inputs.push_back(prefix + ".weight");
+    unit.bytes_in += static_cast<int64_t>(weight.bytes.size());
+  }
+  std::vector<std::string> quantizer_names;
+  for (TensorHeader& h : headers.tensors) {
+    const std::string* prefix = PrefixOf(h.name, prefixes);
+    if (prefix == nullptr) {
+      return InternalError(fmt::format("{}: quantizer tensor {} is no leg's", unit.layer, h.name));
+    }
+    quantizer_names.push_back(h.name);
+    QP_ASSIGN_OR_RETURN(h.name,
+                        RelaidName(h.name, *prefix, headers.layout, target.layout, unit.layer));
+    unit.outputs.push_back(std::move(h));
+  }
+  unit.produce = [&checkpoint, target, request, prefixes,
+                  quantizer_names]() -> Result<std::vector<OutputBytes>> {
+    QP_ASSIGN_OR_RETURN(QuantizedTensors q, QuantizeLayerTensors(target.key, target.act, checkpoint,
+                                                                 request, prefixes));
+    std::vector<OutputBytes> out;
+    for (size_t i = 0; i < q.tensors.size(); ++i) {
+      if (i >= quantizer_names.size() || quantizer_names[i] != q.tensors[i].name) {
+        return InternalError(fmt::format("{}: the quantizer wrote {} where its headers said {}",
+                                         request.layer, q.tensors[i].name,
+                                         i < quantizer_names.size() ? quantizer_names[i] : "none"));
+      }
+      out.push_back(OutputBytes::Own(std::move(q.tensors[i].bytes)));
+    }
+    return out;
+  };
+  return unit;
+}
+
+// The units of one site to quantize: the layer, or each projection of each expert.
+Result<std::vector<ExportUnit>> SiteUnits(const Model& model, const Checkpoint& checkpoint,
+                                          const LayerSite& site, const Target& target) {
+  AllocationRequest request = RequestForSite(site, model.sites.torch_dtype, model.device);
+  request.layer = site.path;
+  std::vector<ExportUnit> units;
+  if (site.kind != SiteKind::kMoe) {
+    QP_ASSIGN_OR_RETURN(ExportUnit unit,
+                        QuantizedUnit(checkpoint, target, request, LegPrefixes(site)));
+    units.push_back(std::move(unit));
+    return units;
+  }
+  if (site.stacked_experts) {
+    return Unsupported(fmt::format(
+        "{}: the checkpoint stacks every expert in one tensor; quantize writes experts stored "
+        "one module per expert",
+        site.path));
+  }
+  QP_ASSIGN_OR_RETURN(std::vector<AllocationRequest> projections,
+                      ExpertProjectionRequests(request));
+  if (projections.size() != site.legs.size()) {
+    return InternalError(fmt::format("{}: {} projections for {} legs", site.path,
+                                     projections.size(), site.legs.size()));
+  }
+  for (int64_t e = 0; e < site.experts; ++e) {
+    for (size_t leg = 0; leg < projections.size(); ++leg) {
+      AllocationRequest projection = projections[leg];
+      projection.layer = fmt::format("{}, expert {} ({})", site.path, e, site.legs[leg].name);
+      QP_ASSIGN_OR_RETURN(ExportUnit unit, QuantizedUnit(checkpoint, target, projection,
+                                                         {site.ExpertLegPath(e, leg)}));
+      units.push_back(std::move(unit));
+    }
+  }
+  return units;
+}
+
+}  // namespace
+}  // namespace export_internal
+
+Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::string& out_dir,
+                                        const QuantizeOptions& options) {
+  using namespace export_internal;
+  QP_ASSIGN_OR_RETURN(QuantScheme online, OnlineTargetNamed(options.scheme));
+  const CheckpointFormat format = options.format.value_or(CheckpointFormat::kCompressedTensors);
+  const FormatRow& row = FormatRowOf(format);
+  QuantScheme written = online;
+  written.online = false;
+  QP_ASSIGN_OR_RETURN(SourceLayout layout, row.layout(written));
+  QP_ASSIGN_OR_RETURN(OpenOptions open, OpenOptions::Parse("native", "", "cpu"));
+  QP_ASSIGN_OR_RETURN(Model model, OpenModel(in_dir, open));
+  if (model.plan.quant_method != "none") {
+    std::vector<std::string> files;
+    for (const Provenance& where : model.plan.sources) files.push_back(where.ToString());
+    return InvalidInput(fmt::format(
+        "{}: already quantized ({}, {}); quantize reads a bf16 / fp16 / fp32 checkpoint, "
+        "convert writes a quantized one in another format",
+        model.dir, model.plan.quant_method, Join(files, ", ")));
+  }
+  QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
+  QP_ASSIGN_OR_RETURN(SpecKey key, KeyFor(online, model.device));
+  QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(online));
+  const Target target{online, key, act, layout};
+  QP_ASSIGN_OR_RETURN(IgnorePatterns ignore, IgnorePatterns::Compile(options.ignore));
+
+  FolderContent content;
+  content.in_dir = model.dir;
+  content.report.format = std::string(row.name);
+  content.report.scheme = options.scheme;
+  std::map<std::string, size_t> unit_of;  // a quantized leg's weight → its unit
+  std::vector<ExportUnit> quantized;
+  std::vector<std::string> unquantized;  // modules the config must leave out
+  for (const LayerSite& site : model.sites.sites) {
+    const bool quantizable = (site.kind == SiteKind::kLinear || site.kind == SiteKind::kMoe) &&
+                             site.quant_config_applies;
+    if (site.kind == SiteKind::kLmHead || site.kind == SiteKind::kRouter ||
+        ((site.kind == SiteKind::kLinear || site.kind == SiteKind::kMoe) && !quantizable)) {
+      for (std::string& name : ModuleNames(site)) unquantized.push_back(std::move(name));
+      continue;
+    }
+    if (!quantizable) continue;
+    QP_ASSIGN_OR_RETURN(bool ignored, Ignored(site, &ignore));
+    if (ignored) {
+      if (format == CheckpointFormat::kNativeFp8) {
+        for (std::string& name : ModuleNames(site, true)) unquantized.push_back(std::move(name));
+      }
+      continue;
+    }
+    QP_ASSIGN_OR_RETURN(std::vector<ExportUnit> units, SiteUnits(model, checkpoint, site, target));
+    for (ExportUnit& unit : units) {
+      for (const std::string& input : unit.inputs) unit_of[input] = quantized.size();
+      quantized.push_back(std::move(unit));
+    }
+    ++content.report.layers_written;
+  }
+
+  // Every tensor in name order, a quantized layer where its first weight comes.
+  std::vector<bool> placed(quantized.size(), false);
+  for (const std::string& name : checkpoint.TensorNames()) {
+    if (auto it = unit_of.find(name); it != unit_of.end()) {
+      if (!placed[it->second]) content.units.push_back(std::move(quantized[it->second]));
+      placed[it->second] = true;
+      continue;
+    }
+    QP_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(name));
+    content.units.push_back(CopyUnit(view));
+  }
+  for (const std::string& pattern : ignore.Unused()) {
+    content.report.notes.push_back(
+        fmt::format("--ignore {} matches no quantizable layer", pattern));
+  }
+  // Engines read module names in quant_method fp8's lists; compressed-tensors reads patterns too.
+  const std::vector<std::string> patterns =
+      format == CheckpointFormat::kNativeFp8 ? std::vector<std::string>() : ignore.patterns();
+  content.quantization_config = row.config(written, layout, IgnoreList(patterns, unquantized));
+  QP_ASSIGN_OR_RETURN(ExportReport report, WriteModelFolder(out_dir, std::move(content), options));
+  AddEngineNotes(report.out_dir, &report.notes);
+  return report;
+}
+
+}  // namespace quantpath
