@@ -57,9 +57,11 @@ Result<std::unique_ptr<OutputFolder>> OutputFolder::Create(const fs::path& in, c
           fmt::format("{}: exists and is not a folder; not replaced", out.string()));
     }
   }
+  // Missing parents are made, as save_pretrained makes them.
   const fs::path parent = out_path.parent_path();
-  if (!fs::is_directory(parent, error)) {
-    return NotFound(fmt::format("{}: the folder {} does not exist", out.string(), parent.string()));
+  if (!fs::is_directory(parent, error) && !fs::create_directories(parent, error)) {
+    return IoError(fmt::format("{}: cannot create the folder {}: {}", out.string(), parent.string(),
+                               error.message()));
   }
   std::unique_ptr<OutputFolder> folder(new OutputFolder());
   folder->out_ = out_path;

@@ -13,7 +13,8 @@ namespace quantpath::export_internal {
 class OutputFolder {
  public:
   // Refuses an output that is the input folder, lies inside it or holds it (`force` would delete
-  // it), and an existing output without `force`. Creates `.<name>.partial-<pid>` beside `out`.
+  // it), and an existing output without `force`. Creates `.<name>.partial-<pid>` beside `out`
+  // (and the folders above it that are missing).
   static Result<std::unique_ptr<OutputFolder>> Create(const std::filesystem::path& in,
                                                       const std::filesystem::path& out, bool force);
   ~OutputFolder();  // removes the temporary folder unless committed

@@ -1,0 +1,134 @@
+// quantize's compressed-tensors folders as compressed-tensors itself reads them back: its
+// dequantizer's result on each output (tests/data/producers/quantpath_ct_decompressed.json,
+// tools/fixtures/producers/decompress_quantpath.py) against quantpath's fp64 reference of the same
+// folder rounded to the scale's dtype, as the decompressor computes in it (bf16 int8 scales), then
+// to float32: equal bit for bit. NVFP4 is decompressed as bf16(code · fp32(block scale / global)),
+// the quotient rounded first: that is decoded here from the written tensors and must agree bit for
+// bit, and the reference within one float32 ulp of the fp32 product.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "fmt/format.h"
+#include "quantpath/export.h"
+#include "quantpath/materialize.h"
+#include "quantpath/numeric.h"
+#include "tests/export/export_test_util.h"
+
+namespace quantpath {
+namespace {
+
+using testing::FreshDir;
+using testing::Producer;
+
+std::string Fnv1a64(const std::vector<float>& values) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  for (size_t i = 0; i < values.size() * sizeof(float); ++i) {
+    h = (h ^ bytes[i]) * 0x100000001B3ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+// NVFP4 from the written tensors as compressed-tensors decompresses it: E2M1 code (even element in
+// the low nibble) · fp32(e4m3 block scale / global), per 16 columns.
+std::vector<float> Nvfp4AsDecompressed(const Checkpoint& checkpoint, const std::string& prefix) {
+  const TensorView packed = *checkpoint.Get(prefix + ".weight_packed");
+  const TensorView scales = *checkpoint.Get(prefix + ".weight_scale");
+  float global;
+  std::memcpy(&global, checkpoint.Get(prefix + ".weight_global_scale")->bytes.data(), 4);
+  const int64_t rows = packed.info->shape[0];
+  const int64_t cols = packed.info->shape[1] * 2;
+  const int64_t blocks = scales.info->shape[1];
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const auto byte = static_cast<uint8_t>(packed.bytes[r * cols / 2 + c / 2]);
+      const auto s = static_cast<uint8_t>(scales.bytes[r * blocks + c / 16]);
+      const float step = Fp8E4M3ToFloat(s) / global;
+      out[r * cols + c] = E2M1ToFloat(c % 2 != 0 ? byte >> 4 : byte & 0xF) * step;
+    }
+  }
+  return out;
+}
+
+// Each quantized weight of `dir` dequantized by the reference, rounded to float32: name → digest.
+std::map<std::string, std::string> ReferenceDigests(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> out;
+  Result<Model> model = OpenModel(dir.string(), *OpenOptions::Parse("native", "", "cpu"));
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
+  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
+  EXPECT_TRUE(checkpoint.ok() && layers.ok());
+  for (const LayerDecision& d : *layers) {
+    if (d.decision.kind != DecisionKind::kQuantized || d.site->kind == SiteKind::kAttention) {
+      continue;
+    }
+    std::vector<std::pair<std::string, bool>> prefixes;  // (prefix, expert)
+    if (d.site->kind == SiteKind::kMoe) {
+      for (int64_t e = 0; e < d.site->experts; ++e) {
+        for (size_t leg = 0; leg < d.site->legs.size(); ++leg) {
+          prefixes.emplace_back(d.site->ExpertLegPath(e, leg), true);
+        }
+      }
+    } else {
+      for (const std::string& p : LegPrefixes(*d.site)) prefixes.emplace_back(p, false);
+    }
+    for (const auto& [prefix, expert] : prefixes) {
+      Result<ReferenceLayer> ref =
+          expert ? DequantizeExpertReference(*checkpoint, *d.decision.scheme, prefix, prefix, {},
+                                             false)
+                 : DequantizeReference(*checkpoint, *d.decision.scheme, prefix, {prefix}, false);
+      EXPECT_TRUE(ref.ok()) << ref.status().message();
+      if (!ref.ok()) continue;
+      std::vector<float> values(ref->weight.begin(), ref->weight.end());
+      Result<TensorView> scale = checkpoint->Get(prefix + ".weight_scale");
+      if (scale.ok() && scale->info->dtype == StDtype::kBF16) {
+        for (float& v : values) v = Bf16ToFloat(FloatToBf16(v));
+      }
+      if (checkpoint->Has(prefix + ".weight_global_scale")) {
+        const std::vector<float> decoded = Nvfp4AsDecompressed(*checkpoint, prefix);
+        EXPECT_EQ(decoded.size(), values.size());
+        for (size_t i = 0; i < values.size() && i < decoded.size(); ++i) {
+          EXPECT_LE(std::abs(values[i] - decoded[i]), std::abs(decoded[i]) * 0x1p-23f + 1e-30f)
+              << prefix << " " << i;
+        }
+        // The decompressor returns NVFP4 weights in bf16, the model's dtype.
+        for (size_t i = 0; i < values.size() && i < decoded.size(); ++i) {
+          values[i] = Bf16ToFloat(FloatToBf16(decoded[i]));
+        }
+      }
+      out[prefix + ".weight"] = Fnv1a64(values);
+    }
+  }
+  return out;
+}
+
+TEST(Quantize, CompressedTensorsDecompressesWhatTheReferenceReads) {
+  Result<Json> committed = ReadJsonFile(Producer("quantpath_ct_decompressed.json"));
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  int compared = 0;
+  for (const Json::Member& output : committed->Find("outputs")->members()) {
+    const std::string folder = output.first.substr(0, output.first.find('/'));
+    QuantizeOptions options;
+    options.scheme = output.first.substr(folder.size() + 1);
+    const std::filesystem::path out = FreshDir("." + folder + "." + options.scheme) / "out";
+    Result<ExportReport> report =
+        QuantizeCheckpoint(Producer(folder).string(), out.string(), options);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    const std::map<std::string, std::string> ours = ReferenceDigests(out);
+    EXPECT_EQ(ours.size(), output.second.members().size()) << output.first;
+    for (const Json::Member& weight : output.second.members()) {
+      auto it = ours.find(weight.first);
+      ASSERT_NE(it, ours.end()) << output.first << " " << weight.first;
+      EXPECT_EQ(it->second, weight.second.Find("fnv1a64")->string_value())
+          << output.first << " " << weight.first;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 6 * (14 + 32));
+}
+
+}  // namespace
+}  // namespace quantpath
