@@ -3,7 +3,6 @@
 // the double-precision reference; every other tensor copied as stored.
 #include <cmath>
 #include <cstring>
-#include <map>
 
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
@@ -23,7 +22,7 @@ constexpr std::string_view kCalibrationSuffixes[] = {".k_scale",     ".v_scale",
                                                      ".kv_scale",    ".prob_scale", ".input_scale",
                                                      ".output_scale"};
 
-bool IsCalibration(std::string_view name) {
+bool IsCalibration(const std::string& name) {
   for (std::string_view suffix : kCalibrationSuffixes) {
     if (name.ends_with(suffix)) return true;
   }
@@ -163,7 +162,6 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
   content.report.format = std::string(row.name);
   std::optional<QuantScheme> scheme;  // the one scheme a quantized folder's config describes
   std::optional<SourceLayout> layout;
-  std::map<std::string, size_t> unit_of;
   std::vector<ExportUnit> layers;
   std::vector<std::string> unquantized;
   for (const LayerDecision& d : decisions) {
@@ -209,28 +207,15 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
       Result<ExportUnit> unit =
           to_bf16 ? Bf16Unit(checkpoint, s, p) : RelaidUnit(checkpoint, s, *layout, p);
       if (!unit.ok()) return unit.status();
-      for (const std::string& input : unit->inputs) unit_of[input] = layers.size();
       layers.push_back(std::move(*unit));
     }
     ++content.report.layers_written;
   }
   if (scheme) content.report.scheme = scheme->CanonicalName();
 
-  std::vector<bool> placed(layers.size(), false);
   std::vector<std::string> dropped;
-  for (const std::string& name : checkpoint.TensorNames()) {
-    if (auto it = unit_of.find(name); it != unit_of.end()) {
-      if (!placed[it->second]) content.units.push_back(std::move(layers[it->second]));
-      placed[it->second] = true;
-      continue;
-    }
-    if (to_bf16 && IsCalibration(name)) {
-      dropped.push_back(name);
-      continue;
-    }
-    QP_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(name));
-    content.units.push_back(CopyUnit(view));
-  }
+  QP_ASSIGN_OR_RETURN(content.units, UnitsInOrder(checkpoint, std::move(layers),
+                                                  to_bf16 ? IsCalibration : nullptr, &dropped));
   if (!dropped.empty()) {
     content.report.notes.push_back(fmt::format(
         "{} calibration tensors left out (activation and KV-cache scales, which bf16 layers do "

@@ -39,4 +39,12 @@ struct ExportUnit {
 // The tensor `view` of the input, written as stored.
 ExportUnit CopyUnit(const TensorView& view);
 
+// The folder's units: every checkpoint tensor in name order, through the unit of `layers` that
+// reads it (placed where its first input comes), else copied as stored, unless `drop` says to
+// leave it out (it is then added to `dropped`).
+Result<std::vector<ExportUnit>> UnitsInOrder(const Checkpoint& checkpoint,
+                                             std::vector<ExportUnit> layers,
+                                             const std::function<bool(const std::string&)>& drop,
+                                             std::vector<std::string>* dropped);
+
 }  // namespace quantpath::export_internal

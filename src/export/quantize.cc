@@ -1,7 +1,6 @@
 // `quantize` (export.h): every linear layer and expert of a high-precision checkpoint through the
 // quantizer of quantizing at load, written in the chosen format's layout; every other tensor
 // copied as stored.
-#include <map>
 #include <memory>
 
 #include "fmt/format.h"
@@ -214,7 +213,6 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
   content.in_dir = model.dir;
   content.report.format = std::string(row.name);
   content.report.scheme = options.scheme;
-  std::map<std::string, size_t> unit_of;  // a quantized leg's weight → its unit
   std::vector<ExportUnit> quantized;
   std::vector<std::string> unquantized;  // modules the config must leave out
   for (const LayerSite& site : model.sites.sites) {
@@ -235,23 +233,13 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
     }
     QP_ASSIGN_OR_RETURN(std::vector<ExportUnit> units, SiteUnits(model, checkpoint, site, target));
     for (ExportUnit& unit : units) {
-      for (const std::string& input : unit.inputs) unit_of[input] = quantized.size();
       quantized.push_back(std::move(unit));
     }
     ++content.report.layers_written;
   }
 
-  // Every tensor in name order, a quantized layer where its first weight comes.
-  std::vector<bool> placed(quantized.size(), false);
-  for (const std::string& name : checkpoint.TensorNames()) {
-    if (auto it = unit_of.find(name); it != unit_of.end()) {
-      if (!placed[it->second]) content.units.push_back(std::move(quantized[it->second]));
-      placed[it->second] = true;
-      continue;
-    }
-    QP_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(name));
-    content.units.push_back(CopyUnit(view));
-  }
+  QP_ASSIGN_OR_RETURN(content.units,
+                      UnitsInOrder(checkpoint, std::move(quantized), nullptr, nullptr));
   for (const std::string& pattern : ignore.Unused()) {
     content.report.notes.push_back(
         fmt::format("--ignore {} matches no quantizable layer", pattern));
