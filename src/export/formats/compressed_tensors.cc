@@ -69,13 +69,11 @@ Json Args(const TensorQuant& t, bool weights) {
   Json scale_dtype = Json::Null();
   if (t.dtype == QDType::kNVFP4) scale_dtype = Json::String("torch.float8_e4m3fn");
   if (t.dtype == QDType::kMXFP4) scale_dtype = Json::String("torch.uint8");
-  // NVFP4 and MX groups are micro-scaled; their group size is the format's.
-  std::optional<int64_t> group = t.group_size;
   return Json::Object({
       {"actorder", Json::Null()},
       {"block_structure", block},
       {"dynamic", dynamic},
-      {"group_size", OptionalInt(group)},
+      {"group_size", OptionalInt(t.group_size)},
       {"num_bits", Json::Int(info.bits)},
       {"observer", weights ? Json::String("memoryless_minmax") : Json::Null()},
       {"observer_kwargs", Json::Object()},
