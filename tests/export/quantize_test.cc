@@ -98,8 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
     Schemes, QuantizeScheme,
     ::testing::Values(Case{"w8a8-fp8-tensor-dyn", ""}, Case{"w8a8-fp8-channel-dyn", ""},
                       Case{"w8a8-fp8-block128x128-dyn", ""}, Case{"w8a16-int8-channel", ""},
-                      Case{"w4a16-nvfp4", ""}, Case{"w4a16-mxfp4", ""},
-                      Case{"w8a8-fp8-block128x128-dyn", "native-fp8"},
+                      Case{"w8a8-int8-channel-dyn", ""}, Case{"w4a16-int4-g128", ""},
+                      Case{"w4a16-int4-g128-asym", ""}, Case{"w4a16-nvfp4", ""},
+                      Case{"w4a16-mxfp4", ""}, Case{"w8a8-fp8-block128x128-dyn", "native-fp8"},
                       Case{"w8a8-fp8-tensor-dyn", "native-fp8"}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.scheme + (info.param.format.empty() ? "" : "_native");

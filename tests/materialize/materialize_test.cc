@@ -95,7 +95,7 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(missing.status().message().find("block_shape"), std::string::npos);
 
-  // Quantizing at load needs a quantizer for the key: block fp8 has one, int4 groups none.
+  // Quantizing at load needs a quantizer for the key: block fp8 has one, int4 channels none.
   QuantScheme online = BlockScheme();
   online.online = true;
   online.weight.load.layout = SourceLayout::kDense;
@@ -106,12 +106,11 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   QuantScheme int4_online = online;
   int4_online.weight = TensorQuant{};
   int4_online.weight.dtype = QDType::kINT4;
-  int4_online.weight.granularity = Granularity::kGroup;
-  int4_online.weight.group_size = 128;
+  int4_online.weight.granularity = Granularity::kPerChannel;
   int4_online.input.reset();
   Result<SpecKey> at_load = KeyFor(int4_online, kCpu);
   EXPECT_EQ(at_load.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(at_load.status().message().find("into int4_group_128 at load is not implemented"),
+  EXPECT_NE(at_load.status().message().find("into int4_channel at load is not implemented"),
             std::string::npos)
       << at_load.status().message();
 

@@ -83,6 +83,7 @@ enum class Kept : uint8_t {
   kPerRow,         // one fp32 per leg, broadcast to its rows (fp8_per_tensor)
   kOffsetCodes,    // int8: the signed codes + 128 (int_family.h)
   kInverseGlobal,  // NVFP4: the multiplier 1 / weight_global_scale (nvfp4_family.h)
+  kZeroColumns,    // int4 zero points: packed along N as stored, along each row's groups kept
 };
 
 struct SlotCheck {
@@ -133,6 +134,19 @@ const Target kTargets[] = {
      "mxfp4_block_32",
      {{Slot::kWeight, ".weight_packed", Kept::kAsStored},
       {Slot::kWeightScale, ".weight_scale", Kept::kAsStored}}},
+    {"w8a8-int8-channel-dyn",
+     "int8_channel",
+     {{Slot::kWeight, ".weight", Kept::kOffsetCodes},
+      {Slot::kWeightScale, ".weight_scale", Kept::kAsStored}}},
+    {"w4a16-int4-g128",
+     "int4_group_128",
+     {{Slot::kWeight, ".weight_packed", Kept::kAsStored},
+      {Slot::kWeightScale, ".weight_scale", Kept::kAsStored}}},
+    {"w4a16-int4-g128-asym",
+     "int4_group_128_zp",
+     {{Slot::kWeight, ".weight_packed", Kept::kAsStored},
+      {Slot::kWeightScale, ".weight_scale", Kept::kAsStored},
+      {Slot::kWeightZero, ".weight_zero_point", Kept::kZeroColumns}}},
 };
 
 // The slot of `params` (loaded from the legs `prefixes`) against the library's tensors.
@@ -165,6 +179,28 @@ void ExpectSlotMatches(const SafetensorsFile& reference, const Target& target,
       const float multiplier = 1.0f / global;
       want.assign(4, 0);
       std::memcpy(want.data(), &multiplier, 4);
+      break;
+    }
+    case Kept::kZeroColumns: {
+      // Each leg's [ceil(rows / 8), groups] int32 words, code r of a group's column in bits
+      // 4·(r % 8) of word r / 8, as canonical rows of `groups` nibbles.
+      const int64_t groups = params.tensor(check.slot).cols();
+      std::vector<uint8_t> rows;
+      size_t leg_start = 0;
+      for (int64_t leg_rows : params.leg_rows) {
+        for (int64_t r = 0; r < leg_rows; ++r) {
+          std::vector<uint8_t> row(static_cast<size_t>((groups + 1) / 2), 0);
+          for (int64_t g = 0; g < groups; ++g) {
+            uint32_t word;
+            std::memcpy(&word, want.data() + leg_start + 4 * ((r / 8) * groups + g), 4);
+            const uint32_t code = (word >> (4 * (r % 8))) & 0xF;
+            row[g / 2] = static_cast<uint8_t>(row[g / 2] | (g % 2 == 0 ? code : code << 4));
+          }
+          rows.insert(rows.end(), row.begin(), row.end());
+        }
+        leg_start += static_cast<size_t>(4 * ((leg_rows + 7) / 8) * groups);
+      }
+      want = rows;
       break;
     }
   }
@@ -310,10 +346,12 @@ TEST_P(OnlineTest, ExpertsHoldTheLibrarysCodesPerProjection) {
               run->w2.rel);
 }
 
-// Element (row, col) of a weight slot: a byte, or a nibble of two-per-byte E2M1 codes.
+// Element (row, col) of a weight slot: a byte, or a nibble of two-per-byte E2M1 / int4 codes.
 uint8_t Code(const ParamTensor& w, int64_t row, int64_t col) {
   const uint8_t* bytes = w.data<uint8_t>() + row * w.row_bytes();
-  if (w.dtype() != QDType::kNVFP4 && w.dtype() != QDType::kMXFP4) return bytes[col];
+  if (w.dtype() != QDType::kNVFP4 && w.dtype() != QDType::kMXFP4 && w.dtype() != QDType::kINT4) {
+    return bytes[col];
+  }
   return col % 2 == 0 ? bytes[col / 2] & 0xF : bytes[col / 2] >> 4;
 }
 

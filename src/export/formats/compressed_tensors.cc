@@ -13,6 +13,8 @@ std::string_view FormatName(SourceLayout layout) {
   switch (layout) {
     case SourceLayout::kCtPackQuantized:
       return "pack-quantized";
+    case SourceLayout::kCtNaiveQuantized:
+      return "int-quantized";
     case SourceLayout::kCtNvfp4PackQuantized:
       return "nvfp4-pack-quantized";
     case SourceLayout::kCtMxfp4PackQuantized:
@@ -48,7 +50,11 @@ Result<SourceLayout> Layout(const QuantScheme& scheme) {
     default:
       break;
   }
-  if (!Info(w.dtype).is_float && Info(w.dtype).bits <= 8) return SourceLayout::kCtPackQuantized;
+  if (!Info(w.dtype).is_float && Info(w.dtype).bits <= 8) {
+    // Integer activations: llmcompressor saves W8A8 int8 codes unpacked (int-quantized).
+    const bool int_inputs = scheme.input && !Info(scheme.input->dtype).is_float;
+    return int_inputs ? SourceLayout::kCtNaiveQuantized : SourceLayout::kCtPackQuantized;
+  }
   return Unsupported(
       fmt::format("{}: no compressed-tensors format stores {} weights", name, QDTypeName(w.dtype)));
 }
@@ -69,6 +75,9 @@ Json Args(const TensorQuant& t, bool weights) {
   Json scale_dtype = Json::Null();
   if (t.dtype == QDType::kNVFP4) scale_dtype = Json::String("torch.float8_e4m3fn");
   if (t.dtype == QDType::kMXFP4) scale_dtype = Json::String("torch.uint8");
+  // Zero points are stored only for asymmetric integers, in int8 (QuantizationArgs' default).
+  Json zp_dtype = Json::Null();
+  if (!t.symmetric && !info.is_float) zp_dtype = Json::String("torch.int8");
   return Json::Object({
       {"actorder", Json::Null()},
       {"block_structure", block},
@@ -81,7 +90,7 @@ Json Args(const TensorQuant& t, bool weights) {
       {"strategy", Json::String(strategy)},
       {"symmetric", Json::Bool(t.symmetric)},
       {"type", Json::String(info.is_float ? "float" : "int")},
-      {"zp_dtype", Json::Null()},
+      {"zp_dtype", zp_dtype},
   });
 }
 

@@ -90,6 +90,19 @@ Checkpoint::OwnedTensor OwnedTensorOf(const std::string& prefix, std::string_vie
   return t;
 }
 
+// The 16-bit dtype integer scales are kept in: the checkpoint's fp16, else bf16 (the integer
+// families store 16-bit scales, compressed-tensors the model's dtype).
+QDType IntScaleDtype(QDType params_dtype);
+inline StDtype StDtypeOf16(QDType dtype) {
+  return dtype == QDType::kFP16 ? StDtype::kF16 : StDtype::kBF16;
+}
+// `x` rounded to the 16-bit `dtype`, and its bits: torch's arithmetic in bf16 / fp16 on a CPU,
+// which computes each operation in fp32 and rounds the result.
+uint16_t Bits16(float x, QDType dtype);
+float Round16(float x, QDType dtype);
+// torch.finfo(dtype).eps: the scale compressed-tensors gives a group whose scale is zero.
+inline float Eps16(QDType dtype) { return dtype == QDType::kFP16 ? 0x1p-10f : 0x1p-7f; }
+
 // The largest |w| of `count` values from `w`, `stride` apart.
 float AbsMax(const float* w, int64_t count, int64_t stride = 1);
 

@@ -186,6 +186,19 @@ float DenseLayer::AbsMax() const {
   return amax;
 }
 
+QDType IntScaleDtype(QDType params_dtype) {
+  return params_dtype == QDType::kFP16 ? QDType::kFP16 : QDType::kBF16;
+}
+
+uint16_t Bits16(float x, QDType dtype) {
+  return dtype == QDType::kFP16 ? FloatToFp16(x) : FloatToBf16(x);
+}
+
+float Round16(float x, QDType dtype) {
+  const uint16_t bits = Bits16(x, dtype);
+  return dtype == QDType::kFP16 ? Fp16ToFloat(bits) : Bf16ToFloat(bits);
+}
+
 float AbsMax(const float* w, int64_t count, int64_t stride) {
   float amax = 0.0f;
   for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::abs(w[i * stride]));
