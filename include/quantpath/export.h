@@ -26,6 +26,7 @@ namespace quantpath {
 enum class CheckpointFormat : uint8_t {
   kCompressedTensors,  // quant_method "compressed-tensors" (llmcompressor's layout)
   kNativeFp8,          // quant_method "fp8" (DeepSeek-V3's `weight_scale_inv` blocks)
+  kModelOpt,           // quant_method "modelopt" with hf_quant_config.json (NVIDIA ModelOpt's)
   kBf16,               // no quantization_config: every layer dequantized to bf16
 };
 std::string_view CheckpointFormatName(CheckpointFormat format);  // "compressed-tensors", …
@@ -61,6 +62,10 @@ struct QuantizeOptions : ExportOptions {
 
 struct ConvertOptions : ExportOptions {
   CheckpointFormat to = CheckpointFormat::kBf16;
+  // Write a layer whose stored values the target cannot hold as they are, changed as the engines
+  // read them (each such case is named in the report's notes); without it, such a layer is an
+  // error saying why.
+  bool lossy = false;
 };
 
 // What was written.

@@ -1,6 +1,6 @@
-// `convert` (export.h): each quantized layer of a checkpoint re-laid out tensor by tensor into
-// another format's layout (its codes and scales kept bit for bit), or dequantized to bf16 through
-// the double-precision reference; every other tensor copied as stored.
+// `convert` (export.h): each quantized layer of a checkpoint re-laid out into another format's
+// layout (relayout.h: its codes and scales kept bit for bit), or dequantized to bf16 through the
+// double-precision reference; every other tensor copied as stored.
 #include <cmath>
 #include <cstring>
 
@@ -11,6 +11,7 @@
 #include "src/export/engine_notes.h"
 #include "src/export/format_row.h"
 #include "src/export/layer_names.h"
+#include "src/export/relayout.h"
 #include "src/export/write_folder.h"
 
 namespace quantpath {
@@ -43,15 +44,6 @@ uint16_t RoundToBf16(double v) {
   }
   return FloatToBf16(f);
 }
-
-// One projection of a layer (a leg, or one expert's projection).
-struct Projection {
-  std::string layer;   // for messages
-  std::string prefix;  // its checkpoint module
-  int64_t rows = 0;
-  int64_t cols = 0;
-  bool expert = false;
-};
 
 // The projections of a site, each with its checkpoint prefix and shape.
 Result<std::vector<Projection>> ProjectionsOf(const Model& model, const LayerSite& site) {
@@ -117,27 +109,21 @@ Result<ExportUnit> Bf16Unit(const Checkpoint& checkpoint, const QuantScheme& sch
   return unit;
 }
 
-// A projection's tensors under layout `to`'s names, as stored.
-Result<ExportUnit> RelaidUnit(const Checkpoint& checkpoint, const QuantScheme& scheme,
-                              SourceLayout to, const Projection& p) {
-  ExportUnit unit;
-  unit.layer = p.layer;
-  unit.inputs = LayoutTensors(checkpoint, scheme.weight.load.layout, p.prefix);
-  std::vector<std::span<const std::byte>> views;
-  for (const std::string& name : unit.inputs) {
-    QP_ASSIGN_OR_RETURN(TensorView view, checkpoint.Get(name));
-    QP_ASSIGN_OR_RETURN(std::string renamed,
-                        RelaidName(name, p.prefix, scheme.weight.load.layout, to, p.layer));
-    unit.outputs.push_back({renamed, view.info->dtype, view.info->shape});
-    unit.bytes_in += static_cast<int64_t>(view.bytes.size());
-    views.push_back(view.bytes);
+// The input as quantpath reads it natively, or, where only engine releases read its description
+// (ModelOpt W4A16_NVFP4, MXFP8), as the first release dialect that does (said in `notes`).
+Result<Model> OpenInput(const std::string& in_dir, std::vector<std::string>* notes) {
+  QP_ASSIGN_OR_RETURN(OpenOptions native, OpenOptions::Parse("native", "", "cpu"));
+  Result<Model> model = OpenModel(in_dir, native);
+  if (model.ok()) return model;
+  for (const std::string_view engine : {"vllm@0.33", "sglang@0.5.23"}) {
+    QP_ASSIGN_OR_RETURN(OpenOptions open, OpenOptions::Parse(engine, "", "cpu"));
+    Result<Model> read = OpenModel(in_dir, open);
+    if (read.ok()) {
+      notes->push_back(fmt::format("read as {} reads it ({})", engine, model.status().message()));
+      return read;
+    }
   }
-  unit.produce = [views]() -> Result<std::vector<OutputBytes>> {
-    std::vector<OutputBytes> out;
-    for (std::span<const std::byte> v : views) out.push_back(OutputBytes::View(v));
-    return out;
-  };
-  return unit;
+  return model.status();
 }
 
 }  // namespace
@@ -147,8 +133,8 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
                                        const ConvertOptions& options) {
   using namespace export_internal;
   const FormatRow& row = FormatRowOf(options.to);
-  QP_ASSIGN_OR_RETURN(OpenOptions open, OpenOptions::Parse("native", "", "cpu"));
-  QP_ASSIGN_OR_RETURN(Model model, OpenModel(in_dir, open));
+  FolderContent content;
+  QP_ASSIGN_OR_RETURN(Model model, OpenInput(in_dir, &content.report.notes));
   if (model.plan.quant_method == "none") {
     return InvalidInput(fmt::format(
         "{}: not quantized; convert reads a quantized checkpoint, quantize writes one", model.dir));
@@ -157,7 +143,6 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
   QP_ASSIGN_OR_RETURN(std::vector<LayerDecision> decisions, DecideAll(model));
   const bool to_bf16 = options.to == CheckpointFormat::kBf16;
 
-  FolderContent content;
   content.in_dir = model.dir;
   content.report.format = std::string(row.name);
   std::optional<QuantScheme> scheme;  // the one scheme a quantized folder's config describes
@@ -205,7 +190,9 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
     QP_ASSIGN_OR_RETURN(std::vector<Projection> projections, ProjectionsOf(model, site));
     for (const Projection& p : projections) {
       Result<ExportUnit> unit =
-          to_bf16 ? Bf16Unit(checkpoint, s, p) : RelaidUnit(checkpoint, s, *layout, p);
+          to_bf16 ? Bf16Unit(checkpoint, s, p)
+                  : RelaidProjection(checkpoint, s, *layout, p, options.lossy,
+                                     &content.report.notes);
       if (!unit.ok()) return unit.status();
       layers.push_back(std::move(*unit));
     }
@@ -224,6 +211,9 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
   }
   if (!to_bf16 && scheme) {
     content.quantization_config = row.config(*scheme, *layout, IgnoreList({}, unquantized));
+    if (row.description_files) {
+      content.description_files = row.description_files(content.quantization_config);
+    }
   }
   QP_ASSIGN_OR_RETURN(ExportReport report, WriteModelFolder(out_dir, std::move(content), options));
   AddEngineNotes(report.out_dir, &report.notes);

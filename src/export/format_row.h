@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "quantpath/base.h"
@@ -23,6 +24,12 @@ struct FormatRow {
   // `ignore` the modules left unquantized (module names, or "re:" patterns); null for none.
   Json (*config)(const QuantScheme& scheme, SourceLayout layout,
                  const std::vector<std::string>& ignore);
+  // Whether the format's ignore list reads "re:" patterns; where not, --ignore's matches are
+  // listed by module name.
+  bool ignore_patterns = false;
+  // Files the format keeps beside config.json, made from its quantization_config (name, content);
+  // null for none.
+  std::vector<std::pair<std::string, Json>> (*description_files)(const Json& config) = nullptr;
 };
 
 struct FormatRegistrar {

@@ -32,6 +32,23 @@ std::vector<std::string> LayoutTensors(const Checkpoint& checkpoint, SourceLayou
   return names;
 }
 
+std::vector<TensorHeader> InLayoutOrder(const std::vector<TensorHeader>& headers,
+                                        SourceLayout layout, const std::string& prefix) {
+  std::vector<TensorHeader> ordered;
+  for (const SourceTensor& t : SourceTensors(layout)) {
+    if (t.slot == Slot::kBias) continue;
+    const std::string name = prefix + std::string(t.suffix);
+    for (const TensorHeader& h : headers) {
+      if (h.name == name &&
+          std::none_of(ordered.begin(), ordered.end(),
+                       [&](const TensorHeader& o) { return o.name == name; })) {
+        ordered.push_back(h);
+      }
+    }
+  }
+  return ordered;
+}
+
 Result<std::string> RelaidName(std::string_view name, const std::string& prefix, SourceLayout from,
                                SourceLayout to, std::string_view layer) {
   if (from == to) return std::string(name);

@@ -23,6 +23,11 @@ std::vector<std::string> ModuleNames(const LayerSite& site, bool every_expert = 
 std::vector<std::string> LayoutTensors(const Checkpoint& checkpoint, SourceLayout layout,
                                        const std::string& prefix);
 
+// `headers` (tensors of `prefix`) in `layout`'s table order, LayoutTensors' order; tensors the
+// layout does not name are left out.
+std::vector<TensorHeader> InLayoutOrder(const std::vector<TensorHeader>& headers,
+                                        SourceLayout layout, const std::string& prefix);
+
 // `name` (`prefix` + a suffix of layout `from`) as layout `to` names the same parameter; an
 // error naming the layer when `to` has no place for it.
 Result<std::string> RelaidName(std::string_view name, const std::string& prefix, SourceLayout from,

@@ -10,6 +10,7 @@
 #include "src/export/engine_notes.h"
 #include "src/export/format_row.h"
 #include "src/export/layer_names.h"
+#include "src/export/relayout.h"
 #include "src/export/write_folder.h"
 
 namespace quantpath {
@@ -83,6 +84,26 @@ Result<bool> Ignored(const LayerSite& site, IgnorePatterns* ignore) {
   return hits != 0;
 }
 
+// A scheme whose activations need a scale measured by calibration, which quantizing weights
+// to nearest cannot write; an error saying so, else ok.
+Status NeedsNoCalibration(const QuantScheme& scheme) {
+  const std::string name = scheme.CanonicalName();
+  if (scheme.input && scheme.input->dtype == QDType::kNVFP4) {
+    return Unsupported(fmt::format(
+        "{}: NVFP4 activations read a calibrated global scale per layer (compressed-tensors' "
+        "input_global_scale, ModelOpt's input_scale), which round-to-nearest quantization does "
+        "not measure; w4a16-nvfp4 writes the same weights",
+        name));
+  }
+  if (scheme.input && scheme.input->dynamic == Dynamic::kStatic) {
+    return Unsupported(fmt::format(
+        "{}: static activation scales are measured by calibration; a -dyn scheme writes the same "
+        "weights",
+        name));
+  }
+  return {};
+}
+
 struct Target {
   QuantScheme scheme;  // the online target, as the quantizer writes it
   SpecKey key;
@@ -102,43 +123,76 @@ const std::string* PrefixOf(const std::string& name, const std::vector<std::stri
   return best;
 }
 
-// One layer (or one expert projection) quantized: the quantizer's tensors under the format's
-// names.
+// The quantizer's tensors of one leg in the format's layout: the same bytes under the format's
+// names, or moved by a relayout row (relayout.h) where the layouts differ in more than names.
+struct LegMove {
+  const RelayoutRow* row = nullptr;  // null: renamed
+  QuantScheme scheme;                // the quantizer's scheme, stored in its layout
+  Projection projection;
+};
+
+// One layer (or one expert projection) quantized: the quantizer's tensors in the format's layout.
 Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& target,
                                  const AllocationRequest& request,
-                                 const std::vector<std::string>& prefixes) {
+                                 const std::vector<std::string>& prefixes,
+                                 std::vector<std::string>* notes) {
   QP_ASSIGN_OR_RETURN(QuantizedHeaders headers,
                       QuantizedLayerHeaders(target.key, target.act, request, prefixes));
   ExportUnit unit;
   unit.layer = request.layer;
-  for (const std::string& prefix : prefixes) {
+  std::vector<LegMove> moves;
+  for (size_t leg = 0; leg < prefixes.size(); ++leg) {
+    const std::string& prefix = prefixes[leg];
     QP_ASSIGN_OR_RETURN(TensorView weight, checkpoint.Get(prefix + ".weight"));
     unit.inputs.push_back(prefix + ".weight");
     unit.bytes_in += static_cast<int64_t>(weight.bytes.size());
-  }
-  std::vector<std::string> quantizer_names;
-  for (TensorHeader& h : headers.tensors) {
-    const std::string* prefix = PrefixOf(h.name, prefixes);
-    if (prefix == nullptr) {
-      return InternalError(fmt::format("{}: quantizer tensor {} is no leg's", unit.layer, h.name));
+    LegMove move{FindRelayout(headers.layout, target.layout), target.scheme,
+                 {unit.layer, prefix, weight.info->shape[0], weight.info->shape[1], false}};
+    move.scheme.weight.load.layout = headers.layout;
+    if (move.row != nullptr) AddRelayoutNote(*move.row, notes);
+    std::vector<TensorHeader> leg_headers;
+    for (const TensorHeader& h : headers.tensors) {
+      if (PrefixOf(h.name, prefixes) == &prefix) leg_headers.push_back(h);
     }
-    quantizer_names.push_back(h.name);
-    QP_ASSIGN_OR_RETURN(h.name,
-                        RelaidName(h.name, *prefix, headers.layout, target.layout, unit.layer));
-    unit.outputs.push_back(std::move(h));
+    std::vector<TensorHeader> stored = InLayoutOrder(leg_headers, headers.layout, prefix);
+    if (stored.size() != leg_headers.size()) {
+      return InternalError(fmt::format("{}: the quantizer writes tensors its layout {} does not name",
+                                       unit.layer, SourceLayoutName(headers.layout)));
+    }
+    if (move.row != nullptr) {
+      QP_ASSIGN_OR_RETURN(
+          std::vector<TensorHeader> moved,
+          move.row->headers(stored, move.scheme, target.layout, move.projection));
+      for (TensorHeader& h : moved) unit.outputs.push_back(std::move(h));
+    } else {
+      for (TensorHeader& h : stored) {
+        QP_ASSIGN_OR_RETURN(h.name, RelaidName(h.name, prefix, headers.layout, target.layout,
+                                               unit.layer));
+        unit.outputs.push_back(std::move(h));
+      }
+    }
+    moves.push_back(std::move(move));
   }
   unit.produce = [&checkpoint, target, request, prefixes,
-                  quantizer_names]() -> Result<std::vector<OutputBytes>> {
+                  moves]() -> Result<std::vector<OutputBytes>> {
     QP_ASSIGN_OR_RETURN(QuantizedTensors q, QuantizeLayerTensors(target.key, target.act, checkpoint,
                                                                  request, prefixes));
+    QP_ASSIGN_OR_RETURN(Checkpoint held,
+                        Checkpoint::FromTensors(request.layer, std::move(q.tensors)));
     std::vector<OutputBytes> out;
-    for (size_t i = 0; i < q.tensors.size(); ++i) {
-      if (i >= quantizer_names.size() || quantizer_names[i] != q.tensors[i].name) {
-        return InternalError(fmt::format("{}: the quantizer wrote {} where its headers said {}",
-                                         request.layer, q.tensors[i].name,
-                                         i < quantizer_names.size() ? quantizer_names[i] : "none"));
+    for (const LegMove& move : moves) {
+      if (move.row != nullptr) {
+        QP_ASSIGN_OR_RETURN(std::vector<OutputBytes> moved,
+                            move.row->produce(held, move.scheme, target.layout, move.projection,
+                                              false));
+        for (OutputBytes& o : moved) out.push_back(std::move(o));
+        continue;
       }
-      out.push_back(OutputBytes::Own(std::move(q.tensors[i].bytes)));
+      for (const std::string& name :
+           LayoutTensors(held, move.scheme.weight.load.layout, move.projection.prefix)) {
+        QP_ASSIGN_OR_RETURN(TensorView view, held.Get(name));
+        out.push_back(OutputBytes::Own({view.bytes.begin(), view.bytes.end()}));
+      }
     }
     return out;
   };
@@ -147,13 +201,14 @@ Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& tar
 
 // The units of one site to quantize: the layer, or each projection of each expert.
 Result<std::vector<ExportUnit>> SiteUnits(const Model& model, const Checkpoint& checkpoint,
-                                          const LayerSite& site, const Target& target) {
+                                          const LayerSite& site, const Target& target,
+                                          std::vector<std::string>* notes) {
   AllocationRequest request = RequestForSite(site, model.sites.torch_dtype, model.device);
   request.layer = site.path;
   std::vector<ExportUnit> units;
   if (site.kind != SiteKind::kMoe) {
     QP_ASSIGN_OR_RETURN(ExportUnit unit,
-                        QuantizedUnit(checkpoint, target, request, LegPrefixes(site)));
+                        QuantizedUnit(checkpoint, target, request, LegPrefixes(site), notes));
     units.push_back(std::move(unit));
     return units;
   }
@@ -174,7 +229,7 @@ Result<std::vector<ExportUnit>> SiteUnits(const Model& model, const Checkpoint& 
       AllocationRequest projection = projections[leg];
       projection.layer = fmt::format("{}, expert {} ({})", site.path, e, site.legs[leg].name);
       QP_ASSIGN_OR_RETURN(ExportUnit unit, QuantizedUnit(checkpoint, target, projection,
-                                                         {site.ExpertLegPath(e, leg)}));
+                                                         {site.ExpertLegPath(e, leg)}, notes));
       units.push_back(std::move(unit));
     }
   }
@@ -192,6 +247,7 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
   const FormatRow& row = FormatRowOf(format);
   QuantScheme written = online;
   written.online = false;
+  QP_RETURN_IF_ERROR(NeedsNoCalibration(written));
   QP_ASSIGN_OR_RETURN(SourceLayout layout, row.layout(written));
   QP_ASSIGN_OR_RETURN(OpenOptions open, OpenOptions::Parse("native", "", "cpu"));
   QP_ASSIGN_OR_RETURN(Model model, OpenModel(in_dir, open));
@@ -226,12 +282,12 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
     if (!quantizable) continue;
     QP_ASSIGN_OR_RETURN(bool ignored, Ignored(site, &ignore));
     if (ignored) {
-      if (format == CheckpointFormat::kNativeFp8) {
+      if (!row.ignore_patterns) {
         for (std::string& name : ModuleNames(site, true)) unquantized.push_back(std::move(name));
       }
       continue;
     }
-    QP_ASSIGN_OR_RETURN(std::vector<ExportUnit> units, SiteUnits(model, checkpoint, site, target));
+    QP_ASSIGN_OR_RETURN(std::vector<ExportUnit> units, SiteUnits(model, checkpoint, site, target, &content.report.notes));
     for (ExportUnit& unit : units) {
       quantized.push_back(std::move(unit));
     }
@@ -244,10 +300,13 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
     content.report.notes.push_back(
         fmt::format("--ignore {} matches no quantizable layer", pattern));
   }
-  // Engines read module names in quant_method fp8's lists; compressed-tensors reads patterns too.
+  // Where the format reads no patterns, the modules --ignore matched are listed by name.
   const std::vector<std::string> patterns =
-      format == CheckpointFormat::kNativeFp8 ? std::vector<std::string>() : ignore.patterns();
+      row.ignore_patterns ? ignore.patterns() : std::vector<std::string>();
   content.quantization_config = row.config(written, layout, IgnoreList(patterns, unquantized));
+  if (row.description_files) {
+    content.description_files = row.description_files(content.quantization_config);
+  }
   QP_ASSIGN_OR_RETURN(ExportReport report, WriteModelFolder(out_dir, std::move(content), options));
   AddEngineNotes(report.out_dir, &report.notes);
   return report;

@@ -93,6 +93,9 @@ Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent 
   QP_ASSIGN_OR_RETURN(report.bytes_out, shards.Finish());
   const fs::path in = content.in_dir;
   QP_RETURN_IF_ERROR(WriteConfig(in, folder->temp(), content.quantization_config));
+  for (const auto& [name, json] : content.description_files) {
+    QP_RETURN_IF_ERROR(WriteFileAtomically(folder->temp() / name, ToJson(json, 4) + "\n"));
+  }
   QP_RETURN_IF_ERROR(CopyOtherFiles(in, folder->temp(), &report.notes));
   report.files = FilesOf(folder->temp());
   for (const std::string& file : report.files) {

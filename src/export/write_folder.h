@@ -16,6 +16,7 @@ struct FolderContent {
   std::string in_dir;  // resolved
   std::vector<ExportUnit> units;
   Json quantization_config;  // null: none
+  std::vector<std::pair<std::string, Json>> description_files;  // beside config.json
   ExportReport report;       // format, scheme, layers_written and notes filled by the caller
 };
 

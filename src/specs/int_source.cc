@@ -105,4 +105,12 @@ uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits) 
   return static_cast<uint32_t>(value) & ((1u << bits) - 1);
 }
 
+void PutStreamCode(uint32_t* words, int64_t stride, int64_t i, int bits, uint32_t code) {
+  const int64_t bit = i * bits;
+  const int64_t word = bit / 32;
+  const int shift = static_cast<int>(bit % 32);
+  words[word * stride] |= code << shift;
+  if (shift + bits > 32) words[(word + 1) * stride] |= code >> (32 - shift);
+}
+
 }  // namespace quantpath::specs_internal

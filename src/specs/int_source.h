@@ -77,5 +77,7 @@ IntPackedDims PackedDimsOf(SourceLayout layout, bool zero_point);
 // Code i of a little-endian bit stream of 32-bit words, `stride` words apart (a column of a
 // row-major matrix has stride = its width): bits [i·b, i·b + b) of the stream.
 uint32_t StreamCode(const uint32_t* words, int64_t stride, int64_t i, int bits);
+// Sets code i of such a stream, whose bits there must be zero (the writers' counterpart).
+void PutStreamCode(uint32_t* words, int64_t stride, int64_t i, int bits, uint32_t code);
 
 }  // namespace quantpath::specs_internal

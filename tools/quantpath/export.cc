@@ -1,5 +1,5 @@
 // quantpath quantize IN_DIR OUT_DIR --scheme NAME [--format F] [--ignore PATTERN…] [--force]
-// quantpath convert  IN_DIR OUT_DIR --to FORMAT [--force]
+// quantpath convert  IN_DIR OUT_DIR --to FORMAT [--lossy] [--force]
 //   both: [--threads T] [--shard-bytes B] [--json]
 //
 // Write a model folder (the library's QuantizeCheckpoint / ConvertCheckpoint) and report what was
@@ -23,6 +23,7 @@ struct ExportArgs {
   std::string format;
   std::vector<std::string> ignore;
   bool force = false;
+  bool lossy = false;
   int threads = 0;
   int64_t shard_bytes = ExportOptions().max_shard_bytes;
   bool json = false;
@@ -103,6 +104,7 @@ int RunConvert(const ExportArgs& args) {
   Result<CheckpointFormat> to = ParseCheckpointFormat(args.format);
   if (!to.ok()) return ReportBadInput(to.status().message());
   options.to = *to;
+  options.lossy = args.lossy;
   return Print(ConvertCheckpoint(args.in_dir, args.out_dir, options), args, "converted");
 }
 
@@ -150,6 +152,9 @@ void AddConvertCommand(CLI::App& app, int* exit_code) {
       args.get());
   AddChoiceOption(cmd, "--to", &args->format, "The format to write", CheckpointFormatNames())
       ->required();
+  cmd->add_flag("--lossy", args->lossy,
+                "Write values the target cannot hold as stored the way the engines read them "
+                "(default: refuse, saying why)");
   cmd->callback([args, exit_code] { *exit_code = RunConvert(*args); });
 }
 

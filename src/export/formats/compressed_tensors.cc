@@ -27,19 +27,6 @@ std::string_view FormatName(SourceLayout layout) {
 Result<SourceLayout> Layout(const QuantScheme& scheme) {
   const TensorQuant& w = scheme.weight;
   const std::string name = scheme.CanonicalName();
-  if (scheme.input && scheme.input->dtype == QDType::kNVFP4) {
-    return Unsupported(fmt::format(
-        "{}: compressed-tensors' NVFP4 activations read a calibrated input_global_scale per "
-        "layer, which round-to-nearest quantization does not measure; w4a16-nvfp4 writes the "
-        "same weights",
-        name));
-  }
-  if (scheme.input && scheme.input->dynamic == Dynamic::kStatic) {
-    return Unsupported(fmt::format(
-        "{}: static activation scales are measured by calibration; a -dyn scheme writes the same "
-        "weights",
-        name));
-  }
   switch (w.dtype) {
     case QDType::kFP8E4M3:
       return SourceLayout::kCtFloatQuantized;
@@ -79,12 +66,14 @@ Json Args(const TensorQuant& t, bool weights) {
   Json zp_dtype = Json::Null();
   if (!t.symmetric && !info.is_float) zp_dtype = Json::String("torch.int8");
   return Json::Object({
-      {"actorder", Json::Null()},
+      {"actorder", t.load.act_order ? Json::String("group") : Json::Null()},
       {"block_structure", block},
       {"dynamic", dynamic},
       {"group_size", OptionalInt(t.group_size)},
       {"num_bits", Json::Int(info.bits)},
-      {"observer", weights ? Json::String("memoryless_minmax") : Json::Null()},
+      {"observer", weights                       ? Json::String("memoryless_minmax")
+                   : t.dynamic == Dynamic::kLocal ? Json::String("static_minmax")
+                                                  : Json::Null()},
       {"observer_kwargs", Json::Object()},
       {"scale_dtype", scale_dtype},
       {"strategy", Json::String(strategy)},
@@ -121,7 +110,7 @@ Json Config(const QuantScheme& scheme, SourceLayout layout,
 }
 
 const FormatRegistrar kRegister({CheckpointFormat::kCompressedTensors, "compressed-tensors", Layout,
-                                 Config});
+                                 Config, true});
 
 }  // namespace
 }  // namespace quantpath::export_internal

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "src/specs/int_family.h"
+#include "src/specs/int_source.h"
 #include "src/specs/online/online_quantizer.h"
 
 namespace quantpath::specs_internal {
@@ -83,7 +84,7 @@ Result<QuantizedLayer> QuantizeGroups(const SpecKey& key, const DenseLayer& laye
         scales[r * groups + g] = Bits16(scale, scale_dtype);
         const auto zero_code = static_cast<uint32_t>(zero + kOffset);
         // Row r's zero point is code r of the group's column, whose words are `groups` apart.
-        zeros[(r * kBits / 32) * groups + g] |= zero_code << (r * kBits % 32);
+        PutStreamCode(zeros.data() + g, groups, r, kBits, zero_code);
         for (int64_t c = c0; c < c0 + n; ++c) {
           const float q = std::clamp(std::nearbyint(w[c] / scale + static_cast<float>(zero)),
                                      float{kMin}, float{kMax});
