@@ -189,10 +189,9 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
     }
     QP_ASSIGN_OR_RETURN(std::vector<Projection> projections, ProjectionsOf(model, site));
     for (const Projection& p : projections) {
-      Result<ExportUnit> unit =
-          to_bf16 ? Bf16Unit(checkpoint, s, p)
-                  : RelaidProjection(checkpoint, s, *layout, p, options.lossy,
-                                     &content.report.notes);
+      Result<ExportUnit> unit = to_bf16 ? Bf16Unit(checkpoint, s, p)
+                                        : RelaidProjection(checkpoint, s, *layout, p, options.lossy,
+                                                           &content.report.notes);
       if (!unit.ok()) return unit.status();
       layers.push_back(std::move(*unit));
     }

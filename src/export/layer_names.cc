@@ -39,9 +39,8 @@ std::vector<TensorHeader> InLayoutOrder(const std::vector<TensorHeader>& headers
     if (t.slot == Slot::kBias) continue;
     const std::string name = prefix + std::string(t.suffix);
     for (const TensorHeader& h : headers) {
-      if (h.name == name &&
-          std::none_of(ordered.begin(), ordered.end(),
-                       [&](const TensorHeader& o) { return o.name == name; })) {
+      if (h.name == name && std::none_of(ordered.begin(), ordered.end(),
+                                         [&](const TensorHeader& o) { return o.name == name; })) {
         ordered.push_back(h);
       }
     }

@@ -146,7 +146,8 @@ Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& tar
     QP_ASSIGN_OR_RETURN(TensorView weight, checkpoint.Get(prefix + ".weight"));
     unit.inputs.push_back(prefix + ".weight");
     unit.bytes_in += static_cast<int64_t>(weight.bytes.size());
-    LegMove move{FindRelayout(headers.layout, target.layout), target.scheme,
+    LegMove move{FindRelayout(headers.layout, target.layout),
+                 target.scheme,
                  {unit.layer, prefix, weight.info->shape[0], weight.info->shape[1], false}};
     move.scheme.weight.load.layout = headers.layout;
     if (move.row != nullptr) AddRelayoutNote(*move.row, notes);
@@ -156,18 +157,18 @@ Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& tar
     }
     std::vector<TensorHeader> stored = InLayoutOrder(leg_headers, headers.layout, prefix);
     if (stored.size() != leg_headers.size()) {
-      return InternalError(fmt::format("{}: the quantizer writes tensors its layout {} does not name",
-                                       unit.layer, SourceLayoutName(headers.layout)));
+      return InternalError(
+          fmt::format("{}: the quantizer writes tensors its layout {} does not name", unit.layer,
+                      SourceLayoutName(headers.layout)));
     }
     if (move.row != nullptr) {
-      QP_ASSIGN_OR_RETURN(
-          std::vector<TensorHeader> moved,
-          move.row->headers(stored, move.scheme, target.layout, move.projection));
+      QP_ASSIGN_OR_RETURN(std::vector<TensorHeader> moved,
+                          move.row->headers(stored, move.scheme, target.layout, move.projection));
       for (TensorHeader& h : moved) unit.outputs.push_back(std::move(h));
     } else {
       for (TensorHeader& h : stored) {
-        QP_ASSIGN_OR_RETURN(h.name, RelaidName(h.name, prefix, headers.layout, target.layout,
-                                               unit.layer));
+        QP_ASSIGN_OR_RETURN(h.name,
+                            RelaidName(h.name, prefix, headers.layout, target.layout, unit.layer));
         unit.outputs.push_back(std::move(h));
       }
     }
@@ -182,9 +183,9 @@ Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& tar
     std::vector<OutputBytes> out;
     for (const LegMove& move : moves) {
       if (move.row != nullptr) {
-        QP_ASSIGN_OR_RETURN(std::vector<OutputBytes> moved,
-                            move.row->produce(held, move.scheme, target.layout, move.projection,
-                                              false));
+        QP_ASSIGN_OR_RETURN(
+            std::vector<OutputBytes> moved,
+            move.row->produce(held, move.scheme, target.layout, move.projection, false));
         for (OutputBytes& o : moved) out.push_back(std::move(o));
         continue;
       }
@@ -287,7 +288,8 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
       }
       continue;
     }
-    QP_ASSIGN_OR_RETURN(std::vector<ExportUnit> units, SiteUnits(model, checkpoint, site, target, &content.report.notes));
+    QP_ASSIGN_OR_RETURN(std::vector<ExportUnit> units,
+                        SiteUnits(model, checkpoint, site, target, &content.report.notes));
     for (ExportUnit& unit : units) {
       quantized.push_back(std::move(unit));
     }

@@ -15,9 +15,9 @@ namespace quantpath::export_internal {
 struct FolderContent {
   std::string in_dir;  // resolved
   std::vector<ExportUnit> units;
-  Json quantization_config;  // null: none
+  Json quantization_config;                                     // null: none
   std::vector<std::pair<std::string, Json>> description_files;  // beside config.json
-  ExportReport report;       // format, scheme, layers_written and notes filled by the caller
+  ExportReport report;  // format, scheme, layers_written and notes filled by the caller
 };
 
 Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent content,

@@ -71,7 +71,7 @@ Json Args(const TensorQuant& t, bool weights) {
       {"dynamic", dynamic},
       {"group_size", OptionalInt(t.group_size)},
       {"num_bits", Json::Int(info.bits)},
-      {"observer", weights                       ? Json::String("memoryless_minmax")
+      {"observer", weights                        ? Json::String("memoryless_minmax")
                    : t.dynamic == Dynamic::kLocal ? Json::String("static_minmax")
                                                   : Json::Null()},
       {"observer_kwargs", Json::Object()},

@@ -72,8 +72,8 @@ Json Config(const QuantScheme& scheme, SourceLayout, const std::vector<std::stri
 
 // hf_quant_config.json from the embedded description.
 std::vector<std::pair<std::string, Json>> DescriptionFiles(const Json& config) {
-  std::vector<Json::Member> quantization = {
-      {"quant_algo", *config.Find("quant_algo")}, {"kv_cache_quant_algo", Json::Null()}};
+  std::vector<Json::Member> quantization = {{"quant_algo", *config.Find("quant_algo")},
+                                            {"kv_cache_quant_algo", Json::Null()}};
   const Json* weights = config.Find("config_groups")->Find("group_0")->Find("weights");
   if (const Json* group = weights->FindNonNull("group_size")) {
     quantization.emplace_back("group_size", *group);

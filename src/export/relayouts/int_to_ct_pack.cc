@@ -47,8 +47,8 @@ Result<std::vector<std::byte>> ScaleBytes(const std::vector<float>& scales, StDt
                                           std::string_view layer) {
   if (dtype == StDtype::kF32) return BytesOf(scales.data(), scales.size() * 4);
   if (dtype != StDtype::kF16 && dtype != StDtype::kBF16) {
-    return InvalidInput(fmt::format("{}: scales of {} cannot be written", layer,
-                                    StDtypeName(dtype)));
+    return InvalidInput(
+        fmt::format("{}: scales of {} cannot be written", layer, StDtypeName(dtype)));
   }
   std::vector<uint16_t> bits(scales.size());
   for (size_t i = 0; i < scales.size(); ++i) {
@@ -92,7 +92,8 @@ Result<std::vector<TensorHeader>> Headers(const std::vector<TensorHeader>& store
       {p.prefix + ".weight_scale", scale->dtype, {r.rows, groups}},
       {p.prefix + ".weight_shape", StDtype::kI64, {2}}};
   if (r.zero_point) {
-    out.push_back({p.prefix + ".weight_zero_point", StDtype::kI32, {Words(r.rows, r.bits), groups}});
+    out.push_back(
+        {p.prefix + ".weight_zero_point", StDtype::kI32, {Words(r.rows, r.bits), groups}});
   }
   if (r.act_order) out.push_back({p.prefix + ".weight_g_idx", StDtype::kI32, {r.cols}});
   return out;

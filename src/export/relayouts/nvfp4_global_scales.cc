@@ -55,9 +55,9 @@ Result<std::vector<TensorHeader>> Headers(const std::vector<TensorHeader>& store
   for (const TensorHeader& h : stored) {
     QP_ASSIGN_OR_RETURN(std::string renamed, RelaidName(h.name, p.prefix, from, to, p.layer));
     if (IsSecondLevel(h.name, p, from)) {
-      out.push_back({renamed, StDtype::kF32,
-                     to == SourceLayout::kModelOptNvfp4 ? std::vector<int64_t>{}
-                                                        : std::vector<int64_t>{1}});
+      out.push_back(
+          {renamed, StDtype::kF32,
+           to == SourceLayout::kModelOptNvfp4 ? std::vector<int64_t>{} : std::vector<int64_t>{1}});
     } else {
       out.push_back({renamed, h.dtype, h.shape});
     }
