@@ -150,7 +150,7 @@ Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& tar
                  target.scheme,
                  {unit.layer, prefix, weight.info->shape[0], weight.info->shape[1], false}};
     move.scheme.weight.load.layout = headers.layout;
-    if (move.row != nullptr) AddRelayoutNote(*move.row, notes);
+    if (move.row != nullptr) AddRelayoutNote(*move.row, move.scheme, notes);
     std::vector<TensorHeader> leg_headers;
     for (const TensorHeader& h : headers.tensors) {
       if (PrefixOf(h.name, prefixes) == &prefix) leg_headers.push_back(h);

@@ -55,8 +55,9 @@ const RelayoutRow* FindRelayout(SourceLayout from, SourceLayout to) {
   return nullptr;
 }
 
-void AddRelayoutNote(const RelayoutRow& row, std::vector<std::string>* notes) {
-  const std::string note(row.note);
+void AddRelayoutNote(const RelayoutRow& row, const QuantScheme& scheme,
+                     std::vector<std::string>* notes) {
+  const std::string note = row.note(scheme);
   if (!note.empty() && std::find(notes->begin(), notes->end(), note) == notes->end()) {
     notes->push_back(note);
   }
@@ -73,7 +74,7 @@ Result<ExportUnit> RelaidProjection(const Checkpoint& checkpoint, const QuantSch
                                     std::vector<std::string>* notes) {
   const RelayoutRow* row = FindRelayout(scheme.weight.load.layout, to);
   if (row == nullptr) return RenamedUnit(checkpoint, scheme, to, p);
-  AddRelayoutNote(*row, notes);
+  AddRelayoutNote(*row, scheme, notes);
   ExportUnit unit;
   unit.layer = p.layer;
   unit.inputs = LayoutTensors(checkpoint, scheme.weight.load.layout, p.prefix);

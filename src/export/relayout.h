@@ -35,8 +35,9 @@ struct RelayoutRow {
   // `to` cannot hold as stored is an error naming the layer, unless `lossy`.
   Result<std::vector<OutputBytes>> (*produce)(const Checkpoint& source, const QuantScheme& scheme,
                                               SourceLayout to, const Projection& p, bool lossy);
-  // Said once in the report's notes when the row moved a layer (what it changed, if anything).
-  std::string_view note;
+  // Said once in the report's notes when the row moved a layer of `scheme` (what it changed or
+  // what reads it, if anything); empty for nothing to say.
+  std::string (*note)(const QuantScheme& scheme);
 };
 
 struct RelayoutRegistrar {
@@ -52,7 +53,8 @@ Result<ExportUnit> RelaidProjection(const Checkpoint& checkpoint, const QuantSch
                                     SourceLayout to, const Projection& p, bool lossy,
                                     std::vector<std::string>* notes);
 
-// Adds `row`'s note to `notes` unless it is empty or there already.
-void AddRelayoutNote(const RelayoutRow& row, std::vector<std::string>* notes);
+// Adds `row`'s note on `scheme` to `notes` unless it is empty or there already.
+void AddRelayoutNote(const RelayoutRow& row, const QuantScheme& scheme,
+                     std::vector<std::string>* notes);
 
 }  // namespace quantpath::export_internal

@@ -1,7 +1,9 @@
-// quantize's compressed-tensors folders as compressed-tensors itself reads them back: its
+// quantize's compressed-tensors folders, and the GPTQ / AWQ / ModelOpt NVFP4 producers' folders
+// convert re-lays out as compressed-tensors, as compressed-tensors itself reads them back: its
 // dequantizer's result on each output (tests/data/producers/quantpath_ct_decompressed.json,
 // tools/fixtures/producers/decompress_quantpath.py) against quantpath's fp64 reference of the same
-// folder rounded to the scale's dtype, as the decompressor computes in it (bf16 int8 scales), then
+// folder rounded to the scale's dtype, as the decompressor computes in it (bf16 int8 scales, fp16
+// GPTQ / AWQ scales), then
 // to float32: equal bit for bit. NVFP4 is decompressed as bf16(code · fp32(block scale / global)),
 // the quotient rounded first: that is decoded here from the written tensors and must agree bit for
 // bit, and the reference within one float32 ulp of the fp32 product.
@@ -65,27 +67,36 @@ std::map<std::string, std::string> ReferenceDigests(const std::filesystem::path&
     if (d.decision.kind != DecisionKind::kQuantized || d.site->kind == SiteKind::kAttention) {
       continue;
     }
-    std::vector<std::pair<std::string, bool>> prefixes;  // (prefix, expert)
+    // (prefix, the projection in every expert: NVFP4 experts share one input global)
+    std::vector<std::pair<std::string, std::vector<std::string>>> prefixes;
     if (d.site->kind == SiteKind::kMoe) {
-      for (int64_t e = 0; e < d.site->experts; ++e) {
-        for (size_t leg = 0; leg < d.site->legs.size(); ++leg) {
-          prefixes.emplace_back(d.site->ExpertLegPath(e, leg), true);
+      for (size_t leg = 0; leg < d.site->legs.size(); ++leg) {
+        std::vector<std::string> peers;
+        for (int64_t e = 0; e < d.site->experts; ++e) {
+          peers.push_back(d.site->ExpertLegPath(e, leg));
         }
+        for (const std::string& p : peers) prefixes.emplace_back(p, peers);
       }
     } else {
-      for (const std::string& p : LegPrefixes(*d.site)) prefixes.emplace_back(p, false);
+      for (const std::string& p : LegPrefixes(*d.site)) {
+        prefixes.emplace_back(p, std::vector<std::string>());
+      }
     }
-    for (const auto& [prefix, expert] : prefixes) {
+    for (const auto& [prefix, peers] : prefixes) {
       Result<ReferenceLayer> ref =
-          expert ? DequantizeExpertReference(*checkpoint, *d.decision.scheme, prefix, prefix, {},
-                                             false)
-                 : DequantizeReference(*checkpoint, *d.decision.scheme, prefix, {prefix}, false);
+          !peers.empty()
+              ? DequantizeExpertReference(*checkpoint, *d.decision.scheme, prefix, prefix, peers,
+                                          false)
+              : DequantizeReference(*checkpoint, *d.decision.scheme, prefix, {prefix}, false);
       EXPECT_TRUE(ref.ok()) << ref.status().message();
       if (!ref.ok()) continue;
       std::vector<float> values(ref->weight.begin(), ref->weight.end());
       Result<TensorView> scale = checkpoint->Get(prefix + ".weight_scale");
       if (scale.ok() && scale->info->dtype == StDtype::kBF16) {
         for (float& v : values) v = Bf16ToFloat(FloatToBf16(v));
+      }
+      if (scale.ok() && scale->info->dtype == StDtype::kF16) {  // GPTQ / AWQ scales
+        for (float& v : values) v = Fp16ToFloat(FloatToFp16(v));
       }
       if (checkpoint->Has(prefix + ".weight_global_scale")) {
         const std::vector<float> decoded = Nvfp4AsDecompressed(*checkpoint, prefix);
@@ -128,6 +139,32 @@ TEST(Quantize, CompressedTensorsDecompressesWhatTheReferenceReads) {
     }
   }
   EXPECT_GE(compared, 9 * (14 + 32));
+}
+
+TEST(Convert, CompressedTensorsDecompressesWhatTheReferenceReads) {
+  Result<Json> committed = ReadJsonFile(Producer("quantpath_ct_decompressed.json"));
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  const Json* converted = committed->Find("converted");
+  ASSERT_NE(converted, nullptr);
+  int compared = 0;
+  for (const Json::Member& folder : converted->members()) {
+    ConvertOptions options;
+    options.to = CheckpointFormat::kCompressedTensors;
+    const std::filesystem::path out = FreshDir("." + folder.first) / "out";
+    Result<ExportReport> report =
+        ConvertCheckpoint(Producer(folder.first).string(), out.string(), options);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    const std::map<std::string, std::string> ours = ReferenceDigests(out);
+    EXPECT_EQ(ours.size(), folder.second.members().size()) << folder.first;
+    for (const Json::Member& weight : folder.second.members()) {
+      auto it = ours.find(weight.first);
+      ASSERT_NE(it, ours.end()) << folder.first << " " << weight.first;
+      EXPECT_EQ(it->second, weight.second.Find("fnv1a64")->string_value())
+          << folder.first << " " << weight.first;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 5 * 14 + 32);
 }
 
 }  // namespace

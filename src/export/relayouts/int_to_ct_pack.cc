@@ -152,7 +152,14 @@ Result<std::vector<OutputBytes>> Produce(const Checkpoint& source, const QuantSc
   return out;
 }
 
-const RelayoutRegistrar kRegister({Applies, Headers, Produce, ""});
+std::string Note(const QuantScheme& scheme) {
+  if (!scheme.weight.load.act_order) return "";
+  return "act-order layers are written with weight_g_idx and actorder \"group\", which vLLM 0.33 "
+         "and SGLang 0.5.23 read; compressed-tensors' own library refuses \"group\" from 0.19 on "
+         "(its \"weight\" ordering keeps no g_idx, and GPTQ's act-order groups need one)";
+}
+
+const RelayoutRegistrar kRegister({Applies, Headers, Produce, Note});
 
 }  // namespace
 }  // namespace quantpath::export_internal

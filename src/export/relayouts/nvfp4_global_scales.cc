@@ -84,12 +84,16 @@ Result<std::vector<OutputBytes>> Produce(const Checkpoint& source, const QuantSc
   return out;
 }
 
-const RelayoutRegistrar kRegister(
-    {Applies, Headers, Produce,
-     "NVFP4 second-level scales inverted in fp32 (ModelOpt's weight_scale_2 / input_scale "
-     "multiply, compressed-tensors' weight_global_scale / input_global_scale divide): each within "
-     "one fp32 ulp of the exact reciprocal, and so are the dequantized weights; every 4-bit code "
-     "and block scale is kept bit for bit"});
+std::string Note(const QuantScheme&) {
+  return "NVFP4 second-level scales inverted in fp32 (ModelOpt's weight_scale_2 / input_scale "
+         "multiply, compressed-tensors' weight_global_scale / input_global_scale divide): each "
+         "within "
+         "one fp32 ulp of the exact reciprocal, and so are the dequantized weights; every 4-bit "
+         "code "
+         "and block scale is kept bit for bit";
+}
+
+const RelayoutRegistrar kRegister({Applies, Headers, Produce, Note});
 
 }  // namespace
 }  // namespace quantpath::export_internal
