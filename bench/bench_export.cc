@@ -40,7 +40,8 @@ constexpr int64_t kLayerBytes =
 
 fs::path Root() {
   const char* tmp = std::getenv("TMPDIR");
-  return fs::path(tmp != nullptr ? tmp : "/tmp") / fmt::format("quantpath_bench_export_{}", getpid());
+  return fs::path(tmp != nullptr ? tmp : "/tmp") /
+         fmt::format("quantpath_bench_export_{}", getpid());
 }
 
 int Layers() {
@@ -58,8 +59,8 @@ std::vector<std::byte> RandomBf16(int64_t count, uint64_t seed) {
     s ^= s >> 7;
     s ^= s << 17;
     // The sum of four uniform bytes, centred: roughly normal.
-    const int sum = static_cast<int>((s & 0xFF) + (s >> 8 & 0xFF) + (s >> 16 & 0xFF) +
-                                     (s >> 24 & 0xFF)) - 510;
+    const int sum =
+        static_cast<int>((s & 0xFF) + (s >> 8 & 0xFF) + (s >> 16 & 0xFF) + (s >> 24 & 0xFF)) - 510;
     const float v = static_cast<float>(sum) * (0.02f / 148.0f);
     uint32_t bits;
     std::memcpy(&bits, &v, 4);

@@ -185,7 +185,15 @@ uint8_t FloatToE8M0(float value) {
 }
 float E2M1ToFloat(uint8_t nibble) { return DecodeTable<FloatFormat::kE2M1>()[nibble & 0xF]; }
 uint8_t FloatToE2M1(float value) {
-  return static_cast<uint8_t>(Encode(FormatInfo(FloatFormat::kE2M1), value));
+  // Encode's rounding for E2M1 by counting the midpoints below |value| (it runs once per weight
+  // when quantizing, on values no branch predicts): the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 are
+  // codes 0–7, a midpoint goes to the even code (hence > before an odd code, >= before an even
+  // one), and past 6 saturates; the sign bit is kept, even for a value rounding to zero; NaN is 0.
+  if (std::isnan(value)) return 0;
+  const float m = std::fabs(value);
+  const int code = (m > 0.25f) + (m >= 0.75f) + (m > 1.25f) + (m >= 1.75f) + (m > 2.5f) +
+                   (m >= 3.5f) + (m > 5.0f);
+  return static_cast<uint8_t>(code | (std::signbit(value) ? 0x8 : 0));
 }
 
 }  // namespace quantpath

@@ -67,12 +67,17 @@ Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent 
   ShardWriter shards(folder->temp(), PlanShards(headers, options.max_shard_bytes));
 
   // A batch of units per round: each produced on its own thread, then written in order, so at
-  // most `threads` layers are held at once.
+  // most `threads` layers are held at once. The tensors copied as stored between them ride along
+  // (they are views of the input), so every thread gets a layer.
   const int threads = options.threads > 0 ? options.threads : DefaultThreads();
-  const size_t batch = static_cast<size_t>(std::max(1, threads));
   std::vector<Result<std::vector<OutputBytes>>> produced;
-  for (size_t first = 0; first < content.units.size(); first += batch) {
-    const size_t n = std::min(batch, content.units.size() - first);
+  for (size_t first = 0, n = 0; first < content.units.size(); first += n) {
+    int layers = 0;
+    for (n = 0; first + n < content.units.size(); ++n) {
+      const bool layer = !content.units[first + n].layer.empty();
+      if (layer && layers == std::max(1, threads)) break;
+      layers += layer ? 1 : 0;
+    }
     produced.assign(n, InternalError("not produced"));
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
     for (size_t i = 0; i < n; ++i) produced[i] = content.units[first + i].produce();

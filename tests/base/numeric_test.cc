@@ -259,6 +259,23 @@ TEST(NumericEncode, EveryValueRoundTrips) {
   check(FloatFormat::kE2M1, E2M1ToFloat, FloatToE2M1);
 }
 
+// FloatToE2M1 decides by comparison; the generic encoder by the format's table. Every float
+// whose magnitude lies in [0, 8] on a grid of 2^-10 (every E2M1 midpoint and its neighbours
+// included), both signs, infinities and NaN agree.
+TEST(NumericEncode, E2M1ByComparisonIsTheGenericRounding) {
+  std::vector<float> values = {INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f};
+  for (int i = 0; i <= 8 * 1024; ++i) {
+    const float v = static_cast<float>(i) * 0x1p-10f;
+    for (const float x : {v, std::nextafter(v, 0.0f), std::nextafter(v, 9.0f)}) {
+      values.push_back(x);
+      values.push_back(-x);
+    }
+  }
+  for (const float x : values) {
+    EXPECT_EQ(FloatToE2M1(x), EncodeFloat(FloatFormat::kE2M1, x)) << x;
+  }
+}
+
 // Between two neighbours, the midpoint goes to the one with the even significand and anything
 // off the midpoint to the nearer one. The patterns of one sign are ordered like their values, so
 // neighbours are consecutive patterns.

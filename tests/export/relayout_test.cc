@@ -178,6 +178,34 @@ TEST(Relayout, Nvfp4BetweenModelOptAndCompressedTensorsInvertsOnlyTheGlobals) {
   }
 }
 
+TEST(Relayout, ModelOptFp8ToCompressedTensorsAndBackKeepsEveryTensor) {
+  const std::filesystem::path dir = FreshDir();
+  const std::filesystem::path source = Producer("mo_llama_fp8");
+  ASSERT_TRUE(Convert(source, dir / "ct", CheckpointFormat::kCompressedTensors).ok());
+  Result<ExportReport> back = Convert(dir / "ct", dir / "mo", CheckpointFormat::kModelOpt);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const auto original = ReadAll(source);
+  const auto returned = ReadAll(dir / "mo");
+  ASSERT_EQ(original.size(), returned.size());
+  for (const auto& [name, t] : original) {
+    auto it = returned.find(name);
+    ASSERT_NE(it, returned.end()) << name;
+    EXPECT_EQ(it->second.shape, t.shape) << name;
+    EXPECT_EQ(it->second.bytes, t.bytes) << name;
+  }
+  Result<Json> description = ReadJsonFile(dir / "mo" / "hf_quant_config.json");
+  ASSERT_TRUE(description.ok()) << description.status().message();
+  EXPECT_EQ(description->Find("quantization")->Find("quant_algo")->string_value(), "FP8");
+  for (const std::string engine : {"vllm@0.33", "sglang@0.5.23"}) {
+    for (const std::string folder : {"ct", "mo"}) {
+      ExpectCheckClean(dir / folder, engine);
+      EXPECT_EQ(QuantizedSites(Decisions(dir / folder, engine)),
+                QuantizedSites(Decisions(source, engine)))
+          << engine << " " << folder;
+    }
+  }
+}
+
 TEST(Relayout, QuantizeWritesModelOptNvfp4WithItsDescriptionFile) {
   const std::filesystem::path dir = FreshDir();
   QuantizeOptions options;
