@@ -14,19 +14,13 @@
 namespace quantpath {
 namespace {
 
+using testing::Convert;
 using testing::Decisions;
 using testing::ExpectCheckClean;
 using testing::FreshDir;
 using testing::Producer;
 using testing::ReadAll;
 using testing::ReadFile;
-
-Result<ExportReport> Convert(const std::filesystem::path& in, const std::filesystem::path& out,
-                             CheckpointFormat to) {
-  ConvertOptions options;
-  options.to = to;
-  return ConvertCheckpoint(in.string(), out.string(), options);
-}
 
 TEST(Convert, Fp8BlocksToNativeAndBackKeepEveryTensor) {
   for (const std::string folder : {"ct_llama_fp8_block", "ct_qwen3moe_fp8_block"}) {

@@ -52,6 +52,16 @@ inline std::map<std::string, StoredTensor> ReadFile(const std::filesystem::path&
   return out;
 }
 
+// ConvertCheckpoint of `in` into `out` in format `to`.
+inline Result<ExportReport> Convert(const std::filesystem::path& in,
+                                    const std::filesystem::path& out, CheckpointFormat to,
+                                    bool lossy = false) {
+  ConvertOptions options;
+  options.to = to;
+  options.lossy = lossy;
+  return ConvertCheckpoint(in.string(), out.string(), options);
+}
+
 // `check` of a written folder as `engine` loads it: no errors.
 inline void ExpectCheckClean(const std::filesystem::path& dir, const std::string& engine) {
   Result<OpenOptions> options = OpenOptions::Parse(engine, "", "cpu");

@@ -16,19 +16,12 @@
 namespace quantpath {
 namespace {
 
+using testing::Convert;
 using testing::Decisions;
 using testing::ExpectCheckClean;
 using testing::FreshDir;
 using testing::Producer;
 using testing::ReadAll;
-
-Result<ExportReport> Convert(const std::filesystem::path& in, const std::filesystem::path& out,
-                             CheckpointFormat to, bool lossy = false) {
-  ConvertOptions options;
-  options.to = to;
-  options.lossy = lossy;
-  return ConvertCheckpoint(in.string(), out.string(), options);
-}
 
 // Every quantized projection's reference dequantization, by module prefix, as `engine` reads the
 // folder.

@@ -73,14 +73,7 @@ Result<QuantizedLayer> QuantizePacked(const SpecKey&, const DenseLayer& layer) {
                   static_cast<uint32_t>(leg.codes[r * cols + c] + 128));
       }
     }
-    const std::string& prefix = layer.prefixes[l];
-    out.tensors.push_back(
-        OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kI32, {rows, words}, packed));
-    const int64_t shape[] = {rows, cols};
-    out.tensors.push_back(
-        OwnedTensorOf<int64_t>(prefix, ".weight_shape", StDtype::kI64, {2}, shape));
-    out.tensors.push_back(OwnedTensorOf<uint16_t>(prefix, ".weight_scale", StDtypeOf16(scale_dtype),
-                                                  {rows, 1}, leg.scales));
+    AddCtPackedLeg(layer.prefixes[l], rows, cols, words, packed, scale_dtype, 1, leg.scales, &out);
   }
   return out;
 }

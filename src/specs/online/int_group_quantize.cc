@@ -95,13 +95,7 @@ Result<QuantizedLayer> QuantizeGroups(const SpecKey& key, const DenseLayer& laye
       }
     }
     const std::string& prefix = layer.prefixes[l];
-    out.tensors.push_back(
-        OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kI32, {rows, words}, packed));
-    const int64_t shape[] = {rows, cols};
-    out.tensors.push_back(
-        OwnedTensorOf<int64_t>(prefix, ".weight_shape", StDtype::kI64, {2}, shape));
-    out.tensors.push_back(OwnedTensorOf<uint16_t>(prefix, ".weight_scale", StDtypeOf16(scale_dtype),
-                                                  {rows, groups}, scales));
+    AddCtPackedLeg(prefix, rows, cols, words, packed, scale_dtype, groups, scales, &out);
     if (key.zero_point) {
       out.tensors.push_back(OwnedTensorOf<uint32_t>(prefix, ".weight_zero_point", StDtype::kI32,
                                                     {Words(rows), groups}, zeros));

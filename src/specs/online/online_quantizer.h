@@ -103,6 +103,13 @@ float Round16(float x, QDType dtype);
 // torch.finfo(dtype).eps: the scale compressed-tensors gives a group whose scale is zero.
 inline float Eps16(QDType dtype) { return dtype == QDType::kFP16 ? 0x1p-10f : 0x1p-7f; }
 
+// One leg in compressed-tensors' pack-quantized layout: `packed` (rows of `words` little-endian
+// int32 words), `weight_shape` [rows, cols] and the 16-bit `scales` [rows, scale_cols] of
+// `scale_dtype`, appended to `out` in that order.
+void AddCtPackedLeg(const std::string& prefix, int64_t rows, int64_t cols, int64_t words,
+                    std::span<const uint8_t> packed, QDType scale_dtype, int64_t scale_cols,
+                    std::span<const uint16_t> scales, QuantizedLayer* out);
+
 // The largest |w| of `count` values from `w`, `stride` apart.
 float AbsMax(const float* w, int64_t count, int64_t stride = 1);
 

@@ -199,6 +199,18 @@ float Round16(float x, QDType dtype) {
   return dtype == QDType::kFP16 ? Fp16ToFloat(bits) : Bf16ToFloat(bits);
 }
 
+void AddCtPackedLeg(const std::string& prefix, int64_t rows, int64_t cols, int64_t words,
+                    std::span<const uint8_t> packed, QDType scale_dtype, int64_t scale_cols,
+                    std::span<const uint16_t> scales, QuantizedLayer* out) {
+  out->tensors.push_back(
+      OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kI32, {rows, words}, packed));
+  const int64_t shape[] = {rows, cols};
+  out->tensors.push_back(
+      OwnedTensorOf<int64_t>(prefix, ".weight_shape", StDtype::kI64, {2}, shape));
+  out->tensors.push_back(OwnedTensorOf<uint16_t>(prefix, ".weight_scale", StDtypeOf16(scale_dtype),
+                                                 {rows, scale_cols}, scales));
+}
+
 float AbsMax(const float* w, int64_t count, int64_t stride) {
   float amax = 0.0f;
   for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::abs(w[i * stride]));
