@@ -171,32 +171,78 @@ TEST(Relayout, Nvfp4BetweenModelOptAndCompressedTensorsInvertsOnlyTheGlobals) {
   }
 }
 
+// fp8 per tensor (static activations) and per channel (dynamic per-token activations): the
+// same bytes, the scales 0-d / [N] in ModelOpt and [1] / [N, 1] in compressed-tensors.
 TEST(Relayout, ModelOptFp8ToCompressedTensorsAndBackKeepsEveryTensor) {
-  const std::filesystem::path dir = FreshDir();
-  const std::filesystem::path source = Producer("mo_llama_fp8");
-  ASSERT_TRUE(Convert(source, dir / "ct", CheckpointFormat::kCompressedTensors).ok());
-  Result<ExportReport> back = Convert(dir / "ct", dir / "mo", CheckpointFormat::kModelOpt);
-  ASSERT_TRUE(back.ok()) << back.status().message();
-  const auto original = ReadAll(source);
-  const auto returned = ReadAll(dir / "mo");
-  ASSERT_EQ(original.size(), returned.size());
-  for (const auto& [name, t] : original) {
-    auto it = returned.find(name);
-    ASSERT_NE(it, returned.end()) << name;
-    EXPECT_EQ(it->second.shape, t.shape) << name;
-    EXPECT_EQ(it->second.bytes, t.bytes) << name;
-  }
-  Result<Json> description = ReadJsonFile(dir / "mo" / "hf_quant_config.json");
-  ASSERT_TRUE(description.ok()) << description.status().message();
-  EXPECT_EQ(description->Find("quantization")->Find("quant_algo")->string_value(), "FP8");
-  for (const std::string engine : {"vllm@0.33", "sglang@0.5.23"}) {
-    for (const std::string folder : {"ct", "mo"}) {
-      ExpectCheckClean(dir / folder, engine);
-      EXPECT_EQ(QuantizedSites(Decisions(dir / folder, engine)),
+  for (const auto& [folder, algo] :
+       {std::pair{"mo_llama_fp8", "FP8"},
+        std::pair{"mo_llama_fp8_per_channel_per_token", "FP8_PER_CHANNEL_PER_TOKEN"}}) {
+    SCOPED_TRACE(folder);
+    const std::filesystem::path dir = FreshDir(std::string(".") + folder);
+    const std::filesystem::path source = Producer(folder);
+    ASSERT_TRUE(Convert(source, dir / "ct", CheckpointFormat::kCompressedTensors).ok());
+    Result<ExportReport> back = Convert(dir / "ct", dir / "mo", CheckpointFormat::kModelOpt);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    const auto original = ReadAll(source);
+    const auto in_ct = ReadAll(dir / "ct");
+    const auto returned = ReadAll(dir / "mo");
+    ASSERT_EQ(original.size(), returned.size());
+    for (const auto& [name, t] : original) {
+      auto it = returned.find(name);
+      ASSERT_NE(it, returned.end()) << name;
+      EXPECT_EQ(it->second.shape, t.shape) << name;
+      EXPECT_EQ(it->second.bytes, t.bytes) << name;
+      EXPECT_EQ(in_ct.at(name).bytes, t.bytes) << name;
+    }
+    const std::string scale = "model.layers.0.self_attn.k_proj.weight_scale";
+    EXPECT_EQ(in_ct.at(scale).shape.size(), original.at(scale).shape.size() + 1) << scale;
+    Result<Json> description = ReadJsonFile(dir / "mo" / "hf_quant_config.json");
+    ASSERT_TRUE(description.ok()) << description.status().message();
+    EXPECT_EQ(description->Find("quantization")->Find("quant_algo")->string_value(), algo);
+    // SGLang 0.5.23's ModelOpt reads no FP8_PER_CHANNEL_PER_TOKEN, the producer's folder included.
+    const bool per_channel = std::string(algo) != "FP8";
+    for (const std::string engine : {"vllm@0.33", "sglang@0.5.23"}) {
+      ExpectCheckClean(dir / "ct", engine);
+      EXPECT_EQ(QuantizedSites(Decisions(dir / "ct", engine)),
+                QuantizedSites(Decisions(source, "native")))
+          << engine;
+      if (per_channel && engine.starts_with("sglang")) continue;
+      ExpectCheckClean(dir / "mo", engine);
+      EXPECT_EQ(QuantizedSites(Decisions(dir / "mo", engine)),
                 QuantizedSites(Decisions(source, engine)))
-          << engine << " " << folder;
+          << engine;
     }
   }
+}
+
+// quantize --format modelopt of fp8 per channel: FP8_PER_CHANNEL_PER_TOKEN, the codes and scales
+// of the compressed-tensors output with the scales as [N].
+TEST(Relayout, QuantizeWritesModelOptFp8PerChannel) {
+  const std::filesystem::path dir = FreshDir();
+  QuantizeOptions options;
+  options.scheme = "w8a8-fp8-channel-dyn";
+  options.format = CheckpointFormat::kModelOpt;
+  Result<ExportReport> mo =
+      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "mo").string(), options);
+  ASSERT_TRUE(mo.ok()) << mo.status().message();
+  options.format = CheckpointFormat::kCompressedTensors;
+  ASSERT_TRUE(
+      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "ct").string(), options).ok());
+  const auto mo_tensors = ReadAll(dir / "mo");
+  const auto ct_tensors = ReadAll(dir / "ct");
+  ASSERT_EQ(mo_tensors.size(), ct_tensors.size());
+  for (const auto& [name, t] : ct_tensors) {
+    ASSERT_TRUE(mo_tensors.contains(name)) << name;
+    EXPECT_EQ(mo_tensors.at(name).bytes, t.bytes) << name;
+    if (name.ends_with(".weight_scale")) {
+      EXPECT_EQ(mo_tensors.at(name).shape, std::vector<int64_t>{t.shape[0]}) << name;
+    }
+  }
+  ExpectCheckClean(dir / "mo", "vllm@0.33");
+  EXPECT_EQ(Decisions(dir / "mo", "vllm@0.33"), Decisions(dir / "ct", "vllm@0.33"));
+  EXPECT_NE(Join(mo->notes, "\n").find("sglang@0.5.23: the folder cannot be checked"),
+            std::string::npos)
+      << Join(mo->notes, "\n");
 }
 
 TEST(Relayout, QuantizeWritesModelOptNvfp4WithItsDescriptionFile) {
