@@ -167,5 +167,49 @@ TEST(Convert, CompressedTensorsDecompressesWhatTheReferenceReads) {
   EXPECT_GE(compared, 5 * 14 + 32);
 }
 
+// The native-fp8 and ModelOpt folders as the `safetensors` package reads them (read_back: the
+// tensor count and the FNV-1a 64 of every name and its bytes, in name order), against the same
+// folder written here and read by quantpath.
+TEST(Export, SafetensorsReadsTheOtherFormatsAsWritten) {
+  Result<Json> committed = ReadJsonFile(Producer("quantpath_ct_decompressed.json"));
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  const Json* read_back = committed->Find("read_back");
+  ASSERT_NE(read_back, nullptr);
+  int compared = 0;
+  for (const Json::Member& entry : read_back->members()) {
+    SCOPED_TRACE(entry.first);
+    std::vector<std::string> words;  // command, folder, then --flag value pairs
+    for (size_t at = 0; at <= entry.first.size();) {
+      const size_t space = std::min(entry.first.find(' ', at), entry.first.size());
+      words.push_back(entry.first.substr(at, space - at));
+      at = space + 1;
+    }
+    ASSERT_GE(words.size(), 4u);
+    std::map<std::string, std::string> flags;
+    for (size_t i = 2; i + 1 < words.size(); i += 2) flags[words[i]] = words[i + 1];
+    const std::filesystem::path out = FreshDir("." + std::to_string(compared)) / "out";
+    Result<ExportReport> report = InternalError("no command");
+    if (words[0] == "quantize") {
+      QuantizeOptions options;
+      options.scheme = flags["--scheme"];
+      options.format = *ParseCheckpointFormat(flags["--format"]);
+      report = QuantizeCheckpoint(Producer(words[1]).string(), out.string(), options);
+    } else {
+      report = testing::Convert(Producer(words[1]), out, *ParseCheckpointFormat(flags["--to"]));
+    }
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    const auto tensors = testing::ReadAll(out);  // a map: name order
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (const auto& [name, t] : tensors) {
+      for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+      for (const std::byte b : t.bytes) h = (h ^ static_cast<uint8_t>(b)) * 0x100000001B3ull;
+    }
+    EXPECT_EQ(static_cast<int64_t>(tensors.size()), entry.second.Find("tensors")->int_value());
+    EXPECT_EQ(fmt::format("{:016x}", h), entry.second.Find("fnv1a64")->string_value());
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);
+}
+
 }  // namespace
 }  // namespace quantpath

@@ -238,6 +238,16 @@ TEST(Relayout, QuantizeWritesModelOptFp8PerChannel) {
       EXPECT_EQ(mo_tensors.at(name).shape, std::vector<int64_t>{t.shape[0]}) << name;
     }
   }
+  // ModelOpt 0.47's own FP8_PER_CHANNEL_PER_TOKEN export of the same weights: the same tensors,
+  // byte for byte (its round to nearest is compressed-tensors', in fp32).
+  const auto producer = ReadAll(Producer("mo_llama_fp8_per_channel_per_token"));
+  ASSERT_EQ(producer.size(), mo_tensors.size());
+  for (const auto& [name, t] : producer) {
+    ASSERT_TRUE(mo_tensors.contains(name)) << name;
+    EXPECT_EQ(mo_tensors.at(name).dtype, t.dtype) << name;
+    EXPECT_EQ(mo_tensors.at(name).shape, t.shape) << name;
+    EXPECT_EQ(mo_tensors.at(name).bytes, t.bytes) << name;
+  }
   ExpectCheckClean(dir / "mo", "vllm@0.33");
   EXPECT_EQ(Decisions(dir / "mo", "vllm@0.33"), Decisions(dir / "ct", "vllm@0.33"));
   EXPECT_NE(Join(mo->notes, "\n").find("sglang@0.5.23: the folder cannot be checked"),
