@@ -5,6 +5,10 @@
 #include <chrono>
 #include <filesystem>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "fmt/format.h"
 #include "quantpath/threads.h"
 #include "src/export/model_files.h"
@@ -15,6 +19,19 @@ namespace quantpath::export_internal {
 namespace {
 
 namespace fs = std::filesystem;
+
+// While alive, a batch's threads may open teams of their own: a layer's quantizer splits its rows
+// over threads, so the largest layer of a batch keeps every core busy once the others are done.
+class NestedTeams {
+ public:
+#ifdef _OPENMP
+  NestedTeams() : saved_(omp_get_max_active_levels()) { omp_set_max_active_levels(2); }
+  ~NestedTeams() { omp_set_max_active_levels(saved_); }
+
+ private:
+  int saved_;
+#endif
+};
 
 // A produced unit's tensors against what it described: an error here is a bug of the unit, named
 // with its layer rather than left to corrupt a shard.
@@ -71,6 +88,7 @@ Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent 
   // (they are views of the input), so every thread gets a layer.
   const int threads = options.threads > 0 ? options.threads : DefaultThreads();
   std::vector<Result<std::vector<OutputBytes>>> produced;
+  const NestedTeams nested;
   for (size_t first = 0, n = 0; first < content.units.size(); first += n) {
     int layers = 0;
     for (n = 0; first + n < content.units.size(); ++n) {

@@ -68,7 +68,10 @@ Fp8Leg QuantizeLeg(const SpecKey& key, const ParamTensor& leg, float tensor_scal
   Fp8Leg out;
   out.codes.resize(static_cast<size_t>(rows * cols));
   if (key.family == kFp8PerTensorFamily) {
-    QuantizeBlock(w, rows, cols, cols, tensor_scale, true, out.codes.data(), error);
+    ForEachRowInParallel(rows, error, [&](int64_t r, QuantizationError* e) {
+      QuantizeBlock(w + r * cols, 1, cols, cols, tensor_scale, true, out.codes.data() + r * cols,
+                    e);
+    });
     out.scales = {tensor_scale};
     out.scale_shape = {1};
     return out;
@@ -76,8 +79,10 @@ Fp8Leg QuantizeLeg(const SpecKey& key, const ParamTensor& leg, float tensor_scal
   const int64_t bn = key.family == kFp8BlockFamily ? key.block[0] : 1;
   const int64_t bk = key.family == kFp8BlockFamily ? key.block[1] : cols;
   const Fp8BlockLayout grid{bn, bk};
-  for (int64_t i = 0; i < grid.ScaleRows(rows); ++i) {
-    for (int64_t j = 0; j < grid.ScaleCols(cols); ++j) {
+  const int64_t scale_cols = grid.ScaleCols(cols);
+  out.scales.resize(static_cast<size_t>(grid.ScaleRows(rows) * scale_cols));
+  ForEachRowInParallel(grid.ScaleRows(rows), error, [&](int64_t i, QuantizationError* e) {
+    for (int64_t j = 0; j < scale_cols; ++j) {
       const int64_t r0 = i * bn;
       const int64_t c0 = j * bk;
       const int64_t block_rows = std::min(bn, rows - r0);
@@ -88,10 +93,10 @@ Fp8Leg QuantizeLeg(const SpecKey& key, const ParamTensor& leg, float tensor_scal
       }
       const float scale = ScaleOf(amax);
       QuantizeBlock(w + r0 * cols + c0, block_rows, block_cols, cols, scale, false,
-                    out.codes.data() + r0 * cols + c0, error);
-      out.scales.push_back(scale);
+                    out.codes.data() + r0 * cols + c0, e);
+      out.scales[i * scale_cols + j] = scale;
     }
-  }
+  });
   out.scale_shape = key.family == kFp8BlockFamily
                         ? std::vector<int64_t>{grid.ScaleRows(rows), grid.ScaleCols(cols)}
                         : std::vector<int64_t>{rows, 1};

@@ -33,7 +33,7 @@ Int8Leg QuantizeLeg(const ParamTensor& leg, QDType scale_dtype, QuantizationErro
   const int64_t cols = leg.cols();
   Int8Leg out{std::vector<int8_t>(static_cast<size_t>(rows * cols)),
               std::vector<uint16_t>(static_cast<size_t>(rows))};
-  for (int64_t r = 0; r < rows; ++r) {
+  ForEachRowInParallel(rows, error, [&](int64_t r, QuantizationError* e) {
     const float* w = leg.data<float>() + r * cols;
     float scale = Round16(AbsMax(w, cols) / 127.5f, scale_dtype);
     if (scale == 0.0f) scale = Eps16(scale_dtype);
@@ -41,9 +41,9 @@ Int8Leg QuantizeLeg(const ParamTensor& leg, QDType scale_dtype, QuantizationErro
     for (int64_t c = 0; c < cols; ++c) {
       const float q = std::clamp(std::nearbyint(w[c] / scale), -128.0f, 127.0f);
       out.codes[r * cols + c] = static_cast<int8_t>(q);
-      error->Add(w[c], static_cast<double>(q) * scale);
+      e->Add(w[c], static_cast<double>(q) * scale);
     }
-  }
+  });
   return out;
 }
 

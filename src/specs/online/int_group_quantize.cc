@@ -75,25 +75,29 @@ Result<QuantizedLayer> QuantizeGroups(const SpecKey& key, const DenseLayer& laye
     std::vector<uint8_t> packed(static_cast<size_t>(rows * words * 4), 0);
     std::vector<uint16_t> scales(static_cast<size_t>(rows * groups));
     std::vector<uint32_t> zeros(static_cast<size_t>(Words(rows) * groups), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* w = leg.data<float>() + r * cols;
-      for (int64_t g = 0; g < groups; ++g) {
-        const int64_t c0 = g * key.group;
-        const int64_t n = std::min(key.group, cols - c0);
-        const auto [scale, zero] = GroupParams(w + c0, n, key.zero_point, scale_dtype);
-        scales[r * groups + g] = Bits16(scale, scale_dtype);
-        const auto zero_code = static_cast<uint32_t>(zero + kOffset);
-        // Row r's zero point is code r of the group's column, whose words are `groups` apart.
-        PutStreamCode(zeros.data() + g, groups, r, kBits, zero_code);
-        for (int64_t c = c0; c < c0 + n; ++c) {
-          const float q = std::clamp(std::nearbyint(w[c] / scale + static_cast<float>(zero)),
-                                     float{kMin}, float{kMax});
-          WriteCode(packed.data() + r * words * 4, c, kBits,
-                    static_cast<uint32_t>(static_cast<int>(q) + kOffset));
-          out.error.Add(w[c], (static_cast<double>(q) - zero) * scale);
+    // Threads take the 8 rows whose zero points share a word at a time.
+    constexpr int64_t kRowsPerWord = 32 / kBits;
+    ForEachRowInParallel(Words(rows), &out.error, [&](int64_t word, QuantizationError* e) {
+      for (int64_t r = word * kRowsPerWord; r < std::min(rows, (word + 1) * kRowsPerWord); ++r) {
+        const float* w = leg.data<float>() + r * cols;
+        for (int64_t g = 0; g < groups; ++g) {
+          const int64_t c0 = g * key.group;
+          const int64_t n = std::min(key.group, cols - c0);
+          const auto [scale, zero] = GroupParams(w + c0, n, key.zero_point, scale_dtype);
+          scales[r * groups + g] = Bits16(scale, scale_dtype);
+          const auto zero_code = static_cast<uint32_t>(zero + kOffset);
+          // Row r's zero point is code r of the group's column, whose words are `groups` apart.
+          PutStreamCode(zeros.data() + g, groups, r, kBits, zero_code);
+          for (int64_t c = c0; c < c0 + n; ++c) {
+            const float q = std::clamp(std::nearbyint(w[c] / scale + static_cast<float>(zero)),
+                                       float{kMin}, float{kMax});
+            WriteCode(packed.data() + r * words * 4, c, kBits,
+                      static_cast<uint32_t>(static_cast<int>(q) + kOffset));
+            e->Add(w[c], (static_cast<double>(q) - zero) * scale);
+          }
         }
       }
-    }
+    });
     const std::string& prefix = layer.prefixes[l];
     AddCtPackedLeg(prefix, rows, cols, words, packed, scale_dtype, groups, scales, &out);
     if (key.zero_point) {

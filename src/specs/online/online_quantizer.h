@@ -40,8 +40,26 @@ struct QuantizationError {
     max_abs = std::max(max_abs, std::abs(dequantized - weight));
     max_weight = std::max(max_weight, std::abs(weight));
   }
+  void Merge(const QuantizationError& other) {
+    max_abs = std::max(max_abs, other.max_abs);
+    max_weight = std::max(max_weight, other.max_weight);
+  }
   double rel() const { return max_weight > 0 ? max_abs / max_weight : max_abs; }
 };
+
+// body(i, &error) for every i in [0, n), split over the OpenMP threads (a leg's rows, or blocks
+// of rows, are quantized independently), each thread's error merged into `error`.
+template <typename Body>
+void ForEachRowInParallel(int64_t n, QuantizationError* error, Body body) {
+#pragma omp parallel
+  {
+    QuantizationError local;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) body(i, &local);
+#pragma omp critical(quantpath_quantization_error)
+    error->Merge(local);
+  }
+}
 
 // What a quantizer writes: the tensors of its source layout under every leg's prefix.
 struct QuantizedLayer {
@@ -131,7 +149,7 @@ void WriteE2M1Leg(const ParamTensor& leg, const std::string& prefix, int64_t gro
   const int64_t blocks = (cols + group - 1) / group;
   std::vector<uint8_t> codes(static_cast<size_t>(rows * row_bytes), 0);
   std::vector<uint8_t> scales(static_cast<size_t>(rows * blocks));
-  for (int64_t r = 0; r < rows; ++r) {
+  ForEachRowInParallel(rows, &out->error, [&](int64_t r, QuantizationError* error) {
     const float* w = leg.data<float>() + r * cols;
     uint8_t* packed = codes.data() + r * row_bytes;
     for (int64_t b = 0; b < blocks; ++b) {
@@ -143,10 +161,10 @@ void WriteE2M1Leg(const ParamTensor& leg, const std::string& prefix, int64_t gro
       for (int64_t c = c0; c < c0 + n; ++c) {
         const uint8_t q = FloatToE2M1(w[c] / step);
         packed[c / 2] |= static_cast<uint8_t>(c % 2 != 0 ? q << 4 : q);
-        out->error.Add(w[c], static_cast<double>(E2M1ToFloat(q)) * step);
+        error->Add(w[c], static_cast<double>(E2M1ToFloat(q)) * step);
       }
     }
-  }
+  });
   out->tensors.push_back(
       OwnedTensorOf<uint8_t>(prefix, ".weight_packed", StDtype::kU8, {rows, row_bytes}, codes));
   out->tensors.push_back(

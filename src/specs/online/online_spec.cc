@@ -2,6 +2,7 @@
 // weight whole, has the key's quantizer write the family's checkpoint tensors, and loads those
 // through the family's own spec (online_quantizer.h says why).
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <iterator>
 #include <map>
@@ -37,6 +38,22 @@ bool IsDenseFloat(StDtype dtype) {
   return dtype == StDtype::kBF16 || dtype == StDtype::kF16 || dtype == StDtype::kF32;
 }
 
+// The `count` values of a BF16, F16 or F32 tensor widened into `out` (exactly), straight from
+// the file's bytes: a layer is read once, without a copy in between.
+void WidenToFloat(const TensorView& view, int64_t count, float* out) {
+  const std::byte* bytes = view.bytes.data();
+  if (view.info->dtype == StDtype::kF32) {
+    std::memcpy(out, bytes, static_cast<size_t>(count) * 4);
+    return;
+  }
+  const bool bf16 = view.info->dtype == StDtype::kBF16;
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes + 2 * i, 2);
+    out[i] = bf16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
+  }
+}
+
 // Every leg's `.weight`, whole: a bf16 / fp16 / fp32 tensor of the leg's shape, every value
 // finite.
 Result<DenseLayer> ReadDenseLayer(const Checkpoint& checkpoint, const AllocationRequest& request,
@@ -52,9 +69,10 @@ Result<DenseLayer> ReadDenseLayer(const Checkpoint& checkpoint, const Allocation
                       request.layer, view.info->name, StDtypeName(view.info->dtype)));
     }
     QP_RETURN_IF_ERROR(ExpectShape(view, request.layer, {g.full_leg_rows[leg], g.full_cols}));
-    QP_ASSIGN_OR_RETURN(std::vector<float> values, TensorToFloat(view));
     ParamTensor w(QDType::kFP32, g.full_leg_rows[leg], g.full_cols);
-    for (size_t i = 0; i < values.size(); ++i) {
+    float* values = w.data<float>();
+    WidenToFloat(view, w.elements(), values);
+    for (int64_t i = 0; i < w.elements(); ++i) {
       if (!std::isfinite(values[i])) {
         return InvalidInput(fmt::format(
             "{}: tensor {} holds {} at row {}, column {}; quantizing at load needs finite "
@@ -62,7 +80,6 @@ Result<DenseLayer> ReadDenseLayer(const Checkpoint& checkpoint, const Allocation
             request.layer, view.info->name, values[i], i / g.full_cols, i % g.full_cols));
       }
     }
-    std::copy(values.begin(), values.end(), w.data<float>());
     dense.legs.push_back(std::move(w));
   }
   return dense;
