@@ -24,13 +24,22 @@ namespace fs = std::filesystem;
 // over threads, so the largest layer of a batch keeps every core busy once the others are done.
 class NestedTeams {
  public:
+  NestedTeams() {
 #ifdef _OPENMP
-  NestedTeams() : saved_(omp_get_max_active_levels()) { omp_set_max_active_levels(2); }
-  ~NestedTeams() { omp_set_max_active_levels(saved_); }
+    saved_ = omp_get_max_active_levels();
+    omp_set_max_active_levels(2);
+#endif
+  }
+  ~NestedTeams() {
+#ifdef _OPENMP
+    omp_set_max_active_levels(saved_);
+#endif
+  }
+  NestedTeams(const NestedTeams&) = delete;
+  NestedTeams& operator=(const NestedTeams&) = delete;
 
  private:
-  int saved_;
-#endif
+  [[maybe_unused]] int saved_ = 1;
 };
 
 // A produced unit's tensors against what it described: an error here is a bug of the unit, named
