@@ -8,7 +8,6 @@
 #include "quantpath/materialize.h"
 #include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
-#include "src/export/engine_notes.h"
 #include "src/export/format_row.h"
 #include "src/export/layer_names.h"
 #include "src/export/relayout.h"
@@ -209,14 +208,9 @@ Result<ExportReport> ConvertCheckpoint(const std::string& in_dir, const std::str
         dropped.size(), dropped.front()));
   }
   if (!to_bf16 && scheme) {
-    content.quantization_config = row.config(*scheme, *layout, IgnoreList({}, unquantized));
-    if (row.description_files) {
-      content.description_files = row.description_files(content.quantization_config);
-    }
+    Describe(row, *scheme, *layout, IgnoreList({}, unquantized), &content);
   }
-  QP_ASSIGN_OR_RETURN(ExportReport report, WriteModelFolder(out_dir, std::move(content), options));
-  AddEngineNotes(report.out_dir, &report.notes);
-  return report;
+  return WriteModelFolder(out_dir, std::move(content), options);
 }
 
 }  // namespace quantpath

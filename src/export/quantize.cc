@@ -7,7 +7,6 @@
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "src/base/pyregex.h"
-#include "src/export/engine_notes.h"
 #include "src/export/format_row.h"
 #include "src/export/layer_names.h"
 #include "src/export/relayout.h"
@@ -305,13 +304,8 @@ Result<ExportReport> QuantizeCheckpoint(const std::string& in_dir, const std::st
   // Where the format reads no patterns, the modules --ignore matched are listed by name.
   const std::vector<std::string> patterns =
       row.ignore_patterns ? ignore.patterns() : std::vector<std::string>();
-  content.quantization_config = row.config(written, layout, IgnoreList(patterns, unquantized));
-  if (row.description_files) {
-    content.description_files = row.description_files(content.quantization_config);
-  }
-  QP_ASSIGN_OR_RETURN(ExportReport report, WriteModelFolder(out_dir, std::move(content), options));
-  AddEngineNotes(report.out_dir, &report.notes);
-  return report;
+  Describe(row, written, layout, IgnoreList(patterns, unquantized), &content);
+  return WriteModelFolder(out_dir, std::move(content), options);
 }
 
 }  // namespace quantpath

@@ -11,6 +11,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/threads.h"
+#include "src/export/engine_notes.h"
 #include "src/export/model_files.h"
 #include "src/export/output_folder.h"
 #include "src/export/shards.h"
@@ -70,6 +71,14 @@ std::vector<std::string> FilesOf(const fs::path& folder) {
 }
 
 }  // namespace
+
+void Describe(const FormatRow& row, const QuantScheme& scheme, SourceLayout layout,
+              const std::vector<std::string>& ignore, FolderContent* content) {
+  content->quantization_config = row.config(scheme, layout, ignore);
+  if (row.description_files) {
+    content->description_files = row.description_files(content->quantization_config);
+  }
+}
 
 Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent content,
                                       const ExportOptions& options) {
@@ -141,6 +150,7 @@ Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent 
   report.gb_per_s = report.seconds > 0 ? static_cast<double>(report.bytes_in + report.bytes_out) /
                                              report.seconds / 1e9
                                        : 0;
+  AddEngineNotes(report.out_dir, &report.notes);
   return report;
 }
 

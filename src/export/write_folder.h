@@ -9,6 +9,7 @@
 #include "quantpath/base.h"
 #include "quantpath/export.h"
 #include "src/export/export_unit.h"
+#include "src/export/format_row.h"
 
 namespace quantpath::export_internal {
 
@@ -20,6 +21,13 @@ struct FolderContent {
   ExportReport report;  // format, scheme, layers_written and notes filled by the caller
 };
 
+// Sets `content`'s quantization_config, and the files the format keeps beside config.json, for
+// layers of `scheme` stored in `layout` and the unquantized modules `ignore`.
+void Describe(const FormatRow& row, const QuantScheme& scheme, SourceLayout layout,
+              const std::vector<std::string>& ignore, FolderContent* content);
+
+// Writes the folder, renames it into place, then checks it as every engine dialect loads it
+// (the refusals go to the report's notes).
 Result<ExportReport> WriteModelFolder(const std::string& out_dir, FolderContent content,
                                       const ExportOptions& options);
 
