@@ -60,9 +60,10 @@ inline constexpr int kReferencePriority = 0;
 
 // The instruction whose throughput bounds a kernel's multiply-adds, for the benchmark's peak.
 enum class DotUnit : uint8_t {
-  kFp32,      // scalar or fp32 FMA vectors
-  kBf16Pair,  // vdpbf16ps: bf16 pairs into fp32
-  kInt8Quad,  // vpdpbusd: u8 × s8 quads into int32
+  kFp32,       // scalar or fp32 FMA vectors
+  kBf16Pair,   // vdpbf16ps: bf16 pairs into fp32
+  kInt8Quad,   // vpdpbusd: u8 × s8 quads into int32
+  kInt16Pair,  // vpmaddwd (+ vpaddd): s16 pairs into int32, the int8 dot of CPUs without VNNI
 };
 
 class LinearKernel {

@@ -132,6 +132,8 @@ MachineLimits MeasureMachine() {
         PeakGflops(CpuLevel::kAvx512Vnni, 768, threads, bench_internal::Bf16DotRoundsAvx512);
     (one ? limits.int8_dot_gops_one : limits.int8_dot_gops_all) =
         PeakGflops(CpuLevel::kAvx512Vnni, 1536, threads, bench_internal::Int8DotRoundsAvx512);
+    (one ? limits.int16_dot_gops_one : limits.int16_dot_gops_all) =
+        PeakGflops(CpuLevel::kAvx2, 320, threads, bench_internal::Int16DotRoundsAvx2);
   }
   return limits;
 }
@@ -145,6 +147,8 @@ std::optional<double> MachineLimits::PeakGflops(DotUnit unit, int threads) const
       return one ? bf16_dot_gflops_one : bf16_dot_gflops_all;
     case DotUnit::kInt8Quad:
       return one ? int8_dot_gops_one : int8_dot_gops_all;
+    case DotUnit::kInt16Pair:
+      return one ? int16_dot_gops_one : int16_dot_gops_all;
   }
   return std::nullopt;
 }
@@ -161,7 +165,9 @@ Json MachineLimitsJson(const MachineLimits& limits) {
                        {"bf16_dot_gflops_one", optional(limits.bf16_dot_gflops_one)},
                        {"bf16_dot_gflops_all", optional(limits.bf16_dot_gflops_all)},
                        {"int8_dot_gops_one", optional(limits.int8_dot_gops_one)},
-                       {"int8_dot_gops_all", optional(limits.int8_dot_gops_all)}});
+                       {"int8_dot_gops_all", optional(limits.int8_dot_gops_all)},
+                       {"int16_dot_gops_one", optional(limits.int16_dot_gops_one)},
+                       {"int16_dot_gops_all", optional(limits.int16_dot_gops_all)}});
 }
 
 }  // namespace quantpath

@@ -25,6 +25,10 @@ T SumOverThreads(int threads, F f) {
 // FMA; timed by the caller, so that nothing but the loop is compiled for AVX2.
 float FmaRoundsAvx2(int64_t rounds, int threads);
 
+// `rounds` rounds of 10 independent vpmaddwd chains (320 OP a round per thread: 8 lanes, 2 pairs,
+// a multiply and an add each) on each of `threads` threads; the chains' sum. Needs AVX2.
+int32_t Int16DotRoundsAvx2(int64_t rounds, int threads);
+
 // The 64-bit sum of `words` words at `data` (32-byte aligned, a multiple of 16 words) on `threads`
 // threads, with 256-bit loads and four accumulators, so that the loads and not the adds bound it.
 uint64_t SumWordsAvx2(const uint64_t* data, int64_t words, int threads);

@@ -20,6 +20,7 @@ class GemmW4aAvx2 final : public LinearKernel {
   std::string_view name() const override { return "GemmW4A4A8Int_Avx2"; }
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
   int priority() const override { return kReferencePriority + 15; }
+  DotUnit unit() const override { return DotUnit::kInt16Pair; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return cpu_problems::ServesW4a(key, device);
   }

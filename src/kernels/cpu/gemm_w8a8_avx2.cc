@@ -19,6 +19,7 @@ class GemmW8a8Avx2 final : public LinearKernel {
   std::string_view name() const override { return "GemmW8A8Int8_Avx2"; }
   CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx2); }
   int priority() const override { return kReferencePriority + 15; }
+  DotUnit unit() const override { return DotUnit::kInt16Pair; }
   bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
     return cpu_problems::ServesW8a8Int8(key, device);
   }
