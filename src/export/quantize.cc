@@ -145,6 +145,11 @@ Result<ExportUnit> QuantizedUnit(const Checkpoint& checkpoint, const Target& tar
     QP_ASSIGN_OR_RETURN(TensorView weight, checkpoint.Get(prefix + ".weight"));
     unit.inputs.push_back(prefix + ".weight");
     unit.bytes_in += static_cast<int64_t>(weight.bytes.size());
+    if (weight.info->shape.size() != 2) {
+      return InvalidInput(
+          fmt::format("{}: tensor {} is {}-dimensional; a linear weight is [rows, columns]",
+                      unit.layer, weight.info->name, weight.info->shape.size()));
+    }
     LegMove move{FindRelayout(headers.layout, target.layout),
                  target.scheme,
                  {unit.layer, prefix, weight.info->shape[0], weight.info->shape[1], false}};

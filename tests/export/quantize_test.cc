@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "quantpath/checkpoint_writer.h"
 #include "quantpath/export.h"
 #include "tests/export/export_test_util.h"
 
@@ -214,6 +215,33 @@ TEST(Quantize, ShardsWithAnIndexAsTransformersDoes) {
   EXPECT_TRUE(checkpoint->Validate().ok());
   EXPECT_TRUE(checkpoint->warnings().empty());
   ExpectCheckClean(out, "sglang@0.5.23");
+}
+
+// A weight of the wrong rank or shape in the input is an error naming the tensor and the layer,
+// before anything is written, in every format.
+TEST(Quantize, AMalformedWeightIsAnErrorNamingIt) {
+  const std::filesystem::path dir = FreshDir();
+  const std::filesystem::path in = dir / "in";
+  std::filesystem::create_directories(in);
+  std::filesystem::copy_file(Producer("bf16_llama") / "config.json", in / "config.json");
+  auto tensors = ReadAll(Producer("bf16_llama"));
+  auto& q = tensors.at("model.layers.0.self_attn.q_proj.weight");
+  q.shape = {q.shape[0] * q.shape[1]};  // the same bytes, flattened
+  std::vector<TensorToWrite> write;
+  for (const auto& [name, t] : tensors) write.push_back({name, t.dtype, t.shape, t.bytes});
+  ASSERT_TRUE(WriteSafetensors(in / "model.safetensors", write).ok());
+  for (const std::string format : {"compressed-tensors", "modelopt"}) {
+    QuantizeOptions options;
+    options.scheme = "w4a16-nvfp4";
+    options.format = *ParseCheckpointFormat(format);
+    Result<ExportReport> report = QuantizeCheckpoint(in.string(), (dir / format).string(), options);
+    ASSERT_FALSE(report.ok()) << format;
+    const std::string message(report.status().message());
+    EXPECT_NE(message.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos) << message;
+    EXPECT_NE(message.find("model.layers.0.self_attn.qkv_proj"), std::string::npos) << message;
+    EXPECT_NE(message.find("1-dimensional"), std::string::npos) << message;
+    EXPECT_FALSE(std::filesystem::exists(dir / format)) << format;
+  }
 }
 
 }  // namespace
