@@ -58,60 +58,31 @@ std::vector<float> Nvfp4AsDecompressed(const Checkpoint& checkpoint, const std::
 // Each quantized weight of `dir` dequantized by the reference, rounded to float32: name → digest.
 std::map<std::string, std::string> ReferenceDigests(const std::filesystem::path& dir) {
   std::map<std::string, std::string> out;
-  Result<Model> model = OpenModel(dir.string(), *OpenOptions::Parse("native", "", "cpu"));
-  EXPECT_TRUE(model.ok()) << model.status().message();
   Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  EXPECT_TRUE(checkpoint.ok() && layers.ok());
-  for (const LayerDecision& d : *layers) {
-    if (d.decision.kind != DecisionKind::kQuantized || d.site->kind == SiteKind::kAttention) {
-      continue;
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.status().message();
+  if (!checkpoint.ok()) return out;
+  for (const auto& [prefix, weight] : testing::Dequantized(dir, "native")) {
+    std::vector<float> values(weight.begin(), weight.end());
+    Result<TensorView> scale = checkpoint->Get(prefix + ".weight_scale");
+    if (scale.ok() && scale->info->dtype == StDtype::kBF16) {
+      for (float& v : values) v = Bf16ToFloat(FloatToBf16(v));
     }
-    // (prefix, the projection in every expert: NVFP4 experts share one input global)
-    std::vector<std::pair<std::string, std::vector<std::string>>> prefixes;
-    if (d.site->kind == SiteKind::kMoe) {
-      for (size_t leg = 0; leg < d.site->legs.size(); ++leg) {
-        std::vector<std::string> peers;
-        for (int64_t e = 0; e < d.site->experts; ++e) {
-          peers.push_back(d.site->ExpertLegPath(e, leg));
-        }
-        for (const std::string& p : peers) prefixes.emplace_back(p, peers);
+    if (scale.ok() && scale->info->dtype == StDtype::kF16) {  // GPTQ / AWQ scales
+      for (float& v : values) v = Fp16ToFloat(FloatToFp16(v));
+    }
+    if (checkpoint->Has(prefix + ".weight_global_scale")) {
+      const std::vector<float> decoded = Nvfp4AsDecompressed(*checkpoint, prefix);
+      EXPECT_EQ(decoded.size(), values.size());
+      for (size_t i = 0; i < values.size() && i < decoded.size(); ++i) {
+        EXPECT_LE(std::abs(values[i] - decoded[i]), std::abs(decoded[i]) * 0x1p-23f + 1e-30f)
+            << prefix << " " << i;
       }
-    } else {
-      for (const std::string& p : LegPrefixes(*d.site)) {
-        prefixes.emplace_back(p, std::vector<std::string>());
+      // The decompressor returns NVFP4 weights in bf16, the model's dtype.
+      for (size_t i = 0; i < values.size() && i < decoded.size(); ++i) {
+        values[i] = Bf16ToFloat(FloatToBf16(decoded[i]));
       }
     }
-    for (const auto& [prefix, peers] : prefixes) {
-      Result<ReferenceLayer> ref =
-          !peers.empty()
-              ? DequantizeExpertReference(*checkpoint, *d.decision.scheme, prefix, prefix, peers,
-                                          false)
-              : DequantizeReference(*checkpoint, *d.decision.scheme, prefix, {prefix}, false);
-      EXPECT_TRUE(ref.ok()) << ref.status().message();
-      if (!ref.ok()) continue;
-      std::vector<float> values(ref->weight.begin(), ref->weight.end());
-      Result<TensorView> scale = checkpoint->Get(prefix + ".weight_scale");
-      if (scale.ok() && scale->info->dtype == StDtype::kBF16) {
-        for (float& v : values) v = Bf16ToFloat(FloatToBf16(v));
-      }
-      if (scale.ok() && scale->info->dtype == StDtype::kF16) {  // GPTQ / AWQ scales
-        for (float& v : values) v = Fp16ToFloat(FloatToFp16(v));
-      }
-      if (checkpoint->Has(prefix + ".weight_global_scale")) {
-        const std::vector<float> decoded = Nvfp4AsDecompressed(*checkpoint, prefix);
-        EXPECT_EQ(decoded.size(), values.size());
-        for (size_t i = 0; i < values.size() && i < decoded.size(); ++i) {
-          EXPECT_LE(std::abs(values[i] - decoded[i]), std::abs(decoded[i]) * 0x1p-23f + 1e-30f)
-              << prefix << " " << i;
-        }
-        // The decompressor returns NVFP4 weights in bf16, the model's dtype.
-        for (size_t i = 0; i < values.size() && i < decoded.size(); ++i) {
-          values[i] = Bf16ToFloat(FloatToBf16(decoded[i]));
-        }
-      }
-      out[prefix + ".weight"] = Fnv1a64(values);
-    }
+    out[prefix + ".weight"] = Fnv1a64(values);
   }
   return out;
 }

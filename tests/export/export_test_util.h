@@ -10,6 +10,7 @@
 
 #include "quantpath/checkpoint.h"
 #include "quantpath/export.h"
+#include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "tests/specs/test_checkpoint.h"
 
@@ -93,6 +94,46 @@ inline std::map<std::string, std::string> Decisions(const std::filesystem::path&
     out[d.site->checkpoint_path] = d.decision.kind == DecisionKind::kQuantized
                                        ? d.decision.scheme->CanonicalName()
                                        : std::string(DecisionKindName(d.decision.kind));
+  }
+  return out;
+}
+
+// Every quantized projection's fp64 reference dequantization (NVFP4 experts sharing one input
+// global with the same projection of every expert), by module prefix, as `engine` reads the
+// folder.
+inline std::map<std::string, std::vector<double>> Dequantized(const std::filesystem::path& dir,
+                                                              const std::string& engine) {
+  std::map<std::string, std::vector<double>> out;
+  Result<OpenOptions> options = OpenOptions::Parse(engine, "", "cpu");
+  Result<Model> model = OpenModel(dir.string(), *options);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
+  if (!model.ok() || !checkpoint.ok()) return out;
+  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
+  EXPECT_TRUE(layers.ok());
+  for (const LayerDecision& d : *layers) {
+    if (d.decision.kind != DecisionKind::kQuantized || d.site->kind == SiteKind::kAttention) {
+      continue;
+    }
+    if (d.site->kind != SiteKind::kMoe) {
+      for (const std::string& prefix : LegPrefixes(*d.site)) {
+        Result<ReferenceLayer> ref =
+            DequantizeReference(*checkpoint, *d.decision.scheme, prefix, {prefix}, false);
+        EXPECT_TRUE(ref.ok()) << ref.status().message();
+        if (ref.ok()) out[prefix] = ref->weight;
+      }
+      continue;
+    }
+    for (size_t leg = 0; leg < d.site->legs.size(); ++leg) {
+      std::vector<std::string> peers;  // the projection in every expert
+      for (int64_t e = 0; e < d.site->experts; ++e) peers.push_back(d.site->ExpertLegPath(e, leg));
+      for (const std::string& prefix : peers) {
+        Result<ReferenceLayer> ref = DequantizeExpertReference(*checkpoint, *d.decision.scheme,
+                                                               prefix, prefix, peers, false);
+        EXPECT_TRUE(ref.ok()) << ref.status().message();
+        if (ref.ok()) out[prefix] = ref->weight;
+      }
+    }
   }
   return out;
 }

@@ -23,45 +23,6 @@ using testing::FreshDir;
 using testing::Producer;
 using testing::ReadAll;
 
-// Every quantized projection's reference dequantization, by module prefix, as `engine` reads the
-// folder.
-std::map<std::string, std::vector<double>> Dequantized(const std::filesystem::path& dir,
-                                                       const std::string& engine) {
-  std::map<std::string, std::vector<double>> out;
-  Result<OpenOptions> options = OpenOptions::Parse(engine, "", "cpu");
-  Result<Model> model = OpenModel(dir.string(), *options);
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
-  if (!model.ok() || !checkpoint.ok()) return out;
-  Result<std::vector<LayerDecision>> layers = DecideAll(*model);
-  EXPECT_TRUE(layers.ok());
-  for (const LayerDecision& d : *layers) {
-    if (d.decision.kind != DecisionKind::kQuantized || d.site->kind == SiteKind::kAttention) {
-      continue;
-    }
-    if (d.site->kind != SiteKind::kMoe) {
-      for (const std::string& prefix : LegPrefixes(*d.site)) {
-        Result<ReferenceLayer> ref =
-            DequantizeReference(*checkpoint, *d.decision.scheme, prefix, {prefix}, false);
-        EXPECT_TRUE(ref.ok()) << ref.status().message();
-        if (ref.ok()) out[prefix] = ref->weight;
-      }
-      continue;
-    }
-    for (size_t leg = 0; leg < d.site->legs.size(); ++leg) {
-      std::vector<std::string> peers;  // the projection in every expert
-      for (int64_t e = 0; e < d.site->experts; ++e) peers.push_back(d.site->ExpertLegPath(e, leg));
-      for (const std::string& prefix : peers) {
-        Result<ReferenceLayer> ref = DequantizeExpertReference(*checkpoint, *d.decision.scheme,
-                                                               prefix, prefix, peers, false);
-        EXPECT_TRUE(ref.ok()) << ref.status().message();
-        if (ref.ok()) out[prefix] = ref->weight;
-      }
-    }
-  }
-  return out;
-}
-
 // The sites `decisions` quantizes, and how (the engines differ in which unquantized sites they
 // build: routers, embeddings).
 std::map<std::string, std::string> QuantizedSites(std::map<std::string, std::string> decisions) {
@@ -105,7 +66,8 @@ TEST(Relayout, GptqAndAwqToCompressedTensorsKeepEveryWeight) {
       packed += name.ends_with(".weight_packed") ? 1 : 0;
     }
     EXPECT_GT(packed, 0);
-    EXPECT_EQ(WorstRelative(Dequantized(out, "native"), Dequantized(Producer(folder), "native")),
+    EXPECT_EQ(WorstRelative(testing::Dequantized(out, "native"),
+                            testing::Dequantized(Producer(folder), "native")),
               0.0);
     // Both engines load every layer as the file means it, including the act-order and
     // asymmetric GPTQ layers that vLLM 0.33 and SGLang 0.5.23 refuse in their GPTQ form.
@@ -165,8 +127,8 @@ TEST(Relayout, Nvfp4BetweenModelOptAndCompressedTensorsInvertsOnlyTheGlobals) {
       ExpectCheckClean(dir / "there", engine);
       EXPECT_EQ(Decisions(dir / "there", engine), Decisions(Producer(folder), engine)) << engine;
     }
-    EXPECT_LE(WorstRelative(Dequantized(dir / "there", "vllm@0.33"),
-                            Dequantized(Producer(folder), "vllm@0.33")),
+    EXPECT_LE(WorstRelative(testing::Dequantized(dir / "there", "vllm@0.33"),
+                            testing::Dequantized(Producer(folder), "vllm@0.33")),
               0x1p-23);
   }
 }
@@ -282,9 +244,9 @@ TEST(Relayout, QuantizeWritesModelOptNvfp4WithItsDescriptionFile) {
     ExpectCheckClean(dir / "mo", engine);
     EXPECT_EQ(Decisions(dir / "mo", engine), Decisions(dir / "ct", engine)) << engine;
   }
-  EXPECT_LE(
-      WorstRelative(Dequantized(dir / "mo", "vllm@0.33"), Dequantized(dir / "ct", "vllm@0.33")),
-      0x1p-23);
+  EXPECT_LE(WorstRelative(testing::Dequantized(dir / "mo", "vllm@0.33"),
+                          testing::Dequantized(dir / "ct", "vllm@0.33")),
+            0x1p-23);
   // The releases before W4A16_NVFP4 refuse it, and the report says which.
   EXPECT_NE(Join(mo->notes, "\n").find("vllm: the folder cannot be checked"), std::string::npos)
       << Join(mo->notes, "\n");
