@@ -1,7 +1,8 @@
 // The integer kernels against an fp64 oracle: legs written in each source layout by the
 // producers' packing loops (tests/specs/int_writers.h), loaded through IntSpec, multiplied by
 // every kernel that serves the key at every CPU level here, and compared with X · Wᵀ (+ bias) in
-// double, W taken from the codes the writer packed, not from the canonical layout.
+// double, W taken from the codes the writer packed, not from the canonical layout. The AVX2 kernels
+// also give a row of a small batch the same bits alone (batch_rows.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
+#include "tests/kernels/batch_rows.h"
 #include "tests/kernels/cpu_levels.h"
 #include "tests/specs/int_writers.h"
 #include "tests/specs/test_checkpoint.h"
@@ -383,6 +385,9 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
           max_ref = std::max(max_ref, std::fabs(expected[i]));
         }
         EXPECT_LE(max_abs / max_ref, tolerance) << kernel->name();
+        if (testing::PromisesBatchBits(*kernel, {}, c.m)) {
+          testing::ExpectRowsAloneAsInBatch(*kernel, *params, {}, xm);
+        }
         tested.push_back(kernel);
       }
       ASSERT_FALSE(tested.empty()) << "no kernel handles " << c.name;

@@ -3,7 +3,7 @@
 // QuantizeActivationsReference, products summed in double. Cases cover each spec family and
 // activation mode, fp32 / bf16 in and out, ragged block edges, biases and M in different buckets.
 // At each level the kernel the dispatcher picks is one of those checked, the highest priority among
-// them.
+// them. The AVX2 kernels also give a row of a small batch the same bits alone (batch_rows.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "quantpath/specs.h"
+#include "tests/kernels/batch_rows.h"
 #include "tests/kernels/cpu_levels.h"
 #include "tests/specs/test_checkpoint.h"
 
@@ -230,6 +231,9 @@ TEST_P(KernelVsOracleTest, EveryKernelWithinTolerance) {
     }
     EXPECT_LE(max_abs / max_ref, tolerance)
         << kernel->name() << " (needs " << kernel->features().ToString() << ")";
+    if (testing::PromisesBatchBits(*kernel, spec->activation(), c.m)) {
+      testing::ExpectRowsAloneAsInBatch(*kernel, params, spec->activation(), xm);
+    }
     tested.push_back(kernel);
   }
   ASSERT_FALSE(tested.empty()) << "no kernel handles " << c.name;

@@ -54,11 +54,21 @@ inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F
     for (int64_t c = start; c < end; c += S::kStep) {
       const uint8_t* step = StepOf<S, R>(block, c / S::kStep);
       PrefetchAhead<S, R>(step);
-      for (int r = 0; r < R; ++r) {
-        __m256 wv[V];
-        w.Load(step + r * S::kStepBytes, wv);
+      if constexpr (kVectorLoads<S>) {
+        // Each vector of X loaded once for the block's rows, their words held in registers.
+        decltype(w.Words(step)) words[R];
+        for (int r = 0; r < R; ++r) words[r] = w.Words(step + r * S::kStepBytes);
         for (int v = 0; v < V; ++v) {
-          run[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c + 8 * v), wv[v], run[r]);
+          const __m256 xv = _mm256_loadu_ps(x + c + 8 * v);
+          for (int r = 0; r < R; ++r) run[r] = _mm256_fmadd_ps(xv, w.Vector(words[r], v), run[r]);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) {
+          __m256 wv[V];
+          w.Load(step + r * S::kStepBytes, wv);
+          for (int v = 0; v < V; ++v) {
+            run[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c + 8 * v), wv[v], run[r]);
+          }
         }
       }
     }
@@ -196,8 +206,9 @@ template <StepSource S>
 void PackedGemm(const S& w, const cpu::RowInterleave& packed, const LinearParams& params,
                 std::vector<float> x, int64_t m, const MutableMatrix& y) {
   const bool tiled = m >= kTiledRows;
-  const cpu::F32Rows xr = cpu::ToF32Rows(std::move(x), m, params.cols,
-                                         S::kZeros && !tiled ? w.group : 0, S::kStep, S::kXOrder);
+  const cpu::F32Rows xr =
+      cpu::ToF32Rows(std::move(x), m, params.cols, S::kZeros && !tiled ? w.group : 0, S::kStep,
+                     S::kXOrder, tiled ? std::span<const int>() : LoadExponents<S>());
   if (tiled) return TiledGemm(w, packed, params, xr, y);
   const int64_t blocks = params.rows / kBlockRows;
 #ifdef _OPENMP

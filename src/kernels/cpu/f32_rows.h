@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "src/kernels/cpu/x_order.h"
@@ -20,8 +21,11 @@ struct F32Rows {
 };
 
 // x [m, k] in fp32 (kept as the rows themselves in the natural order, not copied); `step` columns
-// per load; group = 0 for no run sums (else a multiple of `step`, or k).
+// per load; group = 0 for no run sums (else a multiple of `step`, or k). Where `exponents` names
+// one power of two per 8 positions of a step, the full steps' values at positions 8v … 8v + 7 are
+// multiplied by 2^−exponents[v] (exact, as the loads that give those positions' weights times
+// 2^exponents[v] need), the run sums taken before.
 F32Rows ToF32Rows(std::vector<float> x, int64_t m, int64_t k, int64_t group, int64_t step,
-                  XOrder order);
+                  XOrder order, std::span<const int> exponents = {});
 
 }  // namespace quantpath::cpu

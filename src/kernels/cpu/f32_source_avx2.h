@@ -7,9 +7,12 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/row_blocks_avx2.h"
@@ -30,6 +33,33 @@ namespace quantpath::avx2 {
 template <typename S>
 inline constexpr bool kLaneScales = requires {
   requires S::kLaneScales;
+};
+
+// A Source may also give `kLoadExponents`, one per vector of a step: Load gives vector v's values
+// times 2^kLoadExponents[v] (a 4-bit code converted where it sits in its word costs one operation
+// fewer than shifted down first). The decode paths then take X's positions 8v … 8v + 7 times the
+// inverse (F32Rows), so every product is the exact values' own, and the tiles scale the loads back.
+template <typename S>
+constexpr std::span<const int> LoadExponents() {
+  if constexpr (requires { S::kLoadExponents; }) {
+    if (std::ranges::any_of(S::kLoadExponents, [](int e) { return e != 0; })) {
+      return S::kLoadExponents;
+    }
+  }
+  return {};
+}
+
+// 2^e for a normal power (−126 ≤ e ≤ 127), built from its bits so that it folds at compile time.
+constexpr float TwoToThe(int e) {
+  return std::bit_cast<float>(static_cast<uint32_t>(127 + e) << 23);
+}
+
+// A Source whose step is words that each vector is converted from on its own may also give
+// `Words(p)`, the step's words in registers, and `Vector(words, v)`, vector v of them (what Load
+// gives): one row of X then loads each of its vectors once for a block's rows.
+template <typename S>
+inline constexpr bool kVectorLoads = requires(const S& w, const uint8_t* p) {
+  w.Vector(w.Words(p), 0);
 };
 
 template <typename S>

@@ -90,6 +90,9 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n0, int64
         const __m256 scale = ScaleVector(w, n, g);
         const __m256 zero = _mm256_set1_ps(S::kZeros ? w.Zero(n, g) : 0.0f);
         for (int v = 0; v < V; ++v) {
+          if constexpr (!LoadExponents<S>().empty()) {
+            codes[v] = _mm256_mul_ps(codes[v], _mm256_set1_ps(TwoToThe(-S::kLoadExponents[v])));
+          }
           _mm256_store_ps(rows[i] + 8 * v, _mm256_mul_ps(_mm256_sub_ps(codes[v], zero), scale));
         }
       }

@@ -1,6 +1,6 @@
 // The integer weight layout (int_family.h) by whole steps for the prepacked AVX2 GEMM
-// (f32_dot_avx2.h): a 4-bit step is 32 bytes, eight 32-bit words of eight codes, vector s every
-// word shifted right by 4s and masked (X in the matching order, XOrder::kNibbleOctets); an 8-bit
+// (f32_dot_avx2.h): a 4-bit step is 32 bytes, eight 32-bit words of eight codes, vector s nibble s
+// of every word (X in the matching order, XOrder::kNibbleOctets); an 8-bit
 // step is 32 codes widened eight at a time. The zero point (2^(b−1) where the layout has none)
 // comes off as z · Σ x per run.
 //
@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 
 #include "quantpath/cpu_features.h"
@@ -25,14 +26,23 @@ struct IntSteps : cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero> {
   static constexpr int64_t kStepBytes = 32;
   static constexpr cpu::XOrder kXOrder =
       kBits == 4 ? cpu::XOrder::kNibbleOctets : cpu::XOrder::kNatural;
+  // A 4-bit code s < 7 is converted where it sits (q · 2^4s: masked, not shifted down), the top
+  // one shifted down (in place it would read as a negative int32).
+  static constexpr std::array<int, kStep / 8> kLoadExponents = [] {
+    std::array<int, kStep / 8> exponents{};
+    if constexpr (kBits == 4) exponents = {0, 4, 8, 12, 16, 20, 24, 0};
+    return exponents;
+  }();
 
+  __m256i Words(const uint8_t* p) const requires(kBits == 4) { return avx2::LoadOnce(p); }
+  __m256 Vector(__m256i words, int s) const requires(kBits == 4) {
+    if (s == 7) return _mm256_cvtepi32_ps(_mm256_srli_epi32(words, 28));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xF << (4 * s))));
+  }
   void Load(const uint8_t* p, __m256 out[kStep / 8]) const {
     if constexpr (kBits == 4) {
-      const __m256i words = avx2::LoadOnce(p);
-      const __m256i mask = _mm256_set1_epi32(0xF);
-      for (int s = 0; s < 8; ++s) {
-        out[s] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(words, 4 * s), mask));
-      }
+      const __m256i words = Words(p);
+      for (int s = 0; s < 8; ++s) out[s] = Vector(words, s);
     } else {
       for (int s = 0; s < 4; ++s) {
         out[s] = _mm256_cvtepi32_ps(

@@ -105,18 +105,24 @@ inline constexpr int64_t kTileRows = 16;      // rows of X that share one conver
 
 // GroupedBlock for T ≤ kTileRows rows of X: each run of the block's codes is converted once into a
 // tile of up to kTileColumns columns, which every row of X then multiplies (an activation vector
-// reused over 4 tile rows), so the conversion is paid once per block, not once per row of X.
+// reused over 4 tile rows), so the conversion is paid once per block, not once per row of X. Each
+// output is summed as GroupedBlock sums it (vector by vector through a run, runs scaled into the
+// total, the tail after), so a row's output does not depend on the rows batched with it.
 template <GroupedSource Source, int R>
 inline void GroupedTile(const Source& w, int64_t first, const float* x, int64_t t_rows, int64_t k,
                         float out[kTileRows][kBlockRows]) {
+  __m256 acc[kTileRows][kBlockRows];
   for (int64_t t = 0; t < t_rows; ++t) {
-    for (int r = 0; r < R; ++r) out[t][r] = 0;
+    for (int r = 0; r < R; ++r) acc[t][r] = _mm256_setzero_ps();
   }
   alignas(32) float tile[R][kTileColumns];
   const int64_t full = k / 8 * 8;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
-    float run[kTileRows][kBlockRows] = {};
+    __m256 run[kTileRows][kBlockRows];
+    for (int64_t t = 0; t < t_rows; ++t) {
+      for (int r = 0; r < R; ++r) run[t][r] = _mm256_setzero_ps();
+    }
     for (int64_t chunk = start; chunk < end; chunk += kTileColumns) {
       const int64_t width = end - chunk < kTileColumns ? end - chunk : kTileColumns;
       for (int r = 0; r < R; ++r) {
@@ -128,25 +134,25 @@ inline void GroupedTile(const Source& w, int64_t first, const float* x, int64_t 
       for (int64_t t = 0; t < t_rows; ++t) {
         const float* xt = x + t * k + chunk;
         __m256 sum[R];
-        for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_ps();
+        for (int r = 0; r < R; ++r) sum[r] = run[t][r];
         for (int64_t c = 0; c < width; c += 8) {
           const __m256 xv = _mm256_loadu_ps(xt + c);
           for (int r = 0; r < R; ++r)
             sum[r] = _mm256_fmadd_ps(xv, _mm256_load_ps(tile[r] + c), sum[r]);
         }
-        for (int r = 0; r < R; ++r) run[t][r] += Sum(sum[r]);
+        for (int r = 0; r < R; ++r) run[t][r] = sum[r];
       }
     }
     for (int r = 0; r < R; ++r) {
-      const float scale = w.Scale(first + r, g);
-      for (int64_t t = 0; t < t_rows; ++t) out[t][r] += run[t][r] * scale;
+      const __m256 scale = _mm256_set1_ps(w.Scale(first + r, g));
+      for (int64_t t = 0; t < t_rows; ++t) acc[t][r] = _mm256_fmadd_ps(run[t][r], scale, acc[t][r]);
     }
   }
   for (int64_t t = 0; t < t_rows; ++t) {
     for (int r = 0; r < R; ++r) {
-      for (int64_t tail = full; tail < k; ++tail) {
-        out[t][r] += x[t * k + tail] * w.Load1(first + r, tail);
-      }
+      float sum = Sum(acc[t][r]);
+      for (int64_t tail = full; tail < k; ++tail) sum += x[t * k + tail] * w.Load1(first + r, tail);
+      out[t][r] = sum;
     }
   }
 }
