@@ -65,7 +65,7 @@ inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F
       } else {
         for (int r = 0; r < R; ++r) {
           __m256 wv[V];
-          w.Load(step + r * S::kStepBytes, wv);
+          LoadStep(w, step + r * S::kStepBytes, wv);
           for (int v = 0; v < V; ++v) {
             run[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c + 8 * v), wv[v], run[r]);
           }
@@ -134,7 +134,7 @@ inline void RowsOfX(const S& w, const uint8_t* block, int64_t first, const cpu::
         PrefetchAhead<S, R>(step);
         for (int r = 0; r < R; ++r) {
           __m256 wv[V];
-          w.Load(step + r * S::kStepBytes, wv);
+          LoadStep(w, step + r * S::kStepBytes, wv);
           for (int v = 0; v < V; ++v) _mm256_store_ps(tile[r] + c + 8 * v, wv[v]);
         }
       }

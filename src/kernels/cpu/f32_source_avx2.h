@@ -35,10 +35,11 @@ inline constexpr bool kLaneScales = requires {
   requires S::kLaneScales;
 };
 
-// A Source may also give `kLoadExponents`, one per vector of a step: Load gives vector v's values
-// times 2^kLoadExponents[v] (a 4-bit code converted where it sits in its word costs one operation
-// fewer than shifted down first). The decode paths then take X's positions 8v … 8v + 7 times the
-// inverse (F32Rows), so every product is the exact values' own, and the tiles scale the loads back.
+// A Source may also give `kLoadExponents`, one per vector of a step: its loads give vector v's
+// values times 2^kLoadExponents[v] (a 4-bit code converted where it sits in its word costs one
+// operation fewer than shifted down first; E2M1 values doubled are integers). The decode paths then
+// take X's positions 8v … 8v + 7 times the inverse (F32Rows), so every product is the exact values'
+// own, and the tiles scale the loads back.
 template <typename S>
 constexpr std::span<const int> LoadExponents() {
   if constexpr (requires { S::kLoadExponents; }) {
@@ -54,9 +55,9 @@ constexpr float TwoToThe(int e) {
   return std::bit_cast<float>(static_cast<uint32_t>(127 + e) << 23);
 }
 
-// A Source whose step is words that each vector is converted from on its own may also give
-// `Words(p)`, the step's words in registers, and `Vector(words, v)`, vector v of them (what Load
-// gives): one row of X then loads each of its vectors once for a block's rows.
+// A Source whose vectors are each converted on their own from the step's words gives, instead of
+// Load, `Words(p)`, the step's words in registers, and `Vector(words, v)`, vector v of them: one
+// row of X then loads each of its vectors once for a block's rows (LoadStep makes the whole step).
 template <typename S>
 inline constexpr bool kVectorLoads = requires(const S& w, const uint8_t* p) {
   w.Vector(w.Words(p), 0);
@@ -65,7 +66,7 @@ inline constexpr bool kVectorLoads = requires(const S& w, const uint8_t* p) {
 template <typename S>
 concept StepSource = requires(const S& w, int64_t i, const uint8_t* p, __m256* out) {
   { w.group } -> std::convertible_to<int64_t>;
-  w.Load(p, out);
+  requires kVectorLoads<S> || requires { w.Load(p, out); };
   requires(kLaneScales<S> ? !S::kZeros : std::convertible_to<decltype(w.Scale(i, i)), float>);
   { w.Zero(i, i) } -> std::convertible_to<float>;
   { w.Load1(i, i) } -> std::convertible_to<float>;
@@ -77,6 +78,17 @@ concept StepSource = requires(const S& w, int64_t i, const uint8_t* p, __m256* o
 
 template <StepSource S>
 inline constexpr int kVectors = static_cast<int>(S::kStep / 8);
+
+// The step at p as fp32 vectors (Load, or each Vector of its Words).
+template <StepSource S>
+inline void LoadStep(const S& w, const uint8_t* p, __m256 out[kVectors<S>]) {
+  if constexpr (kVectorLoads<S>) {
+    const auto words = w.Words(p);
+    for (int v = 0; v < kVectors<S>; ++v) out[v] = w.Vector(words, v);
+  } else {
+    w.Load(p, out);
+  }
+}
 
 inline constexpr int64_t kPrefetchBytes = 8192;  // how far ahead of its reads a block is fetched
 

@@ -85,7 +85,7 @@ void ConvertTile(const S& w, const cpu::RowInterleave& packed, int64_t n0, int64
         const uint8_t* p = packed.bytes.data<uint8_t>() + first * packed.steps * packed.step_bytes +
                            (step * in_block + (n - first)) * S::kStepBytes;
         __m256 codes[V];
-        w.Load(p, codes);
+        LoadStep(w, p, codes);
         const int64_t g = (k0 + c) / w.group;  // a step lies in one run, or is one (lane scales)
         const __m256 scale = ScaleVector(w, n, g);
         const __m256 zero = _mm256_set1_ps(S::kZeros ? w.Zero(n, g) : 0.0f);

@@ -39,8 +39,8 @@ struct Bnb4Octets : avx2::NibbleOctetSteps {
   const float* absmax;  // [N, K / block] as the rows hold whole blocks
   int64_t blocks_per_row;
 
-  void Load(const uint8_t* p, __m256 out[8]) const {
-    avx2::LoadTableOctets(p, _mm256_load_ps(map), _mm256_load_ps(map + 8), out);
+  __m256 Vector(__m256i words, int s) const {
+    return avx2::TableVector(words, s, _mm256_load_ps(map), _mm256_load_ps(map + 8));
   }
   float Scale(int64_t row, int64_t g) const { return absmax[row * blocks_per_row + g]; }
   float Zero(int64_t, int64_t) const { return 0.0f; }

@@ -20,12 +20,11 @@ namespace {
 
 using MxCodes = cpu::MxCodes<CpuLevel::kAvx2>;
 
-struct Mxfp4Octets : MxCodes, avx2::NibbleOctetSteps {
+struct Mxfp4Octets : MxCodes, avx2::E2M1Octets {
   int64_t group = kStep;
   static constexpr bool kZeros = false;
   static constexpr bool kLaneScales = true;
 
-  void Load(const uint8_t* p, __m256 out[8]) const { avx2::LoadE2M1Octets(p, out); }
   // Lanes 0–3 hold columns 0–31 of step g, block 2g of the row; lanes 4–7 block 2g + 1.
   __m256 Scale(int64_t row, int64_t g) const {
     const uint8_t* e = scales + row * scale_cols + 2 * g;

@@ -16,7 +16,7 @@
 namespace quantpath {
 namespace {
 
-struct Nvfp4Octets : avx2::NibbleOctetSteps {
+struct Nvfp4Octets : avx2::E2M1Octets {
   int64_t group = kStep;
   static constexpr bool kZeros = false;
   static constexpr bool kLaneScales = true;
@@ -26,7 +26,6 @@ struct Nvfp4Octets : avx2::NibbleOctetSteps {
   int64_t scale_cols;
   float global;
 
-  void Load(const uint8_t* p, __m256 out[8]) const { avx2::LoadE2M1Octets(p, out); }
   __m256 Scale(int64_t row, int64_t g) const {
     return _mm256_mul_ps(avx2::E4M3PairsOver256(scales + row * scale_cols + g * 4),
                          _mm256_set1_ps(global * avx2::kE4M3Over));

@@ -39,15 +39,10 @@ struct IntSteps : cpu::IntCodes<CpuLevel::kAvx2, kBits, kZero> {
     if (s == 7) return _mm256_cvtepi32_ps(_mm256_srli_epi32(words, 28));
     return _mm256_cvtepi32_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xF << (4 * s))));
   }
-  void Load(const uint8_t* p, __m256 out[kStep / 8]) const {
-    if constexpr (kBits == 4) {
-      const __m256i words = Words(p);
-      for (int s = 0; s < 8; ++s) out[s] = Vector(words, s);
-    } else {
-      for (int s = 0; s < 4; ++s) {
-        out[s] = _mm256_cvtepi32_ps(
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * s))));
-      }
+  void Load(const uint8_t* p, __m256 out[kStep / 8]) const requires(kBits == 8) {
+    for (int s = 0; s < 4; ++s) {
+      out[s] = _mm256_cvtepi32_ps(
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * s))));
     }
   }
   float Zero(int64_t row, int64_t g) const {

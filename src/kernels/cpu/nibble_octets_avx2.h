@@ -2,14 +2,16 @@
 // bytes, eight 32-bit words of eight codes each (code c of the step in bits 4(c % 8) … of word
 // c / 8, low nibble first as every 4-bit layout here packs them), and vector s is nibble s of every
 // word, so lane i of each vector holds columns 8i … 8i + 7 of the step (X in the matching order,
-// XOrder::kNibbleOctets). Codes that index a table of values look their low three bits up with
-// vpermps, which reads no more of its index, and take bit 3 from the word shifted to bit 31.
+// XOrder::kNibbleOctets). E2M1 codes are looked up as bytes (E2M1Octets); codes that index a
+// table of fp32 values look their low three bits up with vpermps, which reads no more of its
+// index, and take bit 3 from the word shifted to bit 31.
 //
 // Included only by *_avx2.cc files, which are all compiled with the same flags.
 #pragma once
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 
 #include "src/kernels/cpu/f32_dot_avx2.h"
@@ -17,11 +19,13 @@
 
 namespace quantpath::avx2 {
 
-// What the steps of a Source of 4-bit codes in octets are (f32_dot_avx2.h).
+// What the steps of a Source of 4-bit codes in octets are (f32_dot_avx2.h): words, each of whose
+// eight vectors is converted on its own (Vector, which the Source gives).
 struct NibbleOctetSteps {
   static constexpr int64_t kStep = 64;
   static constexpr int64_t kStepBytes = 32;
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleOctets;
+  static __m256i Words(const uint8_t* p) { return LoadOnce(p); }
 };
 
 // Nibble s of every word in the low bits (the bits above it left as they are).
@@ -33,27 +37,41 @@ inline __m256i NibbleTopBit(__m256i words, int s) {
   return s == 7 ? words : _mm256_slli_epi32(words, 28 - 4 * s);
 }
 
-// The E2M1 values of the step at p: the magnitude of the low three bits, bit 3 its sign.
-inline void LoadE2M1Octets(const uint8_t* p, __m256 out[8]) {
-  const __m256i words = LoadOnce(p);
-  const __m256 magnitudes = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-  const __m256i sign = _mm256_set1_epi32(static_cast<int32_t>(0x80000000u));
-  for (int s = 0; s < 8; ++s) {
-    const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, NibbleAt(words, s));
-    out[s] = _mm256_xor_ps(magnitude,
-                           _mm256_castsi256_ps(_mm256_and_si256(NibbleTopBit(words, s), sign)));
-  }
-}
+// E2M1 codes by steps: the 32 bytes' low and high nibbles looked up (vpshufb, 32 at a time) as
+// twice their values, which int8 holds exactly; byte b of each word of `low` is then twice the
+// value of nibble 2b, of `high` of nibble 2b + 1.
+struct E2M1Bytes {
+  __m256i low, high;
+};
 
-// The values of a 16-entry table (`low`: codes 0–7, `high`: codes 8–15) for the step at p.
-inline void LoadTableOctets(const uint8_t* p, __m256 low, __m256 high, __m256 out[8]) {
-  const __m256i words = LoadOnce(p);
-  for (int s = 0; s < 8; ++s) {
-    const __m256i index = NibbleAt(words, s);
-    out[s] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, index),
-                              _mm256_permutevar8x32_ps(high, index),
-                              _mm256_castsi256_ps(NibbleTopBit(words, s)));
+// Twice each E2M1 value in a step (vector s: nibble s of every word, kLoadExponents of 1).
+struct E2M1Octets : NibbleOctetSteps {
+  static constexpr std::array<int, 8> kLoadExponents = {1, 1, 1, 1, 1, 1, 1, 1};
+
+  static E2M1Bytes Words(const uint8_t* p) {
+    const __m256i table = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+                                           0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i words = LoadOnce(p);
+    return {_mm256_shuffle_epi8(table, _mm256_and_si256(words, nibble)),
+            _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi32(words, 4), nibble))};
   }
+  // Byte s / 2 of each word, its sign extended.
+  static __m256 Vector(const E2M1Bytes& bytes, int s) {
+    const __m256i from = s % 2 == 0 ? bytes.low : bytes.high;
+    const int byte = s / 2;
+    const __m256i top = byte == 3 ? from : _mm256_slli_epi32(from, 24 - 8 * byte);
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(top, 24));
+  }
+};
+
+// The values of a 16-entry table (`low`: codes 0–7, `high`: codes 8–15) for nibble s of every
+// word.
+inline __m256 TableVector(__m256i words, int s, __m256 low, __m256 high) {
+  const __m256i index = NibbleAt(words, s);
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, index),
+                          _mm256_permutevar8x32_ps(high, index),
+                          _mm256_castsi256_ps(NibbleTopBit(words, s)));
 }
 
 }  // namespace quantpath::avx2
