@@ -301,10 +301,12 @@ std::vector<Case> Cases() {
       // 512-column tile, M in each bucket, X rounded to NVFP4 / MX.
       {"nvfp4_m1", "nvfp4_block_16_linear", none, 1, 64, 256, bf16, f32, false},
       {"nvfp4_m3_ragged", "nvfp4_block_16_linear", none, 3, 37, 208, f32, f32, true},
+      {"nvfp4_m2_ragged", "nvfp4_block_16_linear", none, 2, 37, 208, bf16, f32, true},
       {"nvfp4_m18_long", "nvfp4_block_16_linear", none, 18, 20, 1104, bf16, bf16, false},
       {"nvfp4_m64", "nvfp4_block_16_linear", none, 64, 24, 384, f32, f32, true},
       {"nvfp4_w4a4_m5", "nvfp4_block_16_linear", nvfp4, 5, 40, 272, bf16, f32, false},
       {"mxfp4_m1", "mxfp4_block_32", none, 1, 64, 256, bf16, f32, false},
+      {"mxfp4_m2_long", "mxfp4_block_32", none, 2, 21, 1120, f32, f32, false},
       {"mxfp4_m6_ragged", "mxfp4_block_32", none, 6, 33, 224, f32, bf16, true, bf16, true, true},
       {"mxfp4_m70", "mxfp4_block_32", none, 70, 40, 640, bf16, f32, true},
       {"mxfp4_m66_tiny_scales", "mxfp4_block_32", none, 66, 20, 256, f32, f32, false, bf16, true,

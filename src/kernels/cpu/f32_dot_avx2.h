@@ -34,54 +34,67 @@ namespace quantpath::avx2 {
 
 inline constexpr int64_t kStepTileColumns = 512;  // columns of a block's run converted at once
 
-// One row of X against the R rows of a block, one accumulator per row of W: each output is summed
-// in the order RowsOfX sums it (vector by vector through a run, runs scaled into the total, the
-// zero terms and the tail after), so a row's output does not depend on the rows batched with it.
-template <StepSource S, int R>
-inline void RowOfX(const S& w, const uint8_t* block, int64_t first, const cpu::F32Rows& xr,
-                   float out[kBlockRows]) {
+// P rows of X from row t0 against the R rows of a block, one accumulator per pair of rows: each
+// output is summed in the order RowsOfX sums it (vector by vector through a run, runs scaled into
+// the total, the zero terms and the tail after), so a row's output does not depend on the rows
+// batched with it. A Source of words converts each vector once for the P rows, which load each of
+// theirs once for the block's R rows.
+template <StepSource S, int R, int P>
+inline void RowsInRegisters(const S& w, const uint8_t* block, int64_t first, const cpu::F32Rows& xr,
+                            int64_t t0, float out[][kBlockRows]) {
   constexpr int V = kVectors<S>;
   const int64_t k = xr.k;
-  const float* x = xr.values.data();
-  __m256 total[R];
-  float zero_terms[R] = {};
-  for (int r = 0; r < R; ++r) total[r] = _mm256_setzero_ps();
+  const float* x = xr.values.data() + t0 * k;
+  __m256 total[P][R];
+  float zero_terms[P][R] = {};
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) total[p][r] = _mm256_setzero_ps();
+  }
   const int64_t full = k / S::kStep * S::kStep;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
-    __m256 run[R];
-    for (int r = 0; r < R; ++r) run[r] = _mm256_setzero_ps();
+    __m256 run[P][R];
+    for (int p = 0; p < P; ++p) {
+      for (int r = 0; r < R; ++r) run[p][r] = _mm256_setzero_ps();
+    }
     for (int64_t c = start; c < end; c += S::kStep) {
       const uint8_t* step = StepOf<S, R>(block, c / S::kStep);
       PrefetchAhead<S, R>(step);
       if constexpr (kVectorLoads<S>) {
-        // Each vector of X loaded once for the block's rows, their words held in registers.
         decltype(w.Words(step)) words[R];
         for (int r = 0; r < R; ++r) words[r] = w.Words(step + r * S::kStepBytes);
         for (int v = 0; v < V; ++v) {
-          const __m256 xv = _mm256_loadu_ps(x + c + 8 * v);
-          for (int r = 0; r < R; ++r) run[r] = _mm256_fmadd_ps(xv, w.Vector(words[r], v), run[r]);
+          __m256 xv[P];
+          for (int p = 0; p < P; ++p) xv[p] = _mm256_loadu_ps(x + p * k + c + 8 * v);
+          for (int r = 0; r < R; ++r) {
+            const __m256 wv = w.Vector(words[r], v);
+            for (int p = 0; p < P; ++p) run[p][r] = _mm256_fmadd_ps(xv[p], wv, run[p][r]);
+          }
         }
       } else {
+        static_assert(P == 1, "a Source loaded by steps passes one row of X at a time");
         for (int r = 0; r < R; ++r) {
           __m256 wv[V];
           LoadStep(w, step + r * S::kStepBytes, wv);
           for (int v = 0; v < V; ++v) {
-            run[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c + 8 * v), wv[v], run[r]);
+            run[0][r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c + 8 * v), wv[v], run[0][r]);
           }
         }
       }
     }
     for (int r = 0; r < R; ++r) {
-      total[r] = _mm256_fmadd_ps(run[r], ScaleVector(w, first + r, g), total[r]);
+      const __m256 scales = ScaleVector(w, first + r, g);
+      for (int p = 0; p < P; ++p) total[p][r] = _mm256_fmadd_ps(run[p][r], scales, total[p][r]);
       if constexpr (S::kZeros) {
         const float zero = w.Scale(first + r, g) * w.Zero(first + r, g);
-        zero_terms[r] += zero * xr.run_sums[g];
+        for (int p = 0; p < P; ++p) zero_terms[p][r] += zero * xr.run_sums[g * xr.rows + t0 + p];
       }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    out[r] = Sum(total[r]) - zero_terms[r] + Tail(w, first + r, x, full, k);
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) {
+      out[p][r] = Sum(total[p][r]) - zero_terms[p][r] + Tail(w, first + r, x + p * k, full, k);
+    }
   }
 }
 
@@ -173,10 +186,27 @@ void PackedRowBlock(const S& w, const cpu::RowInterleave& packed, const LinearPa
   if (!bias.empty()) {
     for (int r = 0; r < R; ++r) b[r] = LoadFloat(bias, first + r);
   }
-  if (xr.rows == 1) {
-    float out[kBlockRows];
-    RowOfX<S, R>(w, block, first, xr, out);
-    for (int r = 0; r < R; ++r) reference::StoreOutput(y, first + r, out[r] + b[r]);
+  // Up to kRegisterRows<S> rows of X pass two at a time in registers (RowsInRegisters), more
+  // through tiles (RowsOfX).
+  if (xr.rows <= kRegisterRows<S>) {
+    float out[kPassRows][kBlockRows];
+    for (int64_t t = 0; t < xr.rows; t += kPassRows) {
+      const int64_t rows = xr.rows - t < kPassRows ? xr.rows - t : kPassRows;
+      if constexpr (kVectorLoads<S>) {
+        if (rows == kPassRows) {
+          RowsInRegisters<S, R, kPassRows>(w, block, first, xr, t, out);
+        } else {
+          RowsInRegisters<S, R, 1>(w, block, first, xr, t, out);
+        }
+      } else {
+        RowsInRegisters<S, R, 1>(w, block, first, xr, t, out);
+      }
+      for (int64_t p = 0; p < rows; ++p) {
+        for (int r = 0; r < R; ++r) {
+          reference::StoreOutput(y, (t + p) * n + first + r, out[p][r] + b[r]);
+        }
+      }
+    }
     return;
   }
   float out[kTileRows][kBlockRows];

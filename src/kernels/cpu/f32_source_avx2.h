@@ -63,6 +63,17 @@ inline constexpr bool kVectorLoads = requires(const S& w, const uint8_t* p) {
   w.Vector(w.Words(p), 0);
 };
 
+// The rows of X up to which a Source of words converts each vector in registers for every pair of
+// rows, not once into a tile for all of them (f32_dot_avx2.h): its `kRegisterRows`, else one.
+template <typename S>
+inline constexpr int64_t kRegisterRows = [] {
+  if constexpr (requires { S::kRegisterRows; }) {
+    return int64_t{S::kRegisterRows};
+  } else {
+    return int64_t{1};
+  }
+}();
+
 template <typename S>
 concept StepSource = requires(const S& w, int64_t i, const uint8_t* p, __m256* out) {
   { w.group } -> std::convertible_to<int64_t>;
