@@ -38,7 +38,7 @@ struct MachineLimits {
   std::optional<double> fma_gflops_one, fma_gflops_all;
   std::optional<double> bf16_dot_gflops_one, bf16_dot_gflops_all;
   std::optional<double> int8_dot_gops_one, int8_dot_gops_all;
-  // vpmaddwd (AVX2), GOP/s: the int8 dot product of CPUs without VNNI.
+  // vpmaddwd + vpaddd (AVX2), GOP/s: the int8 dot product of CPUs without VNNI.
   std::optional<double> int16_dot_gops_one, int16_dot_gops_all;
 
   double ReadGbps(int threads) const { return threads == 1 ? read_gbps_one : read_gbps_all; }

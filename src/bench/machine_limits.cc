@@ -133,7 +133,7 @@ MachineLimits MeasureMachine() {
     (one ? limits.int8_dot_gops_one : limits.int8_dot_gops_all) =
         PeakGflops(CpuLevel::kAvx512Vnni, 1536, threads, bench_internal::Int8DotRoundsAvx512);
     (one ? limits.int16_dot_gops_one : limits.int16_dot_gops_all) =
-        PeakGflops(CpuLevel::kAvx2, 320, threads, bench_internal::Int16DotRoundsAvx2);
+        PeakGflops(CpuLevel::kAvx2, 256, threads, bench_internal::Int16DotRoundsAvx2);
   }
   return limits;
 }

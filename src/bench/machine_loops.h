@@ -25,8 +25,9 @@ T SumOverThreads(int threads, F f) {
 // FMA; timed by the caller, so that nothing but the loop is compiled for AVX2.
 float FmaRoundsAvx2(int64_t rounds, int threads);
 
-// `rounds` rounds of 10 independent vpmaddwd chains (320 OP a round per thread: 8 lanes, 2 pairs,
-// a multiply and an add each) on each of `threads` threads; the chains' sum. Needs AVX2.
+// `rounds` rounds of the AVX2 int8 dot's inner loop (vpmaddwd products added by vpaddd into eight
+// int32 sums, operands from L1: 256 OP a round per thread, 8 vpmaddwd of 8 lanes, 2 pairs, a
+// multiply and an add each) on each of `threads` threads; the sums' total. Needs AVX2.
 int32_t Int16DotRoundsAvx2(int64_t rounds, int threads);
 
 // The 64-bit sum of `words` words at `data` (32-byte aligned, a multiple of 16 words) on `threads`
