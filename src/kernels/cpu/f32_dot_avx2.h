@@ -34,6 +34,48 @@ namespace quantpath::avx2 {
 
 inline constexpr int64_t kStepTileColumns = 512;  // columns of a block's run converted at once
 
+// What both decode paths keep for T rows of X (from row t0, `rows` of them in use) against the R
+// rows of W from `first`: each run's sums scaled into the totals with the run's zero terms, then
+// the totals summed, the zero terms taken off and the tail added. One place, so that both sum an
+// output in the same order.
+template <StepSource S, int T, int R>
+struct RunTotals {
+  __m256 total[T][R];
+  float zero_terms[T][R] = {};
+  int64_t t0, rows, first;
+
+  RunTotals(int64_t t0_, int64_t rows_, int64_t first_) : t0(t0_), rows(rows_), first(first_) {
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int r = 0; r < R; ++r) total[t][r] = _mm256_setzero_ps();
+    }
+  }
+  // run[t][r]: the sums of run g.
+  template <typename Runs>
+  void AddRun(const S& w, int64_t g, const Runs& run, const cpu::F32Rows& xr) {
+    for (int r = 0; r < R; ++r) {
+      const __m256 scales = ScaleVector(w, first + r, g);
+      for (int64_t t = 0; t < rows; ++t) {
+        total[t][r] = _mm256_fmadd_ps(run[t][r], scales, total[t][r]);
+      }
+      if constexpr (S::kZeros) {
+        const float zero = w.Scale(first + r, g) * w.Zero(first + r, g);
+        for (int64_t t = 0; t < rows; ++t) {
+          zero_terms[t][r] += zero * xr.run_sums[g * xr.rows + t0 + t];
+        }
+      }
+    }
+  }
+  void Finish(const S& w, const cpu::F32Rows& xr, float out[][kBlockRows]) const {
+    const int64_t k = xr.k, full = k / S::kStep * S::kStep;
+    const float* x = xr.values.data() + t0 * k;
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int r = 0; r < R; ++r) {
+        out[t][r] = Sum(total[t][r]) - zero_terms[t][r] + Tail(w, first + r, x + t * k, full, k);
+      }
+    }
+  }
+};
+
 // P rows of X from row t0 against the R rows of a block, one accumulator per pair of rows: each
 // output is summed in the order RowsOfX sums it (vector by vector through a run, runs scaled into
 // the total, the zero terms and the tail after), so a row's output does not depend on the rows
@@ -45,11 +87,7 @@ inline void RowsInRegisters(const S& w, const uint8_t* block, int64_t first, con
   constexpr int V = kVectors<S>;
   const int64_t k = xr.k;
   const float* x = xr.values.data() + t0 * k;
-  __m256 total[P][R];
-  float zero_terms[P][R] = {};
-  for (int p = 0; p < P; ++p) {
-    for (int r = 0; r < R; ++r) total[p][r] = _mm256_setzero_ps();
-  }
+  RunTotals<S, P, R> totals(t0, P, first);
   const int64_t full = k / S::kStep * S::kStep;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
@@ -82,20 +120,9 @@ inline void RowsInRegisters(const S& w, const uint8_t* block, int64_t first, con
         }
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const __m256 scales = ScaleVector(w, first + r, g);
-      for (int p = 0; p < P; ++p) total[p][r] = _mm256_fmadd_ps(run[p][r], scales, total[p][r]);
-      if constexpr (S::kZeros) {
-        const float zero = w.Scale(first + r, g) * w.Zero(first + r, g);
-        for (int p = 0; p < P; ++p) zero_terms[p][r] += zero * xr.run_sums[g * xr.rows + t0 + p];
-      }
-    }
+    totals.AddRun(w, g, run, xr);
   }
-  for (int p = 0; p < P; ++p) {
-    for (int r = 0; r < R; ++r) {
-      out[p][r] = Sum(total[p][r]) - zero_terms[p][r] + Tail(w, first + r, x + p * k, full, k);
-    }
-  }
+  totals.Finish(w, xr, out);
 }
 
 // P rows of X (at `x`, k apart) over `width` columns of the tile's R rows, into run[0 … P).
@@ -128,11 +155,7 @@ inline void RowsOfX(const S& w, const uint8_t* block, int64_t first, const cpu::
   const int64_t k = xr.k;
   const float* x = xr.values.data() + t0 * k;
   alignas(32) float tile[R][kStepTileColumns];
-  __m256 total[kTileRows][kBlockRows];
-  float zero_terms[kTileRows][kBlockRows] = {};
-  for (int64_t t = 0; t < t_rows; ++t) {
-    for (int r = 0; r < R; ++r) total[t][r] = _mm256_setzero_ps();
-  }
+  RunTotals<S, kTileRows, R> totals(t0, t_rows, first);
   const int64_t full = k / S::kStep * S::kStep;
   for (int64_t start = 0, g = 0; start < full; start += w.group, ++g) {
     const int64_t end = start + w.group < full ? start + w.group : full;
@@ -155,24 +178,9 @@ inline void RowsOfX(const S& w, const uint8_t* block, int64_t first, const cpu::
       for (; t + 2 <= t_rows; t += 2) TilePass<R, 2>(tile, width, x + t * k + chunk, k, run + t);
       if (t < t_rows) TilePass<R, 1>(tile, width, x + t * k + chunk, k, run + t);
     }
-    for (int r = 0; r < R; ++r) {
-      const __m256 scales = ScaleVector(w, first + r, g);
-      for (int64_t t = 0; t < t_rows; ++t) {
-        total[t][r] = _mm256_fmadd_ps(run[t][r], scales, total[t][r]);
-      }
-      if constexpr (S::kZeros) {
-        const float zero = w.Scale(first + r, g) * w.Zero(first + r, g);
-        for (int64_t t = 0; t < t_rows; ++t) {
-          zero_terms[t][r] += zero * xr.run_sums[g * xr.rows + t0 + t];
-        }
-      }
-    }
+    totals.AddRun(w, g, run, xr);
   }
-  for (int64_t t = 0; t < t_rows; ++t) {
-    for (int r = 0; r < R; ++r) {
-      out[t][r] = Sum(total[t][r]) - zero_terms[t][r] + Tail(w, first + r, x + t * k, full, k);
-    }
-  }
+  totals.Finish(w, xr, out);
 }
 
 // The R rows of W from `first` against every row of X into Y, with the bias.
