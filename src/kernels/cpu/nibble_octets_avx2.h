@@ -2,9 +2,7 @@
 // bytes, eight 32-bit words of eight codes each (code c of the step in bits 4(c % 8) … of word
 // c / 8, low nibble first as every 4-bit layout here packs them), and vector s is nibble s of every
 // word, so lane i of each vector holds columns 8i … 8i + 7 of the step (X in the matching order,
-// XOrder::kNibbleOctets). E2M1 codes are looked up as bytes (E2M1Octets); codes that index a
-// table of fp32 values look their low three bits up with vpermps, which reads no more of its
-// index, and take bit 3 from the word shifted to bit 31.
+// XOrder::kNibbleOctets). E2M1 codes are looked up as bytes (E2M1Octets).
 //
 // Included only by *_avx2.cc files, which are all compiled with the same flags.
 #pragma once
@@ -27,15 +25,6 @@ struct NibbleOctetSteps {
   static constexpr cpu::XOrder kXOrder = cpu::XOrder::kNibbleOctets;
   static __m256i Words(const uint8_t* p) { return LoadOnce(p); }
 };
-
-// Nibble s of every word in the low bits (the bits above it left as they are).
-inline __m256i NibbleAt(__m256i words, int s) {
-  return s == 0 ? words : _mm256_srli_epi32(words, 4 * s);
-}
-// Bit 3 of nibble s of every word at bit 31 (the bits below it left as they are).
-inline __m256i NibbleTopBit(__m256i words, int s) {
-  return s == 7 ? words : _mm256_slli_epi32(words, 28 - 4 * s);
-}
 
 // E2M1 codes by steps: the 32 bytes' low and high nibbles looked up (vpshufb, 32 at a time) as
 // twice their values, which int8 holds exactly; byte b of each word of `low` is then twice the
@@ -67,14 +56,5 @@ struct E2M1Octets : NibbleOctetSteps {
     return _mm256_cvtepi32_ps(_mm256_srai_epi32(top, 24));
   }
 };
-
-// The values of a 16-entry table (`low`: codes 0–7, `high`: codes 8–15) for nibble s of every
-// word.
-inline __m256 TableVector(__m256i words, int s, __m256 low, __m256 high) {
-  const __m256i index = NibbleAt(words, s);
-  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, index),
-                          _mm256_permutevar8x32_ps(high, index),
-                          _mm256_castsi256_ps(NibbleTopBit(words, s)));
-}
 
 }  // namespace quantpath::avx2

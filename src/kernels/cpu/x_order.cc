@@ -10,6 +10,10 @@ int64_t SourceColumn(int64_t position, int64_t full, XOrder order) {
     return base + offset % 32 * 4 + offset / 32;
   }
   const int64_t base = position / 64 * 64, offset = position % 64;
+  if (order == XOrder::kNibbleBytes) {
+    const int64_t v = offset / 8, j = offset % 8;
+    return base + 2 * (8 * (v % 4) + j) + v / 4;
+  }
   return base + offset % 8 * 8 + offset / 8;
 }
 

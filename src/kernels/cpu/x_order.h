@@ -13,7 +13,10 @@ namespace quantpath::cpu {
 //                  order in which 16-bit words of packed 4-bit codes give up their four nibbles
 //   kNibbleOctets  per 64 columns, position 8s + j holds column 8j + s (s < 8, j < 8): the order
 //                  in which 32-bit words of packed 4-bit codes give up their eight nibbles
-enum class XOrder : uint8_t { kNatural, kNibbleQuads, kNibbleOctets };
+//   kNibbleBytes   per 64 columns, position 8v + j holds column 2(8(v % 4) + j) + v / 4 (v < 8,
+//                  j < 8): the low nibbles of 32 bytes of packed codes eight bytes at a time, then
+//                  their high nibbles
+enum class XOrder : uint8_t { kNatural, kNibbleQuads, kNibbleOctets, kNibbleBytes };
 
 // The column of X whose value sits at `position` (past `full`, the full steps, columns keep
 // their place).
