@@ -1,7 +1,7 @@
 // The LinearKernel of the weight-only specs whose kernel on the AVX-512 BF16 GEMM
 // (bf16_dot_avx512vnni.h) is one Source: NVFP4, MXFP4, MXFP8 and the bitsandbytes families differ
-// only in their Source (`static Source Of(params)`) and in which problems they take, given as two
-// functions.
+// only in their Source (`static Source Of(params)`) and in which problems they take
+// (one_source_kernel.h).
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
@@ -11,39 +11,24 @@
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/one_source_kernel.h"
 #include "src/kernels/reference/reference_gemm.h"
 
 namespace quantpath::avx512vnni {
 
 template <PairSource Source>
-class SourceKernel final : public LinearKernel {
+class SourceKernel final : public cpu::OneSourceKernel {
  public:
-  using ServesFn = bool (*)(const SpecKey&, const DeviceCaps&);
-  using TakesFn = bool (*)(const KernelProbe&);
   SourceKernel(std::string_view name, ServesFn serves, TakesFn takes)
-      : name_(name), serves_(serves), takes_(takes) {}
+      : OneSourceKernel({name, CpuLevel::kAvx512Vnni, kReferencePriority + 20, DotUnit::kBf16Pair},
+                        serves, takes) {}
 
-  std::string_view name() const override { return name_; }
-  CpuFeatures features() const override { return CpuLevelRequires(CpuLevel::kAvx512Vnni); }
-  int priority() const override { return kReferencePriority + 20; }
-  DotUnit unit() const override { return DotUnit::kBf16Pair; }
-  bool Serves(const SpecKey& key, const DeviceCaps& device) const override {
-    return serves_(key, device);
-  }
-  bool CanHandle(const KernelProbe& probe) const override {
-    return serves_(probe.spec, probe.device) && takes_(probe);
-  }
   void Prepare(const LinearParams& params) const override { Packed<Source>(this, params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const std::vector<float> xs = reference::PrepareActivations(params, act, x);
     Gemm(Source::Of(params), Packed<Source>(this, params), params, xs, x.rows, y);
   }
-
- private:
-  std::string_view name_;
-  ServesFn serves_;
-  TakesFn takes_;
 };
 
 }  // namespace quantpath::avx512vnni
