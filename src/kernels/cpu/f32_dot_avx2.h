@@ -4,14 +4,15 @@
 // rows of a block read as four streams, with the hardware's prefetcher alone, left a 4-bit decode
 // at 30 % of one thread's read bandwidth).
 //
-// The spec's Source turns one step of codes into fp32 vectors, exact and unscaled; each run of
-// codes that shares a scale is summed on its own and scaled once, and a zero point is taken off as
-// z · Σ x over the run (f32_rows.h), so that a code costs its conversion and one FMA. One row of X
-// multiplies a block converted in registers; more rows convert each run of a block once into a
-// tile of up to kStepTileColumns columns that 2 rows of X at a time pass over (8 accumulators, 4
-// tile vectors and an X vector of the 16 registers), summing each output in the same order, so
-// that below kTiledRows rows outputs are the same bits whatever the batch. From kTiledRows rows
-// on, the tiled GEMM (f32_tiles_avx2.h). OpenMP splits N.
+// The spec's Source turns one step of codes into fp32 vectors, exact (times a power of two where
+// it says so) and unscaled; each run of codes that shares a scale is summed on its own and scaled
+// once, and a zero point is taken off as z · Σ x over the run (f32_rows.h), so that a code costs
+// its conversion and one FMA. Up to kRegisterRows<S> rows of X (one for most Sources) multiply a
+// block converted in registers, two rows at a time; more rows convert each run of a block once
+// into a tile of up to kStepTileColumns columns that 2 rows of X at a time pass over (8
+// accumulators, 4 tile vectors and an X vector of the 16 registers). Both sum each output in the
+// same order (RunTotals), so that below kTiledRows rows outputs are the same bits whatever the
+// batch. From kTiledRows rows on, the tiled GEMM (f32_tiles_avx2.h). OpenMP splits N.
 //
 // Included only by *_avx2.cc files, which are all compiled with the same flags.
 #pragma once
@@ -76,7 +77,7 @@ struct RunTotals {
   }
 };
 
-// P rows of X from row t0 against the R rows of a block, one accumulator per pair of rows: each
+// P rows of X from row t0 against the R rows of a block, one accumulator per row of each: each
 // output is summed in the order RowsOfX sums it (vector by vector through a run, runs scaled into
 // the total, the zero terms and the tail after), so a row's output does not depend on the rows
 // batched with it. A Source of words converts each vector once for the P rows, which load each of
