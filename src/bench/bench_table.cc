@@ -120,7 +120,7 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
     out << fmt::format(
         "machine: last-level cache {} MiB{}, DRAM read {:.1f} GB/s (1 thread), {:.1f} GB/s ({} "
         "threads); peaks (1 / all threads) fp32 FMA {} / {} GFLOP/s, vdpbf16ps {} / {} GFLOP/s, "
-        "vpdpbusd {} / {} GOP/s, vpmaddwd {} / {} GOP/s\n",
+        "vpdpbusd {} / {} GOP/s, vpmaddwd + vpaddd {} / {} GOP/s\n",
         limits.llc_bytes >> 20, limits.llc_known ? "" : " (assumed)", limits.read_gbps_one,
         limits.read_gbps_all, limits.threads, Optional(limits.fma_gflops_one, "{:.0f}"),
         Optional(limits.fma_gflops_all, "{:.0f}"), Optional(limits.bf16_dot_gflops_one, "{:.0f}"),
