@@ -23,8 +23,9 @@ struct F32Rows {
 // x [m, k] in fp32 (kept as the rows themselves in the natural order, not copied); `step` columns
 // per load; group = 0 for no run sums (else a multiple of `step`, or k). Where `exponents` names
 // one power of two per 8 positions of a step, the full steps' values at positions 8v … 8v + 7 are
-// multiplied by 2^−exponents[v] (exact, as the loads that give those positions' weights times
-// 2^exponents[v] need), the run sums taken before.
+// multiplied by 2^−exponents[v] (exact for values down to 2^(−126 + 24), far below any activation's
+// scale; the loads that give those positions' weights times 2^exponents[v] need it), the run sums
+// taken before.
 F32Rows ToF32Rows(std::vector<float> x, int64_t m, int64_t k, int64_t group, int64_t step,
                   XOrder order, std::span<const int> exponents = {});
 
