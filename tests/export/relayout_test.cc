@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "quantpath/checkpoint_writer.h"
 #include "quantpath/export.h"
@@ -177,19 +179,28 @@ TEST(Relayout, ModelOptFp8ToCompressedTensorsAndBackKeepsEveryTensor) {
   }
 }
 
+// The bf16 Llama quantized with `scheme` into dir / "mo" (ModelOpt) and dir / "ct"
+// (compressed-tensors): the two reports.
+std::pair<Result<ExportReport>, Result<ExportReport>> QuantizeToBoth(
+    const std::string& scheme, const std::filesystem::path& dir) {
+  QuantizeOptions options;
+  options.scheme = scheme;
+  options.format = CheckpointFormat::kModelOpt;
+  Result<ExportReport> mo =
+      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "mo").string(), options);
+  options.format = CheckpointFormat::kCompressedTensors;
+  Result<ExportReport> ct =
+      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "ct").string(), options);
+  return {std::move(mo), std::move(ct)};
+}
+
 // quantize --format modelopt of fp8 per channel: FP8_PER_CHANNEL_PER_TOKEN, the codes and scales
 // of the compressed-tensors output with the scales as [N].
 TEST(Relayout, QuantizeWritesModelOptFp8PerChannel) {
   const std::filesystem::path dir = FreshDir();
-  QuantizeOptions options;
-  options.scheme = "w8a8-fp8-channel-dyn";
-  options.format = CheckpointFormat::kModelOpt;
-  Result<ExportReport> mo =
-      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "mo").string(), options);
+  const auto [mo, ct] = QuantizeToBoth("w8a8-fp8-channel-dyn", dir);
   ASSERT_TRUE(mo.ok()) << mo.status().message();
-  options.format = CheckpointFormat::kCompressedTensors;
-  ASSERT_TRUE(
-      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "ct").string(), options).ok());
+  ASSERT_TRUE(ct.ok()) << ct.status().message();
   const auto mo_tensors = ReadAll(dir / "mo");
   const auto ct_tensors = ReadAll(dir / "ct");
   ASSERT_EQ(mo_tensors.size(), ct_tensors.size());
@@ -219,15 +230,8 @@ TEST(Relayout, QuantizeWritesModelOptFp8PerChannel) {
 
 TEST(Relayout, QuantizeWritesModelOptNvfp4WithItsDescriptionFile) {
   const std::filesystem::path dir = FreshDir();
-  QuantizeOptions options;
-  options.scheme = "w4a16-nvfp4";
-  options.format = CheckpointFormat::kModelOpt;
-  Result<ExportReport> mo =
-      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "mo").string(), options);
+  const auto [mo, ct] = QuantizeToBoth("w4a16-nvfp4", dir);
   ASSERT_TRUE(mo.ok()) << mo.status().message();
-  options.format = CheckpointFormat::kCompressedTensors;
-  Result<ExportReport> ct =
-      QuantizeCheckpoint(Producer("bf16_llama").string(), (dir / "ct").string(), options);
   ASSERT_TRUE(ct.ok()) << ct.status().message();
   Result<Json> description = ReadJsonFile(dir / "mo" / "hf_quant_config.json");
   ASSERT_TRUE(description.ok()) << description.status().message();
