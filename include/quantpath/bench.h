@@ -40,6 +40,8 @@ struct MachineLimits {
   std::optional<double> int8_dot_gops_one, int8_dot_gops_all;
   // vpmaddwd + vpaddd (AVX2), GOP/s: the int8 dot product of CPUs without VNNI.
   std::optional<double> int16_dot_gops_one, int16_dot_gops_all;
+  // vpmaddubsw on 4-bit codes (AVX2), GOP/s: int4 weights with int8 activations.
+  std::optional<double> int4_dot_gops_one, int4_dot_gops_all;
 
   double ReadGbps(int threads) const { return threads == 1 ? read_gbps_one : read_gbps_all; }
   // The peak of the unit a kernel multiplies on.

@@ -64,6 +64,8 @@ enum class DotUnit : uint8_t {
   kBf16Pair,   // vdpbf16ps: bf16 pairs into fp32
   kInt8Quad,   // vpdpbusd: u8 × s8 quads into int32
   kInt16Pair,  // vpmaddwd (+ vpaddd): s16 pairs into int32, the int8 dot of CPUs without VNNI
+  kInt4Pair,   // vpmaddubsw on 4-bit codes (+ vpaddw, a vpmaddwd every 4 steps): u4 × s8 pairs
+               // into int16, AVX2's dot of int4 weights with int8 activations
 };
 
 class LinearKernel {

@@ -120,14 +120,16 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
     out << fmt::format(
         "machine: last-level cache {} MiB{}, DRAM read {:.1f} GB/s (1 thread), {:.1f} GB/s ({} "
         "threads); peaks (1 / all threads) fp32 FMA {} / {} GFLOP/s, vdpbf16ps {} / {} GFLOP/s, "
-        "vpdpbusd {} / {} GOP/s, vpmaddwd + vpaddd {} / {} GOP/s\n",
+        "vpdpbusd {} / {} GOP/s, vpmaddwd + vpaddd {} / {} GOP/s, vpmaddubsw on int4 {} / {} "
+        "GOP/s\n",
         limits.llc_bytes >> 20, limits.llc_known ? "" : " (assumed)", limits.read_gbps_one,
         limits.read_gbps_all, limits.threads, Optional(limits.fma_gflops_one, "{:.0f}"),
         Optional(limits.fma_gflops_all, "{:.0f}"), Optional(limits.bf16_dot_gflops_one, "{:.0f}"),
         Optional(limits.bf16_dot_gflops_all, "{:.0f}"),
         Optional(limits.int8_dot_gops_one, "{:.0f}"), Optional(limits.int8_dot_gops_all, "{:.0f}"),
         Optional(limits.int16_dot_gops_one, "{:.0f}"),
-        Optional(limits.int16_dot_gops_all, "{:.0f}"));
+        Optional(limits.int16_dot_gops_all, "{:.0f}"), Optional(limits.int4_dot_gops_one, "{:.0f}"),
+        Optional(limits.int4_dot_gops_all, "{:.0f}"));
     out << fmt::format(
         "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10} {:>7} {:>6} {:>8} {:>6}\n", "spec", "m",
         "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s", "%peak");

@@ -134,6 +134,8 @@ MachineLimits MeasureMachine() {
         PeakGflops(CpuLevel::kAvx512Vnni, 1536, threads, bench_internal::Int8DotRoundsAvx512);
     (one ? limits.int16_dot_gops_one : limits.int16_dot_gops_all) =
         PeakGflops(CpuLevel::kAvx2, 256, threads, bench_internal::Int16DotRoundsAvx2);
+    (one ? limits.int4_dot_gops_one : limits.int4_dot_gops_all) =
+        PeakGflops(CpuLevel::kAvx2, 1024, threads, bench_internal::Int4DotRoundsAvx2);
   }
   return limits;
 }
@@ -149,6 +151,8 @@ std::optional<double> MachineLimits::PeakGflops(DotUnit unit, int threads) const
       return one ? int8_dot_gops_one : int8_dot_gops_all;
     case DotUnit::kInt16Pair:
       return one ? int16_dot_gops_one : int16_dot_gops_all;
+    case DotUnit::kInt4Pair:
+      return one ? int4_dot_gops_one : int4_dot_gops_all;
   }
   return std::nullopt;
 }
@@ -167,7 +171,9 @@ Json MachineLimitsJson(const MachineLimits& limits) {
                        {"int8_dot_gops_one", optional(limits.int8_dot_gops_one)},
                        {"int8_dot_gops_all", optional(limits.int8_dot_gops_all)},
                        {"int16_dot_gops_one", optional(limits.int16_dot_gops_one)},
-                       {"int16_dot_gops_all", optional(limits.int16_dot_gops_all)}});
+                       {"int16_dot_gops_all", optional(limits.int16_dot_gops_all)},
+                       {"int4_dot_gops_one", optional(limits.int4_dot_gops_one)},
+                       {"int4_dot_gops_all", optional(limits.int4_dot_gops_all)}});
 }
 
 }  // namespace quantpath

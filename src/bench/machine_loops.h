@@ -30,6 +30,13 @@ float FmaRoundsAvx2(int64_t rounds, int threads);
 // multiply and an add each) on each of `threads` threads; the sums' total. Needs AVX2.
 int32_t Int16DotRoundsAvx2(int64_t rounds, int threads);
 
+// `rounds` rounds of the AVX2 int4 × int8 dot's inner loop (gemm_w4a_nibbles_avx2.cc: four rows
+// of 4-bit codes unpacked by mask and shift, each half multiplied with two rows of int8 codes by
+// vpmaddubsw and added into int16 sums by vpaddw, widened by vpmaddwd every 4 rounds; operands
+// from L1: 1024 OP a round per thread, 4 · 2 · 64 pairs) on each of `threads` threads; the sums'
+// total. Needs AVX2.
+int32_t Int4DotRoundsAvx2(int64_t rounds, int threads);
+
 // The 64-bit sum of `words` words at `data` (32-byte aligned, a multiple of 16 words) on `threads`
 // threads, with 256-bit loads and four accumulators, so that the loads and not the adds bound it.
 uint64_t SumWordsAvx2(const uint64_t* data, int64_t words, int threads);

@@ -1,6 +1,6 @@
-// FmaRoundsAvx2, Int16DotRoundsAvx2 and SumWordsAvx2 (machine_loops.h). FMA: ten independent
-// accumulators hide the FMA latency (4–5 cycles at two issues a cycle), so the loop runs at the
-// units' throughput.
+// FmaRoundsAvx2, Int16DotRoundsAvx2, Int4DotRoundsAvx2 and SumWordsAvx2 (machine_loops.h). FMA: ten
+// independent accumulators hide the FMA latency (4–5 cycles at two issues a cycle), so the loop
+// runs at the units' throughput.
 #include <immintrin.h>
 
 #include "src/bench/machine_loops.h"
@@ -56,7 +56,68 @@ int32_t Int16Rounds(int64_t rounds) {
   return _mm_cvtsi128_si32(_mm256_castsi256_si128(sum));
 }
 
+// The AVX2 int4 × int8 dot as GemmW4A4A8Nibbles_Avx2 runs it: per round, a 32-byte step of each
+// of four rows of 4-bit codes is split into its low and high nibbles, each multiplied with a row
+// of X's int8 codes (two rows) by vpmaddubsw and summed into int16 by vpaddw; every 4 rounds
+// vpmaddwd widens the sums into int32. Operands from L1.
+int32_t Int4Rounds(int64_t rounds) {
+  constexpr int kSteps = 16;
+  alignas(32) uint8_t w[kSteps][4][32];
+  alignas(32) int8_t x[kSteps][2][64];
+  for (int s = 0; s < kSteps; ++s) {
+    for (int r = 0; r < 4; ++r) {
+      for (int b = 0; b < 32; ++b) w[s][r][b] = static_cast<uint8_t>(s * 37 + r * 11 + b);
+    }
+    for (int p = 0; p < 2; ++p) {
+      for (int c = 0; c < 64; ++c)
+        x[s][p][c] = static_cast<int8_t>((s * 13 + p * 7 + c) % 255 - 127);
+    }
+  }
+  const __m256i nibble = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  __m256i acc[2][4];
+  for (auto& row : acc) {
+    for (__m256i& a : row) a = _mm256_setzero_si256();
+  }
+  for (int64_t round = 0; round < rounds; round += kSteps) {
+    for (int s0 = 0; s0 < kSteps; s0 += 4) {
+      __m256i pairs[2][4];
+      for (auto& row : pairs) {
+        for (__m256i& a : row) a = _mm256_setzero_si256();
+      }
+      for (int s = s0; s < s0 + 4; ++s) {
+        for (int r = 0; r < 4; ++r) {
+          const __m256i codes = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[s][r]));
+          const __m256i low = _mm256_and_si256(codes, nibble);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
+          for (int p = 0; p < 2; ++p) {
+            const __m256i even = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[s][p]));
+            const __m256i odd = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[s][p] + 32));
+            pairs[p][r] = _mm256_add_epi16(
+                pairs[p][r],
+                _mm256_add_epi16(_mm256_maddubs_epi16(low, even), _mm256_maddubs_epi16(high, odd)));
+          }
+        }
+      }
+      for (int p = 0; p < 2; ++p) {
+        for (int r = 0; r < 4; ++r) {
+          acc[p][r] = _mm256_add_epi32(acc[p][r], _mm256_madd_epi16(pairs[p][r], ones));
+        }
+      }
+    }
+    __asm__("" : : "r"(&x[0][0][0]), "r"(&w[0][0][0]) : "memory");
+  }
+  __m256i sum = _mm256_setzero_si256();
+  for (const auto& row : acc) {
+    for (const __m256i& a : row) sum = _mm256_add_epi32(sum, a);
+  }
+  return _mm_cvtsi128_si32(_mm256_castsi256_si128(sum));
+}
+
 }  // namespace
+
+int32_t Int4DotRoundsAvx2(int64_t rounds, int threads) {
+  return SumOverThreads<int32_t>(threads, [&] { return Int4Rounds(rounds); });
+}
 
 int32_t Int16DotRoundsAvx2(int64_t rounds, int threads) {
   return SumOverThreads<int32_t>(threads, [&] { return Int16Rounds(rounds); });

@@ -51,13 +51,16 @@ bool TakesW8a8Int8(const KernelProbe& probe) {
 }
 
 bool ServesW4a(const SpecKey& key, const DeviceCaps& device) {
-  return key.family == kIntChannelFamily && key.bits == 4 && !key.zero_point && device.is_cpu();
+  return (key.family == kIntChannelFamily || key.family == kIntGroupFamily) && key.bits == 4 &&
+         !key.act_order && device.is_cpu();
 }
 
 bool TakesW4a(const KernelProbe& probe) {
   const ActivationQuant& act = probe.act;
-  return ServesW4a(probe.spec, probe.device) && act.mode == ActMode::kDynamicPerToken &&
-         act.symmetric && (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
+  return ServesW4a(probe.spec, probe.device) &&
+         (probe.spec.family != kIntGroupFamily || probe.spec.group > 0) &&
+         act.mode == ActMode::kDynamicPerToken && act.symmetric &&
+         (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
          reference::CanHandleIo(probe);
 }
 

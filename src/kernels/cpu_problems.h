@@ -25,9 +25,11 @@ bool ServesW8a8Int8(const SpecKey& key, const DeviceCaps& device);
 // int8 activations, dynamic per token or static per tensor, fp32 / bf16 in and out.
 bool TakesW8a8Int8(const KernelProbe& probe);
 
-// The mixed int4 specs (w4a_family.h): int4_channel without a zero point.
+// The mixed int4 specs (w4a_family.h): int4_channel[_zp] and int4_group_<g>[_zp] without
+// act-order.
 bool ServesW4a(const SpecKey& key, const DeviceCaps& device);
-// int4 or int8 activations, dynamic per token and symmetric, fp32 / bf16 in and out.
+// int4 or int8 activations, dynamic per token and symmetric, a positive group, fp32 / bf16 in and
+// out.
 bool TakesW4a(const KernelProbe& probe);
 
 // NVFP4 (either scale layout): blocks of a positive size, weight-only or W4A4 (NVFP4 activations

@@ -1,5 +1,6 @@
-// A layer of `spec` with random contents for the exact-kernel tests: every byte of W random (any
-// byte is valid codes for the integer layouts), random positive weight scales (fp32 or bf16 as the
+// A layer of `spec` with random contents for the exact-kernel tests: every byte of W and of the
+// weight zero points random (any byte is valid codes for the integer layouts), random positive
+// weight scales (fp32 or bf16 as the
 // spec stores them), a random bf16 bias, marked loaded and processed.
 #pragma once
 
@@ -23,6 +24,10 @@ inline Result<LinearParams> RandomLayer(const WeightSpec& spec, int64_t n, int64
   std::uniform_int_distribution<int> byte(0, 255);
   ParamTensor& w = params->tensor(Slot::kWeight);
   for (int64_t i = 0; i < w.bytes(); ++i) w.data<uint8_t>()[i] = static_cast<uint8_t>(byte(*rng));
+  ParamTensor& zeros = params->tensor(Slot::kWeightZero);
+  for (int64_t i = 0; i < zeros.bytes(); ++i) {
+    zeros.data<uint8_t>()[i] = static_cast<uint8_t>(byte(*rng));
+  }
   ParamTensor& scale = params->tensor(Slot::kWeightScale);
   const std::vector<float> scales = RandomScales(rng, scale.elements());
   for (size_t i = 0; i < scales.size(); ++i) {

@@ -104,7 +104,7 @@ TEST_P(W4aFixturesTest, MatchesTheDequantizationAndRuns) {
       EXPECT_LT(run->rel, 1e-6) << "the kernel and the reference round X alike";
       // The dispatcher's pick on this CPU: the AVX2 kernel where there is AVX2.
       EXPECT_EQ(run->kernel, DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx2))
-                                 ? "GemmW4A4A8Int_Avx2"
+                                 ? "GemmW4A4A8Nibbles_Avx2"
                                  : "GemmW4A4A8Int_Ref");
     }
     ++checked;

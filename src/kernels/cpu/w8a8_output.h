@@ -1,5 +1,4 @@
-// What every W8A8 int8 output needs beside its products, shared by the per-level W8A8 kernels
-// (and the mixed int4 specs' output, W4aOutputs, made from the same sums),
+// What every W8A8 int8 output needs beside its products, shared by the per-level W8A8 kernels,
 // which sum Σ qx · q over W's stored, unsigned codes in int32: the buffers they read
 // (w8a8_pack.h) and the output made from that sum exactly as the reference kernel makes it
 // (gemm_w8a8_ref.cc). Templated on the CPU level, as IntCodes is (int_codes.h), so each level's
@@ -41,22 +40,6 @@ struct W8a8Outputs {
     // Multiplied and added apart, as the reference does (no FMA contraction: same bits).
     float product = static_cast<float>(exact) * (pr.xq->scale[i] * sw);
     __asm__("" : "+v"(product));
-    reference::StoreOutput(pr.y, i * params.rows + j, product + b);
-  }
-};
-
-// The mixed int4 specs' output (gemm_w4a_ref.cc) from Σ_k qx · q over W's codes q = w + 8 as
-// PackW4a stores them: Σ qx · (q − 8) = acc − 8 · Σ qx, exact, then one fp32 scale product.
-template <CpuLevel kLevel>
-struct W4aOutputs {
-  static void Store(const W8a8Problem& pr, int64_t i, int64_t j, int32_t acc) {
-    const LinearParams& params = *pr.params;
-    const ParamTensor& bias = params.tensor(Slot::kBias);
-    const int64_t exact = int64_t{acc} - 8 * int64_t{pr.x->sums[i]};
-    const float sw = LoadFloat(params.tensor(Slot::kWeightScale), j);
-    const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
-    float product = static_cast<float>(exact) * (pr.xq->scale[i] * sw);
-    __asm__("" : "+v"(product));  // no FMA contraction, as in W8a8Outputs
     reference::StoreOutput(pr.y, i * params.rows + j, product + b);
   }
 };

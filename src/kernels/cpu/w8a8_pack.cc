@@ -19,16 +19,6 @@ W8a8Pack PackW8a8(const ParamTensor& w, int64_t block_rows) {
   return pack;
 }
 
-W8a8Pack PackW4a(const ParamTensor& w, int64_t block_rows) {
-  ParamTensor bytes(QDType::kINT8, w.rows(), w.cols());
-  for (int64_t r = 0; r < w.rows(); ++r) {
-    const uint8_t* pairs = w.data<uint8_t>() + r * w.row_bytes();
-    uint8_t* codes = bytes.data<uint8_t>() + r * bytes.row_bytes();
-    for (int64_t c = 0; c < w.cols(); ++c) codes[c] = (pairs[c / 2] >> (4 * (c % 2))) & 0xF;
-  }
-  return PackW8a8(bytes, block_rows);
-}
-
 PaddedInt8Rows PadInt8Rows(const reference::Int8Activations& x, int64_t m, int64_t k) {
   PaddedInt8Rows out;
   out.stride = (k + kInt8Step - 1) / kInt8Step * kInt8Step;

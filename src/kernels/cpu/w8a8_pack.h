@@ -19,9 +19,6 @@ struct W8a8Pack {
   std::vector<int64_t> row_sums;  // Σ_k (q − 128) per row of W
 };
 W8a8Pack PackW8a8(const ParamTensor& w, int64_t block_rows);
-// The mixed int4 specs' weight (w4a_family.h: int4 codes q = w + 8, two per byte) as one code q
-// per byte in W8A8's prepack, so the same int8 loops multiply it (row_sums as PackW8a8's).
-W8a8Pack PackW4a(const ParamTensor& w, int64_t block_rows);
 
 struct PaddedInt8Rows {
   ParamTensor codes;  // [m, steps · kInt8Step], zeros past k

@@ -1,11 +1,13 @@
-// Reference kernel of the mixed int4 specs (int4_channel with int4 or int8 dynamic per-token
-// activations, w4a_family.h), X and Y in fp32 or bf16:
+// Reference kernel of the mixed int4 specs (int4_channel[_zp] or int4_group_<g>[_zp] with int4 or
+// int8 dynamic per-token activations, w4a_family.h), X and Y in fp32 or bf16:
 //   1. each row of X is quantized in fp32 (QuantizeW4aActivations, QuantizeActRow): absmax =
-//   max(max |x|,
-//      kActAbsMaxFloor), s_x = absmax / qmax, qx = clamp(round(x · (qmax / absmax)),
+//      max(max |x|, kActAbsMaxFloor), s_x = absmax / qmax, qx = clamp(round(x · (qmax / absmax)),
 //      −qmax − 1, qmax), qmax 7 (int4) or 127 (int8), ties to even; a NaN becomes code 0;
-//   2. acc[m][n] = Σ_k qx[m][k] · (q[n][k] − 8), in 64-bit integers (exact);
-//   3. y = float(acc) · (s_x · s_w[n]) + bias[n], the scale product in fp32, once per output.
+//   2. acc[m][n][g] = Σ_{k in group g} qx[m][k] · (q[n][k] − z[n][g]), in 64-bit integers
+//      (exact), z = 8 without zero points;
+//   3. one group (channel): y = float(acc) · (s_x · s_w[n]) + bias[n], the scale product in fp32,
+//      once per output; several groups: y = s_x · Σ_g s_w[n][g] · acc[g] in double, rounded once,
+//      plus bias[n].
 // Non-goals: speed.
 #include <cassert>
 #include <vector>
@@ -30,11 +32,15 @@ class GemmW4aRef final : public LinearKernel {
   bool CanHandle(const KernelProbe& probe) const override { return cpu_problems::TakesW4a(probe); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
+    const SpecKey& key = params.key;
     const int64_t m = x.rows;
     const int64_t n = params.rows;
     const int64_t k = params.cols;
+    const int64_t group = IntGroupOf(key, k);
+    const int64_t groups = (k + group - 1) / group;
     const ParamTensor& w = params.tensor(Slot::kWeight);
     const ParamTensor& scales = params.tensor(Slot::kWeightScale);
+    const ParamTensor& zeros = params.tensor(Slot::kWeightZero);
     const ParamTensor& bias = params.tensor(Slot::kBias);
     assert(w.rows() == n && w.cols() == k);
     const reference::Int8Activations xq = reference::QuantizeW4aActivations(act, x);
@@ -46,15 +52,31 @@ class GemmW4aRef final : public LinearKernel {
 #endif
     for (int64_t j = 0; j < n; ++j) {
       const uint8_t* codes = w.data<uint8_t>() + j * w.row_bytes();
-      const float sw = LoadFloat(scales, j);
       const float b = bias.empty() ? 0.0f : LoadFloat(bias, j);
       for (int64_t i = 0; i < m; ++i) {
         const int8_t* xi = qx.data() + i * k;
-        int64_t acc = 0;
-        for (int64_t col = 0; col < k; ++col) {
-          acc += int64_t{xi[col]} * (static_cast<int64_t>(ReadCode(codes, col, 4)) - 8);
+        double total = 0;
+        float one_group = 0;
+        for (int64_t g = 0; g < groups; ++g) {
+          int64_t z = 8;
+          if (!zeros.empty()) {
+            z = key.family == kIntChannelFamily
+                    ? ReadCode(zeros.data<uint8_t>(), j, 4)
+                    : ReadCode(zeros.data<uint8_t>() + j * zeros.row_bytes(), g, 4);
+          }
+          int64_t acc = 0;
+          for (int64_t col = g * group; col < k && col < (g + 1) * group; ++col) {
+            acc += int64_t{xi[col]} * (static_cast<int64_t>(ReadCode(codes, col, 4)) - z);
+          }
+          const float sw = LoadFloat(scales, j * scales.cols() + g);
+          if (groups == 1) {
+            one_group = static_cast<float>(acc) * (sx[i] * sw);
+          } else {
+            total += static_cast<double>(sw) * static_cast<double>(acc);
+          }
         }
-        reference::StoreOutput(y, i * n + j, static_cast<float>(acc) * (sx[i] * sw) + b);
+        const float product = groups == 1 ? one_group : static_cast<float>(sx[i] * total);
+        reference::StoreOutput(y, i * n + j, product + b);
       }
     }
   }
