@@ -54,6 +54,7 @@ def _args(
     tp: int = 1,
     speculative: bool = False,
     modelslim_packing: Optional[str] = None,
+    int8_activations: bool = False,
 ) -> _quantpath.OpenArgs:
     args = _quantpath.OpenArgs()
     args.engine = engine
@@ -64,6 +65,7 @@ def _args(
     args.tp = tp
     args.speculative = speculative
     args.modelslim_packing = modelslim_packing or ""
+    args.int8_activations = int8_activations
     return args
 
 
@@ -78,9 +80,13 @@ def plan(
     tp: int = 1,
     speculative: bool = False,
     modelslim_packing: Optional[str] = None,
+    int8_activations: bool = False,
 ) -> Dict[str, Any]:
     """Every layer site decided: the object ``quantpath plan FOLDER --json`` prints."""
-    args = _args(engine, quantization, online, device, dtype, tp, speculative, modelslim_packing)
+    args = _args(
+        engine, quantization, online, device, dtype, tp, speculative, modelslim_packing,
+        int8_activations,
+    )
     return json.loads(_quantpath.plan_json(fspath(folder), args))
 
 
@@ -177,9 +183,12 @@ def load_layer(
     device: str = "cpu",
     dtype: str = "auto",
     modelslim_packing: Optional[str] = None,
+    int8_activations: bool = False,
 ) -> Layer:
     """Loads rank ``rank`` of ``tp`` of one layer through its spec, as ``quantpath run`` does."""
-    args = _args(engine, quantization, online, device, dtype, tp, False, modelslim_packing)
+    args = _args(
+        engine, quantization, online, device, dtype, tp, False, modelslim_packing, int8_activations
+    )
     loaded = _quantpath.load_layer(fspath(folder), path, rank, args)
     parameters = {
         slot: _view(element, rows, cols, data)

@@ -38,6 +38,7 @@ struct OpenArgs {
   int64_t tp = 1;
   bool speculative = false;
   std::string modelslim_packing;
+  bool int8_activations = false;
 };
 OpenOptions Options(const OpenArgs& args);
 

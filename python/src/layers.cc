@@ -108,6 +108,7 @@ OpenOptions Options(const OpenArgs& args) {
                                                   args.dtype, args.tp, args.speculative));
   Check(options.SetModelSlimPacking(args.modelslim_packing));
   Check(options.SetOnline(args.online));
+  options.int8_activations = args.int8_activations;
   return options;
 }
 
@@ -121,7 +122,8 @@ void BindOpenArgs(nb::module_& m) {
       .def_rw("dtype", &OpenArgs::dtype)
       .def_rw("tp", &OpenArgs::tp)
       .def_rw("speculative", &OpenArgs::speculative)
-      .def_rw("modelslim_packing", &OpenArgs::modelslim_packing);
+      .def_rw("modelslim_packing", &OpenArgs::modelslim_packing)
+      .def_rw("int8_activations", &OpenArgs::int8_activations);
 }
 
 void BindLayers(nb::module_& m) {

@@ -71,6 +71,43 @@ void ApplyModelSlimPacking(ModelSlimPacking packing, QuantPlan* plan) {
   });
 }
 
+// OpenOptions::int8_activations.
+Status ApplyInt8Activations(const Dialect& dialect, QuantPlan* plan) {
+  if (dialect.engine != Engine::kNative) {
+    return InvalidInput(fmt::format(
+        "--int8-activations changes how quantpath runs the layers, not what {} does: it applies "
+        "to --engine native",
+        dialect.name));
+  }
+  int64_t changed = 0, act_order = 0;
+  ForEachScheme(plan, [&](QuantScheme& s) {
+    const TensorQuant& w = s.weight;
+    if (s.input || s.online || w.dtype != QDType::kINT4 ||
+        (w.granularity != Granularity::kGroup && w.granularity != Granularity::kPerChannel)) {
+      return;
+    }
+    if (w.load.act_order) {
+      ++act_order;
+      return;
+    }
+    TensorQuant in;
+    in.dtype = QDType::kINT8;
+    in.granularity = Granularity::kPerToken;
+    in.dynamic = Dynamic::kDynamic;
+    s.input = in;
+    ++changed;
+  });
+  if (changed > 0) {
+    plan->notes.push_back(
+        "--int8-activations: int4 weight-only layers take int8 activations, quantized per token "
+        "at run time");
+  }
+  if (act_order > 0) {
+    plan->notes.push_back("--int8-activations: act-order int4 layers stay weight-only");
+  }
+  return {};
+}
+
 // bitsandbytes' 4-bit block size is the checkpoint's to say (each quant_state), so where the
 // folder has weights, every 4-bit scheme of the plan takes it from there instead of the 64 the
 // importer assumes from config.json alone.
@@ -122,6 +159,9 @@ Result<Model> OpenModel(const std::string& given, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
   NameFindingTensors(sites, &plan);
   ApplyModelSlimPacking(options.modelslim_packing, &plan);
+  if (options.int8_activations) {
+    QP_RETURN_IF_ERROR(ApplyInt8Activations(options.dialect, &plan).WithContext(dir));
+  }
   QP_RETURN_IF_ERROR(ApplyBnbBlockSize(dir, &plan).WithContext(dir));
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
                options.launch};

@@ -132,6 +132,30 @@ def test_forward_takes_bfloat16_and_refuses_other_dtypes():
     assert layer.linear.kernel(1, "bf16")
 
 
+def test_int8_activations_quantize_x_per_token():
+    # int8_activations=True (--int8-activations): X rounded per row to int8 codes (absmax / 127,
+    # ties to even), each group's integer sum scaled by its weight scale, the row by its own.
+    folder = PRODUCERS / "ct_llama_w4a16_g64_asym"
+    layer = quantpath.load_layer(folder, LAYER, int8_activations=True)
+    exact = quantpath.load_layer(folder, LAYER)
+    cols = layer.linear.in_features
+    x = np.random.default_rng(5).standard_normal((3, cols)).astype(np.float32)
+    absmax = np.abs(x).max(axis=1, keepdims=True)
+    codes = np.clip(np.rint(x * (np.float32(127) / absmax)), -128, 127).astype(np.float64)
+    p = layer.parameters
+    q = nibbles(p["weight"], cols)
+    zero = per_group(nibbles(p["weight_zero_point"], p["weight_scale"].shape[1]), cols)
+    scale = p["weight_scale"].astype(np.float64)
+    groups = scale.shape[1]
+    sums = (codes[:, None, :] * (q - zero)[None, :, :]).reshape(3, q.shape[0], groups, -1).sum(-1)
+    expected = (absmax / 127).astype(np.float64) * (sums * scale[None]).sum(-1)
+    y = layer.linear.forward(x)
+    assert np.abs(y - expected).max() <= 1e-5 * np.abs(expected).max()
+    # Near the exact product, not equal to it.
+    y_exact = exact.linear.forward(x)
+    assert 0 < np.abs(y - y_exact).max() <= 1e-2 * np.abs(y_exact).max()
+
+
 def test_forward_equals_quantpath_run_bit_for_bit(cli, tmp_path):
     folder = PRODUCERS / "ct_llama_nvfp4a16"
     layer = quantpath.load_layer(folder, LAYER)

@@ -69,6 +69,8 @@ void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing);
 // --online SCHEME, the help listing the schemes this build quantizes at load
 // (OpenOptions::SetOnline reads it).
 void AddOnlineOption(CLI::App* cmd, std::string* online);
+// --int8-activations (OpenOptions::int8_activations)
+void AddInt8ActivationsFlag(CLI::App* cmd, bool* int8_activations);
 
 // How tables go to stdout: its terminal's width (COLUMNS, else the terminal's; 0 when neither),
 // --wide, and colour on a terminal unless NO_COLOR is set.

@@ -14,6 +14,7 @@ struct ExplainArgs {
   std::string engine = "native";
   std::string quantization;
   std::string online;
+  bool int8_activations = false;
   LaunchArgs launch;
   bool json = false;
 };
@@ -24,6 +25,7 @@ int RunExplain(const ExplainArgs& args) {
                          args.launch.tp_size, args.launch.speculative);
   if (!options.ok()) return ReportBadInput(options.status().message());
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
+  options->int8_activations = args.int8_activations;
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ExplainedLayer> explained = DecideLayer(*model, args.layer);
@@ -46,6 +48,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   AddEngineOption(cmd, &args->engine);
   AddQuantizationOption(cmd, &args->quantization);
   AddOnlineOption(cmd, &args->online);
+  AddInt8ActivationsFlag(cmd, &args->int8_activations);
   AddLaunchOptions(cmd, &args->launch);
   AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunExplain(*args); });

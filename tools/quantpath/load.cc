@@ -25,6 +25,7 @@ struct LoadArgs {
   std::string modelslim_packing;
   std::string device = "cpu";
   std::string online;
+  bool int8_activations = false;
   int64_t tp_size = 1;
   int64_t tp_rank = 0;
   bool json = false;
@@ -144,6 +145,7 @@ int RunLoad(const LoadArgs& args) {
     return ReportBadInput(s.message());
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
+  options->int8_activations = args.int8_activations;
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ModelLoad> load = LoadModel(*model, LoadModelOptions{args.tp_rank, LoadProgressPrinter()});
@@ -170,6 +172,7 @@ void AddLoadCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
+  AddInt8ActivationsFlag(cmd, &args->int8_activations);
   AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunLoad(*args); });
 }

@@ -88,6 +88,13 @@ void AddOnlineOption(CLI::App* cmd, std::string* online) {
                   std::move(names));
 }
 
+void AddInt8ActivationsFlag(CLI::App* cmd, bool* int8_activations) {
+  cmd->add_flag("--int8-activations", *int8_activations,
+                "Run int4 weight-only layers (group or channel scales, no act-order) with int8 "
+                "activations quantized per token, on integer dot products (vLLM's CPU path for "
+                "AWQ / GPTQ): faster, not exact; the native engine only");
+}
+
 CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json) {
   return cmd->add_flag("--json", *json, "Print one JSON object instead of the text report");
 }

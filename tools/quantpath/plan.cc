@@ -15,6 +15,7 @@ struct PlanArgs {
   std::string quantization;
   std::string modelslim_packing;
   std::string online;
+  bool int8_activations = false;
   std::string device = "cpu";
   LaunchArgs launch;
   bool json = false;
@@ -32,6 +33,7 @@ int RunPlan(const PlanArgs& args) {
     return ReportBadInput(s.message());
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
+  options->int8_activations = args.int8_activations;
   Result<Model> model = OpenModel(args.dir.empty() ? DefaultExampleDir() : args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<std::vector<LayerDecision>> decided = DecideAll(*model);
@@ -64,6 +66,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   AddLaunchOptions(cmd, &args->launch);
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
+  AddInt8ActivationsFlag(cmd, &args->int8_activations);
   AddJsonFlag(cmd, &args->json);
   cmd->add_flag("--wide", args->wide,
                 "Every column of the table, however wide (default: the columns that fit the "

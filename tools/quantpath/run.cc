@@ -41,6 +41,7 @@ struct RunArgs {
   std::string device = "cpu";
   std::string modelslim_packing;
   std::string online;
+  bool int8_activations = false;
   // --input, --output
   std::string input;
   std::string output;
@@ -171,6 +172,7 @@ int RunLayer(const RunArgs& args) {
     return ReportBadInput(s.message());
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
+  options->int8_activations = args.int8_activations;
   Result<Model> model = OpenModel(args.dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
   Result<ResolvedSite> resolved = ResolveLayer(model->sites, args.layer);
@@ -223,6 +225,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   AddDeviceOption(cmd, &args->device, "The device whose layout to load and run");
   AddModelSlimPackingOption(cmd, &args->modelslim_packing);
   AddOnlineOption(cmd, &args->online);
+  AddInt8ActivationsFlag(cmd, &args->int8_activations);
   // --input, --output: given activations in, the result out.
   Completes(cmd->add_option("--input", args->input,
                             "safetensors file with x [M, K] in bf16, fp16 or fp32 (replaces --m "
