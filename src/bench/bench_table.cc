@@ -14,7 +14,8 @@ namespace quantpath {
 namespace {
 
 // The benchmark table: every spec family's usual id (with the activations engines quantize for it,
-// where they do), the shapes of a 7–8B model's layers, decode and prefill M.
+// where they do; int4 groups also with int8 activations, compressed-tensors' W4A8 and
+// --int8-activations), the shapes of a 7–8B model's layers, decode and prefill M.
 constexpr const char* kTableSpecs[] = {"bf16",
                                        "fp8_per_tensor",
                                        "fp8_per_channel",
@@ -24,6 +25,7 @@ constexpr const char* kTableSpecs[] = {"bf16",
                                        "int4_group_128",
                                        "int4_group_128_zp",
                                        "int4_channel",
+                                       "int4_group_128:int8-token",
                                        "int8_channel",
                                        "int8_channel:int8-token",
                                        "int8_tensor",
