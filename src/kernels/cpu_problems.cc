@@ -85,4 +85,22 @@ bool TakesMx(const KernelProbe& probe) {
          reference::CanHandleIo(probe);
 }
 
+namespace {
+
+bool Int8PerToken(const ActivationQuant& act) {
+  return act.mode == ActMode::kDynamicPerToken && act.dtype == QDType::kINT8 && act.symmetric;
+}
+
+}  // namespace
+
+bool TakesNvfp4Int8(const KernelProbe& probe) {
+  return probe.spec.family == kNvfp4Family && probe.spec.scales == ScaleVariant::kLinear &&
+         probe.spec.group > 0 && Int8PerToken(probe.act) && reference::CanHandleIo(probe);
+}
+
+bool TakesMxInt8(const KernelProbe& probe) {
+  return probe.spec.family == kMxfp4Family && probe.spec.group > 0 && Int8PerToken(probe.act) &&
+         reference::CanHandleIo(probe);
+}
+
 }  // namespace quantpath::cpu_problems

@@ -40,4 +40,9 @@ bool TakesNvfp4(const KernelProbe& probe);
 // in and out.
 bool TakesMx(const KernelProbe& probe);
 
+// The 4-bit float specs with int8 activations, dynamic per token and symmetric
+// (--int8-activations): NVFP4 linear and MXFP4 blocks of a positive size, fp32 / bf16 in and out.
+bool TakesNvfp4Int8(const KernelProbe& probe);
+bool TakesMxInt8(const KernelProbe& probe);
+
 }  // namespace quantpath::cpu_problems

@@ -72,20 +72,26 @@ void ApplyModelSlimPacking(ModelSlimPacking packing, QuantPlan* plan) {
 }
 
 // OpenOptions::int8_activations.
-Status ApplyInt8Activations(const Dialect& dialect, QuantPlan* plan) {
+Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, QuantPlan* plan) {
   if (dialect.engine != Engine::kNative) {
     return InvalidInput(fmt::format(
         "--int8-activations changes how quantpath runs the layers, not what {} does: it applies "
         "to --engine native",
         dialect.name));
   }
+  if (!device.is_cpu()) {
+    return InvalidInput(fmt::format(
+        "--int8-activations runs the layers on the CPU's integer dot products: it applies to "
+        "--device cpu, not {}",
+        device.name));
+  }
   int64_t changed = 0, act_order = 0;
   ForEachScheme(plan, [&](QuantScheme& s) {
     const TensorQuant& w = s.weight;
-    if (s.input || s.online || w.dtype != QDType::kINT4 ||
-        (w.granularity != Granularity::kGroup && w.granularity != Granularity::kPerChannel)) {
-      return;
-    }
+    const bool int4 = w.dtype == QDType::kINT4 && (w.granularity == Granularity::kGroup ||
+                                                   w.granularity == Granularity::kPerChannel);
+    const bool fp4 = w.dtype == QDType::kNVFP4 || w.dtype == QDType::kMXFP4;
+    if (s.input || s.online || !(int4 || fp4)) return;
     if (w.load.act_order) {
       ++act_order;
       return;
@@ -99,8 +105,8 @@ Status ApplyInt8Activations(const Dialect& dialect, QuantPlan* plan) {
   });
   if (changed > 0) {
     plan->notes.push_back(
-        "--int8-activations: int4 weight-only layers take int8 activations, quantized per token "
-        "at run time");
+        "--int8-activations: int4, NVFP4 and MXFP4 weight-only layers take int8 activations, "
+        "quantized per token at run time");
   }
   if (act_order > 0) {
     plan->notes.push_back("--int8-activations: act-order int4 layers stay weight-only");
@@ -160,7 +166,8 @@ Result<Model> OpenModel(const std::string& given, const OpenOptions& options) {
   NameFindingTensors(sites, &plan);
   ApplyModelSlimPacking(options.modelslim_packing, &plan);
   if (options.int8_activations) {
-    QP_RETURN_IF_ERROR(ApplyInt8Activations(options.dialect, &plan).WithContext(dir));
+    QP_RETURN_IF_ERROR(
+        ApplyInt8Activations(options.dialect, options.device, &plan).WithContext(dir));
   }
   QP_RETURN_IF_ERROR(ApplyBnbBlockSize(dir, &plan).WithContext(dir));
   return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,

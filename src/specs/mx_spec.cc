@@ -186,7 +186,10 @@ class MxFamily final : public SpecFamilyRow {
           fmt::format("{}: loading {} weights in source layout {} is not implemented in this build",
                       Format(key), kFp4 ? "MXFP4" : "MXFP8", SourceLayoutName(facts.layout)));
     }
-    if (act.mode != ActMode::kNone &&
+    // int8 per token: --int8-activations on MXFP4 weights.
+    const bool int8 = kFp4 && act.mode == ActMode::kDynamicPerToken && act.dtype == QDType::kINT8 &&
+                      act.symmetric;
+    if (act.mode != ActMode::kNone && !int8 &&
         (act.mode != ActMode::kDynamicGroup || act.group_size != kMxGroup ||
          (act.dtype != QDType::kMXFP4 && act.dtype != QDType::kMXFP8))) {
       return Unsupported(
@@ -194,9 +197,10 @@ class MxFamily final : public SpecFamilyRow {
     }
     return std::unique_ptr<WeightSpec>(std::make_unique<MxSpec>(key, act, facts));
   }
-  // fp32 accumulation against double, about sqrt(K) · 2^-24 (1e-4 leaves room), in both modes:
+  // fp32 accumulation against double, about sqrt(K) · 2^-24 (1e-4 leaves room), in every mode:
   // MX activations are scaled by powers of two, so the kernel's fp32 rounding and the double
-  // reference's give the same values (mx_family.h).
+  // reference's give the same values (mx_family.h), and int8 ones are rounded by the reference
+  // with the kernels' fp32 arithmetic, to the same codes.
   double Tolerance(const SpecKey&, ActMode) const override { return 1e-4; }
   std::vector<SpecCandidate> Candidates() const override {
     return {{kFp4 ? "MXFP4 weights (E2M1, E8M0 scale per 32)"

@@ -39,7 +39,7 @@ using specs_internal::ShardGeometry;
 
 // W4A4 with the checkpoint's calibrated input global; with per-token globals X brings its own.
 bool StoresInputGlobal(const ActivationQuant& act) {
-  return act.mode != ActMode::kNone && !act.per_token_global;
+  return act.dtype == QDType::kNVFP4 && act.mode != ActMode::kNone && !act.per_token_global;
 }
 
 class Nvfp4Spec final : public specs_internal::KeyedSpec {
@@ -265,7 +265,10 @@ class Nvfp4Family final : public SpecFamilyRow {
       return Unsupported(fmt::format("{}: NVFP4 weights in source layout {} cannot be loaded",
                                      Format(key), SourceLayoutName(facts.layout)));
     }
-    if (act.mode != ActMode::kNone &&
+    // int8 per token: --int8-activations on W4A16 weights.
+    const bool int8 = act.mode == ActMode::kDynamicPerToken && act.dtype == QDType::kINT8 &&
+                      act.symmetric && key.scales == ScaleVariant::kLinear;
+    if (act.mode != ActMode::kNone && !int8 &&
         (act.dtype != QDType::kNVFP4 || act.mode != ActMode::kDynamicGroup ||
          act.group_size != kNvfp4Group)) {
       return Unsupported(

@@ -252,6 +252,7 @@ std::vector<Case> Cases() {
   const ActivationQuant fixed{ActMode::kStaticPerTensor, 0};
   const ActivationQuant nvfp4{ActMode::kDynamicGroup, 16, QDType::kNVFP4};
   const ActivationQuant mxfp8{ActMode::kDynamicGroup, 32, QDType::kMXFP8};
+  const ActivationQuant int8{ActMode::kDynamicPerToken, 0, QDType::kINT8};
   const QDType f32 = QDType::kFP32, bf16 = QDType::kBF16;
   std::vector<Case> cases = {
       {"bf16_m1", "bf16", none, 1, 64, 96, f32, f32, false},
@@ -313,6 +314,13 @@ std::vector<Case> Cases() {
        true},
       {"mxfp4_m17_long", "mxfp4_block_32", none, 17, 12, 1120, bf16, f32, false},
       {"mxfp4_mxfp8_act_m4", "mxfp4_block_32", mxfp8, 4, 24, 320, f32, f32, false},
+      // NVFP4 and MXFP4 with int8 activations per token (--int8-activations): whole steps, K
+      // ending inside a step (the last blocks' scales past K), M in each bucket.
+      {"nvfp4_int8_m1", "nvfp4_block_16_linear", int8, 1, 64, 256, bf16, f32, false},
+      {"nvfp4_int8_m3_ragged", "nvfp4_block_16_linear", int8, 3, 37, 208, f32, f32, true},
+      {"nvfp4_int8_m70", "nvfp4_block_16_linear", int8, 70, 24, 1104, bf16, bf16, false},
+      {"mxfp4_int8_m2", "mxfp4_block_32", int8, 2, 40, 224, f32, f32, true, bf16, true, true},
+      {"mxfp4_int8_m17_long", "mxfp4_block_32", int8, 17, 12, 1120, bf16, f32, false},
       {"mxfp8_m1", "mxfp8_block_32", none, 1, 48, 256, bf16, f32, true},
       {"mxfp8_m7_ragged", "mxfp8_block_32", none, 7, 29, 200, f32, f32, false, bf16, true, true},
       {"mxfp8_m65_long", "mxfp8_block_32", none, 65, 9, 1056, bf16, bf16, false},

@@ -1,13 +1,14 @@
-// --int8-activations (OpenOptions::int8_activations) on the producers' int4 weight-only
-// checkpoints (tests/data/producers: llmcompressor's compressed-tensors group / channel,
-// symmetric / asymmetric, auto-round's AWQ and GPTQ, GPTQModel's act-order GPTQ):
-//   1. every int4 layer is decided with int8 dynamic per-token activations, its spec loads, and a
+// --int8-activations (OpenOptions::int8_activations) on the producers' 4-bit weight-only
+// checkpoints (tests/data/producers: llmcompressor's compressed-tensors int4 group / channel,
+// symmetric / asymmetric, NVFP4A16 and MXFP4A16, auto-round's AWQ and GPTQ, GPTQModel's act-order
+// GPTQ):
+//   1. every 4-bit layer is decided with int8 dynamic per-token activations, its spec loads, and a
 //      seeded run is within the family's tolerance of the fp64 reference, which quantizes X the
 //      same way; on AVX2 the nibble kernel runs it;
 //   2. its output differs from the exact weight-only run of the same layer by about what rounding
 //      X to 255 levels per row makes (below 1 % of the largest output, and not zero);
 //   3. act-order layers stay weight-only, with a note; MoE experts take the same activations;
-//   4. another engine's dialect is an error naming the option.
+//   4. another engine's dialect or a GPU device is an error naming the option.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,11 +31,18 @@ Result<Model> Open(const std::string& folder, bool int8, std::string_view engine
 
 bool HasAvx2() { return DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx2)); }
 
-class Int8ActivationsTest : public ::testing::TestWithParam<std::string> {};
+struct Fixture {
+  std::string folder;
+  std::string kernel;  // the AVX2 kernel that runs it
+};
 
-TEST_P(Int8ActivationsTest, Int4LayersRunOnInt8ActivationsNearTheExactProduct) {
-  Result<Model> model = Open(GetParam(), true);
-  Result<Model> exact_model = Open(GetParam(), false);
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.folder; }
+
+class Int8ActivationsTest : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(Int8ActivationsTest, LayersRunOnInt8ActivationsNearTheExactProduct) {
+  Result<Model> model = Open(GetParam().folder, true);
+  Result<Model> exact_model = Open(GetParam().folder, false);
   ASSERT_TRUE(model.ok()) << model.status().message();
   ASSERT_TRUE(exact_model.ok()) << exact_model.status().message();
   Result<std::vector<LayerDecision>> layers = DecideAll(*model);
@@ -61,7 +69,7 @@ TEST_P(Int8ActivationsTest, Int4LayersRunOnInt8ActivationsNearTheExactProduct) {
     EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
     EXPECT_LT(run->rel, 1e-5) << "the kernel and the reference round X alike";
     if (HasAvx2()) {
-      EXPECT_EQ(run->kernel, "GemmW4A4A8Nibbles_Avx2");
+      EXPECT_EQ(run->kernel, GetParam().kernel);
     }
     double largest = 0, diff = 0;
     for (size_t i = 0; i < run->y.size(); ++i) {
@@ -75,10 +83,16 @@ TEST_P(Int8ActivationsTest, Int4LayersRunOnInt8ActivationsNearTheExactProduct) {
   EXPECT_EQ(checked, 8);  // qkv, o, gate_up, down of 2 layers
 }
 
-INSTANTIATE_TEST_SUITE_P(Producers, Int8ActivationsTest,
-                         ::testing::Values("ct_llama_w4a16_g64_sym", "ct_llama_w4a16_g64_asym",
-                                           "ct_llama_w4a16_channel", "ar_llama_auto_awq_w4g64_asym",
-                                           "ar_llama_auto_gptq_w4g64_sym"));
+INSTANTIATE_TEST_SUITE_P(
+    Producers, Int8ActivationsTest,
+    ::testing::Values(Fixture{"ct_llama_w4a16_g64_sym", "GemmW4A4A8Nibbles_Avx2"},
+                      Fixture{"ct_llama_w4a16_g64_asym", "GemmW4A4A8Nibbles_Avx2"},
+                      Fixture{"ct_llama_w4a16_channel", "GemmW4A4A8Nibbles_Avx2"},
+                      Fixture{"ar_llama_auto_awq_w4g64_asym", "GemmW4A4A8Nibbles_Avx2"},
+                      Fixture{"ar_llama_auto_gptq_w4g64_sym", "GemmW4A4A8Nibbles_Avx2"},
+                      Fixture{"ct_llama_nvfp4a16", "GemmNvfp4A8_Avx2"},
+                      Fixture{"ct_llama_mxfp4a16", "GemmMxfp4A8_Avx2"}),
+    [](const ::testing::TestParamInfo<Fixture>& info) { return info.param.folder; });
 
 TEST(Int8Activations, ActOrderLayersStayWeightOnly) {
   Result<Model> model = Open("gm_llama_gptq_w4g64_sym_desc_act", true);
@@ -100,6 +114,15 @@ TEST(Int8Activations, MoeExpertsTakeThem) {
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_TRUE(run->pass());
   EXPECT_EQ(experts->activation.mode, ActMode::kDynamicPerToken);
+}
+
+TEST(Int8Activations, GpuDevicesAreAnError) {
+  Result<OpenOptions> options = OpenOptions::Parse("native", "", "sm100");
+  ASSERT_TRUE(options.ok()) << options.status().message();
+  options->int8_activations = true;
+  Result<Model> model = OpenModel(kData + "ct_llama_nvfp4a16", *options);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("--device cpu"), std::string::npos);
 }
 
 TEST(Int8Activations, OtherEnginesAreAnError) {

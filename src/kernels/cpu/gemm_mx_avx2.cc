@@ -1,15 +1,16 @@
 // The OCP microscaling specs (mx_family.h) on the prepacked AVX2 GEMM (f32_dot_avx2.h),
-// weight-only and with MX activations:
-//   GemmMxfp4_Avx2  mxfp4_block_32: E2M1 codes in octets (nibble_octets_avx2.h), a run a step of
-//                   64 columns, two blocks: lanes 0–3 of its sum scaled by the first, 4–7 by the
-//                   second
+// weight-only, with MX activations, and MXFP4 with int8 ones (X rounded to its codes, for the
+// prefill of --int8-activations):
+//   GemmMxfp4_Avx2  mxfp4_block_32: E2M1 codes in octets, a run a step of 64 columns, two blocks:
+//                   lanes 0–3 of its sum scaled by the first, 4–7 by the second (Mxfp4Octets,
+//                   e2m1_octets_avx2.h)
 //   GemmMxfp8_Avx2  mxfp8_block_32: E4M3 codes over 2^8 (fp8_steps_avx2.h), a run a step of 32
 //                   columns, one block, its scale times 2^8
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu/e2m1_octets_avx2.h"
 #include "src/kernels/cpu/fp8_steps_avx2.h"
 #include "src/kernels/cpu/mx_codes.h"
-#include "src/kernels/cpu/nibble_octets_avx2.h"
 #include "src/kernels/cpu/step_kernel_avx2.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/int_family.h"
@@ -19,24 +20,6 @@ namespace quantpath {
 namespace {
 
 using MxCodes = cpu::MxCodes<CpuLevel::kAvx2>;
-
-struct Mxfp4Octets : MxCodes, avx2::E2M1Octets {
-  int64_t group = kStep;
-  static constexpr bool kZeros = false;
-  static constexpr bool kLaneScales = true;
-
-  // Lanes 0–3 hold columns 0–31 of step g, block 2g of the row; lanes 4–7 block 2g + 1.
-  __m256 Scale(int64_t row, int64_t g) const {
-    const uint8_t* e = scales + row * scale_cols + 2 * g;
-    return _mm256_setr_m128(_mm_set1_ps(E8M0(e[0])), _mm_set1_ps(E8M0(e[1])));
-  }
-  float Zero(int64_t, int64_t) const { return 0.0f; }
-  float Load1(int64_t row, int64_t col) const {
-    return E2M1ToFloat(static_cast<uint8_t>(ReadCode(codes + row * row_bytes, col, 4))) *
-           BlockScale(row, col);
-  }
-  static Mxfp4Octets Of(const LinearParams& params) { return {MxCodes::Of(params), {}}; }
-};
 
 struct Mxfp8Steps : MxCodes {
   int64_t group = kMxGroup;
@@ -57,10 +40,11 @@ struct Mxfp8Steps : MxCodes {
 };
 
 bool TakesMxBlocks(const KernelProbe& probe) {
-  return probe.spec.group == kMxGroup && cpu_problems::TakesMx(probe);
+  return probe.spec.group == kMxGroup &&
+         (cpu_problems::TakesMx(probe) || cpu_problems::TakesMxInt8(probe));
 }
 
-const KernelRegistrar kRegisterGemmMxfp4Avx2(std::make_unique<avx2::StepKernel<Mxfp4Octets>>(
+const KernelRegistrar kRegisterGemmMxfp4Avx2(std::make_unique<avx2::StepKernel<avx2::Mxfp4Octets>>(
     "GemmMxfp4_Avx2",
     [](const SpecKey& key, const DeviceCaps& device) {
       return key.family == kMxfp4Family && device.is_cpu();

@@ -1,7 +1,8 @@
 // Reference kernel of mxfp4_block_32 and mxfp8_block_32, X and Y in fp32 or bf16, products in
 // fp32:
 //   GemmMx_Ref  W[n][c] = elem(W[n][c]) × 2^(S[n][c / g] − 127) (mx_family.h), X as it is
-//               (weight-only) or rounded to MXFP4 / MXFP8 per 32 columns (MX activations).
+//               (weight-only), rounded to MXFP4 / MXFP8 per 32 columns (MX activations) or, for
+//               MXFP4, to int8 codes per row (--int8-activations: qx · s_x, PrepareActivations).
 // Non-goals: speed.
 #include <algorithm>
 #include <cassert>
@@ -49,7 +50,8 @@ class GemmMxRef final : public LinearKernel {
     return IsMxFamily(key.family) && device.is_cpu();
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && cpu_problems::TakesMx(probe);
+    return Serves(probe.spec, probe.device) &&
+           (cpu_problems::TakesMx(probe) || cpu_problems::TakesMxInt8(probe));
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {

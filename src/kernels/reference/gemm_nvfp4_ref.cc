@@ -1,8 +1,9 @@
 // Reference kernel of nvfp4_block_16_linear and nvfp4_block_16_128x4, X and Y in fp32 or bf16,
 // products in fp32:
 //   GemmNvfp4_Ref  W[n][c] = e2m1(W[n][c]) × e4m3(S[n][c / g]) × G (nvfp4_family.h), X as it is
-//                  (W4A16) or rounded to NVFP4 per 16 columns against the input divisor (W4A4,
-//                  the layer's or each row's own);
+//                  (W4A16), rounded to NVFP4 per 16 columns against the input divisor (W4A4,
+//                  the layer's or each row's own) or to int8 codes per row (--int8-activations
+//                  on the linear layout: qx · s_x, PrepareActivations);
 //                  S[n][j] read where its layout stores it (Nvfp4Layout::ScaleOffset), so both
 //                  layouts give the same products.
 // The 128x4 layout is Blackwell's (materialize picks it for sm100); this build has no CUDA kernel,
@@ -60,7 +61,8 @@ class GemmNvfp4Ref final : public LinearKernel {
                : key.scales == ScaleVariant::kTiled128x4 && (device.is_cpu() || device.sm >= 100);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return Serves(probe.spec, probe.device) && cpu_problems::TakesNvfp4(probe);
+    return Serves(probe.spec, probe.device) &&
+           (cpu_problems::TakesNvfp4(probe) || cpu_problems::TakesNvfp4Int8(probe));
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "quantpath/numeric.h"
+#include "src/specs/w4a_family.h"
 
 namespace quantpath::reference {
 namespace {
@@ -77,6 +78,15 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
   if ((act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8) &&
       act.mode == ActMode::kDynamicGroup) {
     QuantizeMxActivations(&xs, m, k, act.group_size, act.dtype);
+    return xs;
+  }
+  if (act.dtype == QDType::kINT8 && act.mode == ActMode::kDynamicPerToken && act.symmetric) {
+    std::vector<int8_t> codes(static_cast<size_t>(k));
+    for (int64_t r = 0; r < m; ++r) {
+      const std::span<float> row(xs.data() + r * k, static_cast<size_t>(k));
+      const float scale = QuantizeActRow(row, ActCodeMax(act.dtype), codes);
+      for (int64_t c = 0; c < k; ++c) row[c] = static_cast<float>(codes[c]) * scale;
+    }
     return xs;
   }
   switch (act.mode) {

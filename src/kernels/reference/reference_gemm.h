@@ -20,7 +20,8 @@ bool IsIoDtype(QDType dtype);
 bool CanHandleIo(const KernelProbe& probe);
 
 // X [m, k] → fp32, multiplied by params.pre_quant_scale where the layer has one, quantized per
-// `act` (values are q × scale, as the products see them). The static scale, when the mode needs
+// `act` (values are q × scale, as the products see them; int8 per token as the mixed int4 specs
+// quantize it, QuantizeActRow). The static scale, when the mode needs
 // one, is params.input_scale (NVFP4: the input divisor).
 std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
                                       const ConstMatrix& x);
