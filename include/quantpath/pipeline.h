@@ -51,11 +51,12 @@ struct OpenOptions {
   // to this scheme (OnlinePlan, importers.h).
   std::optional<QuantScheme> online;
   // --int8-activations (the native engine on the CPU only): every int4 weight-only scheme with
-  // group or channel scales and no act-order, and every NVFP4 and MXFP4 weight-only scheme, takes
+  // channel scales or groups of a power-of-two multiple of 64 and no act-order, and every NVFP4
+  // and MXFP4 weight-only scheme, takes
   // int8 activations, quantized per token at run time (dynamic, symmetric), and runs on integer
   // dot products: how vLLM's CPU backend runs AWQ and GPTQ (IPEX, lowp_mode INT8), and llama.cpp
   // its 4-bit types. It trades the exact W4A16 product for about twice the decode speed on AVX2;
-  // act-order layers stay weight-only.
+  // other int4 layers stay weight-only.
   bool int8_activations = false;
 
   // --modelslim-packing: "old", "new", or "" (SGLang 0.5.23's default, old). An error names

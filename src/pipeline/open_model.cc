@@ -1,4 +1,6 @@
 // Opens a model folder: sources → importer (with the dialect's HF→engine name mapper) → sites.
+#include <bit>
+
 #include "fmt/format.h"
 #include "quantpath/checkpoint.h"
 #include "quantpath/materialize.h"
@@ -85,15 +87,20 @@ Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, Qu
         "--device cpu, not {}",
         device.name));
   }
-  int64_t changed = 0, act_order = 0;
+  int64_t changed = 0, kept = 0;
   ForEachScheme(plan, [&](QuantScheme& s) {
     const TensorQuant& w = s.weight;
     const bool int4 = w.dtype == QDType::kINT4 && (w.granularity == Granularity::kGroup ||
                                                    w.granularity == Granularity::kPerChannel);
     const bool fp4 = w.dtype == QDType::kNVFP4 || w.dtype == QDType::kMXFP4;
     if (s.input || s.online || !(int4 || fp4)) return;
-    if (w.load.act_order) {
-      ++act_order;
+    // The integer kernel takes groups of whole 64-column steps; act-order and narrower groups
+    // would fall to the reference kernel, far slower than their exact fast ones.
+    const int64_t group = w.group_size.value_or(0);
+    const bool steps = w.granularity != Granularity::kGroup ||
+                       (group % 64 == 0 && std::has_single_bit(static_cast<uint64_t>(group)));
+    if (int4 && (w.load.act_order || !steps)) {
+      ++kept;
       return;
     }
     TensorQuant in;
@@ -108,8 +115,10 @@ Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, Qu
         "--int8-activations: int4, NVFP4 and MXFP4 weight-only layers take int8 activations, "
         "quantized per token at run time");
   }
-  if (act_order > 0) {
-    plan->notes.push_back("--int8-activations: act-order int4 layers stay weight-only");
+  if (kept > 0) {
+    plan->notes.push_back(
+        "--int8-activations: int4 layers with act-order or groups other than a power-of-two "
+        "multiple of 64 stay weight-only");
   }
   return {};
 }

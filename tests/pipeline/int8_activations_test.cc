@@ -98,7 +98,8 @@ TEST(Int8Activations, ActOrderLayersStayWeightOnly) {
   Result<Model> model = Open("gm_llama_gptq_w4g64_sym_desc_act", true);
   ASSERT_TRUE(model.ok()) << model.status().message();
   EXPECT_NE(std::find(model->plan.notes.begin(), model->plan.notes.end(),
-                      "--int8-activations: act-order int4 layers stay weight-only"),
+                      "--int8-activations: int4 layers with act-order or groups other than a "
+                      "power-of-two multiple of 64 stay weight-only"),
             model->plan.notes.end());
   Result<LoadedLayer> loaded = LoadLayer(*model, "model.layers.0.mlp.down_proj");
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();

@@ -90,10 +90,10 @@ void AddOnlineOption(CLI::App* cmd, std::string* online) {
 
 void AddInt8ActivationsFlag(CLI::App* cmd, bool* int8_activations) {
   cmd->add_flag("--int8-activations", *int8_activations,
-                "Run int4 (group or channel scales, no act-order), NVFP4 and MXFP4 weight-only "
-                "layers with int8 activations quantized per token, on integer dot products "
-                "(vLLM's CPU path for AWQ / GPTQ): faster, not exact; the native engine on the "
-                "CPU only");
+                "Run int4 (channel scales or groups of 64 · 2^i, no act-order), NVFP4 and MXFP4 "
+                "weight-only layers with int8 activations quantized per token, on integer dot "
+                "products (vLLM's CPU path for AWQ / GPTQ): faster, not exact; the native engine "
+                "on the CPU only");
 }
 
 CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json) {
