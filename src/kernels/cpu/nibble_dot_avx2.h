@@ -35,7 +35,8 @@ inline constexpr int64_t kNibbleStep = 64;       // columns of a step
 inline constexpr int64_t kNibbleStepBytes = 32;  // its bytes of 4-bit codes
 
 // X's codes, each step's even columns then its odd ones, zero-padded to whole steps, with each
-// row's scale and the sum of its codes over each run of `run` columns.
+// row's scale and the sum of its codes over each run of `run` columns (a multiple of a step, or
+// at least K).
 struct NibbleX {
   ParamTensor codes;  // [m, steps · kNibbleStep]
   int64_t stride = 0;
@@ -52,13 +53,19 @@ inline NibbleX OrderX(const reference::Int8Activations& xq, int64_t m, int64_t k
   out.codes = ParamTensor(QDType::kINT8, m, out.stride);
   out.sums.assign(static_cast<size_t>(m * out.runs), 0);
   out.scale = xq.scale;
+  // A run is whole steps or the whole row, so each step's sum adds to one run's.
   for (int64_t t = 0; t < m; ++t) {
     const int8_t* src = xq.codes.data() + t * k;
     int8_t* dst = out.codes.data<int8_t>() + t * out.stride;
-    for (int64_t c = 0; c < k; ++c) {
-      const int64_t step = c / kNibbleStep, in_step = c % kNibbleStep;
-      dst[step * kNibbleStep + (in_step % 2) * (kNibbleStep / 2) + in_step / 2] = src[c];
-      out.sums[t * out.runs + c / run] += src[c];
+    for (int64_t c0 = 0; c0 < k; c0 += kNibbleStep) {
+      const int64_t width = k - c0 < kNibbleStep ? k - c0 : kNibbleStep;
+      int8_t* step = dst + c0;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < width; ++i) {
+        step[(i % 2) * (kNibbleStep / 2) + i / 2] = src[c0 + i];
+        sum += src[c0 + i];
+      }
+      out.sums[t * out.runs + c0 / run] += sum;
     }
   }
   return out;
