@@ -307,27 +307,23 @@ namespace specs_internal {
 
 Result<std::unique_ptr<WeightSpec>> MakeIntSpec(const SpecKey& key, const ActivationQuant& act,
                                                 const LoadFacts& facts) {
-  // Quantized activations are the W8A8 spec's (w8a8_spec.cc), or for ModelSlim's int4 weights
-  // the W4A4 / W4A8 one (w4a_spec.cc), over the same weight layout.
+  // Quantized activations are the W8A8 spec's (w8a8_spec.cc), for ModelSlim's int4 weights the
+  // W4A4 / W4A8 one (w4a_spec.cc), over the same weight layout, and for other int4 weights this
+  // one.
   if (act.mode != ActMode::kNone && key.bits == 4 && facts.layout == SourceLayout::kModelSlim) {
     return MakeW4aSpec(key, act, facts);
   }
-  const bool weight_only_layout =
-      facts.layout == SourceLayout::kGptqV1 || facts.layout == SourceLayout::kGptqV2 ||
-      facts.layout == SourceLayout::kAwqGemm || facts.layout == SourceLayout::kCtPackQuantized;
-  // int4 weights of the weight-only layouts with int8 dynamic per-token activations
+  if (act.mode != ActMode::kNone && key.bits != 4) return MakeW8a8Spec(key, act, facts);
+  // int4 weights of the weight-only layouts below with int8 dynamic per-token activations
   // (compressed-tensors' W4A8 preset, or a W4A16 model run on int8 dot products): this spec, its
   // X quantized by the mixed int4 kernels (w4a_family.h).
-  if (act.mode != ActMode::kNone && key.bits == 4 && weight_only_layout) {
-    if (act.mode != ActMode::kDynamicPerToken || !act.symmetric || act.dtype != QDType::kINT8 ||
-        key.act_order || key.family == kIntTensorFamily) {
-      return Unsupported(fmt::format(
-          "{} with {} activations: int4 weights take int8 activations dynamic per token, "
-          "symmetric, with group or channel scales and no act-order",
-          key.ToId(), act.ToString()));
-    }
-  } else if (act.mode != ActMode::kNone) {
-    return MakeW8a8Spec(key, act, facts);
+  if (act.mode != ActMode::kNone &&
+      (act.mode != ActMode::kDynamicPerToken || !act.symmetric || act.dtype != QDType::kINT8 ||
+       key.act_order || key.family == kIntTensorFamily)) {
+    return Unsupported(
+        fmt::format("{} with {} activations: int4 weights take int8 activations dynamic per token, "
+                    "symmetric, with group or channel scales and no act-order",
+                    key.ToId(), act.ToString()));
   }
   switch (facts.layout) {
     case SourceLayout::kGptqV1:

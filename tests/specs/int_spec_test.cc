@@ -358,5 +358,33 @@ TEST(IntSpecTest, RefusesWhatItCannotLoad) {
   EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
 }
 
+// int4 weights of the weight-only layouts take int8 activations per token (compressed-tensors'
+// W4A8, --int8-activations), and nothing else; act-order and the tensor scale are refused too.
+TEST(IntSpecTest, Int4WeightsTakeInt8ActivationsPerTokenOnly) {
+  LoadFacts facts;
+  facts.layout = SourceLayout::kCtPackQuantized;
+  const ActivationQuant int8{ActMode::kDynamicPerToken, 0, QDType::kINT8};
+  for (const char* id : {"int4_group_128", "int4_group_64_zp", "int4_channel_zp"}) {
+    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(Key(id), int8, facts);
+    ASSERT_TRUE(spec.ok()) << id << ": " << spec.status().message();
+    EXPECT_EQ((*spec)->activation(), int8);
+  }
+  const ActivationQuant fp8{ActMode::kDynamicPerToken, 0, QDType::kFP8E4M3};
+  const ActivationQuant int8_static{ActMode::kStaticPerTensor, 0, QDType::kINT8};
+  const std::vector<std::pair<const char*, ActivationQuant>> refused = {
+      {"int4_group_128", fp8},
+      {"int4_group_128", int8_static},
+      {"int4_group_128_actorder", int8},
+      {"int4_tensor", int8}};
+  for (const auto& [id, act] : refused) {
+    Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(Key(id), act, facts);
+    ASSERT_FALSE(spec.ok()) << id;
+    EXPECT_EQ(spec.status().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(spec.status().message().find(id), std::string::npos) << spec.status().message();
+    EXPECT_NE(spec.status().message().find("int8 activations dynamic per token"), std::string::npos)
+        << spec.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace quantpath
