@@ -1,7 +1,9 @@
 // Mixed int4 with quantized activations: the int4_channel spec with int4 activations (ModelSlim
 // W4A4_DYNAMIC) or int8 activations (ModelSlim W4A8_DYNAMIC), both dynamic per token, for the
 // spec (w4a_spec.cc), its reference kernel (src/kernels/reference/gemm_w4a_ref.cc) and tests.
-// docs/spec_ids.md repeats the layout.
+// int4_group_<g>[_zp] and int4_channel[_zp] of the weight-only layouts take int8 activations the
+// same way (int_spec.cc: compressed-tensors' W4A8, --int8-activations), each group's sum with its
+// own scale and zero point. docs/spec_ids.md repeats the layout.
 //
 // The weight storage is int_family.h's int4_channel, unchanged, so the spec_id keeps one layout
 // whatever the activations (the activation mode is the dispatch key's, as for W8A8):
