@@ -56,6 +56,10 @@ struct ActivationQuant {
   // (Nvfp4GlobalFor(max |x_row|)), not by the checkpoint's calibrated input global.
   bool per_token_global = false;
   bool operator==(const ActivationQuant&) const = default;
+  // Whether X is rounded to `to` at run time, one scale per row of X and no zero point.
+  bool SymmetricPerToken(QDType to) const {
+    return mode == ActMode::kDynamicPerToken && dtype == to && symmetric;
+  }
   // "none", "fp8 dynamic per-token", "int8 static per-tensor asym", "fp8 dynamic group 128", …
   std::string ToString() const;
 };

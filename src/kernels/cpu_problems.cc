@@ -59,8 +59,7 @@ bool TakesW4a(const KernelProbe& probe) {
   const ActivationQuant& act = probe.act;
   return ServesW4a(probe.spec, probe.device) &&
          (probe.spec.family != kIntGroupFamily || probe.spec.group > 0) &&
-         act.mode == ActMode::kDynamicPerToken && act.symmetric &&
-         (act.dtype == QDType::kINT4 || act.dtype == QDType::kINT8) &&
+         (act.SymmetricPerToken(QDType::kINT4) || act.SymmetricPerToken(QDType::kINT8)) &&
          reference::CanHandleIo(probe);
 }
 
@@ -85,22 +84,15 @@ bool TakesMx(const KernelProbe& probe) {
          reference::CanHandleIo(probe);
 }
 
-namespace {
-
-bool Int8PerToken(const ActivationQuant& act) {
-  return act.mode == ActMode::kDynamicPerToken && act.dtype == QDType::kINT8 && act.symmetric;
-}
-
-}  // namespace
-
 bool TakesNvfp4Int8(const KernelProbe& probe) {
   return probe.spec.family == kNvfp4Family && probe.spec.scales == ScaleVariant::kLinear &&
-         probe.spec.group > 0 && Int8PerToken(probe.act) && reference::CanHandleIo(probe);
+         probe.spec.group > 0 && probe.act.SymmetricPerToken(QDType::kINT8) &&
+         reference::CanHandleIo(probe);
 }
 
 bool TakesMxInt8(const KernelProbe& probe) {
-  return probe.spec.family == kMxfp4Family && probe.spec.group > 0 && Int8PerToken(probe.act) &&
-         reference::CanHandleIo(probe);
+  return probe.spec.family == kMxfp4Family && probe.spec.group > 0 &&
+         probe.act.SymmetricPerToken(QDType::kINT8) && reference::CanHandleIo(probe);
 }
 
 }  // namespace quantpath::cpu_problems

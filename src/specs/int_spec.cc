@@ -318,8 +318,7 @@ Result<std::unique_ptr<WeightSpec>> MakeIntSpec(const SpecKey& key, const Activa
   // (compressed-tensors' W4A8 preset, or a W4A16 model run on int8 dot products): this spec, its
   // X quantized by the mixed int4 kernels (w4a_family.h).
   if (act.mode != ActMode::kNone &&
-      (act.mode != ActMode::kDynamicPerToken || !act.symmetric || act.dtype != QDType::kINT8 ||
-       key.act_order || key.family == kIntTensorFamily)) {
+      (!act.SymmetricPerToken(QDType::kINT8) || key.act_order || key.family == kIntTensorFamily)) {
     return Unsupported(
         fmt::format("{} with {} activations: int4 weights take int8 activations dynamic per token, "
                     "symmetric, with group or channel scales and no act-order",

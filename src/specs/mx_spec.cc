@@ -187,8 +187,7 @@ class MxFamily final : public SpecFamilyRow {
                       Format(key), kFp4 ? "MXFP4" : "MXFP8", SourceLayoutName(facts.layout)));
     }
     // int8 per token: --int8-activations on MXFP4 weights.
-    const bool int8 = kFp4 && act.mode == ActMode::kDynamicPerToken && act.dtype == QDType::kINT8 &&
-                      act.symmetric;
+    const bool int8 = kFp4 && act.SymmetricPerToken(QDType::kINT8);
     if (act.mode != ActMode::kNone && !int8 &&
         (act.mode != ActMode::kDynamicGroup || act.group_size != kMxGroup ||
          (act.dtype != QDType::kMXFP4 && act.dtype != QDType::kMXFP8))) {

@@ -266,8 +266,7 @@ class Nvfp4Family final : public SpecFamilyRow {
                                      Format(key), SourceLayoutName(facts.layout)));
     }
     // int8 per token: --int8-activations on W4A16 weights.
-    const bool int8 = act.mode == ActMode::kDynamicPerToken && act.dtype == QDType::kINT8 &&
-                      act.symmetric && key.scales == ScaleVariant::kLinear;
+    const bool int8 = act.SymmetricPerToken(QDType::kINT8) && key.scales == ScaleVariant::kLinear;
     if (act.mode != ActMode::kNone && !int8 &&
         (act.dtype != QDType::kNVFP4 || act.mode != ActMode::kDynamicGroup ||
          act.group_size != kNvfp4Group)) {

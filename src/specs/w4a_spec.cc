@@ -224,8 +224,7 @@ Result<std::unique_ptr<WeightSpec>> MakeW4aSpec(const SpecKey& key, const Activa
               "as a weight-dequant product with unquantized activations, not int8 ones"
             : ""));
   }
-  if (act.mode != ActMode::kDynamicPerToken || !act.symmetric ||
-      (act.dtype != QDType::kINT4 && act.dtype != QDType::kINT8)) {
+  if (!act.SymmetricPerToken(QDType::kINT4) && !act.SymmetricPerToken(QDType::kINT8)) {
     return Unsupported(
         fmt::format("{} with {} activations has no kernel mode yet", id, act.ToString()));
   }

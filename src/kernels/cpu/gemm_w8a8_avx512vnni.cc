@@ -310,7 +310,7 @@ class GemmW8a8Avx512Vnni final : public LinearKernel {
              const MutableMatrix& y) const override {
     reference::Int8Activations xq;
     cpu::PaddedInt8Rows padded;
-    if (act.mode == ActMode::kDynamicPerToken && act.symmetric) {
+    if (act.SymmetricPerToken(QDType::kINT8)) {
       avx512vnni::QuantizeInt8PerToken(x, &xq, &padded);
     } else {
       xq = reference::QuantizeInt8Activations(params, act, x);

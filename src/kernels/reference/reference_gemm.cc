@@ -80,7 +80,7 @@ std::vector<float> PrepareActivations(const LinearParams& params, const Activati
     QuantizeMxActivations(&xs, m, k, act.group_size, act.dtype);
     return xs;
   }
-  if (act.dtype == QDType::kINT8 && act.mode == ActMode::kDynamicPerToken && act.symmetric) {
+  if (act.SymmetricPerToken(QDType::kINT8)) {
     std::vector<int8_t> codes(static_cast<size_t>(k));
     for (int64_t r = 0; r < m; ++r) {
       const std::span<float> row(xs.data() + r * k, static_cast<size_t>(k));

@@ -302,7 +302,7 @@ std::vector<double> QuantizeActivationsReference(std::span<const double> x, int6
                                                  const ActivationQuant& act,
                                                  std::optional<double> static_scale,
                                                  std::optional<double> static_zero_point) {
-  if (act.dtype == QDType::kINT4 && act.mode == ActMode::kDynamicPerToken && act.symmetric) {
+  if (act.SymmetricPerToken(QDType::kINT4)) {
     return reference::QuantizeInt4Reference(x, m, k);
   }
   if (act.dtype == QDType::kINT8 &&
