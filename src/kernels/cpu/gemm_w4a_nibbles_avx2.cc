@@ -30,6 +30,7 @@ struct Int4Nibbles : cpu::IntCodes<CpuLevel::kAvx2, 4, kZero> {
   static constexpr int64_t kPairSteps = 4;
   static constexpr bool kZeros = true;
   static constexpr bool kExactOneRun = true;
+  static constexpr bool kRowScales = true;
   static constexpr float kValueScale = 1.0f;
   int64_t run_steps;  // a group's steps, or the row's
 

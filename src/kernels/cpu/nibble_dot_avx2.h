@@ -7,7 +7,8 @@
 // run of steps shares its scales (one per row, or one per lane): its lanes are scaled into fp32
 // totals; a policy whose codes are offset by a zero point takes z · Σ qx off lane 0 first, exact;
 // one run over the whole row may be summed as integers instead (kExactOneRun), for the
-// reference's bits.
+// reference's bits. Several runs of one scale a row (kRowScales) sum a block's four rows into the
+// lanes of one vector per row of X and scale them together (NibblePassRows).
 //
 // W is prepacked in blocks of 4 rows (row_interleave.h), each row's last step padded with zeros,
 // and X with zero codes to whole steps, so the padding adds nothing. Two rows of X at a time pass
@@ -18,6 +19,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -178,6 +180,124 @@ void NibblePass(const NibbleProblem<C>& pr, const uint8_t* block, int64_t first,
   }
 }
 
+// A policy whose runs each have one scale a row (`float Scale(row, g)`, kRowScales) and several
+// runs a row is taken by NibblePassRows.
+template <typename C>
+inline constexpr bool kRowScales = requires {
+  requires C::kRowScales;
+};
+
+// The four sums of a block's rows, one per lane, twice: [r0 r1 r2 r3 | r0 r1 r2 r3], each row's
+// total the sum of its two lanes.
+inline __m256i SumsOfRows(const __m256i acc[kBlockRows]) {
+  return _mm256_hadd_epi32(_mm256_hadd_epi32(acc[0], acc[1]), _mm256_hadd_epi32(acc[2], acc[3]));
+}
+
+// NibblePass for a whole block with several runs of row scales: each run's int32 lanes of the
+// four rows are summed into one vector per row of X (SumsOfRows), its zero terms come off as one
+// vector product, and it is scaled by one vector of the rows' scales into one fp32 total per row
+// of X. Scaling each row's lanes apart took a widening, a conversion and an FMA per row of W and
+// run, on the ports vpmaddubsw needs, and 8 totals that did not fit in registers beside the sums.
+// The int32 lanes of P rows of X and a block's rows over `count` steps from s0 (kSteps of them
+// where kSteps > 0, a constant the loops unroll for).
+template <typename C, int P, int64_t kSteps>
+inline void RunOfRows(const NibbleProblem<C>& pr, const uint8_t* block, const int8_t* xs,
+                      int64_t s0, int64_t count, __m256i acc[P][kBlockRows]) {
+  constexpr int R = kBlockRows;
+  const NibbleX& x = *pr.x;
+  const int64_t steps = kSteps > 0 ? kSteps : count;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) acc[p][r] = _mm256_setzero_si256();
+  }
+  for (int64_t c0 = 0; c0 < steps; c0 += C::kPairSteps) {
+    const int64_t c1 = c0 + C::kPairSteps < steps ? c0 + C::kPairSteps : steps;
+    __m256i pairs[P][R];
+    for (int p = 0; p < P; ++p) {
+      for (int r = 0; r < R; ++r) pairs[p][r] = _mm256_setzero_si256();
+    }
+    for (int64_t s = s0 + c0; s < s0 + c1; ++s) {
+      const uint8_t* step = block + s * R * kNibbleStepBytes;
+      for (int64_t line = 0; line < R * kNibbleStepBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(step) + kPrefetchBytes + line, _MM_HINT_T0);
+      }
+      for (int r = 0; r < R; ++r) {
+        const auto halves = pr.w.Split(step + r * kNibbleStepBytes);
+        for (int p = 0; p < P; ++p) {
+          const int8_t* xp = xs + p * x.stride + s * kNibbleStep;
+          const __m256i even = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp));
+          const __m256i odd = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp + 32));
+          pairs[p][r] = _mm256_add_epi16(pairs[p][r], pr.w.Pairs(halves, even, odd));
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      for (int r = 0; r < R; ++r) {
+        acc[p][r] = _mm256_add_epi32(acc[p][r], _mm256_madd_epi16(pairs[p][r], ones));
+      }
+    }
+  }
+}
+
+// NibblePass for a whole block with several runs of row scales: each run's int32 lanes of the
+// four rows are summed into one vector per row of X (SumsOfRows), its zero terms come off as one
+// vector product, and it is scaled by one vector of the rows' scales into one fp32 total per row
+// of X. Scaling each row's lanes apart took a widening, a conversion and an FMA per row of W and
+// run, on the ports vpmaddubsw needs, and 8 totals that did not fit in registers beside the sums.
+template <typename C, int P, int64_t kSteps>
+void NibblePassRows(const NibbleProblem<C>& pr, const uint8_t* block, int64_t first, int64_t t0,
+                    float out[kPassRows][kBlockRows]) {
+  constexpr int R = kBlockRows;
+  const C& w = pr.w;
+  const NibbleX& x = *pr.x;
+  const int64_t steps = pr.packed->steps;
+  const int8_t* xs = x.codes.data<int8_t>() + t0 * x.stride;
+  __m256 total[P];
+  for (int p = 0; p < P; ++p) total[p] = _mm256_setzero_ps();
+  for (int64_t s0 = 0, g = 0; s0 < steps; s0 += w.run_steps, ++g) {
+    __m256i acc[P][R];
+    if (kSteps > 0 && s0 + kSteps <= steps) {
+      RunOfRows<C, P, kSteps>(pr, block, xs, s0, kSteps, acc);
+    } else {
+      RunOfRows<C, P, 0>(pr, block, xs, s0, std::min(w.run_steps, steps - s0), acc);
+    }
+    // z · Σ qx off the first copy of each row's lane, exact; the scales in both copies.
+    __m256i zeros = _mm256_setzero_si256();
+    if constexpr (C::kZeros) {
+      zeros = _mm256_setr_epi32(w.Zero(first, g), w.Zero(first + 1, g), w.Zero(first + 2, g),
+                                w.Zero(first + 3, g), 0, 0, 0, 0);
+    }
+    const __m128 scales4 = _mm_setr_ps(w.Scale(first, g), w.Scale(first + 1, g),
+                                       w.Scale(first + 2, g), w.Scale(first + 3, g));
+    const __m256 scales = _mm256_set_m128(scales4, scales4);
+    for (int p = 0; p < P; ++p) {
+      const __m256i sum_x = _mm256_set1_epi32(x.sums[(t0 + p) * x.runs + g]);
+      const __m256i sums = _mm256_sub_epi32(SumsOfRows(acc[p]), _mm256_mullo_epi32(zeros, sum_x));
+      total[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scales, total[p]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    const __m128 rows =
+        _mm_add_ps(_mm256_castps256_ps128(total[p]), _mm256_extractf128_ps(total[p], 1));
+    alignas(16) float values[R];
+    _mm_store_ps(values, _mm_mul_ps(rows, _mm_set1_ps(x.scale[t0 + p] * C::kValueScale)));
+    for (int r = 0; r < R; ++r) out[p][r] = values[r];
+  }
+}
+
+template <typename C, int R, int P>
+void PassOfBlock(const NibbleProblem<C>& pr, const uint8_t* block, int64_t first, int64_t t0,
+                 float out[kPassRows][kBlockRows]) {
+  if constexpr (kRowScales<C> && R == kBlockRows) {
+    if (pr.w.run_steps < pr.packed->steps) {
+      if (pr.w.run_steps == 2) return NibblePassRows<C, P, 2>(pr, block, first, t0, out);
+      if (pr.w.run_steps == 4) return NibblePassRows<C, P, 4>(pr, block, first, t0, out);
+      return NibblePassRows<C, P, 0>(pr, block, first, t0, out);
+    }
+  }
+  NibblePass<C, R, P>(pr, block, first, t0, out);
+}
+
 // Every row of X against the R rows of W from `first`, into Y with the bias.
 template <typename C, int R>
 void NibbleRowBlock(const NibbleProblem<C>& pr, int64_t first) {
@@ -190,9 +310,9 @@ void NibbleRowBlock(const NibbleProblem<C>& pr, int64_t first) {
     float out[kPassRows][kBlockRows];
     const int64_t rows = m - t < kPassRows ? m - t : kPassRows;
     if (rows == kPassRows) {
-      NibblePass<C, R, kPassRows>(pr, block, first, t, out);
+      PassOfBlock<C, R, kPassRows>(pr, block, first, t, out);
     } else {
-      NibblePass<C, R, 1>(pr, block, first, t, out);
+      PassOfBlock<C, R, 1>(pr, block, first, t, out);
     }
     for (int64_t p = 0; p < rows; ++p) {
       for (int r = 0; r < R; ++r) {
