@@ -37,7 +37,8 @@ struct E2M1Nibbles {
   static constexpr bool kExactOneRun = false;
   static constexpr float kValueScale = 0.5f;
   Source w;
-  int64_t run_steps = 1;
+  static constexpr int64_t kRunSteps = 1;  // a run is a step
+  static constexpr int64_t run_steps = kRunSteps;
   int64_t full_steps;  // steps whose blocks all lie inside K
 
   struct Halves {
@@ -87,8 +88,7 @@ class GemmE2M1A8Avx2 final : public LinearKernel {
              const MutableMatrix& y) const override {
     const reference::Int8Activations xq = reference::QuantizeW4aActivations(act, x);
     const avx2::NibbleX ordered = avx2::OrderX(xq, x.rows, x.cols, x.cols);
-    const E2M1Nibbles<Source, kBlocks> codes{Source::Of(params), 1,
-                                             params.cols / avx2::kNibbleStep};
+    const E2M1Nibbles<Source, kBlocks> codes{Source::Of(params), params.cols / avx2::kNibbleStep};
     avx2::NibbleGemm(avx2::NibbleProblem<E2M1Nibbles<Source, kBlocks>>{codes, &Packed(params),
                                                                        &ordered, &params, y});
   }
