@@ -5,8 +5,8 @@
 // equal; with several, the reference sums the groups in double and a kernel in fp32, within 1e-5
 // of the largest output. The AVX2 kernel gives a row of a small batch the same bits alone
 // (batch_rows.h). M across the fast kernels' passes and 64-row tiles, N with rows past the
-// last block of 4, K odd and past 64-column steps, groups cut short, X in fp32 and bf16, a NaN in
-// X.
+// last block of 4, K odd and past 64-column steps, groups of 1, 2 and 4 steps and cut short, X in
+// fp32 and bf16, a NaN in X.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,6 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
             Weights{"int4_channel_zp", SourceLayout::kCtPackQuantized, {QDType::kINT8}},
             Weights{"int4_group_64", SourceLayout::kGptqV1, {QDType::kINT8}},
             Weights{"int4_group_128_zp", SourceLayout::kCtPackQuantized, {QDType::kINT8}},
+            Weights{"int4_group_256", SourceLayout::kGptqV1, {QDType::kINT8}},
             Weights{"int4_group_32", SourceLayout::kAwqGemm, {QDType::kINT8}}),
         ::testing::Values(std::tuple<int64_t, int64_t, int64_t>{61, 201, 1},
                           std::tuple<int64_t, int64_t, int64_t>{61, 200, 5},
