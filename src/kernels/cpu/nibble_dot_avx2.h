@@ -100,6 +100,47 @@ template <typename C>
 requires requires { C::kRunSteps; }
 inline constexpr int64_t kConstantRunSteps<C> = C::kRunSteps;
 
+// The int32 lanes of P rows of X and R rows of W over `count` steps from s0 (kSteps of them where
+// kSteps > 0: a constant the loops unroll for; a run's steps known only at run time cost int4
+// group 128 a sixth of its time at 8 rows of X).
+template <typename C, int R, int P, int64_t kSteps>
+inline void RunOfRows(const NibbleProblem<C>& pr, const uint8_t* block, const int8_t* xs,
+                      int64_t s0, int64_t count, __m256i acc[P][R]) {
+  const NibbleX& x = *pr.x;
+  const int64_t steps = kSteps > 0 ? kSteps : count;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int p = 0; p < P; ++p) {
+    for (int r = 0; r < R; ++r) acc[p][r] = _mm256_setzero_si256();
+  }
+  for (int64_t c0 = 0; c0 < steps; c0 += C::kPairSteps) {
+    const int64_t c1 = c0 + C::kPairSteps < steps ? c0 + C::kPairSteps : steps;
+    __m256i pairs[P][R];
+    for (int p = 0; p < P; ++p) {
+      for (int r = 0; r < R; ++r) pairs[p][r] = _mm256_setzero_si256();
+    }
+    for (int64_t s = s0 + c0; s < s0 + c1; ++s) {
+      const uint8_t* step = block + s * R * kNibbleStepBytes;
+      for (int64_t line = 0; line < R * kNibbleStepBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(step) + kPrefetchBytes + line, _MM_HINT_T0);
+      }
+      for (int r = 0; r < R; ++r) {
+        const auto halves = pr.w.Split(step + r * kNibbleStepBytes);
+        for (int p = 0; p < P; ++p) {
+          const int8_t* xp = xs + p * x.stride + s * kNibbleStep;
+          const __m256i even = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp));
+          const __m256i odd = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp + 32));
+          pairs[p][r] = _mm256_add_epi16(pairs[p][r], pr.w.Pairs(halves, even, odd));
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      for (int r = 0; r < R; ++r) {
+        acc[p][r] = _mm256_add_epi32(acc[p][r], _mm256_madd_epi16(pairs[p][r], ones));
+      }
+    }
+  }
+}
+
 // P rows of X from row t0 against the R rows of W from `first` (their steps at `block`):
 // out[p][r] is the product before the bias.
 template <typename C, int R, int P>
@@ -179,57 +220,6 @@ inline __m256i SumsOfRows(const __m256i acc[kBlockRows]) {
 // vector product, and it is scaled by one vector of the rows' scales into one fp32 total per row
 // of X. Scaling each row's lanes apart took a widening, a conversion and an FMA per row of W and
 // run, on the ports vpmaddubsw needs, and 8 totals that did not fit in registers beside the sums.
-// NibblePass for a whole block with several runs of row scales: each run's int32 lanes of the
-// four rows are summed into one vector per row of X (SumsOfRows), its zero terms come off as one
-// vector product, and it is scaled by one vector of the rows' scales into one fp32 total per row
-// of X. Scaling each row's lanes apart took a widening, a conversion and an FMA per row of W and
-// run, on the ports vpmaddubsw needs, and 8 totals that did not fit in registers beside the sums.
-// The int32 lanes of P rows of X and R rows of W over `count` steps from s0 (kSteps of them where
-// kSteps > 0: a constant the loops unroll for; a run's steps known only at run time cost int4
-// group 128 a sixth of its time at 8 rows of X).
-template <typename C, int R, int P, int64_t kSteps>
-inline void RunOfRows(const NibbleProblem<C>& pr, const uint8_t* block, const int8_t* xs,
-                      int64_t s0, int64_t count, __m256i acc[P][R]) {
-  const NibbleX& x = *pr.x;
-  const int64_t steps = kSteps > 0 ? kSteps : count;
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int p = 0; p < P; ++p) {
-    for (int r = 0; r < R; ++r) acc[p][r] = _mm256_setzero_si256();
-  }
-  for (int64_t c0 = 0; c0 < steps; c0 += C::kPairSteps) {
-    const int64_t c1 = c0 + C::kPairSteps < steps ? c0 + C::kPairSteps : steps;
-    __m256i pairs[P][R];
-    for (int p = 0; p < P; ++p) {
-      for (int r = 0; r < R; ++r) pairs[p][r] = _mm256_setzero_si256();
-    }
-    for (int64_t s = s0 + c0; s < s0 + c1; ++s) {
-      const uint8_t* step = block + s * R * kNibbleStepBytes;
-      for (int64_t line = 0; line < R * kNibbleStepBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(step) + kPrefetchBytes + line, _MM_HINT_T0);
-      }
-      for (int r = 0; r < R; ++r) {
-        const auto halves = pr.w.Split(step + r * kNibbleStepBytes);
-        for (int p = 0; p < P; ++p) {
-          const int8_t* xp = xs + p * x.stride + s * kNibbleStep;
-          const __m256i even = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp));
-          const __m256i odd = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp + 32));
-          pairs[p][r] = _mm256_add_epi16(pairs[p][r], pr.w.Pairs(halves, even, odd));
-        }
-      }
-    }
-    for (int p = 0; p < P; ++p) {
-      for (int r = 0; r < R; ++r) {
-        acc[p][r] = _mm256_add_epi32(acc[p][r], _mm256_madd_epi16(pairs[p][r], ones));
-      }
-    }
-  }
-}
-
-// NibblePass for a whole block with several runs of row scales: each run's int32 lanes of the
-// four rows are summed into one vector per row of X (SumsOfRows), its zero terms come off as one
-// vector product, and it is scaled by one vector of the rows' scales into one fp32 total per row
-// of X. Scaling each row's lanes apart took a widening, a conversion and an FMA per row of W and
-// run, on the ports vpmaddubsw needs, and 8 totals that did not fit in registers beside the sums.
 template <typename C, int P, int64_t kSteps>
 void NibblePassRows(const NibbleProblem<C>& pr, const uint8_t* block, int64_t first, int64_t t0,
                     float out[kPassRows][kBlockRows]) {
@@ -271,6 +261,7 @@ void NibblePassRows(const NibbleProblem<C>& pr, const uint8_t* block, int64_t fi
   }
 }
 
+// NibblePassRows where the policy and the row's runs take it, else NibblePass.
 template <typename C, int R, int P>
 void PassOfBlock(const NibbleProblem<C>& pr, const uint8_t* block, int64_t first, int64_t t0,
                  float out[kPassRows][kBlockRows]) {
