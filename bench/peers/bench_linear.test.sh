@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench_linear prints the benchmark table with the peers filled in: one row per (quantpath row,
 # peer), every row with exactly the documented keys, the peer fields set and the ratio equal to
-# quantpath's GFLOP/s over the peer's; int8 activations add oneDNN's int8 matmul. A oneDNN peer
-# with no kernel for this CPU (its bf16 matmul needs AVX-512) has no rows and its reason on stderr:
-# never on a CPU with AVX-512, never OpenBLAS.
+# quantpath's GFLOP/s over the peer's, each peer's figure the same beside every spec; int8
+# activations add oneDNN's int8 matmul. A oneDNN peer with no kernel for this CPU (its bf16 matmul
+# needs AVX-512) has no rows and its reason on stderr: never on a CPU with AVX-512, never OpenBLAS.
 # Usage: bench_linear.test.sh PATH_TO_BENCH_LINEAR
 set -euo pipefail
 err=$(mktemp)
@@ -29,6 +29,11 @@ expected = [(s, m, p) for s, ps in (("bf16", ["onednn-bf16", "openblas-sgemm"]),
                                      ["onednn-bf16", "onednn-int8", "openblas-sgemm"]))
             for m in (1, 64) for p in ps if p not in missing]
 assert peers == expected, peers
+# A peer is timed once per shape, M and threads: both specs' rows there show the same figure.
+figures = {}
+for r in rows:
+    figures.setdefault((r["m"], r["peer"]), set()).add(r["peer_gflops"])
+assert all(len(f) == 1 for f in figures.values()), figures
 for r in rows:
     assert list(r) == keys, list(r)
     assert r["peer_gflops"] > 0

@@ -1,6 +1,7 @@
 // The named peers bench_linear times beside quantpath's kernels, each on a dense weight of the
-// layer's shape (a weight's values do not change a dense GEMM's speed), in as many copies as
-// quantpath's row cycled (cold alike), timed as quantpath's kernels are (BestSecondsPerCall):
+// layer's shape (a weight's values do not change a dense GEMM's speed), in `copies` copies cycled
+// (bench_linear passes ColdCopies of the peer's own weight bytes for a cold row), timed as
+// quantpath's kernels are (BestSecondsPerCall):
 //   onednn-bf16   oneDNN's matmul, bf16 in and out, its weights reordered ahead of time to the
 //                 layout it picks (format any), as an engine does once at load
 //   onednn-int8   the same with u8 activations, s8 weights and s32 out (int8-path specs)

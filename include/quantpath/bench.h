@@ -87,6 +87,10 @@ struct BenchRow {
 };
 Json BenchRowJson(const BenchRow& row);
 
+// How many distinct copies of a weight of `bytes` a cold measurement cycles: together at least 4×
+// the last-level cache, and at least 2, so that each call finds its copy evicted by the others.
+int64_t ColdCopies(int64_t bytes, int64_t llc_bytes);
+
 // Synthetic parameters of a spec and shape (every float tensor 2^-6, every other byte
 // pseudo-random), in enough copies to be cold (at least 4× the last-level cache together, cycled
 // call after call) or one, made once for every M and thread count timed on them.
@@ -208,9 +212,9 @@ struct BenchTableArgs {
 };
 
 // The rows to print for one measured row: the row itself with each peer's figures filled in
-// (bench_linear), one row per peer.
-using BenchPeers =
-    std::function<Result<std::vector<BenchRow>>(const BenchWeights&, const BenchRow&)>;
+// (bench_linear), one row per peer. The machine's limits are the table's.
+using BenchPeers = std::function<Result<std::vector<BenchRow>>(const BenchWeights&, const BenchRow&,
+                                                               const MachineLimits&)>;
 
 // Checks the arguments (errors: --n without --k, a thread count below 1, an unknown spec or
 // activation form, before anything is measured), measures the machine, and prints every row to

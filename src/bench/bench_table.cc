@@ -155,7 +155,7 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
             if (!row.ok()) return row.status();
             std::vector<BenchRow> emitted = {*row};
             if (peers) {
-              Result<std::vector<BenchRow>> with_peers = peers(*weights, *row);
+              Result<std::vector<BenchRow>> with_peers = peers(*weights, *row, limits);
               if (!with_peers.ok()) return with_peers.status();
               emitted = std::move(*with_peers);
             }

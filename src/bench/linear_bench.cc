@@ -39,10 +39,7 @@ Result<BenchWeights> BenchWeights::Make(std::string_view spec_id, int64_t n, int
   allocation.shape = {n, k};
   QP_ASSIGN_OR_RETURN(LinearParams first, w.spec_->Allocate(allocation));
   w.weight_bytes_ = first.WeightBytes();
-  // Cold: enough distinct copies that each call finds its weights evicted by the others.
-  const int64_t copies =
-      cold ? std::max<int64_t>(2, (4 * limits.llc_bytes + w.weight_bytes_ - 1) / w.weight_bytes_)
-           : 1;
+  const int64_t copies = cold ? ColdCopies(w.weight_bytes_, limits.llc_bytes) : 1;
   w.copies_.push_back(std::move(first));
   for (int64_t c = 1; c < copies; ++c) {
     QP_ASSIGN_OR_RETURN(LinearParams copy, w.spec_->Allocate(allocation));
@@ -52,6 +49,10 @@ Result<BenchWeights> BenchWeights::Make(std::string_view spec_id, int64_t n, int
     bench_internal::FillSynthetic(&w.copies_[c], 0x9E3779B97F4A7C15u + c);
   }
   return w;
+}
+
+int64_t ColdCopies(int64_t bytes, int64_t llc_bytes) {
+  return std::max<int64_t>(2, (4 * llc_bytes + bytes - 1) / bytes);
 }
 
 BenchWeights::BenchWeights(BenchWeights&&) noexcept = default;
