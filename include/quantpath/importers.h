@@ -5,16 +5,57 @@
 // and evaluating rules against layers (the planner does that).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "quantpath/base.h"
+#include "quantpath/checkpoint.h"
 #include "quantpath/ir.h"
 #include "quantpath/sources.h"
 
 namespace quantpath {
+
+// Where a format's description sits in a model folder when it is given alone.
+struct DescriptionPlacement {
+  std::string file = "config.json";  // config.json: embedded as its quantization_config
+  // How the engine that built the description's config object also saw the model's
+  // packed_modules_mapping in it: not at all, added where the description has none, or in place
+  // of the description's own.
+  enum class PackedMapping : uint8_t { kNone, kAddIfAbsent, kReplace };
+  PackedMapping packed_mapping = PackedMapping::kNone;
+};
+
+// An option a user gives an importer beyond the files (the CLI's `--<name>`, the Python module's
+// keyword with underscores), declared by the importer that reads it through
+// ConfigSources::format_option; the pipeline passes every option through without reading it.
+struct FormatOption {
+  std::string_view name;                 // "modelslim-packing"
+  std::vector<std::string_view> values;  // the values accepted; the first is the default
+  std::string_view help;                 // one line for --help
+};
+
+// The checkpoint's small tensors as an importer's refinement reads them: the names of every
+// tensor, and one tensor (its dtype, shape and stored bytes) of at most max_bytes (a larger one
+// is an error naming it), so that no refinement reads a bulk weight. The checkpoint of `dir` is
+// opened on first use, so a plan whose importer refines nothing opens no shard; a folder without
+// weights has no tensors.
+class SmallTensors {
+ public:
+  SmallTensors(std::string dir, int64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  Result<std::vector<std::string>> Names() const;
+  Result<TensorView> Read(std::string_view name) const;
+
+ private:
+  // The opened checkpoint; nullptr for a folder without weights.
+  Result<const Checkpoint*> Opened() const;
+
+  std::string dir_;
+  int64_t max_bytes_;
+  mutable std::optional<Result<Checkpoint>> checkpoint_;
+};
 
 class Importer {
  public:
@@ -39,7 +80,27 @@ class Importer {
       const ConfigSources& /*sources*/, const Dialect& /*dialect*/) const {
     return std::optional<QuantPlan>();
   }
+  // The options this importer reads beyond the files.
+  virtual std::vector<FormatOption> options() const { return {}; }
+  // Facts of the plan that only the checkpoint's data holds (bitsandbytes' block size lives in
+  // each quant_state tensor), set on a plan this importer built, where the folder has weights;
+  // by default none.
+  virtual Status Refine(const SmallTensors& /*tensors*/, QuantPlan* /*plan*/) const { return {}; }
+  // Where a description of this format given on its own (an engine case's `config`) sits in a
+  // model folder, and how the engine merged the model's packed_modules_mapping into it.
+  virtual DescriptionPlacement PlaceDescription(const Json& /*description*/,
+                                                const Dialect& /*dialect*/) const {
+    return {};
+  }
 };
+
+// Every option the importers declare, in importer order.
+std::vector<FormatOption> FormatOptionsDeclared();
+// Checks one option as given: an unknown name, or a value its importer does not accept, is an
+// error naming the option and what it accepts.
+Status CheckFormatOption(std::string_view name, std::string_view value);
+// Runs the refinement of the importer that built `plan` (QuantPlan::importer).
+Status RefinePlan(const SmallTensors& tensors, QuantPlan* plan);
 
 // Importers in detection order (the first whose Detect is true wins).
 const std::vector<const Importer*>& Importers();

@@ -188,6 +188,9 @@ const Dialect& DialectFor(Engine engine, EngineRelease release);
 // "native" | "vllm" | "sglang" | "vllm@0.33" | "sglang@0.5.23".
 std::optional<Dialect> ParseDialect(std::string_view name);
 std::vector<std::string_view> DialectNames();
+// The dialect of `engine`'s release `version` ("0.33.0" is vllm@0.33's), or nullopt where
+// quantpath reproduces no such release.
+std::optional<Dialect> ReleaseDialect(Engine engine, std::string_view version);
 
 // ---------------------------------------------------------------------------------------------
 // HF→engine module-name mappers: how an engine renames the Hugging Face module names a
@@ -395,6 +398,18 @@ struct QuantPlan {
   // Run on every site decided quantized, first failure wins (the site then errors).
   std::vector<ShapeCheck> shape_checks;
   BuiltOnce<PlanTexts> texts{};  // the planner's decision texts of the kind policies and defaults
+
+  // Calls `apply` on the scheme of the default action and of every rule: the schemes a linear,
+  // head or expert site can take.
+  template <typename Fn>
+  void ForEachScheme(Fn&& apply) {
+    if (default_action.scheme) apply(*default_action.scheme);
+    for (RuleGroup& group : groups) {
+      for (Rule& rule : group.rules) {
+        if (rule.action.scheme) apply(*rule.action.scheme);
+      }
+    }
+  }
 
   // The attention action for a site built as `module_class` (empty: unknown, taken as reached),
   // or nullptr when there is none or it does not reach that class.

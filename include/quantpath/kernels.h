@@ -106,6 +106,12 @@ class KernelRegistry {
   std::vector<std::string> KernelsFor(const SpecKey& key, const DeviceCaps& device) const;
   // Whether any kernel serves `key` on `device`: "is (spec, device) supported?" before a forward.
   bool Supports(const SpecKey& key, const DeviceCaps& device) const;
+  // Whether a kernel above the reference's priority runs `key` with activations `act` on `device`
+  // for a decode row (M = 1) of a 4096 × 4096 layer, whatever this CPU's features: which groups,
+  // layouts and activation modes the fast kernels take is theirs to say (CanHandle), so that a
+  // choice made for speed asks them rather than repeating their limits.
+  bool HasFastKernel(const SpecKey& key, const ActivationQuant& act,
+                     const DeviceCaps& device) const;
 
  private:
   mutable std::mutex mu_;

@@ -20,8 +20,9 @@ namespace quantpath {
 
 class Linear {
  public:
-  // Takes processed parameters of `spec`. Errors: parameters not processed, or of another spec.
-  static Result<Linear> Create(std::unique_ptr<WeightSpec> spec, LinearParams params,
+  // Takes processed parameters of `spec`, which layers of one scheme share (its methods are
+  // const). Errors: parameters not processed, or of another spec.
+  static Result<Linear> Create(std::shared_ptr<const WeightSpec> spec, LinearParams params,
                                std::shared_ptr<Dispatcher> dispatcher);
 
   const WeightSpec& spec() const { return *spec_; }
@@ -37,18 +38,18 @@ class Linear {
   Result<std::vector<float>> Forward(std::span<const float> x, int64_t m) const;
 
  private:
-  Linear(std::unique_ptr<WeightSpec> spec, LinearParams params,
+  Linear(std::shared_ptr<const WeightSpec> spec, LinearParams params,
          std::shared_ptr<Dispatcher> dispatcher);
   KernelProbe Probe(int64_t m, QDType in, QDType out) const;
 
-  std::unique_ptr<WeightSpec> spec_;
+  std::shared_ptr<const WeightSpec> spec_;
   LinearParams params_;
   std::shared_ptr<Dispatcher> dispatcher_;
 };
 
 // Allocates `request` with `spec`, loads it from `checkpoint` (one module prefix per fused leg),
 // processes it, and wraps it in a Linear.
-Result<Linear> LoadLinear(std::unique_ptr<WeightSpec> spec, const AllocationRequest& request,
+Result<Linear> LoadLinear(std::shared_ptr<const WeightSpec> spec, const AllocationRequest& request,
                           const Checkpoint& checkpoint,
                           const std::vector<std::string>& leg_prefixes,
                           std::shared_ptr<Dispatcher> dispatcher);

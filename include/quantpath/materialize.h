@@ -31,8 +31,9 @@ namespace quantpath {
 // the candidate's error (kInvalidInput or kUnsupported). A scheme quantized at load
 // (scheme.online) gets MakeSpecQuantizingAtLoad's spec; a key no quantizer writes is
 // kUnsupported naming the scheme, the device and the schemes this build quantizes at load.
-Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
-                                                const DeviceCaps& device);
+// A spec's methods are const, so every layer and expert of one scheme shares the spec made once.
+Result<std::shared_ptr<const WeightSpec>> Materialize(const QuantScheme& scheme,
+                                                      const DeviceCaps& device);
 // The key Materialize(scheme, device) would build, with the same errors, without a spec.
 Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device);
 // How the kernels of `scheme` treat activations: none for weight-only and unquantized schemes;
@@ -54,6 +55,8 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme);
 // zero-point correction.
 Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request,
                              const ActivationQuant& act = {}, const LoadFacts& facts = {});
+// The same through a materialized spec.
+Result<int64_t> StorageBytes(const WeightSpec& spec, const AllocationRequest& request);
 
 // The allocation request of a site: its shape, legs (rows and names), bias and expert count (and,
 // where the checkpoint stacks the experts, a StackedExpert of expert 0), with `params_dtype` (the

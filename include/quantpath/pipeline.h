@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,19 +35,14 @@ namespace quantpath {
 // ---------------------------------------------------------------------------------------------
 // Opening a model
 
-// How ModelSlim's 4-bit weights (W4A4_DYNAMIC, W4A8_DYNAMIC) are stored. The files do not say:
-// SGLang reads it from its environment (SGLANG_NPU_W4A4_NEW_PACKING), so it is an option here.
-enum class ModelSlimPacking : uint8_t {
-  kOld,  // one signed code per int8, weight [N, K] (SGLang 0.5.23's default)
-  kNew,  // two codes per int8 along N (row 2j low nibble, 2j + 1 high), weight [N / 2, K]
-};
-
 struct OpenOptions {
   Dialect dialect;
   std::optional<std::string> quantization;  // force the importer (--quantization)
   DeviceCaps device;                        // default: cpu
   Launch launch;                            // --tp, --dtype, --speculative
-  ModelSlimPacking modelslim_packing = ModelSlimPacking::kOld;  // --modelslim-packing
+  // Options for importers beyond the files, by name (--modelslim-packing new), passed to the
+  // importer that declares them (FormatOption, importers.h) without being read here.
+  FormatOptions format_options;
   // --online: every linear layer and MoE expert of a high-precision checkpoint quantized at load
   // to this scheme (OnlinePlan, importers.h).
   std::optional<QuantScheme> online;
@@ -59,9 +55,10 @@ struct OpenOptions {
   // other int4 layers stay weight-only.
   bool int8_activations = false;
 
-  // --modelslim-packing: "old", "new", or "" (SGLang 0.5.23's default, old). An error names
-  // the option and what it accepts.
-  Status SetModelSlimPacking(std::string_view text);
+  // An importer's option (FormatOptionsDeclared(): "modelslim-packing" = "old" | "new"), or
+  // nothing for an empty value. An unknown option or value is an error naming the option and what
+  // it accepts.
+  Status SetFormatOption(std::string_view name, std::string_view value);
   // --online: a target's name (OnlineTargets(), specs.h), or "" for none. The target must have a
   // spec on `device` that quantizes at load; errors name the scheme and the device.
   Status SetOnline(std::string_view name);
@@ -128,6 +125,11 @@ struct LayerDecision {
   std::string spec_note;         // why spec is null, or what this build cannot do with the spec
   std::optional<int64_t> bytes;  // what the spec stores, scales and bias included; null without a
                                  // spec
+  // The spec materialized for the decision on the device, shared by every site of the same scheme
+  // (LoadLayer and LoadExperts load into it); null for attention sites and where
+  // `materialized` says why not.
+  std::shared_ptr<const WeightSpec> weight_spec;
+  Status materialized;
 };
 
 // The planner's decisions for `sites`, in order, without traces, with every regex match of the
@@ -136,8 +138,12 @@ struct LayerDecision {
 // layer's decision: it says the config cannot be decided at all.
 Result<std::vector<Decision>> DecidePlanSites(const QuantPlan& plan,
                                               const std::vector<LayerSite>& sites);
-// Every site of `model`, in site order, decided as DecidePlanSites does.
+// Every site of `model`, in site order, decided as DecidePlanSites does, with the shape checks of
+// the launch's --tp and the site's spec, one materialization per scheme.
 Result<std::vector<LayerDecision>> DecideAll(const Model& model);
+// One site as DecideAll decides it, under its own regex budget; with the planner's trace when
+// `trace`.
+Result<LayerDecision> DecideOneSite(const Model& model, const LayerSite& site, bool trace = false);
 // Bytes of the parameters that are not sites (norms, other tensors), in the checkpoint dtype,
 // through the unquantized family's row.
 int64_t OtherBytes(const Model& model);
@@ -188,10 +194,12 @@ struct LoadedLayer {
 // RankShapeOf says), ParallelLMHead along the vocabulary rows (unpadded), anything else
 // replicated.
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank = 0);
+// The same for a site DecideAll or DecideOneSite has decided (LoadModel: one decision per site).
+Result<LoadedLayer> LoadLayer(const Model& model, const LayerDecision& layer, int tp_rank = 0);
 
 // The layer's weights dequantized to double straight from the checkpoint tensors, without the
 // spec (the oracle LoadLayer's Linear is compared with): this rank's slice of the whole layer's
-// (a ModelSlim static row rank's shifted as the engines compute it, run_compare.h).
+// (RankReference, specs.h: a ModelSlim static row rank shifted as the engines compute it).
 Result<ReferenceLayer> LoadReference(const LoadedLayer& layer);
 
 // RunSeeded's input of `layer`: the seeded X [m, K] of the whole layer (below), and of a
@@ -268,6 +276,8 @@ struct LoadedExperts {
 // pack or block is an error naming the projection and the dimension, ending "; legal --tp: …"
 // (up to 64).
 Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int tp_rank = 0);
+// The same for an moe site already decided.
+Result<LoadedExperts> LoadExperts(const Model& model, const LayerDecision& layer, int tp_rank = 0);
 
 // RunSeeded for experts: `expert` runs that one expert, nullopt runs every expert on the same
 // input (y [E, m, N]). Two products are measured, as the engines' fused MoE computes them: w13,
@@ -446,5 +456,106 @@ struct CheckReport {
 // without weights is kNotFound; one whose config cannot be planned is that error, unless the
 // files' own problems explain it (then the report has them and `layers_not_checked`).
 Result<CheckReport> CheckFolder(const std::string& dir, const OpenOptions& options);
+
+// ---------------------------------------------------------------------------------------------
+// Engines side by side (the `diff` command).
+
+// Sites are aligned across dialects by LayerSite::CheckpointKey (checkpoint names, since dialects
+// name fused MLA projections, attention modules and routers differently). Only differences in
+// what is stored or computed count: the weight / activation scheme, quantized versus not, error
+// versus not. The rest (a site one dialect names differently or lacks, an engine attaching a
+// KV-cache method without a KV scheme, other error texts) becomes a note. JSON in
+// docs/json/diff.md.
+
+struct DiffOptions {
+  // Native first (the reference), then the engines to compare with it.
+  std::vector<Dialect> dialects;
+  std::optional<std::string> quantization;  // --quantization
+  Launch launch;                            // --tp, --dtype, --speculative
+};
+// Every dialect: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
+std::vector<Dialect> DefaultDiffDialects();
+// `--engines vllm,sglang@0.5.23`: native is put first whether named or not. An unknown or repeated
+// name is an error naming it.
+Result<std::vector<Dialect>> ParseDiffEngines(std::string_view list);
+
+// One dialect's side of an aligned site.
+struct DialectDecision {
+  std::vector<std::string> paths;    // its execution names for the key (SGLang's MLA: two)
+  std::optional<Decision> decision;  // of paths[0], with its trace; null without a site or plan
+  bool differs = false;              // stores or computes something other than the reference
+  // Quantized only in name: an engine attached a KV-cache method to attention without a KV-cache
+  // scheme, which stores and computes what an unquantized attention layer does.
+  bool kv_method_only = false;
+};
+
+struct LayerDiff {
+  std::string key;  // LayerSite::CheckpointKey()
+  SiteKind kind = SiteKind::kLinear;
+  size_t reference = 0;                   // the first dialect with a decision (native if any)
+  std::vector<DialectDecision> dialects;  // per ModelDiff::dialects
+};
+
+// What differs between dialects without changing what is stored or computed, grouped per dialect
+// and kind, with the first example.
+struct DiffNote {
+  std::string dialect;
+  std::string kind;  // "naming", "missing", "kv_method", "error_text"
+  int64_t count = 0;
+  std::string text;
+};
+
+struct EngineSummary {
+  std::string dialect;
+  std::string line;  // "loads", "errors at <layer>: <message>", "loads with N layers …"
+  bool loads = true;
+  std::string config_error;       // why the quantization config did not import; "" when it did
+  std::string first_error_layer;  // the first site decided error (its execution name)
+  std::string first_error;
+  // Sites by stored outcome (an attention layer with a KV-cache method but no scheme counts as
+  // unquantized).
+  int64_t quantized = 0;
+  int64_t unquantized = 0;
+  int64_t errors = 0;
+  int64_t unquantized_meant = 0;  // unquantized here, quantized by native
+};
+
+struct ModelDiff {
+  std::string model;  // the folder as given
+  std::string architecture;
+  std::vector<std::string> dialects;
+  std::vector<LayerDiff> layers;  // real differences only
+  std::vector<DiffNote> notes;
+  std::vector<EngineSummary> summaries;
+
+  // layers.size(), plus one when the quantization config imports under some dialects only.
+  int64_t Differences() const;
+};
+
+// Plans `dir` with every dialect of `options`. An unreadable folder, or a quantization config no
+// dialect can import, is an error.
+Result<ModelDiff> DiffDialects(const std::string& dir, const DiffOptions& options);
+
+// ---------------------------------------------------------------------------------------------
+// Engine decision cases (the `match` command; schema in tests/data/oracle/README.md): each case's
+// config in the file its format's importer reads, its layers as sites, decided as the case's
+// engine release decides them.
+
+struct CaseDecision {
+  std::string prefix;
+  std::string decision;  // "quantized" | "unquantized" | "error"
+  std::string detail;
+};
+
+struct CaseResult {
+  std::string id;
+  std::vector<CaseDecision> decisions;  // same order and number as the case's layers
+  std::vector<CaseDecision> expected;   // as recorded (may be empty)
+};
+
+// Decides every layer of every case in `cases` (a JSON list, read from `file`). `engine`
+// overrides each case's engine. Malformed cases are an error naming the file and pointer.
+Result<std::vector<CaseResult>> MatchCases(const Json& cases, std::string_view file,
+                                           const std::optional<Dialect>& engine);
 
 }  // namespace quantpath

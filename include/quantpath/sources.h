@@ -24,6 +24,9 @@ inline constexpr std::string_view kStandaloneConfigFiles[] = {
     "quantize_config.json", "quant_config.json", "quantization_config.json", "hf_quant_config.json",
     "quant_model_description.json"};
 
+// Options for importers by name, in the order given ("modelslim-packing" → "new").
+using FormatOptions = std::vector<std::pair<std::string, std::string>>;
+
 struct SourceFile {
   std::string name;  // file name inside the folder, e.g. "config.json"
   std::filesystem::path path;
@@ -129,6 +132,13 @@ class ConfigSources {
   const Launch& launch() const { return launch_; }
   void set_launch(const Launch& launch) { launch_ = launch; }
 
+  // Options the user gave beyond the files (`--modelslim-packing new`), by name, as given: carried
+  // unread to the importer that declares the option (importers.h, FormatOption).
+  const FormatOptions& format_options() const { return format_options_; }
+  void set_format_options(FormatOptions options) { format_options_ = std::move(options); }
+  // The value given for `name`, or nullopt.
+  std::optional<std::string_view> format_option(std::string_view name) const;
+
  private:
   std::filesystem::path dir_;
   std::vector<SourceFile> files_;  // config.json first, then standalone files in the order above
@@ -136,6 +146,7 @@ class ConfigSources {
   std::optional<std::vector<std::string>> checkpoint_quantized_params_;
   std::optional<std::string> requested_method_;
   Launch launch_;
+  FormatOptions format_options_;
 };
 
 }  // namespace quantpath

@@ -557,16 +557,6 @@ std::optional<SourceTensorRule> SourceRule(SourceLayout layout, Slot slot, const
 // `_blocks` / `_scales`), so that its loaders read a projection through StackedExpert.
 bool StacksExperts(SourceLayout layout);
 
-// bitsandbytes keeps the 4-bit block size in each weight's serialized quant_state, not in
-// config.json. The block size of the first well-formed quant_state of `checkpoint` (by name), with
-// that tensor's name; nullopt without one. A layer whose own state says otherwise, or is
-// malformed, is that layer's load error.
-struct Bnb4BlockSize {
-  int64_t block = 0;
-  std::string tensor;
-};
-std::optional<Bnb4BlockSize> Bnb4BlockSizeOf(const Checkpoint& checkpoint);
-
 // ---------------------------------------------------------------------------------------------
 // Double-precision reference: reads a layer's checkpoint tensors directly, without a spec, and
 // dequantizes them to double. `run` and the kernel tests compare kernels against it.
@@ -639,6 +629,14 @@ Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
 // RankSliceOf): its rows and columns of the weight, the bias where the rank adds it, its columns
 // of the input prescale, the same input scale and zero point.
 ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slice);
+// The rank's slice of `whole` (its `request`, of a scheme of `facts` and `act`) as the engines
+// compute on that rank: SliceReference, and for a ModelSlim static layer's row-parallel rank its
+// quant_bias share (−offset · Σ_k q over all of K is added by rank 0 only, and no rank subtracts
+// the offset's share of its own columns, w8a8_spec.cc), so that rank r's product is its columns'
+// plus offset · s_x · (Σ_{its columns} W − [r = 0] · Σ_k W) per row, which the ranks' sum cancels.
+ReferenceLayer RankReference(const ReferenceLayer& whole, const RankSlice& slice,
+                             const AllocationRequest& request, const LoadFacts& facts,
+                             const ActivationQuant& act);
 
 // Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), in
 // double. `static_scale` (and `static_zero_point`, asymmetric) are used by kStaticPerTensor.

@@ -106,7 +106,7 @@ Layer Load(const std::string& folder, const std::string& path, int64_t rank, con
 OpenOptions Options(const OpenArgs& args) {
   OpenOptions options = Unwrap(OpenOptions::Parse(args.engine, args.quantization, args.device,
                                                   args.dtype, args.tp, args.speculative));
-  Check(options.SetModelSlimPacking(args.modelslim_packing));
+  Check(options.SetFormatOption("modelslim-packing", args.modelslim_packing));
   Check(options.SetOnline(args.online));
   options.int8_activations = args.int8_activations;
   return options;

@@ -194,7 +194,46 @@ class BitsAndBytesFormat final : public Importer {
     return !found.ok() || found->has_value();
   }
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override;
+  Status Refine(const SmallTensors& tensors, QuantPlan* plan) const override;
 };
+
+// The `blocksize` of a serialized 4-bit quant state (QuantState.as_dict(packed=True): a JSON
+// object stored as U8 bytes), or nullopt when the tensor is not one: a malformed state is its
+// own layer's load error, not the plan's.
+std::optional<int64_t> QuantStateBlockSize(const TensorView& view) {
+  if (view.info->dtype != StDtype::kU8 || view.info->shape.size() != 1) return std::nullopt;
+  const std::string_view text(reinterpret_cast<const char*>(view.bytes.data()), view.bytes.size());
+  Result<Json> state = ParseJson(text, view.file);
+  if (!state.ok() || !state->is_object()) return std::nullopt;
+  const Json* block = state->Find("blocksize");
+  if (block == nullptr || !block->is_int() || block->int_value() <= 0) return std::nullopt;
+  return block->int_value();
+}
+
+// bitsandbytes' 4-bit block size is the checkpoint's to say (each quant_state), so every 4-bit
+// scheme takes it from the first state that gives one instead of the 64 config.json implies.
+Status BitsAndBytesFormat::Refine(const SmallTensors& tensors, QuantPlan* plan) const {
+  bool four_bit = false;
+  plan->ForEachScheme([&](const QuantScheme& s) {
+    four_bit = four_bit || s.weight.load.layout == SourceLayout::kBnb4bit;
+  });
+  if (!four_bit) return {};
+  QP_ASSIGN_OR_RETURN(const std::vector<std::string> names, tensors.Names());
+  for (const std::string& name : names) {
+    if (name.find(".weight.quant_state.bitsandbytes__") == std::string::npos) continue;
+    Result<TensorView> view = tensors.Read(name);
+    if (!view.ok()) continue;
+    const std::optional<int64_t> block = QuantStateBlockSize(*view);
+    if (!block) continue;
+    plan->ForEachScheme([&](QuantScheme& s) {
+      if (s.weight.load.layout == SourceLayout::kBnb4bit) s.weight.group_size = *block;
+    });
+    plan->notes.push_back(
+        fmt::format("block size {} read from {}, replacing the assumed one", *block, name));
+    return {};
+  }
+  return {};
+}
 
 Result<QuantPlan> BitsAndBytesFormat::BuildPlan(const ConfigSources& sources,
                                                 const Dialect& dialect) const {

@@ -180,6 +180,17 @@ class ModelOptImporterImpl : public Importer {
     return modelopt::FindDescription(sources).has_value();
   }
 
+  // The shell form ({"quantization": …}) is hf_quant_config.json's, the flat form config.json's
+  // quantization_config; SGLang's ModelOpt config reads packed_modules_mapping from the config
+  // object, where the model's mapping stands in for one the description lacks.
+  DescriptionPlacement PlaceDescription(const Json& description,
+                                        const Dialect& /*dialect*/) const override {
+    DescriptionPlacement placement;
+    if (description.Find("quantization") != nullptr) placement.file = "hf_quant_config.json";
+    placement.packed_mapping = DescriptionPlacement::PackedMapping::kAddIfAbsent;
+    return placement;
+  }
+
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
     std::optional<Located> located = modelopt::FindDescription(sources);
     if (!located) {

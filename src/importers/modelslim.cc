@@ -372,6 +372,42 @@ class ModelSlimImporterImpl : public Importer {
   }
 
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
+    QP_ASSIGN_OR_RETURN(QuantPlan plan, DescribedPlan(sources, dialect));
+    // The files do not say how 4-bit weights are packed: SGLang reads it from its environment
+    // (SGLANG_NPU_W4A4_NEW_PACKING), so the user says it; the loader knows it from LoadFacts.
+    const bool pairs = sources.format_option(kPackingOption) == "new";
+    plan.ForEachScheme([pairs](QuantScheme& s) {
+      TensorQuant& w = s.weight;
+      if (w.load.layout == SourceLayout::kModelSlim && w.dtype == QDType::kINT4) {
+        w.load.int4_pairs = pairs;
+      }
+    });
+    return plan;
+  }
+
+  std::vector<FormatOption> options() const override {
+    return {{kPackingOption,
+             {"old", "new"},
+             "How ModelSlim's 4-bit weights are packed (old: one code per int8, SGLang's "
+             "default; new: two per int8, SGLANG_NPU_W4A4_NEW_PACKING)"}};
+  }
+
+  // The description is its own file; SGLang 0.5.23's get_quant_config puts the model's
+  // packed_modules_mapping in place of the description's.
+  DescriptionPlacement PlaceDescription(const Json& /*description*/,
+                                        const Dialect& dialect) const override {
+    DescriptionPlacement placement;
+    placement.file = std::string(modelslim::kFile);
+    if (dialect.engine == Engine::kSglang && dialect.current()) {
+      placement.packed_mapping = DescriptionPlacement::PackedMapping::kReplace;
+    }
+    return placement;
+  }
+
+ private:
+  static constexpr std::string_view kPackingOption = "modelslim-packing";
+
+  Result<QuantPlan> DescribedPlan(const ConfigSources& sources, const Dialect& dialect) const {
     const SourceFile* file = sources.File(modelslim::kFile);
     if (file == nullptr) {
       return InvalidInput(

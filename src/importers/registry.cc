@@ -276,6 +276,64 @@ const Importer* FindImporter(std::string_view name) {
   return nullptr;
 }
 
+Result<const Checkpoint*> SmallTensors::Opened() const {
+  if (!checkpoint_) checkpoint_ = Checkpoint::Open(dir_);
+  if (checkpoint_->ok()) return &**checkpoint_;
+  if (checkpoint_->status().code() == ErrorCode::kNotFound) {
+    return static_cast<const Checkpoint*>(nullptr);
+  }
+  return checkpoint_->status();
+}
+
+Result<std::vector<std::string>> SmallTensors::Names() const {
+  QP_ASSIGN_OR_RETURN(const Checkpoint* checkpoint, Opened());
+  if (checkpoint == nullptr) return std::vector<std::string>();
+  return checkpoint->TensorNames();
+}
+
+Result<TensorView> SmallTensors::Read(std::string_view name) const {
+  QP_ASSIGN_OR_RETURN(const Checkpoint* checkpoint, Opened());
+  if (checkpoint == nullptr) return NotFound(fmt::format("{}: no checkpoint", dir_));
+  QP_ASSIGN_OR_RETURN(TensorView view, checkpoint->Get(name));
+  if (static_cast<int64_t>(view.bytes.size()) > max_bytes_) {
+    return LimitError(
+        fmt::format("{}: tensor {} holds {} bytes, more than the {} a plan's "
+                    "refinement reads",
+                    view.file, name, view.bytes.size(), max_bytes_));
+  }
+  return view;
+}
+
+std::vector<FormatOption> FormatOptionsDeclared() {
+  std::vector<FormatOption> options;
+  for (const Importer* importer : Importers()) {
+    for (FormatOption& option : importer->options()) options.push_back(std::move(option));
+  }
+  return options;
+}
+
+Status CheckFormatOption(std::string_view name, std::string_view value) {
+  const std::vector<FormatOption> options = FormatOptionsDeclared();
+  for (const FormatOption& option : options) {
+    if (option.name != name) continue;
+    if (std::find(option.values.begin(), option.values.end(), value) != option.values.end()) {
+      return {};
+    }
+    return InvalidInput(fmt::format("--{}: expected {}, got {}", name,
+                                    Join({option.values.begin(), option.values.end()}, " or "),
+                                    value));
+  }
+  std::vector<std::string> names;
+  for (const FormatOption& option : options) names.push_back("--" + std::string(option.name));
+  return InvalidInput(
+      fmt::format("--{}: no importer reads this option (they read {})", name, Join(names, ", ")));
+}
+
+Status RefinePlan(const SmallTensors& tensors, QuantPlan* plan) {
+  const Importer* importer = FindImporter(plan->importer);
+  return importer != nullptr ? importer->Refine(tensors, plan) : Status();
+}
+
 Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& dialect,
                              const std::optional<std::string>& forced,
                              const std::optional<NameMapper>& mapper) {

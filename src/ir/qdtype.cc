@@ -183,6 +183,15 @@ std::optional<Dialect> ParseDialect(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Dialect> ReleaseDialect(Engine engine, std::string_view version) {
+  for (const Dialect& d : kDialects) {
+    if (d.engine != engine || !d.current() || !version.starts_with(d.version)) continue;
+    const std::string_view rest = version.substr(d.version.size());
+    if (rest.empty() || rest.front() == '.') return d;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string_view> DialectNames() {
   std::vector<std::string_view> names;
   for (const Dialect& d : kDialects) names.push_back(d.name);

@@ -34,6 +34,19 @@ bool KernelRegistry::Supports(const SpecKey& key, const DeviceCaps& device) cons
   return !KernelsFor(key, device).empty();
 }
 
+bool KernelRegistry::HasFastKernel(const SpecKey& key, const ActivationQuant& act,
+                                   const DeviceCaps& device) const {
+  constexpr int64_t kDim = 4096;
+  const KernelProbe probe{key, 1, kDim, kDim, QDType::kBF16, QDType::kBF16, device, act};
+  for (const LinearKernel* kernel : kernels()) {
+    if (kernel->priority() > kReferencePriority && kernel->Serves(key, device) &&
+        kernel->CanHandle(probe)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 KernelRegistrar::KernelRegistrar(std::unique_ptr<LinearKernel> kernel) {
   KernelRegistry::Global().Register(std::move(kernel));
 }

@@ -5,11 +5,11 @@
 
 namespace quantpath {
 
-Linear::Linear(std::unique_ptr<WeightSpec> spec, LinearParams params,
+Linear::Linear(std::shared_ptr<const WeightSpec> spec, LinearParams params,
                std::shared_ptr<Dispatcher> dispatcher)
     : spec_(std::move(spec)), params_(std::move(params)), dispatcher_(std::move(dispatcher)) {}
 
-Result<Linear> Linear::Create(std::unique_ptr<WeightSpec> spec, LinearParams params,
+Result<Linear> Linear::Create(std::shared_ptr<const WeightSpec> spec, LinearParams params,
                               std::shared_ptr<Dispatcher> dispatcher) {
   if (params.key != spec->key()) {
     return InvalidInput(fmt::format("{}: parameters of spec {} given to spec {}",
@@ -68,7 +68,7 @@ Result<std::vector<float>> Linear::Forward(std::span<const float> x, int64_t m) 
   return y;
 }
 
-Result<Linear> LoadLinear(std::unique_ptr<WeightSpec> spec, const AllocationRequest& request,
+Result<Linear> LoadLinear(std::shared_ptr<const WeightSpec> spec, const AllocationRequest& request,
                           const Checkpoint& checkpoint,
                           const std::vector<std::string>& leg_prefixes,
                           std::shared_ptr<Dispatcher> dispatcher) {

@@ -57,15 +57,15 @@ Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
                   GranularityName(scheme.weight.granularity), Join(known, "; ")));
 }
 
-Result<std::unique_ptr<WeightSpec>> Materialize(const QuantScheme& scheme,
-                                                const DeviceCaps& device) {
+Result<std::shared_ptr<const WeightSpec>> Materialize(const QuantScheme& scheme,
+                                                      const DeviceCaps& device) {
   QP_ASSIGN_OR_RETURN(SpecKey key, KeyFor(scheme, device));
   QP_ASSIGN_OR_RETURN(ActivationQuant act, ActivationQuantFor(scheme));
   Result<std::unique_ptr<WeightSpec>> spec =
       scheme.online ? MakeSpecQuantizingAtLoad(key, act, scheme.weight.load)
                     : MakeSpec(key, act, scheme.weight.load);
   if (!spec.ok()) return spec.status().WithContext(scheme.CanonicalName());
-  return spec;
+  return std::shared_ptr<const WeightSpec>(std::move(*spec));
 }
 
 Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
@@ -122,17 +122,13 @@ Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
                                  GranularityName(in.granularity)));
 }
 
-Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request,
-                             const ActivationQuant& act, const LoadFacts& facts) {
-  // A family whose loader is not in this build still has a layout, and so a size.
-  const Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
-  if (!spec.ok() && spec.status().code() != ErrorCode::kUnsupported) return spec.status();
-  auto bytes_of = [&](const AllocationRequest& r) {
-    return spec.ok() ? (*spec)->StorageBytes(r) : LayoutStorageBytes(key, r);
-  };
+namespace {
+
+// `bytes_of` of the request, or, for an moe request, of each expert's projections
+// (ExpertProjectionRequests) as LoadExperts allocates them, times the experts.
+template <typename BytesOf>
+Result<int64_t> SiteBytes(const AllocationRequest& request, BytesOf bytes_of) {
   if (request.experts <= 0) return bytes_of(request);
-  // Each expert stores its own projections (ExpertProjectionRequests), as LoadExperts allocates
-  // them.
   QP_ASSIGN_OR_RETURN(const std::vector<AllocationRequest> projections,
                       ExpertProjectionRequests(request));
   int64_t per_expert = 0;
@@ -146,6 +142,22 @@ Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& reques
                                     request.layer, request.experts, per_expert));
   }
   return total;
+}
+
+}  // namespace
+
+Result<int64_t> StorageBytes(const SpecKey& key, const AllocationRequest& request,
+                             const ActivationQuant& act, const LoadFacts& facts) {
+  // A family whose loader is not in this build still has a layout, and so a size.
+  const Result<std::unique_ptr<WeightSpec>> spec = MakeSpec(key, act, facts);
+  if (!spec.ok() && spec.status().code() != ErrorCode::kUnsupported) return spec.status();
+  return SiteBytes(request, [&](const AllocationRequest& r) {
+    return spec.ok() ? (*spec)->StorageBytes(r) : LayoutStorageBytes(key, r);
+  });
+}
+
+Result<int64_t> StorageBytes(const WeightSpec& spec, const AllocationRequest& request) {
+  return SiteBytes(request, [&](const AllocationRequest& r) { return spec.StorageBytes(r); });
 }
 
 AllocationRequest RequestForSite(const LayerSite& site, QDType params_dtype,

@@ -245,7 +245,7 @@ class Checker {
   void CheckSplits(const std::vector<LayerDecision>& decisions) {
     struct Split {
       const LayerSite* site;
-      std::unique_ptr<WeightSpec> spec;  // null for an embedding, split by its vocabulary alone
+      std::shared_ptr<const WeightSpec> spec;  // null for an embedding, split by its vocabulary
     };
     std::vector<Split> splits;
     for (const LayerDecision& decision : decisions) {
@@ -258,9 +258,8 @@ class Checker {
         splits.push_back({&site, nullptr});
         continue;
       }
-      Result<std::unique_ptr<WeightSpec>> spec =
-          Materialize(decision.decision.scheme.value_or(QuantScheme{}), model_.device);
-      if (spec.ok()) splits.push_back({&site, std::move(*spec)});  // else a no-spec finding
+      // Without a spec: a no-spec finding.
+      if (decision.weight_spec != nullptr) splits.push_back({&site, decision.weight_spec});
     }
     const auto fits = [&](const Split& split, int64_t tp) -> Status {
       const LayerSite& site = *split.site;

@@ -13,21 +13,42 @@
 namespace quantpath {
 namespace {
 
-// Fills layer->spec, kernel_available, spec_note and bytes for a site that is not attention.
-// The KeyFor / StorageBytes / Materialize / registry calls stay together here, the one place that
-// turns a decision into storage; bytes come only from the family rows.
-void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& device,
-                LayerDecision* layer) {
+// One materialization per scheme among the sites decided together (schemes compare with their
+// load facts, so two layouts of one scheme never share a spec).
+class SpecCache {
+ public:
+  explicit SpecCache(const DeviceCaps& device) : device_(device) {}
+  const Result<std::shared_ptr<const WeightSpec>>& For(const QuantScheme& scheme) {
+    for (const auto& [seen, spec] : specs_) {
+      if (seen == scheme) return spec;
+    }
+    return specs_.emplace_back(scheme, Materialize(scheme, device_)).second;
+  }
+  const DeviceCaps& device() const { return device_; }
+
+ private:
+  DeviceCaps device_;
+  std::vector<std::pair<QuantScheme, Result<std::shared_ptr<const WeightSpec>>>> specs_;
+};
+
+// Fills layer->spec, weight_spec, kernel_available, spec_note and bytes for a site that is not
+// attention: the one place that turns a decision into storage; bytes come only from the family
+// rows, through the materialized spec where this build has its loader.
+void AssignSpec(const LayerSite& site, QDType torch_dtype, SpecCache* specs, LayerDecision* layer) {
   const Decision& d = layer->decision;
+  const DeviceCaps& device = specs->device();
   const QuantScheme scheme = d.kind == DecisionKind::kQuantized && d.scheme && d.scheme->quantized()
                                  ? *d.scheme
                                  : QuantScheme{};
-  Result<SpecKey> key = KeyFor(scheme, device);
+  const Result<std::shared_ptr<const WeightSpec>>& spec = specs->For(scheme);
+  layer->materialized = spec.status();
+  Result<SpecKey> key = spec.ok() ? Result<SpecKey>((*spec)->key()) : KeyFor(scheme, device);
   if (!key.ok()) {
     layer->spec_note = key.status().message();
     return;
   }
   layer->spec = *key;
+  if (spec.ok()) layer->weight_spec = *spec;
   layer->kernel_available = KernelRegistry::Global().Supports(*key, device);
   if (!scheme.quantized()) {
     // Unquantized sites keep the checkpoint dtype for every parameter they count (biases, MTP
@@ -37,9 +58,14 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& dev
     return;
   }
   std::vector<std::string> notes;
-  const Result<ActivationQuant> act = ActivationQuantFor(scheme);
-  Result<int64_t> bytes = StorageBytes(*key, RequestForSite(site, torch_dtype, device),
-                                       act.ok() ? *act : ActivationQuant{}, scheme.weight.load);
+  const AllocationRequest request = RequestForSite(site, torch_dtype, device);
+  // A family whose loader is not in this build, or activations no mode describes, still have a
+  // layout, and so a size.
+  const auto layout_bytes = [&] {
+    const Result<ActivationQuant> act = ActivationQuantFor(scheme);
+    return StorageBytes(*key, request, act.ok() ? *act : ActivationQuant{}, scheme.weight.load);
+  };
+  Result<int64_t> bytes = spec.ok() ? StorageBytes(**spec, request) : layout_bytes();
   // A layout that cannot hold this site (e.g. a fused block-fp8 leg that is not a multiple of the
   // block) leaves bytes null and says why; the decision stays the format's or engine's (vLLM
   // builds such a fused layer, allowing the mismatch), only this build cannot load it.
@@ -50,7 +76,6 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, const DeviceCaps& dev
   }
   // A family whose loader is not in this build, or activations its kernels cannot quantize, are
   // said beside the spec_id.
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, device);
   if (!spec.ok()) notes.push_back(spec.status().message());
   layer->spec_note = Join(notes, "; ");
 }
@@ -91,7 +116,8 @@ Status RegexLimitOf(const RegexStepBudget& budget, const LayerSite& site,
   return LimitError(fmt::format("{} (layer {})", what, site.path));
 }
 
-LayerDecision Assign(const Model& model, const LayerSite& site, Decision decision) {
+LayerDecision Assign(const Model& model, const LayerSite& site, Decision decision,
+                     SpecCache* specs) {
   LayerDecision layer;
   layer.site = &site;
   layer.decision = std::move(decision);
@@ -102,7 +128,7 @@ LayerDecision Assign(const Model& model, const LayerSite& site, Decision decisio
   if (site.kind == SiteKind::kAttention) {
     DecideKvCache(model.plan, model.sites.torch_dtype, &layer);
   } else {
-    AssignSpec(site, model.sites.torch_dtype, model.device, &layer);
+    AssignSpec(site, model.sites.torch_dtype, specs, &layer);
   }
   return layer;
 }
@@ -125,12 +151,22 @@ Result<std::vector<Decision>> DecidePlanSites(const QuantPlan& plan,
 Result<std::vector<LayerDecision>> DecideAll(const Model& model) {
   QP_ASSIGN_OR_RETURN(std::vector<Decision> decisions,
                       DecidePlanSites(model.plan, model.sites.sites));
+  SpecCache specs(model.device);
   std::vector<LayerDecision> layers;
   layers.reserve(decisions.size());
   for (size_t i = 0; i < decisions.size(); ++i) {
-    layers.push_back(Assign(model, model.sites.sites[i], std::move(decisions[i])));
+    layers.push_back(Assign(model, model.sites.sites[i], std::move(decisions[i]), &specs));
   }
   return layers;
+}
+
+Result<LayerDecision> DecideOneSite(const Model& model, const LayerSite& site, bool trace) {
+  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
+  RegexStepBudget budget(limits.regex_plan_steps);
+  Decision decision = DecideSite(model.plan, site, trace);
+  QP_RETURN_IF_ERROR(RegexLimitOf(budget, site, decision));
+  SpecCache specs(model.device);
+  return Assign(model, site, std::move(decision), &specs);
 }
 
 int64_t OtherBytes(const Model& model) {
@@ -149,11 +185,7 @@ int CountErrors(const std::vector<LayerDecision>& layers) {
 
 Result<ExplainedLayer> DecideLayer(const Model& model, std::string_view path) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
-  QP_ASSIGN_OR_RETURN(InputLimits limits, CurrentLimits());
-  RegexStepBudget budget(limits.regex_plan_steps);
-  Decision decision = DecideSite(model.plan, *resolved.site, true);
-  QP_RETURN_IF_ERROR(RegexLimitOf(budget, *resolved.site, decision));
-  LayerDecision layer = Assign(model, *resolved.site, std::move(decision));
+  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, *resolved.site, true));
   return ExplainedLayer{std::move(resolved), std::move(layer)};
 }
 

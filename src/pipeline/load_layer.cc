@@ -111,15 +111,26 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
                     site.path, SiteKindName(site.kind),
                     site.kind == SiteKind::kMoe ? " (its experts load with LoadExperts)" : ""));
   }
-  Decision decision = DecideSite(model.plan, site, false);
+  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, site));
+  QP_ASSIGN_OR_RETURN(LoadedLayer loaded, LoadLayer(model, layer, tp_rank));
+  loaded.resolved = std::move(resolved);
+  return loaded;
+}
+
+Result<LoadedLayer> LoadLayer(const Model& model, const LayerDecision& layer, int tp_rank) {
+  const LayerSite& site = *layer.site;
+  if (!HasForward(site.kind)) {
+    return InvalidInput(
+        fmt::format("{} is a site of kind {}; only linear, lm_head and router "
+                    "layers are loaded one at a time",
+                    site.path, SiteKindName(site.kind)));
+  }
+  const Decision& decision = layer.decision;
   if (decision.kind == DecisionKind::kError) {
     return InvalidInput(fmt::format("{}: decided error: {}", site.path, decision.detail));
   }
-  QuantScheme scheme = decision.scheme.value_or(QuantScheme{});
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, model.device);
-  if (!spec.ok()) return spec.status().WithContext(site.path);
-  const ActivationQuant activation = (*spec)->activation();
-  const SpecKey key = (*spec)->key();
+  if (layer.weight_spec == nullptr) return layer.materialized.WithContext(site.path);
+  const WeightSpec& spec = *layer.weight_spec;
   const int64_t tp = model.launch.tp_size;
   if (tp_rank < 0 || tp_rank >= tp) {
     return InvalidInput(fmt::format("{}: rank {} is not one of the {} tensor-parallel ranks",
@@ -127,11 +138,11 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
   }
   const std::optional<AttentionHeads> heads = ReadAttentionHeads(model.sources);
   Result<AllocationRequest> request = RankRequest(model, site, tp, tp_rank, heads);
-  Status fits = request.ok() ? (*spec)->StorageBytes(*request).status() : request.status();
+  Status fits = request.ok() ? spec.StorageBytes(*request).status() : request.status();
   if (!fits.ok()) {
     const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
       Result<AllocationRequest> r = RankRequest(model, site, size, 0, heads);
-      return r.ok() && (*spec)->StorageBytes(*r).ok();
+      return r.ok() && spec.StorageBytes(*r).ok();
     });
     if (legal.empty()) return fits;  // not a matter of the split
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
@@ -140,12 +151,17 @@ Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_
   QP_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::Open(model.dir));
   QP_ASSIGN_OR_RETURN(std::shared_ptr<Dispatcher> dispatcher, Dispatcher::Default());
   std::vector<std::string> prefixes = LegPrefixes(site);
-  QP_ASSIGN_OR_RETURN(Linear linear, LoadLinear(std::move(*spec), *request, checkpoint, prefixes,
+  QP_ASSIGN_OR_RETURN(Linear linear, LoadLinear(layer.weight_spec, *request, checkpoint, prefixes,
                                                 std::move(dispatcher)));
-  return LoadedLayer{
-      std::move(resolved), std::move(decision),   std::move(scheme),   key,
-      activation,          std::move(checkpoint), std::move(prefixes), std::move(slice),
-      std::move(linear)};
+  return LoadedLayer{ResolvedSite{&site, ""},
+                     decision,
+                     decision.scheme.value_or(QuantScheme{}),
+                     spec.key(),
+                     spec.activation(),
+                     std::move(checkpoint),
+                     std::move(prefixes),
+                     std::move(slice),
+                     std::move(linear)};
 }
 
 Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
@@ -155,10 +171,7 @@ Result<ReferenceLayer> LoadReference(const LoadedLayer& layer) {
                                           layer.leg_prefixes, site.bias));
   const AllocationRequest& request = layer.linear.params().request;
   if (request.tp_size == 1) return whole;
-  ReferenceLayer ref = SliceReference(whole, layer.slice);
-  pipeline_internal::ShiftModelSlimRowRank(whole, layer.slice, request, layer.scheme,
-                                           layer.activation, &ref);
-  return ref;
+  return RankReference(whole, layer.slice, request, layer.scheme.weight.load, layer.activation);
 }
 
 std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t seed) {

@@ -99,9 +99,8 @@ class Loader {
       return Consume(prefix + ".weight", load);
     }
     if (site.kind == SiteKind::kEmbedding) return LoadEmbedding(site, decision, load);
-    const std::string& path = site.path.empty() ? site.checkpoint_path : site.path;
-    if (site.kind == SiteKind::kMoe) return LoadMoe(site, path, load);
-    Result<LoadedLayer> loaded = LoadLayer(model_, path, tp_rank_);
+    if (site.kind == SiteKind::kMoe) return LoadMoe(site, decision, load);
+    Result<LoadedLayer> loaded = LoadLayer(model_, decision, tp_rank_);
     if (!loaded.ok()) return WithFiles(loaded.status(), LegPrefixes(site));
     const LoadedLayer& layer = *loaded;
     QP_RETURN_IF_ERROR(ConsumeLayer(layer.linear.params(), layer.scheme.weight.load.layout,
@@ -114,8 +113,8 @@ class Loader {
   }
 
   // Every expert of an moe site, one Linear per projection (LoadExperts).
-  Status LoadMoe(const LayerSite& site, const std::string& path, SiteLoad* load) {
-    Result<LoadedExperts> loaded = LoadExperts(model_, path, tp_rank_);
+  Status LoadMoe(const LayerSite& site, const LayerDecision& decision, SiteLoad* load) {
+    Result<LoadedExperts> loaded = LoadExperts(model_, decision, tp_rank_);
     if (!loaded.ok()) {
       std::vector<std::string> prefixes;
       for (int64_t e = 0; e < site.experts; ++e) {

@@ -99,10 +99,8 @@ Result<ReferenceLayer> ProjectionReference(const LoadedExperts& layer, int64_t e
       DequantizeExpertReference(layer.checkpoint, layer.scheme, ExpertLayer(site, e, request),
                                 expert.prefixes[leg], peers, site.bias, request.stacked));
   if (request.tp_size == 1) return whole;
-  ReferenceLayer ref = SliceReference(whole, expert.slices[leg]);
-  pipeline_internal::ShiftModelSlimRowRank(whole, expert.slices[leg], request, layer.scheme,
-                                           layer.activation, &ref);
-  return ref;
+  return RankReference(whole, expert.slices[leg], request, layer.scheme.weight.load,
+                       layer.activation);
 }
 
 // X as the kernels read it: bf16 when every value is one (the seeded input, the bf16 product of
@@ -214,7 +212,19 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
     return InvalidInput(fmt::format("{} is a site of kind {}, not the experts of an MoE layer",
                                     site.path, SiteKindName(site.kind)));
   }
-  Decision decision = DecideSite(model.plan, site, false);
+  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, site));
+  QP_ASSIGN_OR_RETURN(LoadedExperts loaded, LoadExperts(model, layer, tp_rank));
+  loaded.resolved = std::move(resolved);
+  return loaded;
+}
+
+Result<LoadedExperts> LoadExperts(const Model& model, const LayerDecision& layer, int tp_rank) {
+  const LayerSite& site = *layer.site;
+  if (site.kind != SiteKind::kMoe) {
+    return InvalidInput(fmt::format("{} is a site of kind {}, not the experts of an MoE layer",
+                                    site.path, SiteKindName(site.kind)));
+  }
+  const Decision& decision = layer.decision;
   if (decision.kind == DecisionKind::kError) {
     return InvalidInput(fmt::format("{}: decided error: {}", site.path, decision.detail));
   }
@@ -241,11 +251,11 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
         SourceLayoutName(layout),
         StacksExperts(layout) ? "stacks them" : "reads a tensor per expert projection"));
   }
-  Result<std::unique_ptr<WeightSpec>> probe = Materialize(scheme, model.device);
-  if (!probe.ok()) return probe.status().WithContext(site.path);
-  if (Status fits = pipeline_internal::ExpertsFit(**probe, model, site, tp); !fits.ok()) {
+  if (layer.weight_spec == nullptr) return layer.materialized.WithContext(site.path);
+  const WeightSpec& spec = *layer.weight_spec;
+  if (Status fits = pipeline_internal::ExpertsFit(spec, model, site, tp); !fits.ok()) {
     const std::string legal = tp == 1 ? "" : pipeline_internal::LegalTpSizes([&](int64_t size) {
-      return pipeline_internal::ExpertsFit(**probe, model, site, size).ok();
+      return pipeline_internal::ExpertsFit(spec, model, site, size).ok();
     });
     if (legal.empty()) return fits;  // not a matter of the split
     return Status(fits.code(), fmt::format("{}; legal --tp: {}", fits.message(), legal));
@@ -258,37 +268,33 @@ Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int
   // share what the engines share across experts (ShareAcrossExperts).
   std::vector<LoadedExpert> experts(static_cast<size_t>(site.experts));
   std::vector<std::vector<LinearParams>> params(experts.size());
-  std::vector<std::vector<std::unique_ptr<WeightSpec>>> specs(experts.size());
   for (int64_t e = 0; e < site.experts; ++e) {
     LoadedExpert& expert = experts[static_cast<size_t>(e)];
     for (const AllocationRequest& projection : requests) {
       AllocationRequest request = projection;
       request.layer = ExpertLayer(site, e, projection);
       if (request.stacked) request.stacked->expert = e;
-      Result<std::unique_ptr<WeightSpec>> spec = Materialize(scheme, model.device);
-      if (!spec.ok()) return spec.status().WithContext(request.layer);
       QP_ASSIGN_OR_RETURN(RankSlice slice, RankSliceOf(request));
       expert.slices.push_back(std::move(slice));
       expert.prefixes.push_back(site.ExpertLegPath(e, SiteLeg(site, request)));
       expert.names.push_back(ProjectionName(request));
-      QP_ASSIGN_OR_RETURN(LinearParams loaded, (*spec)->Allocate(request));
-      QP_RETURN_IF_ERROR((*spec)->Load(checkpoint, {expert.prefixes.back()}, &loaded));
+      QP_ASSIGN_OR_RETURN(LinearParams loaded, spec.Allocate(request));
+      QP_RETURN_IF_ERROR(spec.Load(checkpoint, {expert.prefixes.back()}, &loaded));
       params[static_cast<size_t>(e)].push_back(std::move(loaded));
-      specs[static_cast<size_t>(e)].push_back(std::move(*spec));
     }
   }
-  QP_RETURN_IF_ERROR((*probe)->ShareAcrossExperts(params));
+  QP_RETURN_IF_ERROR(spec.ShareAcrossExperts(params));
   for (size_t e = 0; e < experts.size(); ++e) {
     for (size_t leg = 0; leg < requests.size(); ++leg) {
-      QP_RETURN_IF_ERROR(specs[e][leg]->ProcessAfterLoading(&params[e][leg]));
-      QP_ASSIGN_OR_RETURN(Linear linear, Linear::Create(std::move(specs[e][leg]),
-                                                        std::move(params[e][leg]), dispatcher));
+      QP_RETURN_IF_ERROR(spec.ProcessAfterLoading(&params[e][leg]));
+      QP_ASSIGN_OR_RETURN(Linear linear,
+                          Linear::Create(layer.weight_spec, std::move(params[e][leg]), dispatcher));
       experts[e].projections.push_back(std::move(linear));
     }
   }
-  return LoadedExperts{std::move(resolved), std::move(decision),    std::move(scheme),
-                       (*probe)->key(),     (*probe)->activation(), std::move(checkpoint),
-                       std::move(experts)};
+  return LoadedExperts{
+      ResolvedSite{&site, ""}, decision,          std::move(scheme), spec.key(), spec.activation(),
+      std::move(checkpoint),   std::move(experts)};
 }
 
 Result<ExpertsRun> RunExpertsSeeded(const LoadedExperts& layer, int64_t m, uint64_t seed,

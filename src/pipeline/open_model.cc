@@ -1,11 +1,10 @@
 // Opens a model folder: sources → importer (with the dialect's HF→engine name mapper) → sites.
-#include <bit>
-
 #include "fmt/format.h"
 #include "quantpath/checkpoint.h"
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "quantpath/specs.h"
+#include "src/pipeline/model_folder.h"
 
 namespace quantpath {
 
@@ -28,14 +27,16 @@ Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view
   return options;
 }
 
-Status OpenOptions::SetModelSlimPacking(std::string_view text) {
-  if (text.empty() || text == "old") {
-    modelslim_packing = ModelSlimPacking::kOld;
-  } else if (text == "new") {
-    modelslim_packing = ModelSlimPacking::kNew;
-  } else {
-    return InvalidInput(fmt::format("--modelslim-packing: expected old or new, got {}", text));
+Status OpenOptions::SetFormatOption(std::string_view name, std::string_view value) {
+  if (value.empty()) return {};
+  QP_RETURN_IF_ERROR(CheckFormatOption(name, value));
+  for (auto& [given, was] : format_options) {
+    if (given == name) {
+      was = std::string(value);
+      return {};
+    }
   }
+  format_options.emplace_back(std::string(name), std::string(value));
   return {};
 }
 
@@ -44,7 +45,7 @@ Status OpenOptions::SetOnline(std::string_view name) {
   const std::string context = fmt::format("--online {} on {}", name, device.name);
   Result<QuantScheme> scheme = OnlineTargetNamed(name);
   if (!scheme.ok()) return scheme.status().WithContext(context);
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(*scheme, device);
+  Result<std::shared_ptr<const WeightSpec>> spec = Materialize(*scheme, device);
   if (!spec.ok()) return spec.status().WithContext(context);
   online = *scheme;
   return {};
@@ -52,28 +53,13 @@ Status OpenOptions::SetOnline(std::string_view name) {
 
 namespace {
 
-// Applies `apply` to the scheme of every action of the plan.
-template <typename Fn>
-void ForEachScheme(QuantPlan* plan, Fn apply) {
-  if (plan->default_action.scheme) apply(*plan->default_action.scheme);
-  for (RuleGroup& group : plan->groups) {
-    for (Rule& rule : group.rules) {
-      if (rule.action.scheme) apply(*rule.action.scheme);
-    }
-  }
-}
+// The most bytes of one tensor an importer's refinement reads (a bitsandbytes quant_state is a
+// few hundred).
+constexpr int64_t kRefinementTensorBytes = int64_t{1} << 20;
 
-// The packing is the loader's to know (LoadFacts), so every ModelSlim 4-bit scheme of the plan
-// carries it.
-void ApplyModelSlimPacking(ModelSlimPacking packing, QuantPlan* plan) {
-  ForEachScheme(plan, [packing](QuantScheme& s) {
-    TensorQuant& w = s.weight;
-    if (w.load.layout != SourceLayout::kModelSlim || w.dtype != QDType::kINT4) return;
-    w.load.int4_pairs = packing == ModelSlimPacking::kNew;
-  });
-}
-
-// OpenOptions::int8_activations.
+// OpenOptions::int8_activations: each int4 (channel or group), NVFP4 and MXFP4 weight-only scheme
+// takes int8 activations per token where a fast kernel runs that product; the others stay
+// weight-only, where the reference kernel would be far slower than their exact fast ones.
 Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, QuantPlan* plan) {
   if (dialect.engine != Engine::kNative) {
     return InvalidInput(fmt::format(
@@ -87,27 +73,27 @@ Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, Qu
         "--device cpu, not {}",
         device.name));
   }
+  TensorQuant int8_tokens;
+  int8_tokens.dtype = QDType::kINT8;
+  int8_tokens.granularity = Granularity::kPerToken;
+  int8_tokens.dynamic = Dynamic::kDynamic;
+  const KernelRegistry& kernels = KernelRegistry::Global();
   int64_t changed = 0, kept = 0;
-  ForEachScheme(plan, [&](QuantScheme& s) {
+  plan->ForEachScheme([&](QuantScheme& s) {
     const TensorQuant& w = s.weight;
     const bool int4 = w.dtype == QDType::kINT4 && (w.granularity == Granularity::kGroup ||
                                                    w.granularity == Granularity::kPerChannel);
     const bool fp4 = w.dtype == QDType::kNVFP4 || w.dtype == QDType::kMXFP4;
     if (s.input || s.online || !(int4 || fp4)) return;
-    // The integer kernel takes groups of whole 64-column steps; act-order and narrower groups
-    // would fall to the reference kernel, far slower than their exact fast ones.
-    const int64_t group = w.group_size.value_or(0);
-    const bool steps = w.granularity != Granularity::kGroup ||
-                       (group % 64 == 0 && std::has_single_bit(static_cast<uint64_t>(group)));
-    if (int4 && (w.load.act_order || !steps)) {
+    QuantScheme with_int8 = s;
+    with_int8.input = int8_tokens;
+    const Result<SpecKey> key = KeyFor(with_int8, device);
+    const Result<ActivationQuant> act = ActivationQuantFor(with_int8);
+    if (!key.ok() || !act.ok() || !kernels.HasFastKernel(*key, *act, device)) {
       ++kept;
       return;
     }
-    TensorQuant in;
-    in.dtype = QDType::kINT8;
-    in.granularity = Granularity::kPerToken;
-    in.dynamic = Dynamic::kDynamic;
-    s.input = in;
+    s = std::move(with_int8);
     ++changed;
   });
   if (changed > 0) {
@@ -123,29 +109,42 @@ Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, Qu
   return {};
 }
 
-// bitsandbytes' 4-bit block size is the checkpoint's to say (each quant_state), so where the
-// folder has weights, every 4-bit scheme of the plan takes it from there instead of the 64 the
-// importer assumes from config.json alone.
-Status ApplyBnbBlockSize(const std::string& dir, QuantPlan* plan) {
-  bool bnb4 = false;
-  ForEachScheme(plan, [&](const QuantScheme& s) {
-    bnb4 = bnb4 || s.weight.load.layout == SourceLayout::kBnb4bit;
-  });
-  if (!bnb4) return {};
-  Result<Checkpoint> checkpoint = Checkpoint::Open(dir);
-  if (checkpoint.status().code() == ErrorCode::kNotFound) return {};  // a config-only plan
-  if (!checkpoint.ok()) return checkpoint.status();
-  const std::optional<Bnb4BlockSize> block = Bnb4BlockSizeOf(*checkpoint);
-  if (!block) return {};
-  ForEachScheme(plan, [&](QuantScheme& s) {
-    if (s.weight.load.layout == SourceLayout::kBnb4bit) s.weight.group_size = block->block;
-  });
-  plan->notes.push_back(fmt::format("block size {} read from {}, replacing the assumed one",
-                                    block->block, block->tensor));
-  return {};
+}  // namespace
+
+namespace pipeline_internal {
+
+Result<ModelFolder> ReadModelFolder(const std::string& given, const OpenOptions& options) {
+  QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
+  ModelFolder folder{resolved.string(), {}};
+  QP_ASSIGN_OR_RETURN(folder.sources, ConfigSources::Load(folder.dir));
+  folder.sources.set_launch(options.launch);
+  folder.sources.set_format_options(options.format_options);
+  return folder;
 }
 
-}  // namespace
+Result<QuantPlan> ImportModelPlan(const ModelFolder& folder, const OpenOptions& options) {
+  QP_ASSIGN_OR_RETURN(QuantPlan plan,
+                      ImportForEngine(folder.sources, options.dialect, options.quantization));
+  if (options.online && options.quantization) {
+    return InvalidInput(
+        fmt::format("--online and --quantization {}: give one of them", *options.quantization));
+  }
+  if (options.online) {
+    Result<QuantPlan> online = OnlinePlan(plan, *options.online);
+    if (!online.ok()) return online.status().WithContext(folder.dir);
+    plan = std::move(*online);
+  }
+  if (options.int8_activations) {
+    QP_RETURN_IF_ERROR(
+        ApplyInt8Activations(options.dialect, options.device, &plan).WithContext(folder.dir));
+  }
+  // Facts of the plan only the checkpoint's data holds, through the importer's refinement.
+  QP_RETURN_IF_ERROR(
+      RefinePlan(SmallTensors(folder.dir, kRefinementTensorBytes), &plan).WithContext(folder.dir));
+  return plan;
+}
+
+}  // namespace pipeline_internal
 
 Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& dialect,
                                   const std::optional<std::string>& quantization,
@@ -156,31 +155,15 @@ Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& d
 }
 
 Result<Model> OpenModel(const std::string& given, const OpenOptions& options) {
-  QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
-  const std::string dir = resolved.string();
-  QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
-  sources.set_launch(options.launch);
-  QP_ASSIGN_OR_RETURN(QuantPlan plan,
-                      ImportForEngine(sources, options.dialect, options.quantization));
-  if (options.online && options.quantization) {
-    return InvalidInput(
-        fmt::format("--online and --quantization {}: give one of them", *options.quantization));
-  }
-  if (options.online) {
-    Result<QuantPlan> online = OnlinePlan(plan, *options.online);
-    if (!online.ok()) return online.status().WithContext(dir);
-    plan = std::move(*online);
-  }
-  QP_ASSIGN_OR_RETURN(ModelSites sites, BuildModelSites(sources, options.dialect, options.launch));
+  QP_ASSIGN_OR_RETURN(pipeline_internal::ModelFolder folder,
+                      pipeline_internal::ReadModelFolder(given, options));
+  QP_ASSIGN_OR_RETURN(QuantPlan plan, pipeline_internal::ImportModelPlan(folder, options));
+  QP_ASSIGN_OR_RETURN(ModelSites sites,
+                      BuildModelSites(folder.sources, options.dialect, options.launch));
   NameFindingTensors(sites, &plan);
-  ApplyModelSlimPacking(options.modelslim_packing, &plan);
-  if (options.int8_activations) {
-    QP_RETURN_IF_ERROR(
-        ApplyInt8Activations(options.dialect, options.device, &plan).WithContext(dir));
-  }
-  QP_RETURN_IF_ERROR(ApplyBnbBlockSize(dir, &plan).WithContext(dir));
-  return Model{dir,           std::move(sources), std::move(plan), std::move(sites), options.device,
-               options.launch};
+  return Model{std::move(folder.dir), std::move(folder.sources),
+               std::move(plan),       std::move(sites),
+               options.device,        options.launch};
 }
 
 }  // namespace quantpath

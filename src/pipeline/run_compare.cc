@@ -53,29 +53,6 @@ std::string LegalTpSizes(const std::function<bool(int64_t)>& fits) {
   return Join(legal, ", ");
 }
 
-void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
-                           const AllocationRequest& request, const QuantScheme& scheme,
-                           const ActivationQuant& act, ReferenceLayer* ref) {
-  const bool modelslim_static = scheme.weight.load.layout == SourceLayout::kModelSlim &&
-                                act.mode == ActMode::kStaticPerTensor && !act.symmetric;
-  if (!modelslim_static || request.parallel != Parallel::kRow || request.tp_size == 1 ||
-      !whole.input_zero_point) {
-    return;
-  }
-  const double shift = *whole.input_zero_point * whole.input_scale.value_or(0.0);
-  ref->bias.resize(static_cast<size_t>(ref->rows), 0.0);
-  for (int64_t r = 0; r < ref->rows; ++r) {
-    const double* row = whole.weight.data() + slice.rows[r] * whole.cols;
-    double own = 0;
-    double all = 0;
-    for (int64_t c = 0; c < whole.cols; ++c) {
-      all += row[c];
-      if (c >= slice.first_col && c < slice.first_col + slice.cols) own += row[c];
-    }
-    ref->bias[r] += shift * (own - (request.tp_rank == 0 ? all : 0.0));
-  }
-}
-
 Measure MeasureFor(const QuantScheme& scheme, const SpecKey& key, const ActivationQuant& act) {
   if (scheme.online) return {ActivationQuant{}, std::nan(""), true};
   return {act, ToleranceFor(key, act.mode), false};

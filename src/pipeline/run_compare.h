@@ -34,15 +34,6 @@ std::string ShapeText(std::span<const int64_t> shape);
 Status LayerFits(const Model& model, const LayerSite& site, const WeightSpec& spec, int64_t tp);
 Status ExpertsFit(const WeightSpec& spec, const Model& model, const LayerSite& site, int64_t tp);
 
-// A ModelSlim static layer's row-parallel rank `ref` (its slice of `whole`), made what the engines
-// compute on that rank: ModelSlim's quant_bias (−offset · Σ_k q over all of K) is added by rank 0
-// only, and no rank subtracts the offset's share of its own columns (w8a8_spec.cc), so rank r's
-// product is its columns' plus offset · s_x · (Σ_{its columns} W − [r = 0] · Σ_k W) per row, which
-// the ranks' sum cancels. Other layers are left as they are.
-void ShiftModelSlimRowRank(const ReferenceLayer& whole, const RankSlice& slice,
-                           const AllocationRequest& request, const QuantScheme& scheme,
-                           const ActivationQuant& act, ReferenceLayer* ref);
-
 // How `run` measures a layer of `scheme` (pipeline.h RunSeeded): against X' · W_refᵀ, X' quantized
 // as the kernels do, within the family's tolerance; or, quantized at load, against the
 // unquantized layer (X in high precision; the reference's W is the checkpoint's), without a

@@ -101,6 +101,13 @@ const Json* ConfigSources::text_config() const {
   return text != nullptr && text->is_object() ? text : root;
 }
 
+std::optional<std::string_view> ConfigSources::format_option(std::string_view name) const {
+  for (const auto& [given, value] : format_options_) {
+    if (given == name) return value;
+  }
+  return std::nullopt;
+}
+
 const SourceFile* ConfigSources::File(std::string_view name) const {
   for (const SourceFile& f : files_) {
     if (f.name == name) return &f;

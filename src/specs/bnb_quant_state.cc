@@ -170,20 +170,3 @@ Result<std::vector<float>> ReadBnbAbsmax(const Checkpoint& checkpoint, std::stri
 }
 
 }  // namespace quantpath::specs_internal
-
-namespace quantpath {
-
-std::optional<Bnb4BlockSize> Bnb4BlockSizeOf(const Checkpoint& checkpoint) {
-  for (const std::string& name : checkpoint.TensorNames()) {
-    const size_t at = name.find(specs_internal::kStatePrefix);
-    if (at == std::string::npos) continue;
-    const std::string prefix = name.substr(0, at);
-    // A malformed state is its own layer's load error, not the whole model's.
-    Result<specs_internal::BnbQuantState> state =
-        specs_internal::ReadBnbQuantState(checkpoint, prefix, prefix);
-    if (state.ok()) return Bnb4BlockSize{state->blocksize, name};
-  }
-  return std::nullopt;
-}
-
-}  // namespace quantpath

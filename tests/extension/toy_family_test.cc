@@ -167,7 +167,7 @@ TEST(ToyFamilyTest, ReachesEveryGenericPath) {
   request.shape = {4, 8};
   EXPECT_EQ(*StorageBytes(kToyKey, request), 48);
   // Materialize picks it for its scheme on the CPU, and the registry has its kernel there.
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(ToyScheme(), DeviceCaps{});
+  Result<std::shared_ptr<const WeightSpec>> spec = Materialize(ToyScheme(), DeviceCaps{});
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ((*spec)->key(), kToyKey);
   EXPECT_TRUE(KernelRegistry::Global().Supports(kToyKey, DeviceCaps{}));

@@ -35,7 +35,7 @@ TEST(MaterializeTest, PicksTheSpecOfEachScheme) {
   QuantScheme tensor;
   tensor.weight = Fp8(Granularity::kPerTensor);
   tensor.input = Fp8(Granularity::kPerTensor);
-  Result<std::unique_ptr<WeightSpec>> spec = Materialize(tensor, kCpu);
+  Result<std::shared_ptr<const WeightSpec>> spec = Materialize(tensor, kCpu);
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ((*spec)->key().ToId(), "fp8_per_tensor");
   EXPECT_EQ((*spec)->activation().mode, ActMode::kStaticPerTensor);
@@ -99,7 +99,7 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   QuantScheme online = BlockScheme();
   online.online = true;
   online.weight.load.layout = SourceLayout::kDense;
-  Result<std::unique_ptr<WeightSpec>> block_at_load = Materialize(online, kCpu);
+  Result<std::shared_ptr<const WeightSpec>> block_at_load = Materialize(online, kCpu);
   ASSERT_TRUE(block_at_load.ok()) << block_at_load.status().message();
   EXPECT_EQ((*block_at_load)->key().ToId(), "fp8_block_128_128");
   EXPECT_EQ((*block_at_load)->facts().layout, SourceLayout::kDense);
@@ -118,7 +118,7 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
   int8_act.input->dtype = QDType::kINT8;
   // The key stores the weight only; the spec refuses activations its kernels cannot quantize.
   EXPECT_TRUE(KeyFor(int8_act, kCpu).ok());
-  Result<std::unique_ptr<WeightSpec>> int8_spec = Materialize(int8_act, kCpu);
+  Result<std::shared_ptr<const WeightSpec>> int8_spec = Materialize(int8_act, kCpu);
   ASSERT_FALSE(int8_spec.ok());
   EXPECT_NE(int8_spec.status().message().find("int8 dynamic group 128 activations"),
             std::string::npos)
@@ -274,10 +274,10 @@ TEST(MaterializeTest, DeviceChoosesTheLayout) {
   EXPECT_EQ(KeyFor(nvfp4, *ParseDevice("sm100"))->ToId(), "nvfp4_block_16_128x4");
   // Both layouts load from an NVFP4 source layout, each on its device.
   nvfp4.weight.load.layout = SourceLayout::kModelOptNvfp4;
-  Result<std::unique_ptr<WeightSpec>> linear = Materialize(nvfp4, kCpu);
+  Result<std::shared_ptr<const WeightSpec>> linear = Materialize(nvfp4, kCpu);
   ASSERT_TRUE(linear.ok()) << linear.status().message();
   EXPECT_EQ((*linear)->key().ToId(), "nvfp4_block_16_linear");
-  Result<std::unique_ptr<WeightSpec>> tiled = Materialize(nvfp4, *ParseDevice("sm100"));
+  Result<std::shared_ptr<const WeightSpec>> tiled = Materialize(nvfp4, *ParseDevice("sm100"));
   ASSERT_TRUE(tiled.ok()) << tiled.status().message();
   EXPECT_EQ((*tiled)->key().ToId(), "nvfp4_block_16_128x4");
   // A device without kernels does not change the key (the registry answers that separately).

@@ -65,6 +65,14 @@ TEST(MoeDeepseek, ExpertsLoadFromTheSitesPrefixes) {
   // 8 experts × (gate + up [64, 256] + down [256, 64]), one row of two fp32 blocks each.
   EXPECT_EQ(held, 8 * (3 * 64 * 256 + 3 * 2 * 4));
   EXPECT_EQ(held, *plan->bytes);
+  // One spec for every projection of every expert, the one the plan's decision materialized.
+  Result<LoadedExperts> decided = LoadExperts(*model, *plan);
+  ASSERT_TRUE(decided.ok()) << decided.status().message();
+  for (const LoadedExpert& expert : decided->experts) {
+    for (const Linear& linear : expert.projections) {
+      EXPECT_EQ(&linear.spec(), plan->weight_spec.get());
+    }
+  }
   Result<ExpertsRun> run = RunExpertsSeeded(*loaded, 4, 1, std::nullopt);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_TRUE(run->pass()) << run->w13.rel << " " << run->w2.rel;

@@ -366,6 +366,35 @@ TEST(LoadLayer, AFusedLegRunsWithinToleranceOfTheReference) {
   EXPECT_FALSE(RunSeeded(*layer, 0, 7).ok());
 }
 
+// DecideAll materializes a scheme once for all its sites, and loading a decided site uses that
+// spec and that decision: the loader decides nothing again.
+TEST(LoadLayer, LoadsIntoTheSpecOfItsDecision) {
+  const Model model = OpenOrDie(kLlamaTiny);
+  Result<std::vector<LayerDecision>> layers = DecideAll(model);
+  ASSERT_TRUE(layers.ok()) << layers.status().message();
+  const LayerDecision* qkv = Find(*layers, "model.layers.0.self_attn.qkv_proj");
+  const LayerDecision* down = Find(*layers, "model.layers.0.mlp.down_proj");
+  const LayerDecision* head = Find(*layers, "lm_head");
+  const LayerDecision* attention = Find(*layers, "model.layers.0.self_attn.attn");
+  ASSERT_TRUE(qkv && down && head && attention);
+  ASSERT_NE(qkv->weight_spec, nullptr) << qkv->materialized.message();
+  EXPECT_EQ(qkv->weight_spec, down->weight_spec);
+  EXPECT_EQ(head->weight_spec->key().ToId(), "bf16");
+  EXPECT_EQ(attention->weight_spec, nullptr);
+  Result<LoadedLayer> loaded = LoadLayer(model, *down);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(&loaded->linear.spec(), down->weight_spec.get());
+  EXPECT_EQ(loaded->resolved.site, down->site);
+  // A decision of error is the loader's error, whatever the plan said before.
+  LayerDecision refused = *down;
+  refused.decision.kind = DecisionKind::kError;
+  refused.decision.detail = "refused here";
+  Result<LoadedLayer> error = LoadLayer(model, refused);
+  ASSERT_FALSE(error.ok());
+  EXPECT_NE(error.status().message().find("decided error: refused here"), std::string::npos)
+      << error.status().message();
+}
+
 TEST(LoadLayer, SitesWithoutAForwardAndFoldersWithoutWeightsAreErrors) {
   const Model model = OpenOrDie(kLlamaTiny);
   for (const char* path : {"model.layers.0.self_attn.attn", "model.embed_tokens"}) {

@@ -43,7 +43,8 @@ inline Result<OpenOptions> FixtureOptions(std::string_view name, int64_t tp = 1)
   const bool sglang = name.find("/sglang_") != std::string::npos;
   QP_ASSIGN_OR_RETURN(OpenOptions options,
                       OpenOptions::Parse(sglang ? "sglang" : "native", "", "cpu", "auto", tp));
-  if (name.ends_with("_new")) QP_RETURN_IF_ERROR(options.SetModelSlimPacking("new"));
+  if (name.ends_with("_new"))
+    QP_RETURN_IF_ERROR(options.SetFormatOption("modelslim-packing", "new"));
   return options;
 }
 
@@ -58,7 +59,7 @@ inline Result<ProducerFolder> OpenProducerFolder(const std::string& dir,
                                                  std::string_view engine = "native",
                                                  std::string_view modelslim_packing = "") {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(engine, "", "cpu"));
-  QP_RETURN_IF_ERROR(options.SetModelSlimPacking(modelslim_packing));
+  QP_RETURN_IF_ERROR(options.SetFormatOption("modelslim-packing", modelslim_packing));
   QP_ASSIGN_OR_RETURN(Model model, OpenModel(dir, options));
   ProducerFolder folder{std::make_unique<Model>(std::move(model)), {}, nullptr};
   QP_ASSIGN_OR_RETURN(folder.layers, DecideAll(*folder.model));

@@ -36,7 +36,8 @@ std::ostream& operator<<(std::ostream& os, const Case& c) {
 Result<Model> Open(const std::string& dir, int tp) {
   QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse("native", "", "cpu", "auto", tp));
   // ModelSlim's folders in the paired 4-bit packing say so by name; the files cannot.
-  if (dir.ends_with("_new")) QP_RETURN_IF_ERROR(options.SetModelSlimPacking("new"));
+  if (dir.ends_with("_new"))
+    QP_RETURN_IF_ERROR(options.SetFormatOption("modelslim-packing", "new"));
   return OpenModel(std::string(QUANTPATH_TEST_DATA) + "/" + dir, options);
 }
 

@@ -33,7 +33,7 @@ using testing::SavedValue;
 Result<Model> Open(const std::string& dir, std::string_view packing) {
   Result<OpenOptions> options = OpenOptions::Parse("native", "", "cpu");
   if (!options.ok()) return options.status();
-  QP_RETURN_IF_ERROR(options->SetModelSlimPacking(packing));
+  QP_RETURN_IF_ERROR(options->SetFormatOption("modelslim-packing", packing));
   return OpenModel(dir, *options);
 }
 
@@ -174,15 +174,22 @@ TEST(W4aPackings, AShapeThatContradictsTheOptionNamesBoth) {
 
 TEST(W4aPackings, TheOptionAcceptsOldAndNewOnly) {
   OpenOptions options;
-  EXPECT_TRUE(options.SetModelSlimPacking("new").ok());
-  EXPECT_EQ(options.modelslim_packing, ModelSlimPacking::kNew);
-  EXPECT_TRUE(options.SetModelSlimPacking("").ok());
-  EXPECT_EQ(options.modelslim_packing, ModelSlimPacking::kOld);
-  const Status bad = options.SetModelSlimPacking("newer");
+  EXPECT_TRUE(options.SetFormatOption("modelslim-packing", "new").ok());
+  EXPECT_EQ(options.format_options, (FormatOptions{{"modelslim-packing", "new"}}));
+  EXPECT_TRUE(options.SetFormatOption("modelslim-packing", "old").ok());
+  EXPECT_EQ(options.format_options, (FormatOptions{{"modelslim-packing", "old"}}));
+  EXPECT_TRUE(options.SetFormatOption("modelslim-packing", "").ok());
+  EXPECT_EQ(options.format_options.size(), 1u);
+  const Status bad = options.SetFormatOption("modelslim-packing", "newer");
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("--modelslim-packing: expected old or new, got newer"),
             std::string::npos)
       << bad.message();
+  const Status unknown = options.SetFormatOption("gptq-packing", "new");
+  EXPECT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.message().find("--gptq-packing: no importer reads this option"),
+            std::string::npos)
+      << unknown.message();
 }
 
 // One [4, 8] ModelSlim layer straight through the spec.

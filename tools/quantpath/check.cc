@@ -17,7 +17,7 @@ struct CheckArgs {
   std::string dir;
   std::string engine = "native";
   std::string quantization;
-  std::string modelslim_packing;
+  FormatArgs format_options;
   int64_t tp_size = 1;
   bool json = false;
 };
@@ -26,7 +26,7 @@ int RunCheck(const CheckArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp_size);
   if (!options.ok()) return ReportBadInput(options.status().message());
-  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+  if (Status s = SetFormatOptions(args.format_options, &*options); !s.ok()) {
     return ReportBadInput(s.message());
   }
   Result<CheckReport> report = CheckFolder(args.dir, *options);
@@ -50,7 +50,7 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   AddQuantizationOption(cmd, &args->quantization);
   cmd->add_option("--tp", args->tp_size,
                   "Tensor-parallel size whose per-rank shapes are checked (findings per layer)");
-  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddFormatOptions(cmd, &args->format_options);
   AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunCheck(*args); });
 }

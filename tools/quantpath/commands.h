@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,12 @@ CLI::Option* AddDeviceOption(CLI::App* cmd, std::string* device,
 CLI::Option* AddModelDir(CLI::App* cmd, std::string* dir, bool required = true);
 // --json.
 CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json);
-// --modelslim-packing old|new (OpenOptions::SetModelSlimPacking reads it).
-void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing);
+// The importers' own options (FormatOptionsDeclared: --modelslim-packing old|new), each value
+// under its name; an option not given stays empty.
+using FormatArgs = std::map<std::string, std::string>;
+void AddFormatOptions(CLI::App* cmd, FormatArgs* args);
+// Hands the given ones to `options` (OpenOptions::SetFormatOption checks them).
+Status SetFormatOptions(const FormatArgs& args, OpenOptions* options);
 // --online SCHEME, the help listing the schemes this build quantizes at load
 // (OpenOptions::SetOnline reads it).
 void AddOnlineOption(CLI::App* cmd, std::string* online);

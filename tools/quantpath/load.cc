@@ -22,7 +22,7 @@ struct LoadArgs {
   std::string dir;
   std::string engine = "native";
   std::string quantization;
-  std::string modelslim_packing;
+  FormatArgs format_options;
   std::string device = "cpu";
   std::string online;
   bool int8_activations = false;
@@ -141,7 +141,7 @@ int RunLoad(const LoadArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, args.device, "auto", args.tp_size);
   if (!options.ok()) return ReportBadInput(options.status().message());
-  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+  if (Status s = SetFormatOptions(args.format_options, &*options); !s.ok()) {
     return ReportBadInput(s.message());
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
@@ -170,7 +170,7 @@ void AddLoadCommand(CLI::App& app, int* exit_code) {
   AddDeviceOption(cmd, &args->device, "The device whose layouts to load");
   cmd->add_option("--tp", args->tp_size, "Tensor-parallel size");
   cmd->add_option("--rank", args->tp_rank, "This rank, 0 to tp - 1 (default 0)");
-  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddFormatOptions(cmd, &args->format_options);
   AddOnlineOption(cmd, &args->online);
   AddInt8ActivationsFlag(cmd, &args->int8_activations);
   AddJsonFlag(cmd, &args->json);

@@ -70,11 +70,16 @@ void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args) {
                 "Speculative decoding: build the MTP layers as the engine then does");
 }
 
-void AddModelSlimPackingOption(CLI::App* cmd, std::string* packing) {
-  AddChoiceOption(cmd, "--modelslim-packing", packing,
-                  "How ModelSlim's 4-bit weights are packed (old: one code per int8, SGLang's "
-                  "default; new: two per int8, SGLANG_NPU_W4A4_NEW_PACKING)",
-                  {"old", "new"});
+void AddFormatOptions(CLI::App* cmd, FormatArgs* args) {
+  for (const FormatOption& option : FormatOptionsDeclared()) {
+    AddChoiceOption(cmd, "--" + std::string(option.name), &(*args)[std::string(option.name)],
+                    std::string(option.help), Strings(option.values));
+  }
+}
+
+Status SetFormatOptions(const FormatArgs& args, OpenOptions* options) {
+  for (const auto& [name, value] : args) QP_RETURN_IF_ERROR(options->SetFormatOption(name, value));
+  return {};
 }
 
 void AddOnlineOption(CLI::App* cmd, std::string* online) {

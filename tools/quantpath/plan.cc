@@ -13,7 +13,7 @@ struct PlanArgs {
   std::string dir;
   std::string engine = "native";
   std::string quantization;
-  std::string modelslim_packing;
+  FormatArgs format_options;
   std::string online;
   bool int8_activations = false;
   std::string device = "cpu";
@@ -29,7 +29,7 @@ int RunPlan(const PlanArgs& args) {
       OpenOptions::Parse(args.engine, args.quantization, args.device, args.launch.dtype,
                          args.launch.tp_size, args.launch.speculative);
   if (!options.ok()) return ReportBadInput(options.status().message());
-  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+  if (Status s = SetFormatOptions(args.format_options, &*options); !s.ok()) {
     return ReportBadInput(s.message());
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
@@ -64,7 +64,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   AddQuantizationOption(cmd, &args->quantization);
   AddDeviceOption(cmd, &args->device);
   AddLaunchOptions(cmd, &args->launch);
-  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddFormatOptions(cmd, &args->format_options);
   AddOnlineOption(cmd, &args->online);
   AddInt8ActivationsFlag(cmd, &args->int8_activations);
   AddJsonFlag(cmd, &args->json);

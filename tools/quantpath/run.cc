@@ -39,7 +39,7 @@ struct RunArgs {
   std::string engine = "native";
   std::string quantization;
   std::string device = "cpu";
-  std::string modelslim_packing;
+  FormatArgs format_options;
   std::string online;
   bool int8_activations = false;
   // --input, --output
@@ -168,7 +168,7 @@ int RunLayer(const RunArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, args.device, "auto", args.tp);
   if (!options.ok()) return ReportBadInput(options.status().message());
-  if (Status s = options->SetModelSlimPacking(args.modelslim_packing); !s.ok()) {
+  if (Status s = SetFormatOptions(args.format_options, &*options); !s.ok()) {
     return ReportBadInput(s.message());
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
@@ -223,7 +223,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   AddEngineOption(cmd, &args->engine);
   AddQuantizationOption(cmd, &args->quantization);
   AddDeviceOption(cmd, &args->device, "The device whose layout to load and run");
-  AddModelSlimPackingOption(cmd, &args->modelslim_packing);
+  AddFormatOptions(cmd, &args->format_options);
   AddOnlineOption(cmd, &args->online);
   AddInt8ActivationsFlag(cmd, &args->int8_activations);
   // --input, --output: given activations in, the result out.

@@ -298,6 +298,31 @@ ReferenceLayer SliceReference(const ReferenceLayer& whole, const RankSlice& slic
   return out;
 }
 
+ReferenceLayer RankReference(const ReferenceLayer& whole, const RankSlice& slice,
+                             const AllocationRequest& request, const LoadFacts& facts,
+                             const ActivationQuant& act) {
+  ReferenceLayer ref = SliceReference(whole, slice);
+  const bool modelslim_static = facts.layout == SourceLayout::kModelSlim &&
+                                act.mode == ActMode::kStaticPerTensor && !act.symmetric;
+  if (!modelslim_static || request.parallel != Parallel::kRow || request.tp_size == 1 ||
+      !whole.input_zero_point) {
+    return ref;
+  }
+  const double shift = *whole.input_zero_point * whole.input_scale.value_or(0.0);
+  ref.bias.resize(static_cast<size_t>(ref.rows), 0.0);
+  for (int64_t r = 0; r < ref.rows; ++r) {
+    const double* row = whole.weight.data() + slice.rows[r] * whole.cols;
+    double own = 0;
+    double all = 0;
+    for (int64_t c = 0; c < whole.cols; ++c) {
+      all += row[c];
+      if (c >= slice.first_col && c < slice.first_col + slice.cols) own += row[c];
+    }
+    ref.bias[r] += shift * (own - (request.tp_rank == 0 ? all : 0.0));
+  }
+  return ref;
+}
+
 std::vector<double> QuantizeActivationsReference(std::span<const double> x, int64_t m, int64_t k,
                                                  const ActivationQuant& act,
                                                  std::optional<double> static_scale,

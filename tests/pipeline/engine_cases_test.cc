@@ -4,7 +4,7 @@
 // fp8 block-128 recordings at tp 8 (tests/data/oracle/models/*/ *-glm-4-5-fp8-tp8.json).
 #include <gtest/gtest.h>
 
-#include "quantpath/report.h"
+#include "quantpath/pipeline.h"
 
 namespace quantpath {
 namespace {

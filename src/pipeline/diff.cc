@@ -1,11 +1,11 @@
 // Plans one folder under several dialects, lines the sites up by their checkpoint names and keeps
-// what differs in what is stored or computed; the rest becomes notes.
+// what differs in what is stored or computed; the rest becomes notes (the report prints them).
 #include <algorithm>
 #include <map>
 
 #include "fmt/format.h"
 #include "quantpath/pipeline.h"
-#include "quantpath/report.h"
+#include "src/pipeline/model_folder.h"
 
 namespace quantpath {
 namespace {
@@ -19,18 +19,22 @@ struct DialectRun {
   std::vector<Decision> decisions;  // per site, without traces; empty without a plan
 };
 
-// Sources → plan → sites → decisions for every dialect. Kept in one place so that a shared
-// pipeline stage can replace it.
+// Sites → plan → decisions for every dialect, the folder read once, each plan imported as
+// OpenModel imports it.
 Result<std::vector<DialectRun>> PlanDialects(const std::string& given, const DiffOptions& options) {
-  QP_ASSIGN_OR_RETURN(std::filesystem::path dir, ResolveModelDir(given));
-  QP_ASSIGN_OR_RETURN(ConfigSources sources, ConfigSources::Load(dir));
-  sources.set_launch(options.launch);
+  OpenOptions open;
+  open.quantization = options.quantization;
+  open.launch = options.launch;
+  QP_ASSIGN_OR_RETURN(pipeline_internal::ModelFolder folder,
+                      pipeline_internal::ReadModelFolder(given, open));
+  const std::optional<AttentionHeads> heads = ReadAttentionHeads(folder.sources);
   std::vector<DialectRun> runs;
   for (const Dialect& dialect : options.dialects) {
     DialectRun& run = runs.emplace_back();
     run.dialect = dialect;
-    QP_ASSIGN_OR_RETURN(run.sites, BuildModelSites(sources, dialect, options.launch));
-    Result<QuantPlan> plan = ImportForEngine(sources, dialect, options.quantization);
+    open.dialect = dialect;
+    QP_ASSIGN_OR_RETURN(run.sites, BuildModelSites(folder.sources, dialect, options.launch));
+    Result<QuantPlan> plan = pipeline_internal::ImportModelPlan(folder, open);
     if (!plan.ok()) {
       run.plan_status = plan.status();
       continue;
@@ -40,7 +44,6 @@ Result<std::vector<DialectRun>> PlanDialects(const std::string& given, const Dif
     // Traces are recorded later, for the sites that differ only: a plan with hundreds of
     // exclusions would otherwise keep millions of steps.
     QP_ASSIGN_OR_RETURN(run.decisions, DecidePlanSites(*run.plan, run.sites.sites));
-    const std::optional<AttentionHeads> heads = ReadAttentionHeads(sources);
     for (size_t i = 0; i < run.decisions.size(); ++i) {
       ApplyShapeChecks(*run.plan, run.sites.sites[i], options.launch.tp_size, heads,
                        &run.decisions[i]);

@@ -1,11 +1,10 @@
 // Runs recorded engine cases through the importers and the planner: each case's config becomes
-// the file the engine would have read, each layer a site, and each decision is reported in the
-// case's order.
+// the file the engine would have read (where its format's importer places it), each layer a site,
+// and each decision is kept in the case's order (the report prints them).
 #include <algorithm>
 
 #include "fmt/format.h"
 #include "quantpath/pipeline.h"
-#include "quantpath/report.h"
 
 namespace quantpath {
 namespace {
@@ -17,9 +16,10 @@ Result<std::string> RequiredString(const Json& object, std::string_view key,
   return *v;
 }
 
-// The model folder the engine saw: the case's config in the file it came from (ModelSlim's
-// description file, a ModelOpt shell file, `extra_inputs.config_source`, or config.json's
-// quantization_config), plus any further files the case lists.
+// The model folder the engine saw: the case's config in the file its format's importer reads it
+// from (PlaceDescription; `extra_inputs.config_source` overrides), with the model's
+// packed_modules_mapping merged as that importer says the engine saw it, plus any further files
+// the case lists. A format no importer names is config.json's quantization_config.
 Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const std::string& format,
                                      const Dialect& dialect, std::string_view file) {
   const Json* extra = c.FindNonNull("extra_inputs");
@@ -27,42 +27,45 @@ Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const st
   if (extra != nullptr) {
     QP_ASSIGN_OR_RETURN(config_source, OptionalString(*extra, "config_source", file));
   }
+  const Importer* importer = FindImporter(format);
+  const DescriptionPlacement placement =
+      importer != nullptr ? importer->PlaceDescription(config, dialect) : DescriptionPlacement{};
+  const std::string& placed = config_source.value_or(placement.file);
   std::vector<std::pair<std::string, Json>> roots;
   Json llama = Json::Object({{"architectures", Json::Array({Json::String("LlamaForCausalLM")})}});
-  if (config_source && *config_source != "config.json") {
+  if (placed != "config.json") {
     roots.emplace_back("config.json", llama);
-    roots.emplace_back(*config_source, config);
-  } else if (format == "modelslim") {
-    roots.emplace_back("quant_model_description.json", config);
-  } else if (format.starts_with("modelopt") && config.Find("quantization") != nullptr) {
-    roots.emplace_back("hf_quant_config.json", config);
+    roots.emplace_back(placed, config);
   } else {
     Json root = llama;
     root.mutable_members().emplace_back("quantization_config", config);
     roots.emplace_back("config.json", std::move(root));
   }
-  // SGLang's ModelOpt config reads packed_modules_mapping from the config object; the recorded
-  // cases assume the model's mapping was present there (tests/data/oracle/README.md).
   const Json* packed = c.FindNonNull("packed_modules_mapping");
   Json& described = roots.back().second;
   Json* object = described.Find("quantization_config") != nullptr
                      ? &described.mutable_members().back().second
                      : &described;
-  if (format.starts_with("modelopt") && packed != nullptr &&
-      object->Find("packed_modules_mapping") == nullptr) {
-    object->mutable_members().emplace_back("packed_modules_mapping", *packed);
-  }
-  // SGLang 0.5.23's get_quant_config replaces the description's packed_modules_mapping with the
-  // model's.
-  if (format == "modelslim" && dialect.engine == Engine::kSglang && dialect.current()) {
-    Json mapping = packed != nullptr ? *packed : Json::Object();
-    auto& members = object->mutable_members();
-    auto it = std::find_if(members.begin(), members.end(),
-                           [](const auto& m) { return m.first == "packed_modules_mapping"; });
-    if (it != members.end()) {
-      it->second = std::move(mapping);
-    } else {
-      members.emplace_back("packed_modules_mapping", std::move(mapping));
+  auto& members = object->mutable_members();
+  auto own = std::find_if(members.begin(), members.end(),
+                          [](const auto& m) { return m.first == "packed_modules_mapping"; });
+  switch (placement.packed_mapping) {
+    case DescriptionPlacement::PackedMapping::kNone:
+      break;
+    case DescriptionPlacement::PackedMapping::kAddIfAbsent:
+      // The recorded cases assume the model's mapping was present (tests/data/oracle/README.md).
+      if (packed != nullptr && own == members.end()) {
+        members.emplace_back("packed_modules_mapping", *packed);
+      }
+      break;
+    case DescriptionPlacement::PackedMapping::kReplace: {
+      Json mapping = packed != nullptr ? *packed : Json::Object();
+      if (own != members.end()) {
+        own->second = std::move(mapping);
+      } else {
+        members.emplace_back("packed_modules_mapping", std::move(mapping));
+      }
+      break;
     }
   }
   if (const Json* files = extra ? extra->FindNonNull("files") : nullptr) {
@@ -86,15 +89,15 @@ Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const st
   return ConfigSources::FromMemory(std::move(sources));
 }
 
-// The dialect a case was recorded from: an engine_commit naming the current release of its engine
-// ("vllm 0.33.0 (…)", "sglang 0.5.23 (…)") is that release's dialect; any other is the older
-// recorded code.
+// The dialect a case was recorded from: an engine_commit naming a release of its engine
+// ("vllm 0.33.0 (…)", "sglang 0.5.23 (…)") is that release's dialect where quantpath has one; any
+// other (a commit) is the engine's recorded code.
 std::optional<Dialect> DialectForCase(const std::string& engine, const std::string& commit) {
   std::optional<Dialect> recorded = ParseDialect(engine);
   if (!recorded || recorded->engine == Engine::kNative) return recorded;
-  const Dialect& current = DialectFor(recorded->engine, EngineRelease::kCurrent);
-  if (commit.starts_with(fmt::format("{} {}", engine, current.version))) return current;
-  return recorded;
+  const std::vector<std::string> words = Split(commit, ' ');
+  if (words.size() < 2 || words[0] != engine) return recorded;
+  return ReleaseDialect(recorded->engine, words[1]).value_or(*recorded);
 }
 
 Result<PackedModulesMapping> ReadPackedMapping(const Json& c, std::string_view file) {
