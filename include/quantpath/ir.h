@@ -66,7 +66,6 @@ enum class Granularity : uint8_t {
   kAttnHead,     // KV cache
 };
 std::string_view GranularityName(Granularity g);  // "tensor", "channel", "group", "block", …
-std::optional<Granularity> ParseGranularity(std::string_view name);
 
 // Activation scale computed at run time: false, true, or compressed-tensors' "local".
 enum class Dynamic : uint8_t { kStatic, kDynamic, kLocal };
@@ -126,15 +125,13 @@ struct TensorQuant {
 struct QuantScheme {
   TensorQuant weight;
   std::optional<TensorQuant> input;  // absent = weight-only (W4A16, …)
-  std::optional<TensorQuant> output;
-  bool online = false;  // quantize from high precision at load time
+  bool online = false;               // quantize from high precision at load time
   bool operator==(const QuantScheme&) const = default;
 
   // "w8a8-fp8-block128x128-dyn", "w4a16-int4-g128-asym", "w4a4-nvfp4", …
   std::string CanonicalName() const;
   bool quantized() const { return weight.dtype != QDType::kBF16; }
 };
-size_t Hash(const QuantScheme& scheme);
 
 // ---------------------------------------------------------------------------------------------
 // Layer sites as the planner sees them.
