@@ -96,8 +96,9 @@ std::string_view SourceLayoutName(SourceLayout layout);
 
 enum class ZeroPointConvention : uint8_t { kNone, kStored, kStoredMinusOne };
 
-// Loader facts, kept apart from the numeric description so that == on the numeric part is what
-// decides whether two legs agree.
+// Loader facts: how the checkpoint stores a tensor, beside what its numbers are. They are part of
+// TensorQuant's ==, so two legs agree (the planner compares whole schemes) only when they are
+// stored alike too.
 struct LoadFacts {
   SourceLayout layout = SourceLayout::kDense;
   ZeroPointConvention zero_point = ZeroPointConvention::kNone;
@@ -119,7 +120,7 @@ struct TensorQuant {
   Dynamic dynamic = Dynamic::kStatic;
   bool micro_scaled = false;
   LoadFacts load;
-  bool operator==(const TensorQuant&) const = default;
+  bool operator==(const TensorQuant&) const = default;  // the load facts included
 };
 
 struct QuantScheme {
