@@ -22,7 +22,8 @@
 namespace quantpath {
 
 // ---------------------------------------------------------------------------------------------
-// Number formats. kBF16 doubles as the "not quantized" sentinel.
+// Number formats. kBF16, kFP16 and kFP32 are not quantized (IsUnquantized); kBF16 is also the
+// weight dtype of a default QuantScheme, which therefore quantizes nothing.
 enum class QDType : uint8_t {
   kBF16,
   kFP16,
@@ -54,6 +55,11 @@ struct QDTypeInfo {
 const QDTypeInfo& Info(QDType type);
 std::string_view QDTypeName(QDType type);
 std::optional<QDType> ParseQDType(std::string_view name);  // accepts QDTypeInfo::name
+// Whether `type` is a plain 16- or 32-bit float (bf16, fp16, fp32): the dtypes a layer keeps
+// when it is not quantized.
+constexpr bool IsUnquantized(QDType type) {
+  return type == QDType::kBF16 || type == QDType::kFP16 || type == QDType::kFP32;
+}
 
 // Scale granularity.
 enum class Granularity : uint8_t {
@@ -131,7 +137,7 @@ struct QuantScheme {
 
   // "w8a8-fp8-block128x128-dyn", "w4a16-int4-g128-asym", "w4a4-nvfp4", …
   std::string CanonicalName() const;
-  bool quantized() const { return weight.dtype != QDType::kBF16; }
+  bool quantized() const { return !IsUnquantized(weight.dtype); }
 };
 
 // ---------------------------------------------------------------------------------------------
