@@ -18,6 +18,9 @@
 #   *_avx512.cc      + AVX-512 F/BW/VL/DQ
 #   *_avx512vnni.cc  + AVX512-VNNI, AVX512-BF16
 #   *_amx.cc         + AMX-TILE, AMX-BF16, AMX-INT8
+# Each level's -m flags are CpuLevelRequires(level) in GCC's spelling; tests/kernels checks that
+# the two tables agree (tests/CMakeLists.txt hands it these).
+set(QUANTPATH_CPU_LEVELS avx2 avx512 avx512vnni amx)
 set(QUANTPATH_FLAGS_avx2 -mavx2 -mfma -mf16c)
 set(QUANTPATH_FLAGS_avx512 ${QUANTPATH_FLAGS_avx2} -mavx512f -mavx512bw -mavx512vl -mavx512dq)
 set(QUANTPATH_FLAGS_avx512vnni ${QUANTPATH_FLAGS_avx512} -mavx512vnni -mavx512bf16)
@@ -25,8 +28,9 @@ set(QUANTPATH_FLAGS_amx ${QUANTPATH_FLAGS_avx512vnni} -mamx-tile -mamx-bf16 -mam
 
 # Such a file skips its target's precompiled headers, which were compiled without its flags.
 function(quantpath_cpu_level_flags)
+  list(JOIN QUANTPATH_CPU_LEVELS "|" levels)
   foreach(f ${ARGN})
-    if(f MATCHES "_(avx2|avx512|avx512vnni|amx)\\.cc$")
+    if(f MATCHES "_(${levels})\\.cc$")
       set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${QUANTPATH_FLAGS_${CMAKE_MATCH_1}}"
                                   SKIP_PRECOMPILE_HEADERS ON)
     endif()

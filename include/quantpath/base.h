@@ -59,7 +59,6 @@ Status Unsupported(std::string message);
 Status IoError(std::string message);
 Status LimitError(std::string message);
 Status InternalError(std::string message);
-std::string_view ErrorCodeName(ErrorCode code);
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -37,6 +37,10 @@ enum class StDtype : uint8_t {
 std::string_view StDtypeName(StDtype dtype);  // "F8_E4M3", "BF16", …
 std::optional<StDtype> ParseStDtype(std::string_view name);
 int StDtypeBits(StDtype dtype);
+// Whether `dtype` is BF16, F16 or F32: the dtypes of a tensor that is not quantized.
+constexpr bool IsUnquantized(StDtype dtype) {
+  return dtype == StDtype::kBF16 || dtype == StDtype::kF16 || dtype == StDtype::kF32;
+}
 // Bytes taken by `elements` values of `dtype`; nullopt when `elements` is negative, the size
 // overflows, or the bits do not end on a byte boundary (an odd number of F4 values: the reference
 // implementation rejects those too, as "MisalignedSlice").

@@ -22,7 +22,8 @@
 namespace quantpath {
 
 // ---------------------------------------------------------------------------------------------
-// Number formats. kBF16 doubles as the "not quantized" sentinel.
+// Number formats. kBF16, kFP16 and kFP32 are not quantized (IsUnquantized); kBF16 is also the
+// weight dtype of a default QuantScheme, which therefore quantizes nothing.
 enum class QDType : uint8_t {
   kBF16,
   kFP16,
@@ -54,6 +55,11 @@ struct QDTypeInfo {
 const QDTypeInfo& Info(QDType type);
 std::string_view QDTypeName(QDType type);
 std::optional<QDType> ParseQDType(std::string_view name);  // accepts QDTypeInfo::name
+// Whether `type` is a plain 16- or 32-bit float (bf16, fp16, fp32): the dtypes a layer keeps
+// when it is not quantized.
+constexpr bool IsUnquantized(QDType type) {
+  return type == QDType::kBF16 || type == QDType::kFP16 || type == QDType::kFP32;
+}
 
 // Scale granularity.
 enum class Granularity : uint8_t {
@@ -66,7 +72,6 @@ enum class Granularity : uint8_t {
   kAttnHead,     // KV cache
 };
 std::string_view GranularityName(Granularity g);  // "tensor", "channel", "group", "block", …
-std::optional<Granularity> ParseGranularity(std::string_view name);
 
 // Activation scale computed at run time: false, true, or compressed-tensors' "local".
 enum class Dynamic : uint8_t { kStatic, kDynamic, kLocal };
@@ -97,8 +102,9 @@ std::string_view SourceLayoutName(SourceLayout layout);
 
 enum class ZeroPointConvention : uint8_t { kNone, kStored, kStoredMinusOne };
 
-// Loader facts, kept apart from the numeric description so that == on the numeric part is what
-// decides whether two legs agree.
+// Loader facts: how the checkpoint stores a tensor, beside what its numbers are. They are part of
+// TensorQuant's ==, so two legs agree (the planner compares whole schemes) only when they are
+// stored alike too.
 struct LoadFacts {
   SourceLayout layout = SourceLayout::kDense;
   ZeroPointConvention zero_point = ZeroPointConvention::kNone;
@@ -120,21 +126,19 @@ struct TensorQuant {
   Dynamic dynamic = Dynamic::kStatic;
   bool micro_scaled = false;
   LoadFacts load;
-  bool operator==(const TensorQuant&) const = default;
+  bool operator==(const TensorQuant&) const = default;  // the load facts included
 };
 
 struct QuantScheme {
   TensorQuant weight;
   std::optional<TensorQuant> input;  // absent = weight-only (W4A16, …)
-  std::optional<TensorQuant> output;
-  bool online = false;  // quantize from high precision at load time
+  bool online = false;               // quantize from high precision at load time
   bool operator==(const QuantScheme&) const = default;
 
   // "w8a8-fp8-block128x128-dyn", "w4a16-int4-g128-asym", "w4a4-nvfp4", …
   std::string CanonicalName() const;
-  bool quantized() const { return weight.dtype != QDType::kBF16; }
+  bool quantized() const { return !IsUnquantized(weight.dtype); }
 };
-size_t Hash(const QuantScheme& scheme);
 
 // ---------------------------------------------------------------------------------------------
 // Layer sites as the planner sees them.

@@ -3,8 +3,8 @@
 //
 // Goals: kernels register themselves (adding one means adding a file, never editing a switch);
 // "is (spec, device) supported?" is a registry query answered before any forward; the dispatcher
-// picks a kernel per (SpecKey, M bucket, N, K, in dtype, out dtype, device, activation mode) once
-// and caches it; a reference kernel per spec (dequantize, accumulate in fp32) is the oracle of the
+// picks a kernel per probe with M rounded to its bucket (every field a kernel may read) once and
+// caches it; a reference kernel per spec (dequantize, accumulate in fp32) is the oracle of the
 // fast ones; a kernel declares the CPU features it needs, and QUANTPATH_CPU_ISA /
 // QUANTPATH_CPU_DISABLE narrow what dispatch may use (cpu_features.h).
 // Non-goals: config files and formats, loading weights (specs), CUDA kernels without
@@ -42,7 +42,8 @@ struct MutableMatrix {
   int64_t cols = 0;
 };
 
-// What the dispatcher asks a kernel before choosing it.
+// What the dispatcher asks a kernel before choosing it. With M rounded to its bucket it is also the
+// dispatcher's cache key, so a field added here is one the cache tells apart.
 struct KernelProbe {
   SpecKey spec;
   int64_t m = 0;
@@ -53,6 +54,7 @@ struct KernelProbe {
   DeviceCaps device;
   ActivationQuant act;
   QDType weight = QDType::kBF16;  // W's stored element type (the bf16 spec keeps the params dtype)
+  bool operator==(const KernelProbe&) const = default;
 };
 
 // The priority of portable reference kernels; a fast kernel declares a higher one.
@@ -157,30 +159,23 @@ class Dispatcher {
   static Result<std::shared_ptr<Dispatcher>> Default();
 
   // The kernel for `probe`: among the candidates that can handle it, the one with the highest
-  // priority (then the first registered). Cached by (SpecKey, PackShapeKey, dtypes, device, mode).
-  // No kernel is an error naming the spec, device, dtypes and mode.
+  // priority (then the first registered). Cached by the probe with M rounded to BucketM(M), which
+  // is also the probe the candidates' CanHandle sees. No kernel is an error naming the spec,
+  // device, dtypes and mode.
   Result<const LinearKernel*> Select(const KernelProbe& probe);
   CpuFeatures allowed() const { return allowed_; }
   Stats stats() const;
 
  private:
-  struct Key {
-    SpecKey spec;
-    uint64_t shape = 0;
-    QDType in = QDType::kFP32;
-    QDType out = QDType::kFP32;
-    int device_sm = 0;
-    ActivationQuant act;
-    bool operator==(const Key&) const = default;
-  };
+  // Hashes every field of a bucketed probe.
   struct KeyHash {
-    size_t operator()(const Key& key) const;
+    size_t operator()(const KernelProbe& key) const;
   };
 
   const KernelRegistry& registry_;
   const CpuFeatures allowed_;
   mutable std::mutex mu_;
-  std::unordered_map<Key, const LinearKernel*, KeyHash> cache_;
+  std::unordered_map<KernelProbe, const LinearKernel*, KeyHash> cache_;
   Stats stats_;
 };
 

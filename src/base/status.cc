@@ -14,17 +14,4 @@ Status IoError(std::string message) { return {ErrorCode::kIo, std::move(message)
 Status LimitError(std::string message) { return {ErrorCode::kLimit, std::move(message)}; }
 Status InternalError(std::string message) { return {ErrorCode::kInternal, std::move(message)}; }
 
-std::string_view ErrorCodeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidInput: return "invalid input";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kIo: return "i/o error";
-    case ErrorCode::kLimit: return "limit exceeded";
-    case ErrorCode::kInternal: return "internal error";
-  }
-  return "unknown";
-}
-
 }  // namespace quantpath

@@ -87,10 +87,9 @@ Result<Action> GroupAction(const Group& g, SourceLayout layout) {
     QP_ASSIGN_OR_RETURN(TensorQuant t, ct::ToTensorQuant(*g.input, SourceLayout::kDense));
     a.scheme->input = t;
   }
-  if (g.output) {
-    QP_ASSIGN_OR_RETURN(TensorQuant t, ct::ToTensorQuant(*g.output, SourceLayout::kDense));
-    a.scheme->output = t;
-  }
+  // Output activations change no decision, but arguments quantpath cannot describe still fail the
+  // group, as the weights' and the inputs' do.
+  if (g.output) QP_RETURN_IF_ERROR(ct::ToTensorQuant(*g.output, SourceLayout::kDense).status());
   if (!g.weights && !g.input && !g.output) {
     a = {ActionKind::kSkip, std::nullopt, fmt::format("config_groups.{} quantizes nothing", g.name),
          g.name};

@@ -63,8 +63,6 @@ constexpr MappedField kMappedFields[] = {
     // vLLM AutoAWQConfig.modules_to_not_convert and AutoGPTQConfig.modules_in_block_to_quantize
     // (string entries; a nested GPTQ list is flattened only later, in maybe_update_config).
     {"awq", Engine::kVllm, "modules_to_not_convert", FieldMapping::kEveryEntry},
-    // An AutoRound export whose quant_method is awq: vLLM builds AutoAWQConfig, which maps it.
-    {"auto-round", Engine::kVllm, "modules_to_not_convert", FieldMapping::kEveryEntry},
     {"gptq", Engine::kVllm, "modules_in_block_to_quantize", FieldMapping::kEveryEntry},
     // AutoRound exports under quant_method "awq" / "gptq" reach the same two configs (the vLLM
     // dialects of the auto-round importer read neither field for quant_method "auto-round").
@@ -90,6 +88,20 @@ constexpr MappedField kMappedFields[] = {
     {"modelopt", Engine::kSglang, "quantized_layers", FieldMapping::kObjectKeys},
     {"modelopt", Engine::kSglang, "quantization/quantized_layers", FieldMapping::kObjectKeys},
 };
+
+// A row listed twice would map its field twice, and a rule that hits its own result again (a
+// substring rule whose replacement contains `from`) would then apply twice.
+constexpr bool EachFieldOnce() {
+  for (size_t i = 0; i < std::size(kMappedFields); ++i) {
+    for (size_t j = i + 1; j < std::size(kMappedFields); ++j) {
+      const MappedField& a = kMappedFields[i];
+      const MappedField& b = kMappedFields[j];
+      if (a.importer == b.importer && a.engine == b.engine && a.path == b.path) return false;
+    }
+  }
+  return true;
+}
+static_assert(EachFieldOnce(), "a field of kMappedFields is listed twice");
 
 bool Hits(const NameRewrite& rule, const std::string& key) {
   switch (rule.kind) {

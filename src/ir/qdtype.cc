@@ -85,13 +85,6 @@ std::string_view GranularityName(Granularity g) {
   return kGranularityNames[static_cast<size_t>(g)];
 }
 
-std::optional<Granularity> ParseGranularity(std::string_view name) {
-  for (size_t i = 0; i < kGranularityNames.size(); ++i) {
-    if (kGranularityNames[i] == name) return static_cast<Granularity>(i);
-  }
-  return std::nullopt;
-}
-
 std::string_view SiteKindName(SiteKind kind) { return kSiteKindNames[static_cast<size_t>(kind)]; }
 
 std::optional<SiteKind> ParseSiteKind(std::string_view name) {

@@ -1,6 +1,4 @@
 // Canonical scheme names: w<weight bits>a<activation bits>-<dtype>-<granularity>[-extras].
-#include <functional>
-
 #include "fmt/format.h"
 #include "quantpath/ir.h"
 
@@ -34,29 +32,6 @@ std::string GranularityPart(const TensorQuant& w) {
   return "?";
 }
 
-void HashCombine(size_t* seed, size_t v) {
-  *seed ^= v + 0x9e3779b97f4a7c15ULL + (*seed << 6) + (*seed >> 2);
-}
-
-size_t HashTensor(const TensorQuant& t) {
-  size_t h = 0;
-  HashCombine(&h, static_cast<size_t>(t.dtype));
-  HashCombine(&h, static_cast<size_t>(t.granularity));
-  HashCombine(&h, static_cast<size_t>(t.group_size.value_or(-7)));
-  if (t.block_shape) {
-    HashCombine(&h, static_cast<size_t>((*t.block_shape)[0]));
-    HashCombine(&h, static_cast<size_t>((*t.block_shape)[1]));
-  }
-  HashCombine(&h, t.symmetric);
-  HashCombine(&h, static_cast<size_t>(t.dynamic));
-  HashCombine(&h, t.micro_scaled);
-  HashCombine(&h, static_cast<size_t>(t.load.layout));
-  HashCombine(&h, static_cast<size_t>(t.load.zero_point));
-  HashCombine(&h, t.load.act_order);
-  HashCombine(&h, t.load.double_quant);
-  return h;
-}
-
 }  // namespace
 
 std::string QuantScheme::CanonicalName() const {
@@ -78,14 +53,6 @@ std::string QuantScheme::CanonicalName() const {
   }
   if (online) name += "-online";
   return name;
-}
-
-size_t Hash(const QuantScheme& s) {
-  size_t h = HashTensor(s.weight);
-  if (s.input) HashCombine(&h, HashTensor(*s.input));
-  if (s.output) HashCombine(&h, HashTensor(*s.output));
-  HashCombine(&h, s.online);
-  return h;
 }
 
 }  // namespace quantpath

@@ -20,6 +20,20 @@ int64_t BucketIndex(int64_t m) {
 
 std::string DtypeName(QDType dtype) { return std::string(QDTypeName(dtype)); }
 
+// The cache key of `probe`, and what the candidates are asked: the probe with the bucket's largest
+// M, since the bucket's kernel must serve every M of the bucket. Being the probe itself, the key
+// holds every field a CanHandle may read.
+Result<KernelProbe> BucketProbe(const KernelProbe& probe) {
+  QP_RETURN_IF_ERROR(PackShapeKey(probe.m, probe.n, probe.k).status());  // in range
+  KernelProbe bucket = probe;
+  bucket.m = BucketM(probe.m);
+  return bucket;
+}
+
+size_t Mix(size_t h, uint64_t v) {
+  return h ^ (std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
 }  // namespace
 
 int64_t BucketM(int64_t m) {
@@ -40,16 +54,21 @@ Result<uint64_t> PackShapeKey(int64_t m, int64_t n, int64_t k) {
          static_cast<uint64_t>(k);
 }
 
-size_t Dispatcher::KeyHash::operator()(const Key& key) const {
-  size_t h = SpecKeyHash()(key.spec);
-  auto mix = [&h](uint64_t v) {
-    h ^= std::hash<uint64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  mix(key.shape);
-  mix((static_cast<uint64_t>(key.in) << 8) | static_cast<uint64_t>(key.out));
-  mix(static_cast<uint64_t>(key.device_sm));
-  mix((static_cast<uint64_t>(key.act.mode) << 32) ^ static_cast<uint64_t>(key.act.group_size));
-  mix((static_cast<uint64_t>(key.act.dtype) << 1) | static_cast<uint64_t>(key.act.symmetric));
+size_t Dispatcher::KeyHash::operator()(const KernelProbe& key) const {
+  // Structured bindings name every field: one added to KernelProbe, DeviceCaps or ActivationQuant
+  // stops this compiling until it is hashed too (== is defaulted, so it compares it already).
+  const auto& [spec, m, n, k, in, out, device, act, weight] = key;
+  const auto& [device_name, sm] = device;
+  const auto& [mode, group_size, act_dtype, symmetric, per_token_global] = act;
+  size_t h = SpecKeyHash()(spec);
+  h = Mix(h, *PackShapeKey(m, n, k));  // in range: keys are BucketProbe's
+  h = Mix(h, (static_cast<uint64_t>(in) << 16) | (static_cast<uint64_t>(out) << 8) |
+                 static_cast<uint64_t>(weight));
+  h = Mix(h, std::hash<std::string>()(device_name));
+  h = Mix(h, static_cast<uint64_t>(sm));
+  h = Mix(h, (static_cast<uint64_t>(mode) << 32) ^ static_cast<uint64_t>(group_size));
+  h = Mix(h, (static_cast<uint64_t>(act_dtype) << 2) | (static_cast<uint64_t>(symmetric) << 1) |
+                 static_cast<uint64_t>(per_token_global));
   return h;
 }
 
@@ -67,8 +86,7 @@ Result<std::shared_ptr<Dispatcher>> Dispatcher::Default() {
 }
 
 Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
-  QP_ASSIGN_OR_RETURN(uint64_t shape, PackShapeKey(probe.m, probe.n, probe.k));
-  Key key{probe.spec, shape, probe.in, probe.out, probe.device.sm, probe.act};
+  QP_ASSIGN_OR_RETURN(KernelProbe key, BucketProbe(probe));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
@@ -77,15 +95,10 @@ Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
       return it->second;
     }
   }
-  // The bucket's kernel must serve every M of the bucket: probe with the bucket's largest M.
-  KernelProbe bucket_probe = probe;
-  bucket_probe.m = BucketM(probe.m);
   const LinearKernel* best = nullptr;
   for (const LinearKernel* kernel : registry_.kernels()) {
-    if (probe.device.is_cpu() && !allowed_.Covers(kernel->features())) continue;
-    if (!kernel->Serves(probe.spec, probe.device) || !kernel->CanHandle(bucket_probe)) {
-      continue;
-    }
+    if (key.device.is_cpu() && !allowed_.Covers(kernel->features())) continue;
+    if (!kernel->Serves(key.spec, key.device) || !kernel->CanHandle(key)) continue;
     if (best == nullptr || kernel->priority() > best->priority()) best = kernel;
   }
   if (best == nullptr) {

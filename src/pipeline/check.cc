@@ -18,10 +18,6 @@
 namespace quantpath {
 namespace {
 
-bool IsFloat(StDtype dtype) {
-  return dtype == StDtype::kBF16 || dtype == StDtype::kF16 || dtype == StDtype::kF32;
-}
-
 Finding FindingOf(const CheckpointProblem& p) {
   return {FindingKind::kCheckpoint, p.kind, p.error, p.file, p.tensor, "", "", "", p.message};
 }
@@ -118,7 +114,7 @@ class Checker {
       }
       Consume(name);
       if (!t->dtype) continue;  // known from the index only
-      if (!IsFloat(*t->dtype)) {
+      if (!IsUnquantized(*t->dtype)) {
         Add({FindingKind::kStoredQuantized, std::nullopt, true, audit_.FileOf(*t), name, path,
              "BF16, F16 or F32", std::string(StDtypeName(*t->dtype)),
              fmt::format("{}: tensor {} of layer {} is {}, but the plan leaves the layer "
@@ -148,7 +144,7 @@ class Checker {
       const std::string weight_name = module.prefix + std::string(weight.value_or(".weight"));
       if (audit_.Find(weight_name) == nullptr && layout != SourceLayout::kDense) {
         const AuditedTensor* dense = audit_.Find(module.prefix + ".weight");
-        if (dense != nullptr && dense->dtype && IsFloat(*dense->dtype)) {
+        if (dense != nullptr && dense->dtype && IsUnquantized(*dense->dtype)) {
           Add({FindingKind::kStoredUnquantized, std::nullopt, true, audit_.FileOf(*dense),
                std::string(dense->name), path, weight_name, std::string(dense->name),
                fmt::format("{}: tensor {} of layer {} is {}, but the plan quantizes the layer as "

@@ -193,8 +193,7 @@ class Loader {
                                       name, site.path, pipeline_internal::ShapeText(info.shape),
                                       pipeline_internal::ShapeText(*site.shape)));
     }
-    if (info.dtype != StDtype::kBF16 && info.dtype != StDtype::kF16 &&
-        info.dtype != StDtype::kF32) {
+    if (!IsUnquantized(info.dtype)) {
       return InvalidInput(
           fmt::format("{}: tensor {} of layer {}: dtype {}, expected BF16, F16 "
                       "or F32",
@@ -322,8 +321,7 @@ class Loader {
         continue;
       }
       QP_ASSIGN_OR_RETURN(TensorView view, checkpoint_.Get(name));
-      if (view.info->dtype != StDtype::kBF16 && view.info->dtype != StDtype::kF16 &&
-          view.info->dtype != StDtype::kF32) {
+      if (!IsUnquantized(view.info->dtype)) {
         return InvalidInput(fmt::format(
             "{}: tensor {} is {}, but the engine builds {} without a quantization config "
             "(expected BF16, F16 or F32)",

@@ -3,15 +3,17 @@
 #include <system_error>
 
 #include "fmt/format.h"
+#include "quantpath/checkpoint.h"
 #include "quantpath/sources.h"
 
 namespace quantpath {
 namespace {
 
-// vLLM's unquantized dtypes (GPTQMarlinConfig.maybe_update_config): any other dtype in a header
-// marks a quantized parameter.
-bool IsUnquantizedDtype(const std::string& dtype) {
-  return dtype == "F16" || dtype == "BF16" || dtype == "F32";
+// vLLM's unquantized dtypes (GPTQMarlinConfig.maybe_update_config) are IsUnquantized's: any
+// other dtype in a header marks a quantized parameter.
+bool IsUnquantizedDtype(const std::string& name) {
+  const std::optional<StDtype> dtype = ParseStDtype(name);
+  return dtype && IsUnquantized(*dtype);
 }
 
 // Sub-configs of multimodal wrappers that may carry the language model's quantization config.

@@ -20,10 +20,6 @@ using specs_internal::ExpectShape;
 using specs_internal::FindSlotTensor;
 using specs_internal::ShardGeometry;
 
-bool IsFloatSource(StDtype dtype) {
-  return dtype == StDtype::kBF16 || dtype == StDtype::kF16 || dtype == StDtype::kF32;
-}
-
 class Bf16Spec final : public WeightSpec {
  public:
   explicit Bf16Spec(const LoadFacts& facts) : facts_(facts) {}
@@ -55,7 +51,7 @@ class Bf16Spec final : public WeightSpec {
     for (size_t leg = 0; leg < leg_prefixes.size(); ++leg) {
       QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, layer, leg_prefixes[leg],
                                                           facts_.layout, Slot::kWeight));
-      if (!IsFloatSource(view.info->dtype)) {
+      if (!IsUnquantized(view.info->dtype)) {
         return InvalidInput(fmt::format(
             "{}: tensor {} is stored as {}, but the layer is unquantized (expected BF16, F16 or "
             "F32)",
@@ -83,10 +79,7 @@ class Bf16Spec final : public WeightSpec {
   const LoadFacts facts_;
 };
 
-bool IsUnquantized(const QuantScheme& scheme) {
-  const QDType dtype = scheme.weight.dtype;
-  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
-}
+bool Unquantized(const QuantScheme& scheme) { return !scheme.quantized(); }
 Result<SpecKey> Bf16KeyFor(const QuantScheme&) { return kBf16Key; }
 
 class Bf16Family final : public SpecFamilyRow {
@@ -118,7 +111,7 @@ class Bf16Family final : public SpecFamilyRow {
   // for K in the hundreds of thousands.
   double Tolerance(const SpecKey&, ActMode) const override { return 1e-4; }
   std::vector<SpecCandidate> Candidates() const override {
-    return {{"unquantized (bf16, fp16, fp32) weights", "any", IsUnquantized,
+    return {{"unquantized (bf16, fp16, fp32) weights", "any", Unquantized,
              specs_internal::AnyDevice, Bf16KeyFor, 0}};
   }
 };

@@ -11,10 +11,6 @@
 namespace quantpath::specs_internal {
 namespace {
 
-bool IsHighPrecision(QDType dtype) {
-  return dtype == QDType::kBF16 || dtype == QDType::kFP16 || dtype == QDType::kFP32;
-}
-
 // This rank's slice [*start, *start + *size) of a dimension of `full` cut into whole blocks of
 // request.split_block, c = ⌈blocks / tp⌉ per rank, the last rank holding the rest (vLLM's gpt-oss
 // loader: `cdiv(intermediate_size // 32, tp_size) * 32` per rank, clipped at the end). Every rank
@@ -363,7 +359,7 @@ Status CopyRows(const TensorView& view, std::string_view layer, int64_t src_row,
     }
     return {};
   }
-  if (!IsHighPrecision(dst->dtype())) {
+  if (!IsUnquantized(dst->dtype())) {
     return InvalidInput(fmt::format("{}: tensor {} is {}, expected {}", layer, info.name,
                                     StDtypeName(info.dtype),
                                     StDtypeName(*StorageDtypeOf(dst->dtype()))));

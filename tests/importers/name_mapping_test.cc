@@ -138,6 +138,21 @@ TEST(ApplyNameMapper, ModelOptQuantizedLayersKeysFollowDictSemantics) {
   EXPECT_EQ(table.members()[0].second.Find("quant_algo")->string_value(), "NVFP4");
 }
 
+TEST(ApplyNameMapper, EachListIsMappedOnce) {
+  // A rule that hits its own result shows a second pass: "layers.0" would become
+  // "model.model.layers.0".
+  ConfigSources sources = WithQuantizationConfig(
+      R"({"quant_method": "auto-round", "modules_to_not_convert": ["layers.0.mlp"]})");
+  NameMapper substring{"substring",
+                       {{NameRewriteKind::kSubstring, "layers", "model.layers"}},
+                       NameRewriteOrder::kEveryInOrder};
+  std::vector<std::string> notes;
+  ConfigSources mapped = ApplyNameMapper(sources, "auto-round", D("vllm@0.33"), substring, &notes);
+  EXPECT_EQ(Strings(*mapped.Embedded()->value->Find("modules_to_not_convert")),
+            (std::vector<std::string>{"model.layers.0.mlp"}));
+  EXPECT_EQ(notes.size(), 1u);
+}
+
 TEST(ApplyNameMapper, FormatsTheEngineDoesNotMapAreUnchanged) {
   ConfigSources sources = WithQuantizationConfig(
       R"({"quant_method": "bitsandbytes", "llm_int8_skip_modules": ["model.visual"]})");

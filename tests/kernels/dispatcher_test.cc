@@ -166,6 +166,47 @@ TEST(DispatcherTest, DefaultFollowsTheEnvironment) {
   EXPECT_EQ((*Dispatcher::Default())->allowed(), *allowed);
 }
 
+TEST(DispatcherTest, WeightDtypeIsInTheCacheKey) {
+  // The packed bf16 kernels take bf16 weights only: an fp16 weight of the same shape, asked for
+  // after a bf16 one, needs a kernel of its own.
+  Dispatcher dispatcher(KernelRegistry::Global(), CpuFeatures::All());
+  KernelProbe bf16 = Probe("bf16", 4);
+  bf16.act = {};
+  KernelProbe fp16 = bf16;
+  fp16.weight = QDType::kFP16;
+  Result<const LinearKernel*> first = dispatcher.Select(bf16);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_FALSE((*first)->CanHandle(fp16)) << (*first)->name() << " takes fp16 weights too";
+  Result<const LinearKernel*> second = dispatcher.Select(fp16);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_TRUE((*second)->CanHandle(fp16)) << (*second)->name();
+  EXPECT_EQ(dispatcher.stats().entries, 2);
+}
+
+TEST(DispatcherTest, EveryProbeFieldIsInTheCacheKey) {
+  KernelRegistry registry;
+  registry.Register(std::make_unique<FakeKernel>("Ref", CpuFeatures{}, kReferencePriority));
+  Dispatcher dispatcher(registry, CpuFeatures{});
+  const KernelProbe base = Probe("fp8_block_128_128", 3);
+  std::vector<KernelProbe> variants(10, base);
+  variants[0].spec = *ParseSpecId("fp8_block_64_128");
+  variants[1].m = 4;
+  variants[2].n = 512;
+  variants[3].k = 512;
+  variants[4].in = QDType::kFP32;
+  variants[5].out = QDType::kBF16;
+  variants[6].device.name = "cpu0";
+  variants[7].act.symmetric = false;
+  variants[8].act.per_token_global = true;
+  variants[9].weight = QDType::kFP16;
+  ASSERT_TRUE(dispatcher.Select(base).ok());
+  for (const KernelProbe& probe : variants) ASSERT_TRUE(dispatcher.Select(probe).ok());
+  EXPECT_EQ(dispatcher.stats().misses, 1 + static_cast<int64_t>(variants.size()));
+  EXPECT_EQ(dispatcher.stats().hits, 0);
+  ASSERT_TRUE(dispatcher.Select(variants[9]).ok());
+  EXPECT_EQ(dispatcher.stats().hits, 1);
+}
+
 TEST(DispatcherTest, CacheKeyIsTheSpecKey) {
   // Two keys that differ only in a parameter are two entries; the same key again is a hit.
   Dispatcher dispatcher(KernelRegistry::Global(), CpuFeatures{});

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "quantpath/linear.h"
 #include "quantpath/numeric.h"
@@ -148,6 +149,41 @@ TEST_P(LinearAtLevelTest, UnquantizedHead) {
   const Measured got = At(kExample, QuantScheme{}, head, 3);
   EXPECT_LE(got.rel, ToleranceFor(kBf16Key, ActMode::kNone));
   ExpectReferenceKernel(got, "GemmW16A16_Ref");
+}
+
+// A process loads layers one after another through one dispatcher: an fp16 layer of a bf16
+// layer's shape must not run on the kernel chosen for the bf16 one (the packed bf16 kernels read
+// their weights as bf16).
+TEST_P(LinearAtLevelTest, Fp16LayerAfterABf16LayerOfItsShape) {
+  constexpr int64_t kN = 16, kK = 64, kM = 2;
+  std::vector<float> w(kN * kK);
+  std::vector<float> x(kM * kK);
+  // Small integers: exact in bf16 and fp16, and so is every dot product in fp32.
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  std::vector<float> expected(kM * kN);
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      for (int64_t c = 0; c < kK; ++c) expected[i * kN + j] += x[i * kK + c] * w[j * kK + c];
+    }
+  }
+  const Checkpoint checkpoint =
+      testing::OpenTestCheckpoint({testing::Bf16Tensor("bf16.weight", {kN, kK}, w),
+                                   testing::F16Tensor("fp16.weight", {kN, kK}, w)});
+  auto dispatcher =
+      std::make_shared<Dispatcher>(KernelRegistry::Global(), testing::FeaturesAt(GetParam()));
+  for (const auto& [name, dtype] : {std::pair{"bf16", QDType::kBF16}, {"fp16", QDType::kFP16}}) {
+    AllocationRequest request;
+    request.layer = name;
+    request.shape = {kN, kK};
+    request.params_dtype = dtype;
+    Result<Linear> linear = LoadLinear(TestSpec(kBf16Key), request, checkpoint, {name}, dispatcher);
+    ASSERT_TRUE(linear.ok()) << linear.status().message();
+    Result<std::vector<float>> y = linear->Forward(x, kM);
+    ASSERT_TRUE(y.ok()) << y.status().message();
+    EXPECT_EQ(*y, expected) << name << " on "
+                            << (*linear->KernelFor(kM, QDType::kFP32, QDType::kFP32))->name();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, LinearAtLevelTest,

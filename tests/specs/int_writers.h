@@ -82,16 +82,6 @@ inline TestTensor I32Tensor(std::string name, std::vector<int64_t> shape,
   return t;
 }
 
-inline TestTensor F16Tensor(std::string name, std::vector<int64_t> shape,
-                            const std::vector<float>& values) {
-  TestTensor t{std::move(name), "F16", std::move(shape), std::vector<uint8_t>(values.size() * 2)};
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t bits = FloatToFp16(values[i]);
-    std::memcpy(t.bytes.data() + 2 * i, &bits, 2);
-  }
-  return t;
-}
-
 // AutoGPTQ's pack loop over `count` values along one axis: `value(i)` gives value i; 2-, 4- and
 // 8-bit values fill 32 / b per word, 3-bit values go 32 to three words (10, 1 + 10 + 1, 10).
 template <typename Value>

@@ -94,6 +94,16 @@ inline TestTensor Bf16Tensor(std::string name, std::vector<int64_t> shape,
   return t;
 }
 
+inline TestTensor F16Tensor(std::string name, std::vector<int64_t> shape,
+                            const std::vector<float>& values) {
+  TestTensor t{std::move(name), "F16", std::move(shape), std::vector<uint8_t>(values.size() * 2)};
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = FloatToFp16(values[i]);
+    std::memcpy(t.bytes.data() + 2 * i, &bits, 2);
+  }
+  return t;
+}
+
 inline TestTensor Fp8Tensor(std::string name, std::vector<int64_t> shape,
                             std::vector<uint8_t> bits) {
   return TestTensor{std::move(name), "F8_E4M3", std::move(shape), std::move(bits)};

@@ -34,10 +34,6 @@ std::string TargetName(const QuantScheme& scheme) {
   return offline.CanonicalName();
 }
 
-bool IsDenseFloat(StDtype dtype) {
-  return dtype == StDtype::kBF16 || dtype == StDtype::kF16 || dtype == StDtype::kF32;
-}
-
 // The `count` values of a BF16, F16 or F32 tensor widened into `out` (exactly), straight from
 // the file's bytes: a layer is read once, without a copy in between.
 void WidenToFloat(const TensorView& view, int64_t count, float* out) {
@@ -63,7 +59,7 @@ Result<DenseLayer> ReadDenseLayer(const Checkpoint& checkpoint, const Allocation
   for (size_t leg = 0; leg < prefixes.size(); ++leg) {
     QP_ASSIGN_OR_RETURN(TensorView view, FindSlotTensor(checkpoint, request.layer, prefixes[leg],
                                                         SourceLayout::kDense, Slot::kWeight));
-    if (!IsDenseFloat(view.info->dtype)) {
+    if (!IsUnquantized(view.info->dtype)) {
       return InvalidInput(
           fmt::format("{}: tensor {} is {}, but quantizing at load reads BF16, F16 or F32 weights",
                       request.layer, view.info->name, StDtypeName(view.info->dtype)));
