@@ -149,6 +149,15 @@ using SiteKindSet = uint32_t;
 constexpr SiteKindSet KindBit(SiteKind k) { return 1u << static_cast<unsigned>(k); }
 inline constexpr SiteKindSet kAllKinds = 0x3F;
 
+// How a layer is split across tensor-parallel ranks (a site's TpStyle, models.h; an allocation's,
+// specs.h).
+enum class Parallel : uint8_t {
+  kReplicated,  // every rank holds the whole weight
+  kColumn,      // output rows split: each fused leg is split into tp_size equal slices (or as
+                // AllocationRequest::rank_leg_rows says)
+  kRow,         // input columns split into tp_size equal slices; the bias lives on rank 0
+};
+
 // ---------------------------------------------------------------------------------------------
 // Dialects: whose string semantics an importer reproduces.
 enum class Engine : uint8_t { kNative, kVllm, kSglang };

@@ -46,6 +46,26 @@ struct ExpertActivation {
   uint16_t ApplyBf16(double gate, double up) const;
 };
 
+// How the engine class of a site splits it across tensor-parallel ranks. The models stage sets it
+// with the class (TpStyleOf); the planner's shape checks and the loader read it.
+struct TpStyle {
+  // RowParallelLinear: kRow; ColumnParallelLinear, MergedColumnParallelLinear, QKVParallelLinear:
+  // kColumn; ReplicatedLinear and its merged forms: kReplicated. nullopt for a class no linear
+  // split places (ParallelLMHead, FusedMoE, attention, nn.Linear, an unknown class).
+  std::optional<Parallel> parallel;
+  // A merged class (Merged*, QKV*) keeps one output partition per fused leg; any other class has
+  // one for the whole layer.
+  bool merged = false;
+  // A QKV class: the ranks divide the attention heads, each holding one whole KV head when there
+  // are fewer KV heads than ranks.
+  bool qkv = false;
+  bool operator==(const TpStyle&) const = default;
+};
+
+// The style of an engine class as vLLM and SGLang name theirs ("QKVParallelLinear"), read from
+// the parts of its name: the only place a class name says how a site splits.
+TpStyle TpStyleOf(std::string_view module_class);
+
 struct LayerSite {
   std::string path;  // execution name, e.g. "model.layers.0.self_attn.qkv_proj"
   SiteKind kind = SiteKind::kLinear;
@@ -55,6 +75,7 @@ struct LayerSite {
   std::vector<Leg> legs;     // packed-mapping order; empty when not fused
   int64_t experts = 0;       // moe only
   std::string module_class;  // engine class, for class-name targets
+  TpStyle tp_style;          // TpStyleOf(module_class)
   bool bias = false;
   int64_t params = 0;  // weights as the checkpoint stores them, biases included
   bool mtp = false;    // part of a multi-token-prediction layer

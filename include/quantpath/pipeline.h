@@ -188,11 +188,11 @@ struct LoadedLayer {
 // spec or no weights, a rank out of range; each names the layer. A split that does not divide
 // names the dimension and ends with the sizes that do ("; legal --tp: 1, 2, 4", up to 64).
 //
-// How sites split (docs/architecture.md, "Tensor parallelism"): by module class as vLLM does —
-// RowParallelLinear along K (the bias on rank 0), the column classes along each fused leg's rows
-// (QKVParallelLinear with fewer KV heads than ranks: one whole KV head per rank, as
-// RankShapeOf says), ParallelLMHead along the vocabulary rows (unpadded), anything else
-// replicated.
+// How sites split (docs/architecture.md, "Tensor parallelism"): by the TpStyle the models stage
+// gives the module class, as vLLM does — RowParallelLinear along K (the bias on rank 0), the
+// column classes along each fused leg's rows (QKVParallelLinear with fewer KV heads than ranks:
+// one whole KV head per rank, as RankShapeOf says), the LM head along the vocabulary rows
+// (unpadded), anything else replicated.
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank = 0);
 // The same for a site DecideAll or DecideOneSite has decided (LoadModel: one decision per site).
 Result<LoadedLayer> LoadLayer(const Model& model, const LayerDecision& layer, int tp_rank = 0);

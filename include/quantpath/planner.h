@@ -63,7 +63,7 @@ struct RankShape {
   std::vector<int64_t> partitions;  // output_partition_sizes
   int64_t moe_intermediate = 0;
 };
-// The per-rank shape of `site` at tensor-parallel size `tp` by its module_class (column-, row-
+// The per-rank shape of `site` at tensor-parallel size `tp` by its tp_style (column-, row-
 // parallel, replicated, merged; QKV by `heads`, a KV head replicated below one per rank; MoE by
 // the experts' intermediate size); nullopt for a class it cannot place or sizes that do not
 // divide. ApplyShapeChecks and the tensor-parallel loader share it.
@@ -73,7 +73,7 @@ std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
 // does not give them.
 std::optional<AttentionHeads> ReadAttentionHeads(const ConfigSources& sources);
 // Runs the plan's create_weights shape checks (QuantPlan::shape_checks) on a site decided
-// quantized, with its per-rank shape at `tp_size` as its linear class splits it (module_class:
+// quantized, with its per-rank shape at `tp_size` as its linear class splits it (tp_style:
 // column-, row-parallel, replicated, merged; QKV by `heads`, a KV head replicated below one per
 // rank; MoE by the experts' intermediate size). The first check that fails turns `decision` into
 // the engine's error. Sites whose class or shape the split cannot place are left as decided.

@@ -186,14 +186,6 @@ class ParamTensor {
 // Reads element i of a bf16 / fp16 / fp32 tensor as float.
 float LoadFloat(const ParamTensor& tensor, int64_t i);
 
-// How a layer is split across tensor-parallel ranks.
-enum class Parallel : uint8_t {
-  kReplicated,  // every rank holds the whole weight
-  kColumn,      // output rows split: each fused leg is split into tp_size equal slices (or as
-                // AllocationRequest::rank_leg_rows says)
-  kRow,         // input columns split into tp_size equal slices; the bias lives on rank 0
-};
-
 // One expert's projection inside checkpoint tensors that hold every expert of a layer, the
 // experts along the first dimension (gpt-oss: `<experts>.gate_up_proj_blocks` [E, 2I, H/32, 16],
 // `_scales` [E, 2I, H/32], `_bias` [E, 2I]; StacksExperts): expert `expert` of `experts`, and of

@@ -186,6 +186,7 @@ LayerSite MakeSite(std::string path, SiteKind kind, std::string_view module_clas
   site.checkpoint_path = site.path;  // inferred sites are named as the checkpoint names them
   site.kind = kind;
   site.module_class = std::string(module_class);
+  site.tp_style = TpStyleOf(module_class);
   site.bias = bias;
   return site;
 }

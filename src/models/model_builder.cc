@@ -263,6 +263,7 @@ LayerSite& SiteList::Add(std::string path, SiteKind kind, std::string_view modul
   site.checkpoint_path = site.path;
   site.kind = kind;
   site.module_class = std::string(module_class);
+  site.tp_style = TpStyleOf(module_class);
   site.mtp = mtp_;
   site.quant_config_applies = !without_quant_config_;
   // Routers and plain nn.Embedding position tables are built without a quantization config in

@@ -1,5 +1,5 @@
 // Accessors of LayerSite and ModelSites: leg paths, checkpoint keys and parameter sums; the
-// experts' activation.
+// experts' activation; the tensor-parallel style of an engine class.
 #include <algorithm>
 #include <cmath>
 
@@ -8,6 +8,24 @@
 #include "quantpath/numeric.h"
 
 namespace quantpath {
+
+TpStyle TpStyleOf(std::string_view module_class) {
+  // By substring, so that the engines' subclasses and variants of a class split as it does.
+  auto has = [&](std::string_view part) {
+    return module_class.find(part) != std::string_view::npos;
+  };
+  TpStyle style;
+  if (has("RowParallel")) {
+    style.parallel = Parallel::kRow;
+  } else if (has("ColumnParallel") || has("QKVParallel")) {
+    style.parallel = Parallel::kColumn;
+  } else if (has("Replicated")) {
+    style.parallel = Parallel::kReplicated;
+  }
+  style.qkv = has("QKV");
+  style.merged = style.qkv || has("Merged");
+  return style;
+}
 
 std::string LayerSite::LegPath(size_t leg) const {
   if (leg >= legs.size()) return {};

@@ -195,6 +195,7 @@ Result<CaseLayer> ReadLayer(const Json& layer, const PackedModulesMapping& mappi
   site.kind = *parsed;
   QP_ASSIGN_OR_RETURN(std::optional<std::string> cls, OptionalString(layer, "module_class", file));
   site.module_class = cls.value_or("");
+  site.tp_style = TpStyleOf(site.module_class);
   if (site.kind == SiteKind::kMoe) {
     // Engines look experts up by their checkpoint projections (expert_params_mapping), expert 0
     // standing for all.

@@ -23,19 +23,17 @@ bool HasForward(SiteKind kind) {
   return kind == SiteKind::kLinear || kind == SiteKind::kLmHead || kind == SiteKind::kRouter;
 }
 
-// How vLLM splits a site across ranks, by its class: RowParallelLinear splits K, the column
-// classes (ColumnParallelLinear, MergedColumnParallelLinear, QKVParallelLinear) split each leg's
-// rows, and ParallelLMHead (a VocabParallelEmbedding) splits the vocabulary rows like a column
-// class. vLLM pads the vocabulary to a multiple of 64 before splitting it; one layer loaded on
-// its own is not padded, so a vocabulary the size does not divide is an error here. Replicated
+// How vLLM splits a site across ranks, by its class's TpStyle: RowParallelLinear splits K, the
+// column classes (ColumnParallelLinear, MergedColumnParallelLinear, QKVParallelLinear) split each
+// leg's rows, and the LM head, whatever its class (vLLM's ParallelLMHead, a
+// VocabParallelEmbedding, places no linear split), splits the vocabulary rows like a column
+// class. vLLM pads the vocabulary to a multiple of 64 before splitting it; one layer loaded on its
+// own is not padded, so a vocabulary the size does not divide is an error here. Replicated
 // classes (routers, SGLang's fused ReplicatedLinear) and any other class hold the whole weight.
 Parallel ParallelOf(const LayerSite& site) {
-  const std::string& cls = site.module_class;
-  if (cls.find("RowParallel") != std::string::npos) return Parallel::kRow;
-  if (cls.find("ColumnParallel") != std::string::npos ||
-      cls.find("QKVParallel") != std::string::npos || site.kind == SiteKind::kLmHead) {
-    return Parallel::kColumn;
-  }
+  const std::optional<Parallel> parallel = site.tp_style.parallel;
+  if (parallel == Parallel::kRow) return Parallel::kRow;
+  if (parallel == Parallel::kColumn || site.kind == SiteKind::kLmHead) return Parallel::kColumn;
   return Parallel::kReplicated;
 }
 
@@ -43,7 +41,7 @@ Parallel ParallelOf(const LayerSite& site) {
 // gives each rank one whole KV head (tp must then be a multiple of the KV heads).
 Status CheckQkvHeads(const LayerSite& site, int64_t tp,
                      const std::optional<AttentionHeads>& heads) {
-  if (!heads || tp == 1 || site.module_class.find("QKV") == std::string::npos) return {};
+  if (!heads || tp == 1 || !site.tp_style.qkv) return {};
   if (heads->heads % tp != 0) {
     return InvalidInput(
         fmt::format("{}: {} attention heads are not divisible by tensor-parallel size {}",
@@ -65,15 +63,13 @@ Result<AllocationRequest> RankRequest(const Model& model, const LayerSite& site,
   request.tp_rank = rank;
   request.parallel = ParallelOf(site);
   if (request.parallel != Parallel::kColumn || tp == 1) return request;
-  const std::string& cls = site.module_class;
-  if (site.legs.empty() &&
-      (cls.find("QKV") != std::string::npos || cls.find("Merged") != std::string::npos)) {
+  if (site.legs.empty() && site.tp_style.merged) {
     // The checkpoint stores the projections as one tensor; vLLM cuts it into its projections
     // before splitting each, which needs their widths.
     return Unsupported(fmt::format(
         "{}: {} stores its projections as one tensor; splitting it across tensor-parallel ranks "
         "is not implemented",
-        site.path, cls));
+        site.path, site.module_class));
   }
   QP_RETURN_IF_ERROR(CheckQkvHeads(site, tp, heads));
   const std::optional<RankShape> shape = RankShapeOf(site, tp, heads);

@@ -336,14 +336,12 @@ std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
     r.moe_intermediate = n / tp;
     return r;
   }
-  const std::string& cls = site.module_class;
-  const bool row = cls.find("RowParallel") != std::string::npos;
-  const bool column = cls.find("ColumnParallel") != std::string::npos ||
-                      cls.find("QKVParallel") != std::string::npos;
-  if (!row && !column && cls.find("Replicated") == std::string::npos) return std::nullopt;
+  const TpStyle& style = site.tp_style;
+  if (!style.parallel) return std::nullopt;
+  const bool row = style.parallel == Parallel::kRow;
+  const bool column = style.parallel == Parallel::kColumn;
   // Only the merged classes keep one partition per leg (SGLang's fused ReplicatedLinear has one).
-  const bool merged = !site.legs.empty() && (cls.find("Merged") != std::string::npos ||
-                                             cls.find("QKV") != std::string::npos);
+  const bool merged = !site.legs.empty() && style.merged;
   std::vector<int64_t> sizes;
   if (merged) {
     for (const Leg& leg : site.legs) sizes.push_back(leg.rows);
@@ -355,8 +353,7 @@ std::optional<RankShape> RankShapeOf(const LayerSite& site, int64_t tp,
   r.input = row ? k / tp : k;
   if (row && k % tp != 0) return std::nullopt;
   if (column && tp > 1) {
-    const bool qkv = cls.find("QKV") != std::string::npos && sizes.size() == 3 && heads &&
-                     sizes[0] % heads->heads == 0;
+    const bool qkv = style.qkv && sizes.size() == 3 && heads && sizes[0] % heads->heads == 0;
     const int64_t head_dim = qkv ? sizes[0] / heads->heads : 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (qkv && i > 0 && heads->kv_heads < tp) {

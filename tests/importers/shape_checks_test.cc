@@ -32,6 +32,7 @@ LayerSite LinearSite(std::string path, std::string module_class, int64_t n, int6
                      std::vector<Leg> legs = {}) {
   LayerSite site;
   site.path = std::move(path);
+  site.tp_style = TpStyleOf(module_class);
   site.module_class = std::move(module_class);
   site.shape = {{n, k}};
   site.legs = std::move(legs);
@@ -140,6 +141,7 @@ TEST(ShapeChecks, AnUnsplitFusedLayerMayEndRaggedOnVllmOnly) {
   // SGLang builds the same projection as one ReplicatedLinear: one partition, never split.
   LayerSite replicated = fused;
   replicated.module_class = "ReplicatedLinear";
+  replicated.tp_style = TpStyleOf(replicated.module_class);
   EXPECT_EQ(Checked(BlockFp8Plan("sglang@0.5.23"), replicated, 8).kind, DecisionKind::kQuantized);
 }
 
@@ -173,6 +175,7 @@ TEST(ShapeChecks, UnquantizedAndUnknownClassesAreLeftAlone) {
   EXPECT_EQ(skipped.kind, DecisionKind::kUnquantized);
   LayerSite unknown = kQkv;
   unknown.module_class = "";
+  unknown.tp_style = TpStyleOf(unknown.module_class);
   EXPECT_EQ(Checked(plan, unknown, 2, kTinyHeads).kind, DecisionKind::kQuantized);
 }
 
