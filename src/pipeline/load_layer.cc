@@ -99,15 +99,7 @@ Status LayerFits(const Model& model, const LayerSite& site, const WeightSpec& sp
 
 Result<LoadedLayer> LoadLayer(const Model& model, std::string_view path, int tp_rank) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
-  const LayerSite& site = *resolved.site;
-  if (!HasForward(site.kind)) {
-    return InvalidInput(
-        fmt::format("{} is a site of kind {}; only linear, lm_head and router layers "
-                    "are loaded one at a time{}",
-                    site.path, SiteKindName(site.kind),
-                    site.kind == SiteKind::kMoe ? " (its experts load with LoadExperts)" : ""));
-  }
-  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, site));
+  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, *resolved.site));
   QP_ASSIGN_OR_RETURN(LoadedLayer loaded, LoadLayer(model, layer, tp_rank));
   loaded.resolved = std::move(resolved);
   return loaded;
@@ -117,9 +109,10 @@ Result<LoadedLayer> LoadLayer(const Model& model, const LayerDecision& layer, in
   const LayerSite& site = *layer.site;
   if (!HasForward(site.kind)) {
     return InvalidInput(
-        fmt::format("{} is a site of kind {}; only linear, lm_head and router "
-                    "layers are loaded one at a time",
-                    site.path, SiteKindName(site.kind)));
+        fmt::format("{} is a site of kind {}; only linear, lm_head and router layers "
+                    "are loaded one at a time{}",
+                    site.path, SiteKindName(site.kind),
+                    site.kind == SiteKind::kMoe ? " (its experts load with LoadExperts)" : ""));
   }
   const Decision& decision = layer.decision;
   if (decision.kind == DecisionKind::kError) {

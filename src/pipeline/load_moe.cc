@@ -207,12 +207,7 @@ Status ExpertsFit(const WeightSpec& spec, const Model& model, const LayerSite& s
 
 Result<LoadedExperts> LoadExperts(const Model& model, std::string_view path, int tp_rank) {
   QP_ASSIGN_OR_RETURN(ResolvedSite resolved, ResolveLayer(model.sites, path));
-  const LayerSite& site = *resolved.site;
-  if (site.kind != SiteKind::kMoe) {
-    return InvalidInput(fmt::format("{} is a site of kind {}, not the experts of an MoE layer",
-                                    site.path, SiteKindName(site.kind)));
-  }
-  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, site));
+  QP_ASSIGN_OR_RETURN(LayerDecision layer, DecideOneSite(model, *resolved.site));
   QP_ASSIGN_OR_RETURN(LoadedExperts loaded, LoadExperts(model, layer, tp_rank));
   loaded.resolved = std::move(resolved);
   return loaded;
