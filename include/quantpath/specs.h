@@ -35,6 +35,33 @@
 namespace quantpath {
 
 // ---------------------------------------------------------------------------------------------
+// Names as values
+
+// A registered row named by its name's 64-bit FNV-1a hash: a value that any file can spell
+// (`constexpr SpecFamily kFp8Block{"fp8_block"}`) without a central enum. Each registry maps it to
+// its row and rejects two names with one hash; `Tag` keeps one registry's ids from another's.
+template <typename Tag>
+class NameHash {
+ public:
+  constexpr NameHash() = default;
+  explicit constexpr NameHash(std::string_view name) : id_(Fnv1a(name)) {}
+  constexpr uint64_t id() const { return id_; }
+  constexpr bool valid() const { return id_ != 0; }
+  constexpr bool operator==(const NameHash&) const = default;
+
+ private:
+  static constexpr uint64_t Fnv1a(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+    return h;
+  }
+  uint64_t id_ = 0;
+};
+
+// A spec family (its row: SpecFamilyRow, below).
+using SpecFamily = NameHash<struct SpecFamilyTag>;
+
+// ---------------------------------------------------------------------------------------------
 // Activation quantization: how a spec's kernels quantize X before the product. It is part of the
 // dispatcher key because a kernel either fuses it or not.
 
@@ -74,26 +101,6 @@ inline constexpr double kFp8E4M3Max = 448.0;
 
 // ---------------------------------------------------------------------------------------------
 // Spec identity
-
-// A spec family, identified by its name's 64-bit FNV-1a hash: a value that any file can spell
-// (`constexpr SpecFamily kFp8Block{"fp8_block"}`) without a central enum. The registry maps it to
-// the family's row and rejects two names with one hash.
-class SpecFamily {
- public:
-  constexpr SpecFamily() = default;
-  explicit constexpr SpecFamily(std::string_view name) : id_(Fnv1a(name)) {}
-  constexpr uint64_t id() const { return id_; }
-  constexpr bool valid() const { return id_ != 0; }
-  constexpr bool operator==(const SpecFamily&) const = default;
-
- private:
-  static constexpr uint64_t Fnv1a(std::string_view s) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
-    return h;
-  }
-  uint64_t id_ = 0;
-};
 
 // Where a family's scales sit when it has layout variants (NVFP4 on the CPU vs Blackwell).
 enum class ScaleVariant : uint8_t {
