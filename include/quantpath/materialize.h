@@ -37,8 +37,9 @@ Result<std::shared_ptr<const WeightSpec>> Materialize(const QuantScheme& scheme,
 // The key Materialize(scheme, device) would build, with the same errors, without a spec.
 Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device);
 // How the kernels of `scheme` treat activations: none for weight-only and unquantized schemes;
-// otherwise the input's dtype (fp8, int8, nvfp4, mxfp8 …), symmetry, and mode: per token, per
-// tensor (dynamic or static) or per 1 × group_size (dynamic). Inputs no mode describes are an
+// otherwise the ActivationQuant of the registered activation kind that claims the input
+// (activation_kinds.h): its dtype (fp8, int8, nvfp4, mxfp8 …), symmetry, and mode — per token,
+// per tensor (dynamic or static) or per 1 × group_size (dynamic). An input no kind claims is an
 // error naming the scheme.
 Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme);
 

@@ -35,8 +35,39 @@
 namespace quantpath {
 
 // ---------------------------------------------------------------------------------------------
+// Names as values
+
+// A registered row named by its name's 64-bit FNV-1a hash: a value that any file can spell
+// (`constexpr SpecFamily kFp8Block{"fp8_block"}`) without a central enum. Each registry maps it to
+// its row and rejects two names with one hash; `Tag` keeps one registry's ids from another's.
+template <typename Tag>
+class NameHash {
+ public:
+  constexpr NameHash() = default;
+  explicit constexpr NameHash(std::string_view name) : id_(Fnv1a(name)) {}
+  constexpr uint64_t id() const { return id_; }
+  constexpr bool valid() const { return id_ != 0; }
+  constexpr bool operator==(const NameHash&) const = default;
+
+ private:
+  static constexpr uint64_t Fnv1a(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+    return h;
+  }
+  uint64_t id_ = 0;
+};
+
+// A spec family (its row: SpecFamilyRow, below).
+using SpecFamily = NameHash<struct SpecFamilyTag>;
+// An activation kind (its row: ActivationKindRow, activation_kinds.h).
+using ActivationKind = NameHash<struct ActivationKindTag>;
+
+// ---------------------------------------------------------------------------------------------
 // Activation quantization: how a spec's kernels quantize X before the product. It is part of the
-// dispatcher key because a kernel either fuses it or not.
+// dispatcher key because a kernel either fuses it or not. Each way of quantizing X is a
+// registered activation kind (activation_kinds.h), which makes the ActivationQuant of the scheme
+// inputs it claims and rounds X for the reference kernels and the fp64 reference.
 
 enum class ActMode : uint8_t {
   kNone,              // X stays in high precision (weight-only quantization, bf16 layers)
@@ -52,15 +83,17 @@ struct ActivationQuant {
   QDType dtype = QDType::kFP8E4M3;  // what X is rounded to (fp8, int8, nvfp4, mxfp8); unused
                                     // for kNone
   bool symmetric = true;            // false: a zero point / input offset as well
-  // NVFP4 only: each row of X is divided by its own global, measured at run time
-  // (Nvfp4GlobalFor(max |x_row|)), not by the checkpoint's calibrated input global.
-  bool per_token_global = false;
+  // The kind, where the fields above do not name it: NVFP4 activations whose rows are each
+  // divided by their own global (nvfp4_family.h) are `nvfp4_per_token_global`, those against the
+  // checkpoint's input global have no id. Empty for every kind those fields name.
+  ActivationKind kind{};
   bool operator==(const ActivationQuant&) const = default;
   // Whether X is rounded to `to` at run time, one scale per row of X and no zero point.
   bool SymmetricPerToken(QDType to) const {
     return mode == ActMode::kDynamicPerToken && dtype == to && symmetric;
   }
-  // "none", "fp8 dynamic per-token", "int8 static per-tensor asym", "fp8 dynamic group 128", …
+  // Its kind's name for it: "none", "fp8 dynamic per-token", "int8 static per-tensor asym",
+  // "fp8 dynamic group 128", …
   std::string ToString() const;
 };
 
@@ -74,26 +107,6 @@ inline constexpr double kFp8E4M3Max = 448.0;
 
 // ---------------------------------------------------------------------------------------------
 // Spec identity
-
-// A spec family, identified by its name's 64-bit FNV-1a hash: a value that any file can spell
-// (`constexpr SpecFamily kFp8Block{"fp8_block"}`) without a central enum. The registry maps it to
-// the family's row and rejects two names with one hash.
-class SpecFamily {
- public:
-  constexpr SpecFamily() = default;
-  explicit constexpr SpecFamily(std::string_view name) : id_(Fnv1a(name)) {}
-  constexpr uint64_t id() const { return id_; }
-  constexpr bool valid() const { return id_ != 0; }
-  constexpr bool operator==(const SpecFamily&) const = default;
-
- private:
-  static constexpr uint64_t Fnv1a(std::string_view s) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
-    return h;
-  }
-  uint64_t id_ = 0;
-};
 
 // Where a family's scales sit when it has layout variants (NVFP4 on the CPU vs Blackwell).
 enum class ScaleVariant : uint8_t {
@@ -593,8 +606,9 @@ struct ReferenceRegistrar {
 };
 
 // Dequantizes the legs of one layer with the entry of the scheme's source layout
-// (scheme.weight.load.layout), stacking legs in order, and reads the static activation scales,
-// the input prescale (which the legs must share) and biases. A layout without an entry is an error
+// (scheme.weight.load.layout), stacking legs in order, and reads the static inputs of the
+// activation kind that claims scheme.input (ActivationKindRow::ReadReferenceInputs), the input
+// prescale (which the legs must share) and biases. A layout without an entry is an error
 // naming it. `layer` names the layer in errors. `stacked`: one expert's projection of a layout
 // that stacks experts (its one prefix names the stacked tensors), read through the layout's
 // stacked entry, its bias rows too; a stacked layout without it, or a plain one with it, is an
@@ -609,7 +623,7 @@ Result<ReferenceLayer> DequantizeReference(
 // the input of every expert's gate and up, and of every expert's down, against one NVFP4 global
 // (nvfp4_family.h, Nvfp4SharedExpertInput), so NVFP4 activations take their divisor from
 // `input_peers`, that projection's prefixes in every expert; other activations keep the
-// projection's own scales, as their specs load them.
+// projection's own scales, as their specs load them (ActivationKindRow::ShareExpertInputs).
 Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
                                                  const QuantScheme& scheme, std::string_view layer,
                                                  const std::string& prefix,
@@ -630,20 +644,13 @@ ReferenceLayer RankReference(const ReferenceLayer& whole, const RankSlice& slice
                              const AllocationRequest& request, const LoadFacts& facts,
                              const ActivationQuant& act);
 
-// Quantizes X [m, k] as `act` says and returns the dequantized values (X itself for kNone), in
-// double. `static_scale` (and `static_zero_point`, asymmetric) are used by kStaticPerTensor.
-// act.dtype chooses the rounding: fp8 e4m3 with the conventions above, or int8 as the W8A8
+// Quantizes X [m, k] as the kind of `act` rounds it for the fp64 reference
+// (ActivationKindRow::RoundReference, activation_kinds.h) and returns the dequantized values (X
+// itself for kNone), in double: fp8 e4m3 with the conventions above, int8 and int4 as their
 // kernels do it, their fp32 operations reproduced exactly (a double product or quotient of two
-// floats rounds to the fp32 result):
-//   dynamic per token  absmax = max(max |x|, kActAbsMaxFloor), s = fp32(absmax / 127),
-//                      q = clamp(round(fp32(x · fp32(127 / absmax))), −128, 127), X' = q · s;
-//   dynamic asymmetric s = fp32(max(max − min, kActAbsMaxFloor) / 255), z = round(fp32(−128 −
-//                      fp32(min / s))), q = clamp(round(fp32(x / s)) + z, −128, 127),
-//                      X' = (q − z) · s (vLLM's per-token zero point, azp; NaN left out of
-//                      min and max, and a constant row's range stretched to include 0);
-//   static             q = clamp(round(fp32(x / s)) + z, −128, 127), X' = (q − z) · s;
-// round = nearest, ties to even (vLLM's scaled_int8_quant and torch.round; SGLang's Triton
-// per-token quantizer rounds ties away from zero, which differs only on exact ties).
+// floats rounds to the fp32 result; src/specs/activations/), NVFP4 and MX by their families'
+// rules. `static_scale` and `static_zero_point` are the layer's static inputs (ReferenceLayer's
+// input_scale and input_zero_point: NVFP4's input divisor) where the kind reads them.
 std::vector<double> QuantizeActivationsReference(
     std::span<const double> x, int64_t m, int64_t k, const ActivationQuant& act,
     std::optional<double> static_scale, std::optional<double> static_zero_point = std::nullopt);

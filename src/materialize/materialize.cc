@@ -1,16 +1,21 @@
 // Materialize: the registered families' candidates, in priority order; the first whose scheme and
-// device predicates hold builds the key, and the family's row the spec. Adding a spec means adding
-// a family file, never a branch here.
+// device predicates hold builds the key, and the family's row the spec; the registered activation
+// kinds, the first that claims the scheme's input makes its ActivationQuant. Adding a spec or an
+// activation kind means adding its file, never a branch here.
 #include "quantpath/materialize.h"
 
 #include "fmt/format.h"
+#include "quantpath/activation_kinds.h"
 
 namespace quantpath {
 namespace {
 
-std::string ActivationKind(const TensorQuant& in) {
-  return fmt::format("{}{}", in.dynamic == Dynamic::kDynamic ? "dynamic" : "static",
-                     in.symmetric ? "" : " asymmetric");
+// How an input no activation kind claims is scaled, for its error.
+std::string ScalingText(const TensorQuant& in) {
+  const std::string_view when = in.dynamic == Dynamic::kDynamic ? "dynamic"
+                                : in.dynamic == Dynamic::kLocal ? "locally dynamic"
+                                                                : "static";
+  return fmt::format("{}{}", when, in.symmetric ? "" : " asymmetric");
 }
 
 // A scheme quantized at load needs a quantizer for its key (src/specs/online/).
@@ -71,54 +76,9 @@ Result<std::shared_ptr<const WeightSpec>> Materialize(const QuantScheme& scheme,
 Result<ActivationQuant> ActivationQuantFor(const QuantScheme& scheme) {
   if (!scheme.input) return ActivationQuant{};
   const TensorQuant& in = *scheme.input;
-  const std::string name = scheme.CanonicalName();
-  // NVFP4 activations ("local": per-16 scales at run time against the checkpoint's global, the
-  // input divisor in the input slot; "dynamic": the global too, each row's own; nvfp4_family.h).
-  if (in.dynamic != Dynamic::kStatic && in.dtype == QDType::kNVFP4 &&
-      in.granularity == Granularity::kTensorGroup && in.group_size && *in.group_size > 0) {
-    ActivationQuant act;
-    act.mode = ActMode::kDynamicGroup;
-    act.dtype = QDType::kNVFP4;
-    act.group_size = *in.group_size;
-    act.per_token_global = in.dynamic == Dynamic::kDynamic;
-    return act;
-  }
-  if (in.dynamic == Dynamic::kLocal) {
-    return Unsupported(fmt::format("{}: locally dynamic {} activations have no kernel mode", name,
-                                   QDTypeName(in.dtype)));
-  }
-  const bool dynamic = in.dynamic == Dynamic::kDynamic;
-  ActivationQuant act;
-  act.dtype = in.dtype;
-  act.symmetric = in.symmetric;
-  switch (in.granularity) {
-    case Granularity::kPerTensor:
-      act.mode = dynamic ? ActMode::kDynamicPerTensor : ActMode::kStaticPerTensor;
-      return act;
-    case Granularity::kPerToken:
-    case Granularity::kPerChannel:
-      if (!dynamic) break;
-      act.mode = ActMode::kDynamicPerToken;
-      return act;
-    case Granularity::kGroup:
-    case Granularity::kTensorGroup:
-      if (!dynamic || !in.group_size || *in.group_size <= 0) break;
-      act.mode = ActMode::kDynamicGroup;
-      act.group_size = *in.group_size;
-      return act;
-    case Granularity::kBlock:
-      // A 1 × k block of X is a group of k columns of one row.
-      if (!dynamic || !in.block_shape || (*in.block_shape)[0] != 1 || (*in.block_shape)[1] <= 0) {
-        break;
-      }
-      act.mode = ActMode::kDynamicGroup;
-      act.group_size = (*in.block_shape)[1];
-      return act;
-    default:
-      break;
-  }
-  return Unsupported(fmt::format("{}: {} {} activations with {} scales have no kernel mode", name,
-                                 ActivationKind(in), QDTypeName(in.dtype),
+  if (const ActivationKindRow* kind = ActivationKindClaiming(in)) return kind->Quant(in);
+  return Unsupported(fmt::format("{}: {} {} activations with {} scales have no kernel mode",
+                                 scheme.CanonicalName(), ScalingText(in), QDTypeName(in.dtype),
                                  GranularityName(in.granularity)));
 }
 

@@ -136,8 +136,10 @@ inline float Nvfp4SharedExpertInput(SourceLayout layout, std::span<const float> 
 //   s = 0;  X' = q · s / d.
 // The reference kernel computes it in fp32, the double reference (QuantizeActivationsReference)
 // with the same fp32 roundings. Quantized at load (`--online w4a4-nvfp4`) no calibrated input
-// global exists, so each row of X takes its own, d = Nvfp4GlobalFor(max |x_row|) in fp32
-// (ActivationQuant::per_token_global): a row's result does not depend on the rows batched with it.
+// global exists, so each row of X takes its own, d = Nvfp4GlobalFor(max |x_row|) in fp32 (the
+// activation kind nvfp4_per_token_global): a row's result does not depend on the rows batched with
+// it. Against the checkpoint's global, the kind is nvfp4_local_global (src/specs/activations/).
+inline constexpr ActivationKind kNvfp4PerTokenGlobal{"nvfp4_per_token_global"};
 
 // The global a tensor of largest magnitude `amax` is divided by so that its largest block scale is
 // E4M3's largest (compressed-tensors' generate_gparam): 448 · 6 / amax, computed as torch divides

@@ -18,11 +18,13 @@
 // globals (gate's for up, one input global over the experts).
 // High-precision checkpoints are quantized at load into the linear layout by
 // online/nvfp4_quantize.cc.
+#include <algorithm>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "fmt/format.h"
+#include "quantpath/activation_kinds.h"
 #include "quantpath/specs.h"
 #include "src/specs/nvfp4_family.h"
 #include "src/specs/spec_common.h"
@@ -37,9 +39,12 @@ using specs_internal::FindSlotTensor;
 using specs_internal::ReadScales;
 using specs_internal::ShardGeometry;
 
-// W4A4 with the checkpoint's calibrated input global; with per-token globals X brings its own.
+// W4A4 whose activation kind reads the checkpoint's calibrated input global (the input slot);
+// with per-token globals X brings its own.
 bool StoresInputGlobal(const ActivationQuant& act) {
-  return act.dtype == QDType::kNVFP4 && act.mode != ActMode::kNone && !act.per_token_global;
+  if (act.dtype != QDType::kNVFP4) return false;
+  const std::vector<Slot> inputs = ActivationKindOf(act).StaticSlots(act);
+  return std::find(inputs.begin(), inputs.end(), Slot::kInputScale) != inputs.end();
 }
 
 class Nvfp4Spec final : public specs_internal::KeyedSpec {

@@ -1,4 +1,4 @@
-// Names at the edges: devices, slots, activation modes and the shared spec_id grammar.
+// Names at the edges: devices, slots and the shared spec_id grammar.
 #include <charconv>
 
 #include "fmt/format.h"
@@ -37,29 +37,6 @@ std::vector<std::string_view> DeviceNames() {
 }
 
 std::string_view SlotName(Slot slot) { return kSlotNames[static_cast<size_t>(slot)]; }
-
-std::string ActivationQuant::ToString() const {
-  if (mode == ActMode::kNone) return "none";
-  std::string kind;
-  switch (mode) {
-    case ActMode::kDynamicPerToken:
-      kind = "dynamic per-token";
-      break;
-    case ActMode::kDynamicPerTensor:
-      kind = "dynamic per-tensor";
-      break;
-    case ActMode::kDynamicGroup:
-      kind = fmt::format("dynamic group {}", group_size);
-      break;
-    case ActMode::kStaticPerTensor:
-      kind = "static per-tensor";
-      break;
-    case ActMode::kNone:
-      break;
-  }
-  return fmt::format("{} {}{}{}", Info(dtype).name_short, kind, symmetric ? "" : " asym",
-                     per_token_global ? ", per-token global" : "");
-}
 
 namespace specs_internal {
 

@@ -20,6 +20,7 @@
 
 #include "quantpath/numeric.h"
 #include "quantpath/pipeline.h"
+#include "src/specs/nvfp4_family.h"
 #include "tests/pipeline/producer_values.h"
 
 namespace quantpath {
@@ -415,7 +416,7 @@ TEST(OnlineW4A4, EachRowOfXTakesItsOwnGlobal) {
   ASSERT_TRUE(model.ok()) << model.status().message();
   Result<LoadedLayer> layer = LoadLayer(*model, kDown);
   ASSERT_TRUE(layer.ok()) << layer.status().message();
-  EXPECT_TRUE(layer->activation.per_token_global);
+  EXPECT_EQ(layer->activation.kind, kNvfp4PerTokenGlobal);
   EXPECT_EQ(layer->activation.ToString(), "nvfp4 dynamic group 16, per-token global");
   EXPECT_TRUE(layer->linear.params().tensor(Slot::kInputScale).empty());
   const Linear& linear = layer->linear;

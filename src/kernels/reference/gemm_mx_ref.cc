@@ -4,7 +4,6 @@
 //               (weight-only), rounded to MXFP4 / MXFP8 per 32 columns (MX activations) or, for
 //               MXFP4, to int8 codes per row (--int8-activations: qx · s_x, PrepareActivations).
 // Non-goals: speed.
-#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <vector>
@@ -16,29 +15,6 @@
 #include "src/specs/mx_family.h"
 
 namespace quantpath {
-namespace reference {
-
-void QuantizeMxActivations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
-                           QDType element) {
-  for (int64_t r = 0; r < m; ++r) {
-    float* row = xs->data() + r * k;
-    for (int64_t begin = 0; begin < k; begin += group) {
-      const int64_t end = std::min(k, begin + group);
-      float amax = 0.0f;
-      for (int64_t c = begin; c < end; ++c) amax = std::max(amax, std::fabs(row[c]));
-      const int e = MxSharedExponent(amax, element);
-      for (int64_t c = begin; c < end; ++c) {
-        const float v = std::ldexp(row[c], -e);
-        const float q = element == QDType::kMXFP4 ? E2M1ToFloat(FloatToE2M1(v))
-                                                  : Fp8E4M3ToFloat(FloatToFp8E4M3(v));
-        row[c] = std::ldexp(q, e);
-      }
-    }
-  }
-}
-
-}  // namespace reference
-
 namespace {
 
 class GemmMxRef final : public LinearKernel {

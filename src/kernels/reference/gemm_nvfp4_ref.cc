@@ -9,9 +9,7 @@
 // The 128x4 layout is Blackwell's (materialize picks it for sm100); this build has no CUDA kernel,
 // so the reference serves it there too, run on the host, which lets `run --device sm100` check the
 // layout a Blackwell GEMM reads. Non-goals: speed.
-#include <algorithm>
 #include <cassert>
-#include <cmath>
 #include <vector>
 
 #include "quantpath/kernels.h"
@@ -21,32 +19,6 @@
 #include "src/specs/nvfp4_family.h"
 
 namespace quantpath {
-namespace reference {
-
-void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
-                              std::optional<float> layer_divisor) {
-  for (int64_t r = 0; r < m; ++r) {
-    float* row = xs->data() + r * k;
-    float row_amax = 0.0f;
-    if (!layer_divisor) {
-      for (int64_t c = 0; c < k; ++c) row_amax = std::max(row_amax, std::fabs(row[c]));
-    }
-    const float divisor = layer_divisor ? *layer_divisor : Nvfp4GlobalFor(row_amax);
-    for (int64_t begin = 0; begin < k; begin += group) {
-      const int64_t end = std::min(k, begin + group);
-      float amax = 0.0f;
-      for (int64_t c = begin; c < end; ++c) amax = std::max(amax, std::fabs(row[c]));
-      const float s = Fp8E4M3ToFloat(FloatToFp8E4M3(divisor * (amax / kE2M1Max)));
-      const float to_code = s == 0.0f ? 0.0f : divisor / s;
-      for (int64_t c = begin; c < end; ++c) {
-        row[c] = E2M1ToFloat(FloatToE2M1(row[c] * to_code)) * s / divisor;
-      }
-    }
-  }
-}
-
-}  // namespace reference
-
 namespace {
 
 class GemmNvfp4Ref final : public LinearKernel {

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "quantpath/kernels.h"
+// The kinds' fp32 roundings (QuantizeNvfp4Activations, QuantizeMxActivations, …), which the
+// kernels' tests call as the reference kernels' own.
+#include "src/specs/activations/activation_rounding.h"
 
 namespace quantpath::reference {
 
@@ -19,17 +22,17 @@ bool IsIoDtype(QDType dtype);
 // Whether the probe's shape, dtypes and device suit a reference kernel.
 bool CanHandleIo(const KernelProbe& probe);
 
-// X [m, k] → fp32, multiplied by params.pre_quant_scale where the layer has one, quantized per
-// `act` (values are q × scale, as the products see them; int8 per token as the mixed int4 specs
-// quantize it, QuantizeActRow). The static scale, when the mode needs
-// one, is params.input_scale (NVFP4: the input divisor).
+// X [m, k] → fp32, multiplied by params.pre_quant_scale where the layer has one, quantized as the
+// kind of `act` rounds it (ActivationKindRow::RoundFloats: values are q × scale, as the products
+// see them), its static inputs from params' input slots.
 std::vector<float> PrepareActivations(const LinearParams& params, const ActivationQuant& act,
                                       const ConstMatrix& x);
 
-// X as PrepareActivations makes it where `act` rounds it to e4m3 with one scale per row and run
-// of columns (dynamic per token, per tensor or per group; static per tensor), the e4m3 values and
-// the scales kept apart: X' = values[r · k + c] · scales[r · runs + c / group], group = k where
-// one scale covers a row. nullopt for any other mode.
+// X as PrepareActivations makes it where the kind of `act` rounds it to e4m3 with one scale per
+// row and run of columns (ActivationKindRow::RunsOf: fp8 dynamic per token, per tensor or per
+// group; static per tensor), the e4m3 values and the scales kept apart: X' = values[r · k + c] ·
+// scales[r · runs + c / group], group = k where one scale covers a row. nullopt for any other
+// kind.
 struct Fp8Codes {
   std::vector<float> values;
   std::vector<float> scales;
@@ -37,17 +40,6 @@ struct Fp8Codes {
 };
 std::optional<Fp8Codes> PrepareFp8Codes(const LinearParams& params, const ActivationQuant& act,
                                         const ConstMatrix& x);
-
-// W4A4 NVFP4: rounds X [m, k] in place to E2M1 values with one E4M3 scale per `group` columns of
-// a row, against the layer's input divisor, or without one each row's own (nvfp4_family.h's rule,
-// in fp32), and stores q · s / d.
-void QuantizeNvfp4Activations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
-                              std::optional<float> divisor);
-
-// MX activations: rounds X [m, k] in place to `element` (kMXFP4: E2M1, kMXFP8: E4M3) with one
-// E8M0 scale per `group` columns of a row (mx_family.h's rule, in fp32), and stores q · 2^e.
-void QuantizeMxActivations(std::vector<float>* xs, int64_t m, int64_t k, int64_t group,
-                           QDType element);
 
 // Runs the skeleton. `dequantize_row(n, row)` writes W's row n as fp32 into row[0..k).
 template <typename DequantizeRow>

@@ -11,7 +11,7 @@
 //   weight  q = e2m1(w / (s / g)), nearest even, saturating at ±6 (cast_to_fp4), a negative
 //           value that rounds to zero keeping its sign bit (pack_fp4_to_uint8 reads signbit).
 // W4A4: no calibration measured X's global, so the kernels take each row's own at run time
-// (ActivationQuant::per_token_global, nvfp4_family.h) and no input global is written.
+// (the activation kind nvfp4_per_token_global, nvfp4_family.h) and no input global is written.
 
 #include "quantpath/numeric.h"
 #include "src/specs/nvfp4_family.h"
@@ -53,7 +53,7 @@ std::vector<TensorHeader> Nvfp4Headers(const SpecKey& key, const std::string& pr
 // Weight-only (W4A16), or NVFP4 activations with each row's own global (W4A4).
 bool Accepts(const SpecKey& key, const ActivationQuant& act) {
   return key.group == kNvfp4Group &&
-         (act.mode == ActMode::kNone || (act.dtype == QDType::kNVFP4 && act.per_token_global));
+         (act.mode == ActMode::kNone || act.kind == kNvfp4PerTokenGlobal);
 }
 
 TensorQuant Nvfp4(Dynamic dynamic) {
@@ -66,7 +66,7 @@ TensorQuant Nvfp4(Dynamic dynamic) {
   return t;
 }
 
-// W4A4's input is dynamic as a whole, its global too (materialize: per_token_global).
+// W4A4's input is dynamic as a whole, its global too (the kind nvfp4_per_token_global).
 const OnlineQuantizerRegistrar kRegister(
     {kNvfp4Family, SourceLayout::kCtNvfp4PackQuantized, Accepts, QuantizeNvfp4, Nvfp4Headers},
     {Served(OnlineScheme(Nvfp4(Dynamic::kStatic), std::nullopt)),

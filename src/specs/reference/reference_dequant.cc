@@ -1,30 +1,18 @@
 // The double-precision reference: checkpoint tensors → dequantized weights, and activation
 // quantization, written from the format conventions without going through any spec, so that it
 // can judge the specs and the kernels. One entry per checkpoint source layout registers itself
-// from its own file (dense_reference.cc, fp8_reference.cc, …); this file stacks the legs.
-//
-//   inputs:   the static activation scale is the max of the legs' `input_scale`; int8 inputs
-//             follow the engines' one grid for all legs (int8_reference.cc); an MoE expert's
-//             NVFP4 activations the one input global the engines share over the experts
-//             (DequantizeExpertReference, nvfp4_family.h).
-//   X:        per ActivationQuant: scale = max(absmax, kActAbsMaxFloor) / 448 over the row, the
-//             whole X, or each group of columns of a row, divided in fp32 because scales are fp32
-//             values (or the static scale); X' = RoundToE4M3(X / scale) × scale in double; int8
-//             activations as QuantizeInt8Reference (specs.h), int4 ones as
-//             QuantizeInt4Reference (int4_reference.h), NVFP4 ones as QuantizeNvfp4Reference,
-//             with input_scale the layer's input divisor, MX ones as QuantizeMxReference.
+// from its own file (dense_reference.cc, fp8_reference.cc, …); this file stacks the legs. The
+// static inputs and X's rounding are the activation kind's (src/specs/activations/): the fp8
+// static scale is the max of the legs' `input_scale`, int8 inputs follow the engines' one grid
+// for all legs, NVFP4 ones the one input global the engines share over the experts of an MoE
+// layer (DequantizeExpertReference, nvfp4_family.h).
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <type_traits>
 
 #include "fmt/format.h"
-#include "quantpath/specs.h"
-#include "src/specs/nvfp4_family.h"
-#include "src/specs/reference/int4_reference.h"
-#include "src/specs/reference/int8_reference.h"
-#include "src/specs/reference/mx_reference.h"
-#include "src/specs/reference/nvfp4_reference.h"
+#include "quantpath/activation_kinds.h"
 #include "src/specs/reference/reference_io.h"
 
 namespace quantpath {
@@ -112,22 +100,10 @@ Status ReadPrescale(const Checkpoint& checkpoint, SourceLayout layout, std::stri
   return {};
 }
 
-// The stored NVFP4 input global of the leg `prefix` (one positive value).
-Result<float> ReadNvfp4InputGlobal(const Checkpoint& checkpoint, SourceLayout layout,
-                                   std::string_view layer, const std::string& prefix) {
-  const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
-  if (!suffix) {
-    return InvalidInput(fmt::format("{}: source layout {} stores no input global scale", layer,
-                                    SourceLayoutName(layout)));
-  }
-  TensorInfo info;
-  QP_ASSIGN_OR_RETURN(
-      std::vector<double> s,
-      reference::ReadDoubles(checkpoint, layer, prefix + std::string(*suffix), &info));
-  if (s.size() != 1 || !(s[0] > 0.0)) {
-    return InvalidInput(fmt::format("{}: tensor {} is not one positive value", layer, info.name));
-  }
-  return static_cast<float>(s[0]);
+// The kind that quantizes the scheme's input, which reads its static inputs; nullptr without one
+// (or for an input no kind claims, which no spec runs).
+const ActivationKindRow* InputKind(const QuantScheme& scheme) {
+  return scheme.input ? ActivationKindClaiming(*scheme.input) : nullptr;
 }
 
 }  // namespace
@@ -182,15 +158,6 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
   QP_ASSIGN_OR_RETURN(const ReferenceLegFn dequantize,
                       FindEntry(ReferenceEntries().by_layout, layout, layer));
   ReferenceLayer out;
-  const bool int8_static = scheme.input && scheme.input->dynamic == Dynamic::kStatic &&
-                           scheme.input->dtype == QDType::kINT8;
-  std::vector<std::string> int8_scales;
-  std::vector<std::string> int8_zeros;
-  // NVFP4 activations: the legs' stored input globals, made one divisor as the engines do.
-  // NVFP4 activations against the checkpoint's global ("local"; "dynamic" ones bring their own).
-  const bool nvfp4_input = scheme.input && scheme.input->dtype == QDType::kNVFP4 &&
-                           scheme.input->dynamic == Dynamic::kLocal;
-  std::vector<float> nvfp4_inputs;
   for (const std::string& prefix : leg_prefixes) {
     QP_ASSIGN_OR_RETURN(ReferenceLeg leg, dequantize(checkpoint, scheme, layer, prefix));
     if (out.rows > 0 && leg.cols != out.cols) {
@@ -202,38 +169,6 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
     out.cols = leg.cols;
     out.rows += leg.rows;
     out.weight.insert(out.weight.end(), leg.weight.begin(), leg.weight.end());
-    if (scheme.input && scheme.input->dynamic == Dynamic::kStatic) {
-      const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kInputScale);
-      if (!suffix) {
-        return InvalidInput(fmt::format("{}: source layout {} stores no static input scale", layer,
-                                        SourceLayoutName(layout)));
-      }
-      if (int8_static) {
-        int8_scales.push_back(prefix + std::string(*suffix));
-        const std::optional<std::string_view> zero = SourceSuffix(layout, Slot::kInputOffset);
-        if (!scheme.input->symmetric && !zero) {
-          return InvalidInput(fmt::format("{}: source layout {} stores no input zero point", layer,
-                                          SourceLayoutName(layout)));
-        }
-        int8_zeros.push_back(zero ? prefix + std::string(*zero) : std::string());
-      }
-    }
-    if (scheme.input && scheme.input->dynamic == Dynamic::kStatic && !int8_static) {
-      const std::string_view suffix = *SourceSuffix(layout, Slot::kInputScale);
-      TensorInfo info;
-      QP_ASSIGN_OR_RETURN(
-          std::vector<double> s,
-          reference::ReadDoubles(checkpoint, layer, prefix + std::string(suffix), &info));
-      if (s.size() != 1) {
-        return InvalidInput(fmt::format("{}: tensor {} is not one value", layer, info.name));
-      }
-      out.input_scale = std::max(out.input_scale.value_or(s[0]), s[0]);
-    }
-    if (nvfp4_input) {
-      QP_ASSIGN_OR_RETURN(const float global,
-                          ReadNvfp4InputGlobal(checkpoint, layout, layer, prefix));
-      nvfp4_inputs.push_back(global);
-    }
     if (bias) {
       TensorInfo info;
       QP_ASSIGN_OR_RETURN(std::vector<double> b,
@@ -245,10 +180,8 @@ Result<ReferenceLayer> DequantizeReference(const Checkpoint& checkpoint, const Q
       out.bias.insert(out.bias.end(), b.begin(), b.end());
     }
   }
-  if (nvfp4_input) out.input_scale = Nvfp4InputDivisor(layout, nvfp4_inputs);
-  if (int8_static) {
-    QP_RETURN_IF_ERROR(
-        reference::ReadStaticInt8Inputs(checkpoint, scheme, layer, int8_scales, int8_zeros, &out));
+  if (const ActivationKindRow* kind = InputKind(scheme)) {
+    QP_RETURN_IF_ERROR(kind->ReadReferenceInputs(checkpoint, scheme, layer, leg_prefixes, &out));
   }
   return out;
 }
@@ -261,21 +194,9 @@ Result<ReferenceLayer> DequantizeExpertReference(const Checkpoint& checkpoint,
                                                  const std::optional<StackedExpert>& stacked) {
   QP_ASSIGN_OR_RETURN(ReferenceLayer out,
                       DequantizeReference(checkpoint, scheme, layer, {prefix}, bias, stacked));
-  if (!scheme.input || scheme.input->dtype != QDType::kNVFP4 ||
-      scheme.input->dynamic != Dynamic::kLocal) {
-    return out;
+  if (const ActivationKindRow* kind = InputKind(scheme)) {
+    QP_RETURN_IF_ERROR(kind->ShareExpertInputs(checkpoint, scheme, layer, input_peers, &out));
   }
-  const SourceLayout layout = scheme.weight.load.layout;
-  std::vector<float> stored;
-  for (const std::string& peer : input_peers) {
-    QP_ASSIGN_OR_RETURN(const float global, ReadNvfp4InputGlobal(checkpoint, layout, layer, peer));
-    stored.push_back(global);
-  }
-  if (stored.empty()) {
-    return InvalidInput(fmt::format("{}: no experts to share the NVFP4 input global of", layer));
-  }
-  const float shared = Nvfp4SharedExpertInput(layout, stored);
-  out.input_scale = Nvfp4InputDivisor(layout, std::span<const float>(&shared, 1));
   return out;
 }
 
@@ -327,65 +248,7 @@ std::vector<double> QuantizeActivationsReference(std::span<const double> x, int6
                                                  const ActivationQuant& act,
                                                  std::optional<double> static_scale,
                                                  std::optional<double> static_zero_point) {
-  if (act.SymmetricPerToken(QDType::kINT4)) {
-    return reference::QuantizeInt4Reference(x, m, k);
-  }
-  if (act.dtype == QDType::kINT8 &&
-      (act.mode == ActMode::kDynamicPerToken || act.mode == ActMode::kStaticPerTensor)) {
-    return reference::QuantizeInt8Reference(x, m, k, act, static_scale.value_or(1.0),
-                                            static_zero_point.value_or(0.0));
-  }
-  if (act.dtype == QDType::kNVFP4 && act.mode == ActMode::kDynamicGroup) {
-    return reference::QuantizeNvfp4Reference(
-        x, m, k, act.group_size,
-        act.per_token_global ? std::nullopt : std::optional(static_scale.value_or(1.0)));
-  }
-  if ((act.dtype == QDType::kMXFP4 || act.dtype == QDType::kMXFP8) &&
-      act.mode == ActMode::kDynamicGroup) {
-    return reference::QuantizeMxReference(x, m, k, act.group_size, act.dtype);
-  }
-  std::vector<double> out(x.begin(), x.end());
-  if (act.mode == ActMode::kNone) return out;
-  // Quantizes out[row * k + c] for c in [begin, end) of each row in [row_begin, row_end) with one
-  // scale.
-  auto quantize = [&](int64_t row_begin, int64_t row_end, int64_t begin, int64_t end,
-                      std::optional<double> fixed) {
-    double absmax = 0;
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      for (int64_t c = begin; c < end; ++c) absmax = std::max(absmax, std::fabs(x[r * k + c]));
-    }
-    // Scales are fp32 values, as engines store them: the division is fp32's.
-    const double scale =
-        fixed ? *fixed
-              : std::max(static_cast<float>(absmax), static_cast<float>(kActAbsMaxFloor)) /
-                    static_cast<float>(kFp8E4M3Max);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      for (int64_t c = begin; c < end; ++c) {
-        out[r * k + c] = RoundToE4M3(x[r * k + c] / scale) * scale;
-      }
-    }
-  };
-  switch (act.mode) {
-    case ActMode::kDynamicPerToken:
-      for (int64_t r = 0; r < m; ++r) quantize(r, r + 1, 0, k, std::nullopt);
-      break;
-    case ActMode::kDynamicPerTensor:
-      quantize(0, m, 0, k, std::nullopt);
-      break;
-    case ActMode::kDynamicGroup:
-      for (int64_t r = 0; r < m; ++r) {
-        for (int64_t c = 0; c < k; c += act.group_size) {
-          quantize(r, r + 1, c, std::min(k, c + act.group_size), std::nullopt);
-        }
-      }
-      break;
-    case ActMode::kStaticPerTensor:
-      quantize(0, m, 0, k, static_scale.value_or(1.0));
-      break;
-    case ActMode::kNone:
-      break;
-  }
-  return out;
+  return ActivationKindOf(act).RoundReference(x, m, k, act, static_scale, static_zero_point);
 }
 
 }  // namespace quantpath

@@ -15,6 +15,16 @@ Result<std::vector<double>> ReadDoubles(const Checkpoint& checkpoint, std::strin
   return std::vector<double>(values->begin(), values->end());
 }
 
+Result<std::string> SlotTensorName(SourceLayout layout, Slot slot, std::string_view layer,
+                                   const std::string& prefix, std::string_view what) {
+  const std::optional<std::string_view> suffix = SourceSuffix(layout, slot);
+  if (!suffix) {
+    return InvalidInput(
+        fmt::format("{}: source layout {} stores no {}", layer, SourceLayoutName(layout), what));
+  }
+  return prefix + std::string(*suffix);
+}
+
 Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layout,
                                 std::string_view layer, const std::string& prefix) {
   const std::optional<std::string_view> suffix = SourceSuffix(layout, Slot::kWeight);

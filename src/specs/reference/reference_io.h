@@ -1,5 +1,6 @@
-// Checkpoint reads shared by the reference entries: a tensor as doubles, a leg's 2-D weight, an
-// int8 weight, and ModelSlim's per-row scale and offset.
+// Checkpoint reads shared by the reference entries and the activation kinds: a tensor as doubles,
+// a slot's tensor name, a leg's 2-D weight, an int8 weight, and ModelSlim's per-row scale and
+// offset.
 #pragma once
 
 #include <string>
@@ -14,6 +15,11 @@ namespace quantpath::reference {
 // description to `info`. Errors name the layer.
 Result<std::vector<double>> ReadDoubles(const Checkpoint& checkpoint, std::string_view layer,
                                         const std::string& name, TensorInfo* info);
+
+// The name of the leg `prefix`'s tensor of `slot` in `layout`; an error naming the layer where the
+// layout stores none ("{layer}: source layout {layout} stores no {what}").
+Result<std::string> SlotTensorName(SourceLayout layout, Slot slot, std::string_view layer,
+                                   const std::string& prefix, std::string_view what);
 
 // Reads `<prefix><suffix of kWeight in layout>` as a [rows, cols] matrix of doubles.
 Result<ReferenceLeg> ReadWeight(const Checkpoint& checkpoint, SourceLayout layout,
