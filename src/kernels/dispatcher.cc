@@ -59,7 +59,7 @@ size_t Dispatcher::KeyHash::operator()(const KernelProbe& key) const {
   // stops this compiling until it is hashed too (== is defaulted, so it compares it already).
   const auto& [spec, m, n, k, in, out, device, act, weight] = key;
   const auto& [device_name, sm] = device;
-  const auto& [mode, group_size, act_dtype, symmetric, per_token_global] = act;
+  const auto& [mode, group_size, act_dtype, symmetric, kind] = act;
   size_t h = SpecKeyHash()(spec);
   h = Mix(h, *PackShapeKey(m, n, k));  // in range: keys are BucketProbe's
   h = Mix(h, (static_cast<uint64_t>(in) << 16) | (static_cast<uint64_t>(out) << 8) |
@@ -67,8 +67,8 @@ size_t Dispatcher::KeyHash::operator()(const KernelProbe& key) const {
   h = Mix(h, std::hash<std::string>()(device_name));
   h = Mix(h, static_cast<uint64_t>(sm));
   h = Mix(h, (static_cast<uint64_t>(mode) << 32) ^ static_cast<uint64_t>(group_size));
-  h = Mix(h, (static_cast<uint64_t>(act_dtype) << 2) | (static_cast<uint64_t>(symmetric) << 1) |
-                 static_cast<uint64_t>(per_token_global));
+  h = Mix(h, (static_cast<uint64_t>(act_dtype) << 1) | static_cast<uint64_t>(symmetric));
+  h = Mix(h, kind.id());
   return h;
 }
 

@@ -197,7 +197,7 @@ TEST(DispatcherTest, EveryProbeFieldIsInTheCacheKey) {
   variants[5].out = QDType::kBF16;
   variants[6].device.name = "cpu0";
   variants[7].act.symmetric = false;
-  variants[8].act.per_token_global = true;
+  variants[8].act.kind = ActivationKind{"nvfp4_per_token_global"};
   variants[9].weight = QDType::kFP16;
   ASSERT_TRUE(dispatcher.Select(base).ok());
   for (const KernelProbe& probe : variants) ASSERT_TRUE(dispatcher.Select(probe).ok());
