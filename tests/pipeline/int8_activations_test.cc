@@ -4,7 +4,7 @@
 // GPTQ):
 //   1. every 4-bit layer is decided with int8 dynamic per-token activations, its spec loads, and a
 //      seeded run is within the family's tolerance of the fp64 reference, which quantizes X the
-//      same way; on AVX2 the nibble kernel runs it;
+//      same way; the fast kernel of the best CPU level this machine has runs it;
 //   2. its output differs from the exact weight-only run of the same layer by about what rounding
 //      X to 255 levels per row makes (below 1 % of the largest output, and not zero);
 //   3. act-order layers stay weight-only, with a note; MoE experts take the same activations;
@@ -29,12 +29,18 @@ Result<Model> Open(const std::string& folder, bool int8, std::string_view engine
   return OpenModel(kData + folder, options);
 }
 
-bool HasAvx2() { return DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx2)); }
-
 struct Fixture {
   std::string folder;
-  std::string kernel;  // the AVX2 kernel that runs it
+  std::string avx2_kernel;        // the kernel that runs it from AVX2 on
+  std::string avx512vnni_kernel;  // from AVX-512 VNNI on
 };
+
+// The kernel the dispatcher picks on this CPU, or "" below AVX2 (the reference).
+std::string ExpectedKernel(const Fixture& f) {
+  const CpuLevel best = BestCpuLevel(DetectCpuFeatures());
+  if (best >= CpuLevel::kAvx512Vnni) return f.avx512vnni_kernel;
+  return best >= CpuLevel::kAvx2 ? f.avx2_kernel : "";
+}
 
 void PrintTo(const Fixture& f, std::ostream* os) { *os << f.folder; }
 
@@ -68,8 +74,8 @@ TEST_P(Int8ActivationsTest, LayersRunOnInt8ActivationsNearTheExactProduct) {
     ASSERT_TRUE(exact_run.ok()) << exact_run.status().message();
     EXPECT_TRUE(run->pass()) << "rel " << run->rel << " tol " << run->tol;
     EXPECT_LT(run->rel, 1e-5) << "the kernel and the reference round X alike";
-    if (HasAvx2()) {
-      EXPECT_EQ(run->kernel, GetParam().kernel);
+    if (const std::string kernel = ExpectedKernel(GetParam()); !kernel.empty()) {
+      EXPECT_EQ(run->kernel, kernel);
     }
     double largest = 0, diff = 0;
     for (size_t i = 0; i < run->y.size(); ++i) {
@@ -85,13 +91,16 @@ TEST_P(Int8ActivationsTest, LayersRunOnInt8ActivationsNearTheExactProduct) {
 
 INSTANTIATE_TEST_SUITE_P(
     Producers, Int8ActivationsTest,
-    ::testing::Values(Fixture{"ct_llama_w4a16_g64_sym", "GemmW4A4A8Nibbles_Avx2"},
-                      Fixture{"ct_llama_w4a16_g64_asym", "GemmW4A4A8Nibbles_Avx2"},
-                      Fixture{"ct_llama_w4a16_channel", "GemmW4A4A8Nibbles_Avx2"},
-                      Fixture{"ar_llama_auto_awq_w4g64_asym", "GemmW4A4A8Nibbles_Avx2"},
-                      Fixture{"ar_llama_auto_gptq_w4g64_sym", "GemmW4A4A8Nibbles_Avx2"},
-                      Fixture{"ct_llama_nvfp4a16", "GemmNvfp4A8_Avx2"},
-                      Fixture{"ct_llama_mxfp4a16", "GemmMxfp4A8_Avx2"}),
+    ::testing::Values(
+        Fixture{"ct_llama_w4a16_g64_sym", "GemmW4A4A8Nibbles_Avx2", "GemmW4A4A8Quads_Avx512Vnni"},
+        Fixture{"ct_llama_w4a16_g64_asym", "GemmW4A4A8Nibbles_Avx2", "GemmW4A4A8Quads_Avx512Vnni"},
+        Fixture{"ct_llama_w4a16_channel", "GemmW4A4A8Nibbles_Avx2", "GemmW4A4A8Quads_Avx512Vnni"},
+        Fixture{"ar_llama_auto_awq_w4g64_asym", "GemmW4A4A8Nibbles_Avx2",
+                "GemmW4A4A8Quads_Avx512Vnni"},
+        Fixture{"ar_llama_auto_gptq_w4g64_sym", "GemmW4A4A8Nibbles_Avx2",
+                "GemmW4A4A8Quads_Avx512Vnni"},
+        Fixture{"ct_llama_nvfp4a16", "GemmNvfp4A8_Avx2", "GemmNvfp4A8_Avx2"},
+        Fixture{"ct_llama_mxfp4a16", "GemmMxfp4A8_Avx2", "GemmMxfp4A8_Avx2"}),
     [](const ::testing::TestParamInfo<Fixture>& info) { return info.param.folder; });
 
 TEST(Int8Activations, ActOrderLayersStayWeightOnly) {

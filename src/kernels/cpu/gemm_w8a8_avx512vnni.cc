@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "quantpath/kernels.h"
+#include "src/kernels/cpu/dot_bytes_avx512vnni.h"
 #include "src/kernels/cpu/int8_rows_avx512vnni.h"
 #include "src/kernels/cpu/tile_fetch_avx512vnni.h"
 #include "src/kernels/cpu/transpose16_avx512vnni.h"
@@ -107,13 +108,6 @@ void Block(const Problem& pr, int64_t first, int64_t t0, int64_t t1) {
   }
 }
 
-// acc += Σ of 4 products of unsigned w and signed x bytes per lane, in place: GCC 12 moved each
-// accumulator through another register around _mm512_dpbusd_epi32 (24 moves per 24 products).
-inline __m512i DotBytes(__m512i acc, __m512i w, __m512i x) {
-  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x));
-  return acc;
-}
-
 constexpr int64_t kTiledRows = 64;      // rows of X from which W is tiled
 constexpr int64_t kTileN = 64;          // rows of W per tile: 4 vectors of 16
 constexpr int64_t kTileK = 512;         // columns (bytes) of W per tile: 128 groups of 4, 32 KiB
@@ -167,7 +161,7 @@ template <int MR>
       int32_t four;
       __builtin_memcpy(&four, xm[m] + 4 * g, sizeof four);
       const __m512i xv = _mm512_set1_epi32(four);
-      for (int v = 0; v < kTileVectors; ++v) acc[m][v] = DotBytes(acc[m][v], wv[v], xv);
+      for (int v = 0; v < kTileVectors; ++v) acc[m][v] = avx512vnni::DotBytes(acc[m][v], wv[v], xv);
     }
   }
   for (int m = 0; m < MR; ++m) {
