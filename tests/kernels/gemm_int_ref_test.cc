@@ -1,8 +1,9 @@
 // The integer kernels against an fp64 oracle: legs written in each source layout by the
 // producers' packing loops (tests/specs/int_writers.h), loaded through IntSpec, multiplied by
 // every kernel that serves the key at every CPU level here, and compared with X · Wᵀ (+ bias) in
-// double, W taken from the codes the writer packed, not from the canonical layout. The AVX2 kernels
-// also give a row of a small batch the same bits alone (batch_rows.h).
+// double, W taken from the codes the writer packed, not from the canonical layout; fp32 X holds
+// values bf16 cannot. The AVX2 kernels also give a row of a small batch the same bits alone
+// (batch_rows.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -353,7 +354,10 @@ TEST(GemmIntRefTest, EveryKernelWithinToleranceOnEveryLayout) {
       ASSERT_TRUE((*spec)->Load(checkpoint, prefixes, &*params).ok());
       ASSERT_TRUE((*spec)->ProcessAfterLoading(&*params).ok());
 
-      const std::vector<float> x = testing::RandomBf16Values(&rng, c.m * c.k);
+      std::vector<float> x = testing::RandomBf16Values(&rng, c.m * c.k);
+      if (c.in == f32) {
+        for (float& v : x) v += v * 0x1.1p-12f;  // past bf16's 8 bits: fp32 X that bf16 cannot hold
+      }
       std::vector<double> expected(static_cast<size_t>(c.m * n));
       for (int64_t i = 0; i < c.m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
