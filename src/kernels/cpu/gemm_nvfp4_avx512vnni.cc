@@ -1,29 +1,20 @@
 // GemmNvfp4_Avx512Bf16: nvfp4_block_16_linear (nvfp4_family.h), W4A16 and W4A4, on the AVX-512
 // BF16 GEMM (bf16_dot_avx512vnni.h) with the E2M1 codes as bf16 values (e2m1_quads_avx512vnni.h).
 // A run is a step of 128 columns, 8 blocks of 16: lane i of its sum holds columns 8i … 8i + 7, so
-// it is scaled by block i / 2's E4M3 scale, widened in the lanes as fp8_bf16_avx512vnni.h widens
-// codes (the exponent rebiased, the subnormals from a table: multiplying E4M3 bits placed as an
-// fp32 subnormal by 2^120 instead halved the decode speed), times the global in fp32 as the
-// reference multiplies them. The 128x4 layout stays with the reference (sm100's).
+// it is scaled by block i / 2's E4M3 scale, widened in the lanes (e4m3_scales_avx512vnni.h), times
+// the global in fp32 as the reference multiplies them. The 128x4 layout stays with the reference
+// (sm100's).
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
+#include "src/kernels/cpu/e4m3_scales_avx512vnni.h"
 #include "src/kernels/cpu/source_kernel_avx512vnni.h"
 #include "src/kernels/cpu_problems.h"
 #include "src/specs/nvfp4_family.h"
 
 namespace quantpath {
 namespace {
-
-// m · 2^-9 at index m < 8: the E4M3 values with a zero exponent (the rest unused).
-struct SubnormalScales {
-  alignas(64) float values[16] = {};
-  constexpr SubnormalScales() {
-    for (int m = 0; m < 8; ++m) values[m] = m / 512.0f;
-  }
-};
-constexpr SubnormalScales kSubnormals;
 
 struct Nvfp4Quads : avx512vnni::E2M1QuadSteps {
   const uint8_t* codes;
@@ -40,18 +31,7 @@ struct Nvfp4Quads : avx512vnni::E2M1QuadSteps {
   __m512 BlockScales(int64_t row, int64_t g) const {
     const __m128i bytes = _mm_loadl_epi64(
         reinterpret_cast<const __m128i*>(scales + row * scale_cols + g * kStep / kNvfp4Group));
-    const __m512i code = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(bytes, bytes));
-    const __m512i normal = _mm512_add_epi32(
-        _mm512_and_si512(_mm512_slli_epi32(code, 20), _mm512_set1_epi32(0x07F00000)),
-        _mm512_set1_epi32(120 << 23));
-    const __mmask16 subnormal = _mm512_testn_epi32_mask(code, _mm512_set1_epi32(0x78));
-    const __m512 magnitude = _mm512_mask_permutexvar_ps(_mm512_castsi512_ps(normal), subnormal,
-                                                        code, _mm512_load_ps(kSubnormals.values));
-    // magnitude | (code << 24 & 0x80000000)
-    const __m512i value =
-        _mm512_ternarylogic_epi32(_mm512_castps_si512(magnitude), _mm512_slli_epi32(code, 24),
-                                  _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)), 0xF8);
-    return _mm512_castsi512_ps(value);
+    return avx512vnni::E4M3AsFloat(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(bytes, bytes)));
   }
   void PrefetchScales(int64_t row, int64_t step) const {
     avx512vnni::PrefetchScaleLine(scales + row * scale_cols, step, kStep / kNvfp4Group);

@@ -28,10 +28,10 @@ constexpr int64_t kMaxK = int64_t{1} << 20;
 constexpr int kPassRows = 6;
 constexpr int64_t kPrefetchBytes = 4096;
 
-using avx512vnni::Int4Lanes;
 using avx512vnni::kLaneChunk;
 using avx512vnni::kLaneChunkBytes;
 using avx512vnni::kLaneVectors;
+using avx512vnni::NibbleLanes;
 
 // X's codes padded with zeros to whole 64-byte steps, and the sum of each row's codes per group.
 struct QuadX {
@@ -40,7 +40,7 @@ struct QuadX {
   std::vector<float> scale;
 };
 
-QuadX QuantizeX(const ActivationQuant& act, const ConstMatrix& x, const Int4Lanes& pack) {
+QuadX QuantizeX(const ActivationQuant& act, const ConstMatrix& x, const NibbleLanes& pack) {
   reference::Int8Activations xq = reference::QuantizeW4aActivations(act, x);
   QuadX out;
   out.rows = cpu::PadInt8Rows(xq, x.rows, x.cols);
@@ -55,7 +55,8 @@ QuadX QuantizeX(const ActivationQuant& act, const ConstMatrix& x, const Int4Lane
 }
 
 struct Problem {
-  const Int4Lanes* pack;
+  const NibbleLanes* pack;
+  QDType scale_dtype;
   const QuadX* x;
   const LinearParams* params;
   MutableMatrix y;
@@ -108,7 +109,7 @@ inline __m512i LessZeroTerm(const Problem& pr, __m512i sums, int64_t t, int64_t 
 // P rows of X from t0 against block b: out[p][v] holds the products of 16 rows before the bias.
 template <bool kZero, int P>
 void Pass(const Problem& pr, int64_t b, int64_t t0, __m512 out[][kLaneVectors]) {
-  const Int4Lanes& pack = *pr.pack;
+  const NibbleLanes& pack = *pr.pack;
   const uint8_t* block = pack.Block(b);
   __m512i acc[P][kLaneVectors];
   if (pack.groups == 1) {
@@ -116,7 +117,7 @@ void Pass(const Problem& pr, int64_t b, int64_t t0, __m512 out[][kLaneVectors]) 
     // reference does (no FMA contraction).
     Sums<P>(pr, block, t0, 0, pack.chunks, acc);
     for (int v = 0; v < kLaneVectors; ++v) {
-      const __m512 s = pack.Scales(b, 0, v);
+      const __m512 s = avx512vnni::WidenScales(pack.Scales(b, 0, v), pr.scale_dtype);
       for (int p = 0; p < P; ++p) {
         const __m512i exact = LessZeroTerm<kZero>(pr, acc[p][v], t0 + p, b, 0, v);
         __m512 product = _mm512_mul_ps(_mm512_cvtepi32_ps(exact),
@@ -135,7 +136,7 @@ void Pass(const Problem& pr, int64_t b, int64_t t0, __m512 out[][kLaneVectors]) 
     const int64_t c0 = g * pack.run_chunks;
     Sums<P>(pr, block, t0, c0, std::min(pack.chunks, c0 + pack.run_chunks), acc);
     for (int v = 0; v < kLaneVectors; ++v) {
-      const __m512 s = pack.Scales(b, g, v);
+      const __m512 s = avx512vnni::WidenScales(pack.Scales(b, g, v), pr.scale_dtype);
       for (int p = 0; p < P; ++p) {
         const __m512i exact = LessZeroTerm<kZero>(pr, acc[p][v], t0 + p, b, g, v);
         total[p][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), s, total[p][v]);
@@ -186,9 +187,9 @@ class GemmW4aQuadsAvx512Vnni final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const Int4Lanes& pack = avx512vnni::PackedInt4Lanes(this, params);
+    const NibbleLanes& pack = avx512vnni::PackedInt4Lanes(this, params);
     const QuadX xq = QuantizeX(act, x, pack);
-    const Problem pr{&pack, &xq, &params, y};
+    const Problem pr{&pack, params.tensor(Slot::kWeightScale).dtype(), &xq, &params, y};
     if (params.tensor(Slot::kWeightZero).empty()) {
       avx512vnni::ForEachLaneBlock(
           pack, x.rows, [&](int64_t b, int64_t t0, int64_t t1) { Block<false>(pr, b, t0, t1); });
