@@ -17,6 +17,7 @@
 
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/bf16_dot_avx512vnni.h"
+#include "src/kernels/cpu/bnb4_tables_avx512vnni.h"
 #include "src/kernels/cpu/bnb_codes.h"
 #include "src/kernels/cpu/e2m1_quads_avx512vnni.h"
 #include "src/kernels/cpu/source_kernel_avx512vnni.h"
@@ -26,27 +27,11 @@
 namespace quantpath {
 namespace {
 
-// A 4-bit map as the Loads read it: bf16 bits (rounded to nearest even) at index i < 32 for code
-// i & 15, and fp32 values at index i < 16.
-struct Bnb4Tables {
-  alignas(64) uint16_t bf16[32] = {};
-  alignas(64) float fp32[16] = {};
-  constexpr explicit Bnb4Tables(const std::array<uint32_t, 16>& map) {
-    for (int i = 0; i < 32; ++i) {
-      const uint32_t bits = map[i & 15];
-      bf16[i] = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-    }
-    for (int i = 0; i < 16; ++i) fp32[i] = std::bit_cast<float>(map[i]);
-  }
-};
-constexpr Bnb4Tables kNf4Tables(kNf4Map);
-constexpr Bnb4Tables kFp4Tables(kFp4Map);
-
 // Products of a map value and an absmax at least this large are normal bf16 values.
 constexpr float kSmallestFoldedAbsmax = 0x1p-96f;
 
 struct Bnb4Quads : avx512vnni::NibbleQuadSteps {
-  const Bnb4Tables* tables;
+  const avx512vnni::Bnb4Tables* tables;
   const uint8_t* codes;
   int64_t row_bytes;
   const float* absmax;  // [N, K / block] as the rows hold whole blocks
@@ -120,14 +105,15 @@ struct Bnb4Quads : avx512vnni::NibbleQuadSteps {
       return a == 0.0f || std::abs(a) >= kSmallestFoldedAbsmax;
     });
     const int log2_block = std::countr_zero(static_cast<uint64_t>(params.key.group));
-    Bnb4Quads quads{{},
-                    params.key.family == kNf4Family ? &kNf4Tables : &kFp4Tables,
-                    w.data<uint8_t>(),
-                    w.row_bytes(),
-                    absmax,
-                    params.cols / params.key.group,
-                    log2_block,
-                    folds};
+    Bnb4Quads quads{
+        {},
+        params.key.family == kNf4Family ? &avx512vnni::kNf4Tables : &avx512vnni::kFp4Tables,
+        w.data<uint8_t>(),
+        w.row_bytes(),
+        absmax,
+        params.cols / params.key.group,
+        log2_block,
+        folds};
     if (params.key.group < kStep) {
       quads.lane_block = _mm512_srli_epi32(
           _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120),

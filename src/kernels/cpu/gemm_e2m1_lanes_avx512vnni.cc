@@ -34,12 +34,8 @@ __m512i ScaleBytes(const std::byte* at) {
 // E2M1 codes as bf16 values; no offset.
 struct E2M1Pairs {
   static constexpr bool kOffsets = false;
-  static void Pairs(__m512i words, __m512i out[avx512vnni::kLanePairs]) {
-    const __m512i table = _mm512_load_si512(avx512vnni::kE2M1.bits);
-    out[0] = _mm512_permutexvar_epi16(words, table);
-    out[1] = _mm512_permutexvar_epi16(_mm512_srli_epi16(words, 4), table);
-    out[2] = _mm512_permutexvar_epi16(_mm512_srli_epi16(words, 8), table);
-    out[3] = _mm512_permutexvar_epi16(_mm512_srli_epi16(words, 12), table);
+  void Pairs(const uint8_t* vector, __m512i out[avx512vnni::kLanePairs]) const {
+    avx512vnni::LoadNibbleQuads(vector, avx512vnni::kE2M1.bits, out);
   }
   __m512 Offsets(const NibbleLanes&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
 };

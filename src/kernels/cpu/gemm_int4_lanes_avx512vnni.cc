@@ -33,7 +33,8 @@ struct Int4Lanes {
   QDType scale_dtype;
   float output_scale = 1.0f;
 
-  static void Pairs(__m512i words, __m512i out[avx512vnni::kLanePairs]) {
+  void Pairs(const uint8_t* vector, __m512i out[avx512vnni::kLanePairs]) const {
+    const __m512i words = avx512vnni::LoadOnce(vector);
     out[0] = NibblesAsBf16(words);
     out[1] = NibblesAsBf16(_mm512_srli_epi16(words, 4));
     out[2] = NibblesAsBf16(_mm512_srli_epi16(words, 8));

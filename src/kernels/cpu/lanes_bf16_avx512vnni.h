@@ -10,7 +10,7 @@
 // memory's speed. X in bf16: exact from bf16 values; other fp32 values are split into a high and a
 // low bf16 part, both multiplied into the same sums (as bf16_rows.h does).
 //
-// A Source S gives: `static void Pairs(__m512i words, __m512i out[4])`; `__m512 Scales(const
+// A Source S gives: `void Pairs(const uint8_t* vector, __m512i out[4]) const`; `__m512 Scales(const
 // NibbleLanes&, int64_t b, int64_t g, int v) const`, 16 rows' scales of group g; `kOffsets` with
 // `__m512 Offsets(const NibbleLanes&, b, g, v) const`; `float output_scale`.
 //
@@ -26,6 +26,7 @@
 
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
+#include "src/kernels/cpu/bf16_source_avx512vnni.h"
 #include "src/kernels/cpu/nibble_lanes_avx512vnni.h"
 #include "src/kernels/cpu/x_order.h"
 #include "src/kernels/reference/reference_gemm.h"
@@ -92,12 +93,6 @@ struct LaneProblem {
   MutableMatrix y;
 };
 
-// acc += the products of 32 bf16 pairs, in place (as DotBytes: no register moves around it).
-inline __m512 DotPairs(__m512 acc, __m512i w, __m512i x) {
-  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(w), "v"(x));
-  return acc;
-}
-
 // The sums of P rows of X from t0 over chunks [c0, c1) of the block at `block`, in A accumulators a
 // row of X and vector. kParts is X's (a count known at run time kept the accumulators in memory,
 // as did accumulators handed out of this function).
@@ -117,14 +112,14 @@ inline void LaneSums(const LaneProblem<S>& pr, const uint8_t* block, int64_t t0,
     _mm_prefetch(reinterpret_cast<const char*>(chunk) + kLanePrefetchBytes, _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(chunk) + kLanePrefetchBytes + 64, _MM_HINT_T0);
     __m512i pairs[kLaneVectors][kLanePairs];
-    for (int v = 0; v < kLaneVectors; ++v) S::Pairs(_mm512_load_si512(chunk + v * 64), pairs[v]);
+    for (int v = 0; v < kLaneVectors; ++v) pr.w.Pairs(chunk + v * 64, pairs[v]);
     for (int p = 0; p < P; ++p) {
       for (int part = 0; part < kParts; ++part) {
         const uint16_t* xc = x.bits.data() + (part * m + t0 + p) * x.stride + c * kLaneChunk;
         for (int i = 0; i < kLanePairs; ++i) {
           const __m512i xv = avx512vnni::BroadcastPiece(xc + 2 * i);
           for (int v = 0; v < kLaneVectors; ++v) {
-            acc[p][v][i % A] = DotPairs(acc[p][v][i % A], pairs[v][i], xv);
+            acc[p][v][i % A] = Dot(acc[p][v][i % A], pairs[v][i], xv);
           }
         }
       }
