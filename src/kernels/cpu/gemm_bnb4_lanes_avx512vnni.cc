@@ -20,9 +20,9 @@
 namespace quantpath {
 namespace {
 
-using avx512vnni::NibbleLanes;
+using avx512vnni::LanePack;
 
-struct Bnb4Lanes {
+struct Bnb4Lanes : avx512vnni::NibbleChunks {
   static constexpr bool kOffsets = false;
   const avx512vnni::Bnb4Tables* tables;
   float output_scale = 1.0f;
@@ -30,10 +30,10 @@ struct Bnb4Lanes {
   void Pairs(const uint8_t* vector, __m512i out[avx512vnni::kLanePairs]) const {
     avx512vnni::LoadNibbleQuads(vector, tables->bf16, out);
   }
-  __m512 Scales(const NibbleLanes& pack, int64_t b, int64_t g, int v) const {
+  __m512 Scales(const LanePack& pack, int64_t b, int64_t g, int v) const {
     return _mm512_loadu_ps(pack.Scales(b, g, v));
   }
-  __m512 Offsets(const NibbleLanes&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
+  __m512 Offsets(const LanePack&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
 };
 
 class GemmBnb4LanesAvx512Bf16 final : public LinearKernel {
@@ -54,21 +54,21 @@ class GemmBnb4LanesAvx512Bf16 final : public LinearKernel {
   void Prepare(const LinearParams& params) const override { Packed(params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const Bnb4Lanes w{params.key.family == kNf4Family ? &avx512vnni::kNf4Tables
-                                                      : &avx512vnni::kFp4Tables};
+    const Bnb4Lanes w{
+        {}, params.key.family == kNf4Family ? &avx512vnni::kNf4Tables : &avx512vnni::kFp4Tables};
     avx512vnni::LanesGemm(w, Packed(params), params, act, x, y);
   }
 
  private:
   // The absmax of block j of row n is element (n · K + c) / b = n · K / b + j.
-  const NibbleLanes& Packed(const LinearParams& params) const {
-    return params.packs.Get<NibbleLanes>(this, [&] {
+  const LanePack& Packed(const LinearParams& params) const {
+    return params.packs.Get<LanePack>(this, [&] {
       const ParamTensor& w = params.tensor(Slot::kWeight);
       const ParamTensor& s = params.tensor(Slot::kWeightScale);
       const avx512vnni::NibbleSource source{
           w.data<uint8_t>(), w.row_bytes(), s.raw(), params.cols / params.key.group, 4,
           params.key.group};
-      return std::make_unique<NibbleLanes>(avx512vnni::PackNibbleLanes<false>(
+      return std::make_unique<LanePack>(avx512vnni::PackNibbleLanes<false>(
           source, params.rows, params.cols, [](int64_t, int64_t) { return 0; }));
     });
   }

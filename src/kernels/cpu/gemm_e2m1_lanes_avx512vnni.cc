@@ -24,7 +24,7 @@
 namespace quantpath {
 namespace {
 
-using avx512vnni::NibbleLanes;
+using avx512vnni::LanePack;
 
 // 16 bytes of one-byte scales at `at`, one to each lane.
 __m512i ScaleBytes(const std::byte* at) {
@@ -32,17 +32,17 @@ __m512i ScaleBytes(const std::byte* at) {
 }
 
 // E2M1 codes as bf16 values; no offset.
-struct E2M1Pairs {
+struct E2M1Pairs : avx512vnni::NibbleChunks {
   static constexpr bool kOffsets = false;
   void Pairs(const uint8_t* vector, __m512i out[avx512vnni::kLanePairs]) const {
     avx512vnni::LoadNibbleQuads(vector, avx512vnni::kE2M1.bits, out);
   }
-  __m512 Offsets(const NibbleLanes&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
+  __m512 Offsets(const LanePack&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
 };
 
 struct Mxfp4Lanes : E2M1Pairs {
   float output_scale = 1.0f;
-  __m512 Scales(const NibbleLanes& pack, int64_t b, int64_t g, int v) const {
+  __m512 Scales(const LanePack& pack, int64_t b, int64_t g, int v) const {
     const __m512i e = ScaleBytes(pack.Scales(b, g, v));
     return _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_slli_epi32(e, 23),
                                                      _mm512_testn_epi32_mask(e, e),
@@ -52,20 +52,20 @@ struct Mxfp4Lanes : E2M1Pairs {
 
 struct Nvfp4Lanes : E2M1Pairs {
   float output_scale;  // the global scale
-  __m512 Scales(const NibbleLanes& pack, int64_t b, int64_t g, int v) const {
+  __m512 Scales(const LanePack& pack, int64_t b, int64_t g, int v) const {
     return avx512vnni::E4M3AsFloat(ScaleBytes(pack.Scales(b, g, v)));
   }
 };
 
 // The prepack of an E2M1 layer whose one-byte scales cover `group` columns.
-const NibbleLanes& PackedE2M1Lanes(const LinearKernel* kernel, const LinearParams& params,
-                                   int64_t group) {
-  return params.packs.Get<NibbleLanes>(kernel, [&] {
+const LanePack& PackedE2M1Lanes(const LinearKernel* kernel, const LinearParams& params,
+                                int64_t group) {
+  return params.packs.Get<LanePack>(kernel, [&] {
     const ParamTensor& w = params.tensor(Slot::kWeight);
     const ParamTensor& s = params.tensor(Slot::kWeightScale);
     const avx512vnni::NibbleSource source{
         w.data<uint8_t>(), w.row_bytes(), s.raw(), s.cols(), 1, group};
-    return std::make_unique<NibbleLanes>(avx512vnni::PackNibbleLanes<false>(
+    return std::make_unique<LanePack>(avx512vnni::PackNibbleLanes<false>(
         source, params.rows, params.cols, [](int64_t, int64_t) { return 0; }));
   });
 }

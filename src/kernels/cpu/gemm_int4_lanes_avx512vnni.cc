@@ -11,13 +11,14 @@
 #include "quantpath/kernels.h"
 #include "src/kernels/cpu/int4_lanes_avx512vnni.h"
 #include "src/kernels/cpu/lanes_bf16_avx512vnni.h"
+#include "src/kernels/cpu/nibble_lanes_avx512vnni.h"
 #include "src/kernels/reference/reference_gemm.h"
 #include "src/specs/int_family.h"
 
 namespace quantpath {
 namespace {
 
-using avx512vnni::NibbleLanes;
+using avx512vnni::LanePack;
 
 constexpr float kMagic = 128.0f;  // the bf16 value 0x4300: 4-bit codes fill its low mantissa bits
 
@@ -28,7 +29,7 @@ inline __m512i NibblesAsBf16(__m512i words) {
 }
 
 template <bool kZero>
-struct Int4Lanes {
+struct Int4Lanes : avx512vnni::NibbleChunks {
   static constexpr bool kOffsets = true;
   QDType scale_dtype;
   float output_scale = 1.0f;
@@ -40,10 +41,10 @@ struct Int4Lanes {
     out[2] = NibblesAsBf16(_mm512_srli_epi16(words, 8));
     out[3] = NibblesAsBf16(_mm512_srli_epi16(words, 12));
   }
-  __m512 Scales(const NibbleLanes& pack, int64_t b, int64_t g, int v) const {
+  __m512 Scales(const LanePack& pack, int64_t b, int64_t g, int v) const {
     return avx512vnni::WidenScales(pack.Scales(b, g, v), scale_dtype);
   }
-  __m512 Offsets(const NibbleLanes& pack, int64_t b, int64_t g, int v) const {
+  __m512 Offsets(const LanePack& pack, int64_t b, int64_t g, int v) const {
     if constexpr (kZero) {
       return _mm512_add_ps(_mm512_cvtepi32_ps(pack.Zeros(b, g, v)), _mm512_set1_ps(kMagic));
     }
@@ -73,12 +74,12 @@ class GemmIntLanesAvx512Bf16 final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const NibbleLanes& pack = avx512vnni::PackedInt4Lanes(this, params);
+    const LanePack& pack = avx512vnni::PackedInt4Lanes(this, params);
     const QDType scale_dtype = params.tensor(Slot::kWeightScale).dtype();
     if (params.tensor(Slot::kWeightZero).empty()) {
-      return avx512vnni::LanesGemm(Int4Lanes<false>{scale_dtype}, pack, params, act, x, y);
+      return avx512vnni::LanesGemm(Int4Lanes<false>{{}, scale_dtype}, pack, params, act, x, y);
     }
-    avx512vnni::LanesGemm(Int4Lanes<true>{scale_dtype}, pack, params, act, x, y);
+    avx512vnni::LanesGemm(Int4Lanes<true>{{}, scale_dtype}, pack, params, act, x, y);
   }
 };
 

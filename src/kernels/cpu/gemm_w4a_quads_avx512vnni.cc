@@ -29,9 +29,9 @@ constexpr int kPassRows = 6;
 constexpr int64_t kPrefetchBytes = 4096;
 
 using avx512vnni::kLaneChunk;
-using avx512vnni::kLaneChunkBytes;
 using avx512vnni::kLaneVectors;
-using avx512vnni::NibbleLanes;
+using avx512vnni::kNibbleChunkBytes;
+using avx512vnni::LanePack;
 
 // X's codes padded with zeros to whole 64-byte steps, and the sum of each row's codes per group.
 struct QuadX {
@@ -40,7 +40,7 @@ struct QuadX {
   std::vector<float> scale;
 };
 
-QuadX QuantizeX(const ActivationQuant& act, const ConstMatrix& x, const NibbleLanes& pack) {
+QuadX QuantizeX(const ActivationQuant& act, const ConstMatrix& x, const LanePack& pack) {
   reference::Int8Activations xq = reference::QuantizeW4aActivations(act, x);
   QuadX out;
   out.rows = cpu::PadInt8Rows(xq, x.rows, x.cols);
@@ -55,7 +55,7 @@ QuadX QuantizeX(const ActivationQuant& act, const ConstMatrix& x, const NibbleLa
 }
 
 struct Problem {
-  const NibbleLanes* pack;
+  const LanePack* pack;
   QDType scale_dtype;
   const QuadX* x;
   const LinearParams* params;
@@ -74,7 +74,7 @@ inline void Sums(const Problem& pr, const uint8_t* block, int64_t t0, int64_t c0
     for (int v = 0; v < kLaneVectors; ++v) acc[p][v] = _mm512_setzero_si512();
   }
   for (int64_t c = c0; c < c1; ++c) {
-    const uint8_t* chunk = block + c * kLaneChunkBytes;
+    const uint8_t* chunk = block + c * kNibbleChunkBytes;
     _mm_prefetch(reinterpret_cast<const char*>(chunk) + kPrefetchBytes, _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(chunk) + kPrefetchBytes + 64, _MM_HINT_T0);
     __m512i low[kLaneVectors], high[kLaneVectors];
@@ -109,7 +109,7 @@ inline __m512i LessZeroTerm(const Problem& pr, __m512i sums, int64_t t, int64_t 
 // P rows of X from t0 against block b: out[p][v] holds the products of 16 rows before the bias.
 template <bool kZero, int P>
 void Pass(const Problem& pr, int64_t b, int64_t t0, __m512 out[][kLaneVectors]) {
-  const NibbleLanes& pack = *pr.pack;
+  const LanePack& pack = *pr.pack;
   const uint8_t* block = pack.Block(b);
   __m512i acc[P][kLaneVectors];
   if (pack.groups == 1) {
@@ -187,7 +187,7 @@ class GemmW4aQuadsAvx512Vnni final : public LinearKernel {
   }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
-    const NibbleLanes& pack = avx512vnni::PackedInt4Lanes(this, params);
+    const LanePack& pack = avx512vnni::PackedInt4Lanes(this, params);
     const QuadX xq = QuantizeX(act, x, pack);
     const Problem pr{&pack, params.tensor(Slot::kWeightScale).dtype(), &xq, &params, y};
     if (params.tensor(Slot::kWeightZero).empty()) {

@@ -16,7 +16,7 @@
 namespace quantpath::avx512vnni {
 
 template <bool kZero>
-NibbleLanes PackInt4Lanes(const LinearParams& params) {
+LanePack PackInt4Lanes(const LinearParams& params) {
   const auto w = cpu::IntCodes<CpuLevel::kAvx512Vnni, 4, kZero>::Of(params);
   const NibbleSource source{
       w.codes, w.row_bytes, w.scales, w.scale_stride, w.scale_dtype == QDType::kFP32 ? 4 : 2,
@@ -26,11 +26,11 @@ NibbleLanes PackInt4Lanes(const LinearParams& params) {
 }
 
 // The prepack of `params` (with zero points or without), kept with them for `kernel`.
-inline const NibbleLanes& PackedInt4Lanes(const LinearKernel* kernel, const LinearParams& params) {
-  return params.packs.Get<NibbleLanes>(kernel, [&] {
-    return std::make_unique<NibbleLanes>(params.tensor(Slot::kWeightZero).empty()
-                                             ? PackInt4Lanes<false>(params)
-                                             : PackInt4Lanes<true>(params));
+inline const LanePack& PackedInt4Lanes(const LinearKernel* kernel, const LinearParams& params) {
+  return params.packs.Get<LanePack>(kernel, [&] {
+    return std::make_unique<LanePack>(params.tensor(Slot::kWeightZero).empty()
+                                          ? PackInt4Lanes<false>(params)
+                                          : PackInt4Lanes<true>(params));
   });
 }
 

@@ -1,18 +1,19 @@
-// The GEMM of decode batches (M ≤ 16) on vdpbf16ps from the rows-in-lanes prepack of 4-bit codes
-// (nibble_lanes_avx512vnni.h). The Source turns a chunk's vector into 16 rows' bf16 pairs of two
-// columns, four vectors a chunk: columns (c, c + 2), (c + 4, c + 6), (c + 1, c + 3) and (c + 5,
-// c + 7) (the 16-bit lanes of the vector shifted by 0, 4, 8 and 12), each multiplied with the
-// matching pair of X broadcast, X reordered so per chunk. Per group, y += s · Σ x · v(q) − s · o ·
-// Σ x, where the Source's codes stand for values offset by o (integer codes as the bf16 values 128
-// + q: o = 128 + z); an output scale (NVFP4's global) multiplies the total. A group costs two
-// vector products per 16 rows however long, where the kernels that sum rows across lanes paid a
-// reduction and scalar scale reads per row and group, which bound their decode rows at half the
-// memory's speed. X in bf16: exact from bf16 values; other fp32 values are split into a high and a
-// low bf16 part, both multiplied into the same sums (as bf16_rows.h does).
+// The GEMM of decode batches (M ≤ 16) on vdpbf16ps from the rows-in-lanes prepack
+// (lane_pack_avx512vnni.h). The Source turns each vector of a chunk into 16 rows' bf16 pairs of
+// two columns, four pair vectors a chunk's 8 columns, each multiplied with the matching pair of X
+// broadcast, X reordered per chunk as the Source's pairs take the columns. Per group, y += s · Σ x
+// · v(q) − s · o · Σ x, where the Source's codes stand for values offset by o (integer codes as the
+// bf16 values 128 + q: o = 128 + z); an output scale (NVFP4's global) multiplies the total. A
+// group costs two vector products per 16 rows however long, where the kernels that sum rows across
+// lanes paid a reduction and scalar scale reads per row and group, which bound their decode rows at
+// half the memory's speed. X in bf16: exact from bf16 values; other fp32 values are split into a
+// high and a low bf16 part, both multiplied into the same sums (as bf16_rows.h does).
 //
-// A Source S gives: `void Pairs(const uint8_t* vector, __m512i out[4]) const`; `__m512 Scales(const
-// NibbleLanes&, int64_t b, int64_t g, int v) const`, 16 rows' scales of group g; `kOffsets` with
-// `__m512 Offsets(const NibbleLanes&, b, g, v) const`; `float output_scale`.
+// A Source S gives: `kVectorBytes`, a chunk's bytes for each vector of 16 rows;
+// `kChunkPosition[i]`, where column c + i sits in X's reordered chunk; `void Pairs(const uint8_t*
+// vector, __m512i out[4]) const`; `__m512 Scales(const LanePack&, int64_t b, int64_t g, int v)
+// const`, 16 rows' scales of group g; `kOffsets` with `__m512 Offsets(const LanePack&, b, g, v)
+// const`; `float output_scale`.
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once
@@ -27,7 +28,7 @@
 #include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/kernels/cpu/bf16_source_avx512vnni.h"
-#include "src/kernels/cpu/nibble_lanes_avx512vnni.h"
+#include "src/kernels/cpu/lane_pack_avx512vnni.h"
 #include "src/kernels/cpu/x_order.h"
 #include "src/kernels/reference/reference_gemm.h"
 
@@ -38,9 +39,6 @@ inline constexpr int kLanePassRows = 4;
 inline constexpr int64_t kLanePrefetchBytes = 4096;
 inline constexpr int kLanePairs = 4;  // bf16 pair vectors a chunk vector gives
 
-// Where column c + i of a chunk sits in X's reordered chunk: the pairs' order above.
-inline constexpr int kChunkPosition[kLaneChunk] = {0, 4, 1, 5, 2, 6, 3, 7};
-
 // X as bf16 rows in the chunks' order, one part (bf16 input, or fp32 values that are all bf16
 // values) or two (high parts, then low parts), and Σ x per row and group.
 struct LaneX {
@@ -50,8 +48,9 @@ struct LaneX {
   std::vector<float> group_sums;  // [m, groups]
 };
 
-inline LaneX OrderLaneX(const LinearParams& params, const ActivationQuant& act,
-                        const ConstMatrix& x, const NibbleLanes& pack) {
+template <typename S>
+LaneX OrderLaneX(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
+                 const LanePack& pack) {
   const std::vector<float> xs = reference::PrepareActivations(params, act, x);
   const int64_t m = x.rows, k = x.cols;
   LaneX out;
@@ -66,7 +65,7 @@ inline LaneX OrderLaneX(const LinearParams& params, const ActivationQuant& act,
   for (int64_t t = 0; t < m; ++t) {
     for (int64_t c = 0; c < k; ++c) {
       const int64_t at =
-          t * out.stride + c / kLaneChunk * kLaneChunk + kChunkPosition[c % kLaneChunk];
+          t * out.stride + c / kLaneChunk * kLaneChunk + S::kChunkPosition[c % kLaneChunk];
       const float v = xs[t * k + c];
       const uint16_t high = FloatToBf16(v);
       out.bits[at] = high;
@@ -87,7 +86,7 @@ inline LaneX OrderLaneX(const LinearParams& params, const ActivationQuant& act,
 template <typename S>
 struct LaneProblem {
   S w;
-  const NibbleLanes* pack;
+  const LanePack* pack;
   const LaneX* x;
   const LinearParams* params;
   MutableMatrix y;
@@ -108,11 +107,12 @@ inline void LaneSums(const LaneProblem<S>& pr, const uint8_t* block, int64_t t0,
     }
   }
   for (int64_t c = c0; c < c1; ++c) {
-    const uint8_t* chunk = block + c * kLaneChunkBytes;
-    _mm_prefetch(reinterpret_cast<const char*>(chunk) + kLanePrefetchBytes, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(chunk) + kLanePrefetchBytes + 64, _MM_HINT_T0);
+    const uint8_t* chunk = block + c * S::kVectorBytes * kLaneVectors;
+    for (int64_t line = 0; line < S::kVectorBytes * kLaneVectors; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(chunk) + kLanePrefetchBytes + line, _MM_HINT_T0);
+    }
     __m512i pairs[kLaneVectors][kLanePairs];
-    for (int v = 0; v < kLaneVectors; ++v) pr.w.Pairs(chunk + v * 64, pairs[v]);
+    for (int v = 0; v < kLaneVectors; ++v) pr.w.Pairs(chunk + v * S::kVectorBytes, pairs[v]);
     for (int p = 0; p < P; ++p) {
       for (int part = 0; part < kParts; ++part) {
         const uint16_t* xc = x.bits.data() + (part * m + t0 + p) * x.stride + c * kLaneChunk;
@@ -139,7 +139,7 @@ void LanePass(const LaneProblem<S>& pr, int64_t b, int64_t t0, __m512 out[][kLan
   // Two accumulators a row of X and vector whatever P: a row's products are added in the same
   // order alone as in a batch (the same bits), with enough of them in flight at P = 1.
   constexpr int A = 2;
-  const NibbleLanes& pack = *pr.pack;
+  const LanePack& pack = *pr.pack;
   const LaneX& x = *pr.x;
   const uint8_t* block = pack.Block(b);
   __m512 total[P][kLaneVectors];
@@ -190,9 +190,9 @@ void LaneBlock(const LaneProblem<S>& pr, int64_t b, int64_t t0, int64_t t1) {
 
 // Y = X · Wᵀ (+ bias) for the Source `w` over `pack`.
 template <typename S>
-void LanesGemm(const S& w, const NibbleLanes& pack, const LinearParams& params,
+void LanesGemm(const S& w, const LanePack& pack, const LinearParams& params,
                const ActivationQuant& act, const ConstMatrix& x, const MutableMatrix& y) {
-  const LaneX xb = OrderLaneX(params, act, x, pack);
+  const LaneX xb = OrderLaneX<S>(params, act, x, pack);
   const LaneProblem<S> pr{w, &pack, &xb, &params, y};
   ForEachLaneBlock(pack, x.rows, [&](int64_t b, int64_t t0, int64_t t1) {
     if (xb.parts == 1) return LaneBlock<S, 1>(pr, b, t0, t1);
