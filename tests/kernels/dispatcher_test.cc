@@ -64,7 +64,7 @@ TEST(RegistryTest, SupportQueries) {
   std::vector<std::string> block = registry.KernelsFor(*ParseSpecId("fp8_block_128_128"), cpu);
   std::sort(block.begin(), block.end());
   EXPECT_EQ(block, (std::vector<std::string>{"GemmFp8Block_Avx2", "GemmFp8Block_Avx512Bf16",
-                                             "GemmFp8Block_Ref"}));
+                                             "GemmFp8Block_Ref", "GemmFp8Lanes_Avx512Bf16"}));
 }
 
 TEST(DispatcherTest, CachesPerBucket) {
