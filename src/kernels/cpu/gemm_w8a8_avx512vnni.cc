@@ -304,12 +304,7 @@ class GemmW8a8Avx512Vnni final : public LinearKernel {
              const MutableMatrix& y) const override {
     reference::Int8Activations xq;
     cpu::PaddedInt8Rows padded;
-    if (act.SymmetricPerToken(QDType::kINT8)) {
-      avx512vnni::QuantizeInt8PerToken(x, &xq, &padded);
-    } else {
-      xq = reference::QuantizeInt8Activations(params, act, x);
-      padded = cpu::PadInt8Rows(xq, x.rows, x.cols);
-    }
+    avx512vnni::QuantizeW8a8X(params, act, x, &xq, &padded);
     const Problem problem{&Packed(params), &padded, &xq, &params, y};
     if (x.rows >= kTiledRows) return TiledGemm(problem, x.rows);
     const int64_t blocks = params.rows / kBlockRows;

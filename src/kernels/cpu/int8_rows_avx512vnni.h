@@ -71,4 +71,14 @@ inline void QuantizeInt8PerToken(const ConstMatrix& x, reference::Int8Activation
   }
 }
 
+// X as the W8A8 kernels multiply it: per token and symmetric above, else as the reference
+// quantizes it, padded.
+inline void QuantizeW8a8X(const LinearParams& params, const ActivationQuant& act,
+                          const ConstMatrix& x, reference::Int8Activations* xq,
+                          cpu::PaddedInt8Rows* padded) {
+  if (act.SymmetricPerToken(QDType::kINT8)) return QuantizeInt8PerToken(x, xq, padded);
+  *xq = reference::QuantizeInt8Activations(params, act, x);
+  *padded = cpu::PadInt8Rows(*xq, x.rows, x.cols);
+}
+
 }  // namespace quantpath::avx512vnni

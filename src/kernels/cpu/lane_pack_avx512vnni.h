@@ -19,8 +19,9 @@
 
 namespace quantpath::avx512vnni {
 
-inline constexpr int64_t kLaneChunk = 8;  // columns of a chunk: a quad in each nibble
-inline constexpr int kLaneVectors = 2;    // vectors of 16 rows in a block
+inline constexpr int64_t kLanesMaxM = 16;  // decode batches: prefill runs tiled GEMMs
+inline constexpr int64_t kLaneChunk = 8;   // columns of a chunk: a quad in each nibble
+inline constexpr int kLaneVectors = 2;     // vectors of 16 rows in a block
 inline constexpr int64_t kLaneBlockRows = 16 * kLaneVectors;
 
 // W's prepack: blocks of kLaneBlockRows rows (rows past N zero), per chunk a vector's bytes for

@@ -34,7 +34,6 @@
 
 namespace quantpath::avx512vnni {
 
-inline constexpr int64_t kLanesMaxM = 16;  // decode batches
 inline constexpr int kLanePassRows = 4;
 inline constexpr int64_t kLanePrefetchBytes = 4096;
 inline constexpr int kLanePairs = 4;  // bf16 pair vectors a chunk vector gives
