@@ -21,6 +21,7 @@ assert not missing or "avx512f" not in flags, missing
 assert set(missing) <= {"onednn-bf16", "onednn-int8"}, missing
 keys = ["spec", "m", "n", "k", "experts", "top_k", "threads", "cold", "kernel", "seconds",
         "weight_gbps", "bandwidth_gbps", "pct_bandwidth", "gflops", "peak_gflops", "pct_peak",
+        "best_peak_gflops", "roofline_gflops", "pct_roofline",
         "peer", "peer_gflops", "ratio_to_peer"]
 rows = doc["rows"]
 peers = [(r["spec"], r["m"], r["peer"]) for r in rows]

@@ -82,6 +82,12 @@ struct BenchRow {
   double gflops = 0;                    // 2·M·N·K per second
   std::optional<double> peak_gflops;    // of the kernel's DotUnit
   std::optional<double> pct_peak;       // prefill (M ≥ 64): gflops / peak_gflops
+  // The best unit's peak among the kernels that could run the row's problem on this CPU, the
+  // roofline min(bandwidth_gbps · flops per weight byte, best_peak_gflops), and gflops' share of
+  // it.
+  std::optional<double> best_peak_gflops;
+  double roofline_gflops = 0;
+  double pct_roofline = 0;
   std::optional<std::string> peer;
   std::optional<double> peer_gflops, ratio_to_peer;
 };

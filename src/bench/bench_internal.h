@@ -28,8 +28,13 @@ void FillSynthetic(LinearParams* params, uint64_t seed);
 // The row's rates from its seconds, m, threads and cold: weight_gbps (`weight_bytes` a call),
 // bandwidth_gbps (for a cold decode row the higher of the machine's figure and one measured again
 // now) and pct_bandwidth (M <= 16), gflops (`flops` a call), peak_gflops (`peak`) and pct_peak
-// (M >= 64).
+// (M >= 64), best_peak_gflops (`best_peak`), roofline_gflops and pct_roofline.
 void SetRates(BenchRow* row, double weight_bytes, double flops, std::optional<double> peak,
-              const MachineLimits& limits);
+              std::optional<double> best_peak, const MachineLimits& limits);
+
+// The highest peak on `threads` threads among the units of the kernels that dispatch could pick
+// for `probe` on this CPU (whatever their priority), or none where no unit's peak is measured.
+std::optional<double> BestPeakGflops(const KernelProbe& probe, int threads,
+                                     const MachineLimits& limits);
 
 }  // namespace quantpath::bench_internal

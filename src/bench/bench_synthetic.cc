@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "quantpath/cpu_features.h"
+#include "quantpath/kernels.h"
 #include "quantpath/numeric.h"
 #include "src/bench/bench_internal.h"
 
@@ -99,7 +101,7 @@ void FillSynthetic(LinearParams* params, uint64_t seed) {
 }
 
 void SetRates(BenchRow* row, double weight_bytes, double flops, std::optional<double> peak,
-              const MachineLimits& limits) {
+              std::optional<double> best_peak, const MachineLimits& limits) {
   row->weight_gbps = weight_bytes / row->seconds / 1e9;
   // The read bandwidth at this moment as well as at the start (a shared host's moves by half
   // between minutes), the higher of the two, so that a decode row is paired with what the
@@ -113,6 +115,23 @@ void SetRates(BenchRow* row, double weight_bytes, double flops, std::optional<do
   row->gflops = flops / row->seconds / 1e9;
   row->peak_gflops = peak;
   if (row->m >= 64 && peak) row->pct_peak = 100 * row->gflops / *peak;
+  row->best_peak_gflops = best_peak;
+  row->roofline_gflops = row->bandwidth_gbps * flops / weight_bytes;
+  if (best_peak) row->roofline_gflops = std::min(row->roofline_gflops, *best_peak);
+  row->pct_roofline = 100 * row->gflops / row->roofline_gflops;
+}
+
+std::optional<double> BestPeakGflops(const KernelProbe& probe, int threads,
+                                     const MachineLimits& limits) {
+  Result<CpuFeatures> allowed = ResolveCpuFeatures();
+  std::optional<double> best;
+  for (const LinearKernel* kernel : KernelRegistry::Global().kernels()) {
+    if (!allowed.ok() || !allowed->Covers(kernel->features())) continue;
+    if (!kernel->Serves(probe.spec, probe.device) || !kernel->CanHandle(probe)) continue;
+    const std::optional<double> peak = limits.PeakGflops(kernel->unit(), threads);
+    if (peak && (!best || *peak > *best)) best = peak;
+  }
+  return best;
 }
 
 }  // namespace quantpath::bench_internal

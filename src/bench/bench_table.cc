@@ -79,9 +79,11 @@ std::vector<int64_t> MOr(const std::vector<int64_t>& given, std::span<const int6
 // One row of the text table.
 std::string RowText(const BenchRow& r) {
   return fmt::format(
-      "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10.3e} {:>7.2f} {:>6} {:>8.1f} {:>6}{}{}\n",
+      "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10.3e} {:>7.2f} {:>6} {:>8.1f} {:>6} {:>6.1f}"
+      "{}{}\n",
       r.spec, r.m, r.n, r.k, r.threads, r.cold ? "cold" : "warm", r.kernel, r.seconds,
       r.weight_gbps, Optional(r.pct_bandwidth, "{:.1f}"), r.gflops, Optional(r.pct_peak, "{:.1f}"),
+      r.pct_roofline,
       r.experts ? fmt::format("  MoE: {} experts, top-{}", *r.experts, *r.top_k) : "",
       r.peer
           ? fmt::format("  {} {:.1f} GFLOP/s, ×{:.2f}", *r.peer, *r.peer_gflops, *r.ratio_to_peer)
@@ -133,8 +135,9 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
         Optional(limits.int16_dot_gops_all, "{:.0f}"), Optional(limits.int4_dot_gops_one, "{:.0f}"),
         Optional(limits.int4_dot_gops_all, "{:.0f}"));
     out << fmt::format(
-        "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10} {:>7} {:>6} {:>8} {:>6}\n", "spec", "m",
-        "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s", "%peak");
+        "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10} {:>7} {:>6} {:>8} {:>6} {:>6}\n",
+        "spec", "m", "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s",
+        "%peak", "%roof");
   }
   std::vector<Json> rows;
   const auto emit = [&](const BenchRow& row) {

@@ -126,7 +126,8 @@ Result<BenchRow> BenchLinear(BenchWeights& weights, int64_t m, int threads,
   row.seconds = best;
   bench_internal::SetRates(&row, static_cast<double>(weights.weight_bytes()),
                            2.0 * static_cast<double>(m * n) * static_cast<double>(k),
-                           limits.PeakGflops(kernel->unit(), threads), limits);
+                           limits.PeakGflops(kernel->unit(), threads),
+                           bench_internal::BestPeakGflops(probe, threads, limits), limits);
   return row;
 }
 
@@ -155,6 +156,9 @@ Json BenchRowJson(const BenchRow& row) {
                        {"gflops", Json::Double(row.gflops)},
                        {"peak_gflops", number(row.peak_gflops)},
                        {"pct_peak", number(row.pct_peak)},
+                       {"best_peak_gflops", number(row.best_peak_gflops)},
+                       {"roofline_gflops", Json::Double(row.roofline_gflops)},
+                       {"pct_roofline", Json::Double(row.pct_roofline)},
                        {"peer", row.peer ? Json::String(*row.peer) : Json::Null()},
                        {"peer_gflops", number(row.peer_gflops)},
                        {"ratio_to_peer", number(row.ratio_to_peer)}});

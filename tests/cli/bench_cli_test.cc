@@ -3,6 +3,8 @@
 // each applies, the text table, and a bad spec.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cli_test_util.h"
 #include "fmt/format.h"
 
@@ -42,10 +44,28 @@ TEST(BenchCli, JsonRowsHaveTheDocumentedKeys) {
   const std::vector<Json>& rows = j.Find("rows")->items();
   ASSERT_EQ(rows.size(), 2u);
   for (const Json& row : rows) {
-    EXPECT_EQ(Keys(row), (std::vector<std::string>{
-                             "spec", "m", "n", "k", "experts", "top_k", "threads", "cold", "kernel",
-                             "seconds", "weight_gbps", "bandwidth_gbps", "pct_bandwidth", "gflops",
-                             "peak_gflops", "pct_peak", "peer", "peer_gflops", "ratio_to_peer"}));
+    EXPECT_EQ(Keys(row), (std::vector<std::string>{"spec",
+                                                   "m",
+                                                   "n",
+                                                   "k",
+                                                   "experts",
+                                                   "top_k",
+                                                   "threads",
+                                                   "cold",
+                                                   "kernel",
+                                                   "seconds",
+                                                   "weight_gbps",
+                                                   "bandwidth_gbps",
+                                                   "pct_bandwidth",
+                                                   "gflops",
+                                                   "peak_gflops",
+                                                   "pct_peak",
+                                                   "best_peak_gflops",
+                                                   "roofline_gflops",
+                                                   "pct_roofline",
+                                                   "peer",
+                                                   "peer_gflops",
+                                                   "ratio_to_peer"}));
     EXPECT_EQ(row.Find("spec")->string_value(), "bf16");
     EXPECT_EQ(row.Find("n")->int_value(), 40);
     EXPECT_EQ(row.Find("k")->int_value(), 72);
@@ -57,6 +77,18 @@ TEST(BenchCli, JsonRowsHaveTheDocumentedKeys) {
                 5760, 1);
     EXPECT_TRUE(row.Find("experts")->is_null());
     EXPECT_TRUE(row.Find("peer")->is_null());
+    // The roofline: the bandwidth times the work per weight byte, or the best unit's peak.
+    const double per_byte =
+        row.Find("gflops")->number_value() / row.Find("weight_gbps")->number_value();
+    double roofline = row.Find("bandwidth_gbps")->number_value() * per_byte;
+    if (!row.Find("best_peak_gflops")->is_null()) {
+      EXPECT_GE(row.Find("best_peak_gflops")->number_value(),
+                row.Find("peak_gflops")->number_value());
+      roofline = std::min(roofline, row.Find("best_peak_gflops")->number_value());
+    }
+    EXPECT_NEAR(row.Find("roofline_gflops")->number_value(), roofline, 1e-9 * roofline);
+    EXPECT_NEAR(row.Find("pct_roofline")->number_value(),
+                100 * row.Find("gflops")->number_value() / roofline, 1e-6);
   }
   EXPECT_EQ(rows[0].Find("m")->int_value(), 1);
   EXPECT_FALSE(rows[0].Find("pct_bandwidth")->is_null());  // decode: a share of the bandwidth
@@ -118,7 +150,7 @@ TEST(BenchCli, MoeRows) {
       BenchRows("--moe --spec int4_group_128 --n 256 --k 128 --m 1 --m 64 --threads 1 --warm");
   ASSERT_EQ(rows.size(), 2u);
   for (const Json& row : rows) {
-    EXPECT_EQ(Keys(row).size(), 19u);
+    EXPECT_EQ(Keys(row).size(), 22u);
     EXPECT_EQ(row.Find("spec")->string_value(), "int4_group_128");
     EXPECT_EQ(row.Find("n")->int_value(), 256);
     EXPECT_EQ(row.Find("k")->int_value(), 128);
