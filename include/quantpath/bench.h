@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "quantpath/base.h"
+#include "quantpath/dot_units.h"
 #include "quantpath/ir.h"
 #include "quantpath/kernels.h"
 #include "quantpath/linear.h"
@@ -42,6 +43,12 @@ struct MachineLimits {
   std::optional<double> int16_dot_gops_one, int16_dot_gops_all;
   // vpmaddubsw on 4-bit codes (AVX2), GOP/s: int4 weights with int8 activations.
   std::optional<double> int4_dot_gops_one, int4_dot_gops_all;
+
+  // The dispatcher's unit table for this CPU (dot_units.h), and where the one-thread peaks
+  // measured here disagree with it: "bf16-pair-512 / fp32-512: table 2.00, measured 1.02", each
+  // ratio to the fp32 FMA's off by more than half.
+  DotUnitPeaks unit_table;
+  std::vector<std::string> unit_table_disagrees;
 
   double ReadGbps(int threads) const { return threads == 1 ? read_gbps_one : read_gbps_all; }
   // The peak of the unit a kernel multiplies on.

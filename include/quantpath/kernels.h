@@ -22,6 +22,7 @@
 
 #include "quantpath/base.h"
 #include "quantpath/cpu_features.h"
+#include "quantpath/dot_units.h"
 #include "quantpath/ir.h"
 #include "quantpath/specs.h"
 
@@ -59,16 +60,6 @@ struct KernelProbe {
 
 // The priority of portable reference kernels; a fast kernel declares a higher one.
 inline constexpr int kReferencePriority = 0;
-
-// The instruction whose throughput bounds a kernel's multiply-adds, for the benchmark's peak.
-enum class DotUnit : uint8_t {
-  kFp32,       // scalar or fp32 FMA vectors
-  kBf16Pair,   // vdpbf16ps: bf16 pairs into fp32
-  kInt8Quad,   // vpdpbusd: u8 × s8 quads into int32
-  kInt16Pair,  // vpmaddwd (+ vpaddd): s16 pairs into int32, the int8 dot of CPUs without VNNI
-  kInt4Pair,   // vpmaddubsw on 4-bit codes (+ vpaddw, a vpmaddwd every 4 steps): u4 × s8 pairs
-               // into int16, AVX2's dot of int4 weights with int8 activations
-};
 
 class LinearKernel {
  public:
@@ -153,15 +144,18 @@ class Dispatcher {
   };
 
   // Dispatches among `registry`'s kernels (which must outlive the dispatcher): on the CPU only
-  // kernels whose features `allowed` covers are candidates.
+  // kernels whose features `allowed` covers are candidates, ranked by `peaks` (by default this
+  // CPU's row of the unit table, without QUANTPATH_DOT_UNITS).
   Dispatcher(const KernelRegistry& registry, CpuFeatures allowed);
-  // The process-wide dispatcher over the global registry, with ResolveCpuFeatures().
+  Dispatcher(const KernelRegistry& registry, CpuFeatures allowed, DotUnitPeaks peaks);
+  // The process-wide dispatcher over the global registry, with ResolveCpuFeatures() and
+  // ResolveDotUnitPeaks().
   static Result<std::shared_ptr<Dispatcher>> Default();
 
-  // The kernel for `probe`: among the candidates that can handle it, the one with the highest
-  // priority (then the first registered). Cached by the probe with M rounded to BucketM(M), which
-  // is also the probe the candidates' CanHandle sees. No kernel is an error naming the spec,
-  // device, dtypes and mode.
+  // The kernel for `probe`: among the candidates that can handle it, on the CPU the one whose unit
+  // has the highest peak (dot_units.h), then the highest priority (then the first registered).
+  // Cached by the probe with M rounded to BucketM(M), which is also the probe the candidates'
+  // CanHandle sees. No kernel is an error naming the spec, device, dtypes and mode.
   Result<const LinearKernel*> Select(const KernelProbe& probe);
   CpuFeatures allowed() const { return allowed_; }
   Stats stats() const;
@@ -174,6 +168,7 @@ class Dispatcher {
 
   const KernelRegistry& registry_;
   const CpuFeatures allowed_;
+  const DotUnitPeaks peaks_;
   mutable std::mutex mu_;
   std::unordered_map<KernelProbe, const LinearKernel*, KeyHash> cache_;
   Stats stats_;

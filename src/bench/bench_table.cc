@@ -135,6 +135,12 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
         Optional(limits.int16_dot_gops_all, "{:.0f}"), Optional(limits.int4_dot_gops_one, "{:.0f}"),
         Optional(limits.int4_dot_gops_all, "{:.0f}"));
     out << fmt::format(
+        "dot units: the dispatcher's table row \"{}\"{}; {}\n", limits.unit_table.row,
+        limits.unit_table.overridden ? fmt::format(" with {}", kDotUnitsEnv) : "",
+        limits.unit_table_disagrees.empty() ? std::string("the peaks measured here agree with it")
+                                            : "it disagrees with the peaks measured here: " +
+                                                  Join(limits.unit_table_disagrees, "; "));
+    out << fmt::format(
         "{:<24} {:>6} {:>6} {:>6} {:>3} {:<5} {:<24} {:>10} {:>7} {:>6} {:>8} {:>6} {:>6}\n",
         "spec", "m", "n", "k", "thr", "cold", "kernel", "seconds", "GB/s", "%bw", "GFLOP/s",
         "%peak", "%roof");

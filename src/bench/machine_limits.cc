@@ -7,7 +7,10 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "fmt/format.h"
 #include "quantpath/bench.h"
 #include "quantpath/cpu_features.h"
 #include "quantpath/threads.h"
@@ -99,6 +102,34 @@ std::optional<double> PeakGflops(CpuLevel level, double per_round, int threads, 
   return best;
 }
 
+// How far a measured ratio may stray from the table's: the AVX2 integer loops' figures move by a
+// third between runs on a shared host, and the errors worth catching are factors of 2.
+constexpr double kUnitTableSlack = 1.5;
+
+// Each measured unit's one-thread peak as a ratio to the fp32 FMA's, against the table's ratio.
+std::vector<std::string> UnitTableDisagreements(const MachineLimits& limits) {
+  std::vector<std::string> out;
+  if (!limits.fma_gflops_one) return out;
+  const UnitWidth fp32 = DetectCpuFeatures().Covers(CpuLevelRequires(CpuLevel::kAvx512))
+                             ? UnitWidth::kFp32x512
+                             : UnitWidth::kFp32x256;
+  const std::pair<UnitWidth, std::optional<double>> measured[] = {
+      {UnitWidth::kBf16Pair512, limits.bf16_dot_gflops_one},
+      {UnitWidth::kInt8Quad512, limits.int8_dot_gops_one},
+      {UnitWidth::kInt16Pair256, limits.int16_dot_gops_one},
+      {UnitWidth::kInt4Pair256, limits.int4_dot_gops_one}};
+  for (const auto& [unit, peak] : measured) {
+    if (!peak) continue;
+    const double table = limits.unit_table.Peak(unit) / limits.unit_table.Peak(fp32);
+    const double ratio = *peak / *limits.fma_gflops_one;
+    if (ratio > kUnitTableSlack * table || ratio < table / kUnitTableSlack) {
+      out.push_back(fmt::format("{} / {}: table {:.2f}, measured {:.2f}", UnitWidthName(unit),
+                                UnitWidthName(fp32), table, ratio));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 double MeasureReadGbps(int64_t llc_bytes, int threads, int passes) {
@@ -137,6 +168,9 @@ MachineLimits MeasureMachine() {
     (one ? limits.int4_dot_gops_one : limits.int4_dot_gops_all) =
         PeakGflops(CpuLevel::kAvx2, 1024, threads, bench_internal::Int4DotRoundsAvx2);
   }
+  Result<DotUnitPeaks> table = ResolveDotUnitPeaks();
+  limits.unit_table = table.ok() ? *std::move(table) : *DotUnitPeaksFor(DetectCpuModel(), "");
+  limits.unit_table_disagrees = UnitTableDisagreements(limits);
   return limits;
 }
 
@@ -158,6 +192,8 @@ std::optional<double> MachineLimits::PeakGflops(DotUnit unit, int threads) const
 }
 
 Json MachineLimitsJson(const MachineLimits& limits) {
+  std::vector<Json> disagrees;
+  for (const std::string& d : limits.unit_table_disagrees) disagrees.push_back(Json::String(d));
   const auto optional = [](std::optional<double> v) { return v ? Json::Double(*v) : Json::Null(); };
   return Json::Object({{"llc_bytes", Json::Int(limits.llc_bytes)},
                        {"llc_known", Json::Bool(limits.llc_known)},
@@ -173,7 +209,10 @@ Json MachineLimitsJson(const MachineLimits& limits) {
                        {"int16_dot_gops_one", optional(limits.int16_dot_gops_one)},
                        {"int16_dot_gops_all", optional(limits.int16_dot_gops_all)},
                        {"int4_dot_gops_one", optional(limits.int4_dot_gops_one)},
-                       {"int4_dot_gops_all", optional(limits.int4_dot_gops_all)}});
+                       {"int4_dot_gops_all", optional(limits.int4_dot_gops_all)},
+                       {"unit_table", Json::String(limits.unit_table.row)},
+                       {"unit_table_overridden", Json::Bool(limits.unit_table.overridden)},
+                       {"unit_table_disagrees", Json::Array(std::move(disagrees))}});
 }
 
 }  // namespace quantpath

@@ -1,5 +1,6 @@
 // The M-bucket policy, the packed shape key, and the caching dispatcher.
 #include <functional>
+#include <utility>
 
 #include "fmt/format.h"
 #include "quantpath/kernels.h"
@@ -73,14 +74,19 @@ size_t Dispatcher::KeyHash::operator()(const KernelProbe& key) const {
 }
 
 Dispatcher::Dispatcher(const KernelRegistry& registry, CpuFeatures allowed)
-    : registry_(registry), allowed_(allowed) {}
+    : Dispatcher(registry, allowed, *DotUnitPeaksFor(DetectCpuModel(), "")) {}
+
+Dispatcher::Dispatcher(const KernelRegistry& registry, CpuFeatures allowed, DotUnitPeaks peaks)
+    : registry_(registry), allowed_(allowed), peaks_(std::move(peaks)) {}
 
 Result<std::shared_ptr<Dispatcher>> Dispatcher::Default() {
   static const Result<std::shared_ptr<Dispatcher>>* instance = [] {
     Result<CpuFeatures> allowed = ResolveCpuFeatures();
     if (!allowed.ok()) return new Result<std::shared_ptr<Dispatcher>>(allowed.status());
+    Result<DotUnitPeaks> peaks = ResolveDotUnitPeaks();
+    if (!peaks.ok()) return new Result<std::shared_ptr<Dispatcher>>(peaks.status());
     return new Result<std::shared_ptr<Dispatcher>>(
-        std::make_shared<Dispatcher>(KernelRegistry::Global(), *allowed));
+        std::make_shared<Dispatcher>(KernelRegistry::Global(), *allowed, *std::move(peaks)));
   }();
   return *instance;
 }
@@ -95,11 +101,18 @@ Result<const LinearKernel*> Dispatcher::Select(const KernelProbe& probe) {
       return it->second;
     }
   }
+  // On the CPU, the unit's peak first: a kernel on a faster unit wins over a later one of a
+  // higher priority on a slower unit.
+  const auto rank = [&](const LinearKernel* kernel) {
+    const double peak =
+        key.device.is_cpu() ? peaks_.Peak(UnitWidthOf(kernel->unit(), kernel->features())) : 0.0;
+    return std::pair<double, int>(peak, kernel->priority());
+  };
   const LinearKernel* best = nullptr;
   for (const LinearKernel* kernel : registry_.kernels()) {
     if (key.device.is_cpu() && !allowed_.Covers(kernel->features())) continue;
     if (!kernel->Serves(key.spec, key.device) || !kernel->CanHandle(key)) continue;
-    if (best == nullptr || kernel->priority() > best->priority()) best = kernel;
+    if (best == nullptr || rank(kernel) > rank(best)) best = kernel;
   }
   if (best == nullptr) {
     const std::vector<std::string> serving = registry_.KernelsFor(probe.spec, probe.device);

@@ -41,6 +41,10 @@ TEST(BenchCli, JsonRowsHaveTheDocumentedKeys) {
   const Json& machine = *j.Find("machine");
   EXPECT_GT(machine.Find("read_gbps_one")->number_value(), 0);
   EXPECT_GT(machine.Find("llc_bytes")->int_value(), 0);
+  // The dispatcher's unit table row for this CPU, checked against the peaks just measured.
+  EXPECT_FALSE(machine.Find("unit_table")->string_value().empty());
+  EXPECT_FALSE(machine.Find("unit_table_overridden")->bool_value());
+  EXPECT_TRUE(machine.Find("unit_table_disagrees")->is_array());
   const std::vector<Json>& rows = j.Find("rows")->items();
   ASSERT_EQ(rows.size(), 2u);
   for (const Json& row : rows) {
