@@ -5,8 +5,9 @@
 // dense quantpath row (MoE rows have none), one row per peer (peers.h) timed on the same shape, M,
 // threads and coldness (once, for every spec's row), with `peer`, `peer_gflops` and
 // `ratio_to_peer` (quantpath's GFLOP/s over the peer's). A peer with no kernel for this CPU has
-// no rows: "bench_linear: no PEER rows: why" on stderr, once. Built where oneDNN and OpenBLAS are
-// found (Debian's libdnnl-dev, libopenblas-dev). Exit 0, or 2 for bad arguments or a peer that
+// no rows: "bench_linear: no PEER rows: why" on stderr, once; first, each peer library's version
+// and threading as it reports them ("bench_linear: peer NAME: …"). Built where oneDNN and OpenBLAS
+// are found (Debian's libdnnl-dev, libopenblas-dev). Exit 0, or 2 for bad arguments or a peer that
 // fails.
 #include <functional>
 #include <iostream>
@@ -90,6 +91,11 @@ int main(int argc, char** argv) {
   quantpath::BenchTableArgs args;
   quantpath::cli::AddBenchTableOptions(&app, &args);
   CLI11_PARSE(app, argc, argv);
+  // What was measured against, whatever the output's form.
+  std::cerr << "bench_linear: peer onednn-bf16, onednn-int8: "
+            << quantpath::peers::OneDnnConfiguration()
+            << "\nbench_linear: peer openblas-sgemm: " << quantpath::peers::OpenBlasConfiguration()
+            << "\n";
   quantpath::PeerTimes peer_times;
   const quantpath::Status status = quantpath::RunBenchTable(
       args, std::cout,

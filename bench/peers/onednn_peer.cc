@@ -70,4 +70,14 @@ Result<double> OneDnnSeconds(bool int8, int64_t m, int64_t n, int64_t k, int thr
   }
 }
 
+std::string OneDnnConfiguration() {
+  const dnnl_version_t* v = dnnl_version();
+  const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP   ? "OpenMP"
+                        : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential"
+                        : v->cpu_runtime == DNNL_RUNTIME_TBB ? "TBB"
+                                                             : "other";
+  return fmt::format("oneDNN {}.{}.{} ({}, CPU runtime {})", v->major, v->minor, v->patch, v->hash,
+                     runtime);
+}
+
 }  // namespace quantpath::peers

@@ -1,9 +1,11 @@
 // OpenBlasSeconds (peers.h): cblas_sgemm, Y = X · Wᵀ with W [N, K] row-major as stored.
 #include <cblas.h>
 
+#include <string>
 #include <vector>
 
 #include "bench/peers/peers.h"
+#include "fmt/format.h"
 #include "quantpath/bench.h"
 
 namespace quantpath::peers {
@@ -22,6 +24,17 @@ Result<double> OpenBlasSeconds(int64_t m, int64_t n, int64_t k, int threads, int
     next = (next + 1) % weights.size();
   };
   return BestSecondsPerCall(call);
+}
+
+std::string OpenBlasConfiguration() {
+  // openblas_get_parallel(): 0 sequential, 1 its own threads, 2 OpenMP.
+  const int parallel = openblas_get_parallel();
+  return fmt::format("{} (kernels for {}; {}, {} threads by default; each row sets its own)",
+                     openblas_get_config(), openblas_get_corename(),
+                     parallel == 0   ? "sequential"
+                     : parallel == 1 ? "pthreads"
+                                     : "OpenMP",
+                     openblas_get_num_threads());
 }
 
 }  // namespace quantpath::peers

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "quantpath/base.h"
 
@@ -19,5 +20,10 @@ namespace quantpath::peers {
 Result<double> OneDnnSeconds(bool int8, int64_t m, int64_t n, int64_t k, int threads,
                              int64_t copies);
 Result<double> OpenBlasSeconds(int64_t m, int64_t n, int64_t k, int threads, int64_t copies);
+
+// What each peer library is, as it says at run time (version, build, threading), for the lines
+// bench_linear prints before its rows.
+std::string OneDnnConfiguration();
+std::string OpenBlasConfiguration();
 
 }  // namespace quantpath::peers

@@ -301,6 +301,8 @@ std::ostream& operator<<(std::ostream& out, const SharedText& text);
 
 std::vector<std::string> Split(std::string_view s, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+// `s` without the spaces at either end.
+std::string_view TrimSpaces(std::string_view s);
 // Everything before the last '.', or "" when there is none.
 std::string_view ParentPath(std::string_view path);
 // Everything after the last '.'.

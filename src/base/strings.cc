@@ -42,6 +42,12 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
+std::string_view TrimSpaces(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
 std::string_view ParentPath(std::string_view path) {
   size_t pos = path.rfind('.');
   return pos == std::string_view::npos ? std::string_view() : path.substr(0, pos);

@@ -57,12 +57,6 @@ std::string LevelNames() {
   return names;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
-
 #if defined(__linux__) && defined(__x86_64__)
 // The XSAVE state component of AMX tile data (Intel SDM vol. 1, 13.1); Linux's uapi headers use the
 // number without naming it.
@@ -156,7 +150,7 @@ std::string CpuFeatures::ToString() const {
 Result<CpuFeatures> ParseCpuFeatureList(std::string_view list) {
   CpuFeatures features;
   for (const std::string& item : Split(list, ',')) {
-    const std::string_view name = Trim(item);
+    const std::string_view name = TrimSpaces(item);
     if (name.empty()) continue;
     if (name == "amx") {
       features = features | kAmx;

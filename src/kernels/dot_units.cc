@@ -80,12 +80,6 @@ const UnitRow& RowFor(const CpuModel& cpu) {
   return kRows[0];
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 std::string_view UnitWidthName(UnitWidth unit) { return kUnitNames[static_cast<int>(unit)]; }
@@ -135,18 +129,18 @@ Result<DotUnitPeaks> DotUnitPeaksFor(const CpuModel& cpu, std::string_view overr
   DotUnitPeaks peaks;
   peaks.row = std::string(row.name);
   std::copy(std::begin(row.peak), std::end(row.peak), peaks.peak);
-  while (!Trim(overrides).empty()) {
+  while (!TrimSpaces(overrides).empty()) {
     const size_t comma = overrides.find(',');
-    const std::string_view entry = Trim(overrides.substr(0, comma));
+    const std::string_view entry = TrimSpaces(overrides.substr(0, comma));
     overrides = comma == std::string_view::npos ? std::string_view{} : overrides.substr(comma + 1);
     const size_t eq = entry.find('=');
-    const std::string_view name = Trim(entry.substr(0, eq));
+    const std::string_view name = TrimSpaces(entry.substr(0, eq));
     const auto* unit = std::find(std::begin(kUnitNames), std::end(kUnitNames), name);
     if (eq == std::string_view::npos || unit == std::end(kUnitNames)) {
       return InvalidInput(fmt::format("{}: '{}' is not UNIT=PEAK with UNIT one of {}", kDotUnitsEnv,
                                       entry, fmt::join(kUnitNames, ", ")));
     }
-    const std::string value(Trim(entry.substr(eq + 1)));
+    const std::string value(TrimSpaces(entry.substr(eq + 1)));
     char* end = nullptr;
     const double peak = std::strtod(value.c_str(), &end);
     if (value.empty() || end != value.c_str() + value.size() || !(peak > 0) || peak > 1e6) {

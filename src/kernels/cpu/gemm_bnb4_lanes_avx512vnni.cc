@@ -22,8 +22,7 @@ namespace {
 
 using avx512vnni::LanePack;
 
-struct Bnb4Lanes : avx512vnni::NibbleChunks {
-  static constexpr bool kOffsets = false;
+struct Bnb4Lanes : avx512vnni::NibbleChunks, avx512vnni::NoOffsets {
   const avx512vnni::Bnb4Tables* tables;
   float output_scale = 1.0f;
 
@@ -33,7 +32,6 @@ struct Bnb4Lanes : avx512vnni::NibbleChunks {
   __m512 Scales(const LanePack& pack, int64_t b, int64_t g, int v) const {
     return _mm512_loadu_ps(pack.Scales(b, g, v));
   }
-  __m512 Offsets(const LanePack&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
 };
 
 class GemmBnb4LanesAvx512Bf16 final : public LinearKernel {
@@ -55,7 +53,9 @@ class GemmBnb4LanesAvx512Bf16 final : public LinearKernel {
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
              const MutableMatrix& y) const override {
     const Bnb4Lanes w{
-        {}, params.key.family == kNf4Family ? &avx512vnni::kNf4Tables : &avx512vnni::kFp4Tables};
+        {},
+        {},
+        params.key.family == kNf4Family ? &avx512vnni::kNf4Tables : &avx512vnni::kFp4Tables};
     avx512vnni::LanesGemm(w, Packed(params), params, act, x, y);
   }
 

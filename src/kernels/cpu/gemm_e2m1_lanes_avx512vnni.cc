@@ -32,12 +32,10 @@ __m512i ScaleBytes(const std::byte* at) {
 }
 
 // E2M1 codes as bf16 values; no offset.
-struct E2M1Pairs : avx512vnni::NibbleChunks {
-  static constexpr bool kOffsets = false;
+struct E2M1Pairs : avx512vnni::NibbleChunks, avx512vnni::NoOffsets {
   void Pairs(const uint8_t* vector, __m512i out[avx512vnni::kLanePairs]) const {
     avx512vnni::LoadNibbleQuads(vector, avx512vnni::kE2M1.bits, out);
   }
-  __m512 Offsets(const LanePack&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
 };
 
 struct Mxfp4Lanes : E2M1Pairs {

@@ -82,6 +82,12 @@ LaneX OrderLaneX(const LinearParams& params, const ActivationQuant& act, const C
   return out;
 }
 
+// What a Source whose codes' values carry no offset gives.
+struct NoOffsets {
+  static constexpr bool kOffsets = false;
+  __m512 Offsets(const LanePack&, int64_t, int64_t, int) const { return _mm512_setzero_ps(); }
+};
+
 template <typename S>
 struct LaneProblem {
   S w;
