@@ -20,10 +20,13 @@ Result<Linear> Linear::Create(std::shared_ptr<const WeightSpec> spec, LinearPara
         fmt::format("{}: parameters were not loaded and processed", params.request.layer));
   }
   Linear linear(std::move(spec), std::move(params), std::move(dispatcher));
-  // The decode kernel's prepack now, not in the first Forward.
-  if (Result<const LinearKernel*> decode = linear.KernelFor(1, QDType::kBF16, QDType::kBF16);
-      decode.ok()) {
-    (*decode)->Prepare(linear.params_);
+  // The decode and prefill kernels' prepacks now, not in the first Forward of each (a kernel's
+  // Prepare makes its prepack once, so one kernel for both prepares once).
+  for (const int64_t m : {int64_t{1}, int64_t{512}}) {
+    if (Result<const LinearKernel*> kernel = linear.KernelFor(m, QDType::kBF16, QDType::kBF16);
+        kernel.ok()) {
+      (*kernel)->Prepare(linear.params_);
+    }
   }
   return linear;
 }

@@ -129,9 +129,9 @@ TEST(BenchCli, ActivationForms) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].Find("spec")->string_value(), "int8_channel:int8-token");
   const std::string kernel = rows[0].Find("kernel")->string_value();
-  EXPECT_EQ(kernel.rfind("GemmW8A8Int8_", 0), 0u) << kernel;
+  EXPECT_EQ(kernel.rfind("GemmW8A8Int8", 0), 0u) << kernel;
   const Json& machine = *j.Find("machine");
-  if (kernel == "GemmW8A8Int8_Avx512Vnni") {
+  if (kernel.ends_with("_Avx512Vnni")) {
     EXPECT_EQ(rows[0].Find("peak_gflops")->number_value(),
               machine.Find("int8_dot_gops_one")->number_value());
   }

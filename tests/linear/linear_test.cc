@@ -224,7 +224,9 @@ TEST(LinearTest, CreateAndForwardErrors) {
   // Forwards of M 20 and 100 share the 128 bucket; M 3 has its own.
   ASSERT_TRUE(linear->Forward(std::vector<float>(40, 1.0f), 20).ok());
   ASSERT_TRUE(linear->Forward(std::vector<float>(200, 1.0f), 100).ok());
-  EXPECT_EQ(dispatcher->stats().entries, 3);  // (1, fp32), (1, bf16), (128, fp32)
+  // (1, bf16) and (512, bf16) from Create, which prepares the decode and prefill kernels; (1,
+  // fp32) and (128, fp32).
+  EXPECT_EQ(dispatcher->stats().entries, 4);
 }
 
 }  // namespace

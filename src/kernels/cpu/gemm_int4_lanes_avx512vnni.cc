@@ -1,9 +1,9 @@
 // GemmIntW16Lanes_Avx512Bf16: the 4-bit integer weight-only specs (int4_channel[_zp] and
-// int4_group_<g>[_zp], g a multiple of 8; act-order stays with the reference kernel) for decode
-// batches (M ≤ 16) on the rows-in-lanes GEMM (lanes_bf16_avx512vnni.h). A code q under the
+// int4_group_<g>[_zp], g a multiple of 8; act-order stays with the reference kernel), every M, on
+// the rows-in-lanes GEMM (lanes_bf16_avx512vnni.h). A code q under the
 // exponent and leading mantissa bits of 128 is the bf16 value 128 + q (bits 0x4300 | q), so one
 // shift and one mask-and-or turn a 16-bit lane into a code's value, offset by 128 + z with the
-// zero point z (2^3 without one). Prefill runs GemmIntW16_Avx512Bf16's tiled GEMM.
+// zero point z (2^3 without one).
 #include "src/base/avx512_intrinsics.h"
 
 #include <memory>
@@ -64,7 +64,7 @@ class GemmIntLanesAvx512Bf16 final : public LinearKernel {
   }
   bool CanHandle(const KernelProbe& probe) const override {
     const SpecKey& key = probe.spec;
-    return Serves(key, probe.device) && probe.m <= avx512vnni::kLanesMaxM &&
+    return Serves(key, probe.device) &&
            (key.family != kIntGroupFamily ||
             (key.group > 0 && key.group % avx512vnni::kLaneChunk == 0)) &&
            probe.act.mode == ActMode::kNone && reference::CanHandleIo(probe);

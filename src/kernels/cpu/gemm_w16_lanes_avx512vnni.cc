@@ -1,7 +1,6 @@
-// GemmW16A16Lanes_Avx512Bf16: the bf16 spec with bf16 weights for decode batches (M ≤ 16) on the
-// rows-in-lanes GEMM (lanes_bf16_avx512vnni.h), its weights in pieces of 32 values
-// (pair_lanes_avx512vnni.h) multiplied as they are. Prefill runs GemmW16A16_Avx512Bf16's tiled
-// GEMM.
+// GemmW16A16Lanes_Avx512Bf16: the bf16 spec with bf16 weights, every M, on the rows-in-lanes GEMM
+// (lanes_bf16_avx512vnni.h), its weights in pieces of 32 values (pair_lanes_avx512vnni.h)
+// multiplied as they are. fp16 and fp32 weights run GemmW16A16_Avx512Bf16.
 #include "src/base/avx512_intrinsics.h"
 
 #include <memory>
@@ -45,8 +44,7 @@ class GemmW16LanesAvx512Bf16 final : public LinearKernel {
     return cpu_problems::ServesBf16(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return cpu_problems::TakesBf16(probe) && probe.weight == QDType::kBF16 &&
-           probe.m <= avx512vnni::kLanesMaxM;
+    return cpu_problems::TakesBf16(probe) && probe.weight == QDType::kBF16;
   }
   void Prepare(const LinearParams& params) const override { Packed(params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,

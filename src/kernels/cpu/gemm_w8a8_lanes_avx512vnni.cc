@@ -1,10 +1,9 @@
 // GemmW8A8Int8Lanes_Avx512Vnni: the W8A8 int8 specs (int8_channel / int8_tensor with int8
-// activations) for decode batches (M ≤ 16) on vpdpbusd, bit for bit the reference as
+// activations), every M with K ≤ 2^16, on vpdpbusd, bit for bit the reference as
 // GemmW8A8Int8_Avx512Vnni is (w8a8_output.h), from the rows-in-lanes prepack
 // (lane_pack_avx512vnni.h): a chunk of 4 columns is one 64-byte vector of 16 rows, row j's 4 codes
 // at 4j, multiplied as stored with one broadcast quad of X, so a row of X costs one vpdpbusd per
-// vector and nothing is summed across lanes until the output. Prefill runs
-// GemmW8A8Int8_Avx512Vnni's tiled GEMM.
+// vector and nothing is summed across lanes until the output.
 #include "src/base/avx512_intrinsics.h"
 
 #include <algorithm>
@@ -105,8 +104,7 @@ class GemmW8a8LanesAvx512Vnni final : public LinearKernel {
     return cpu_problems::ServesW8a8Int8(key, device);
   }
   bool CanHandle(const KernelProbe& probe) const override {
-    return cpu_problems::TakesW8a8Int8(probe) && probe.k <= kMaxK &&
-           probe.m <= avx512vnni::kLanesMaxM;
+    return cpu_problems::TakesW8a8Int8(probe) && probe.k <= kMaxK;
   }
   void Prepare(const LinearParams& params) const override { Packed(params); }
   void Apply(const LinearParams& params, const ActivationQuant& act, const ConstMatrix& x,
