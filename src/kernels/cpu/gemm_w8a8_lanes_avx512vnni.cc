@@ -1,6 +1,7 @@
 // GemmW8A8Int8Lanes_Avx512Vnni: the W8A8 int8 specs (int8_channel / int8_tensor with int8
-// activations), every M with K ≤ 2^16, on vpdpbusd, bit for bit the reference as
-// GemmW8A8Int8_Avx512Vnni is (w8a8_output.h), from the rows-in-lanes prepack
+// activations), every M with K ≤ 2^16, on vpdpbusd, bit for bit the reference (w8a8_output.h:
+// W's stored codes are multiplied as they are, their offset of 128 taken off once an output),
+// from the rows-in-lanes prepack
 // (lane_pack_avx512vnni.h): a chunk of 4 columns is one 64-byte vector of 16 rows, row j's 4 codes
 // at 4j, multiplied as stored with one broadcast quad of X, so a row of X costs one vpdpbusd per
 // vector and nothing is summed across lanes until the output.

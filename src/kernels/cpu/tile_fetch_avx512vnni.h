@@ -1,4 +1,4 @@
-// The lines of W the tiled GEMMs convert next (bf16_tiles_avx512vnni.h, gemm_w8a8_avx512vnni.cc),
+// The lines of W the tiled GEMMs convert next (bf16_tiles_avx512vnni.h),
 // fetched into L2 a share at a time while X passes over the tile before: read only when the
 // conversion reached them, each block's lines waited on DRAM (a tenth of the prefill's time).
 //

@@ -1,5 +1,5 @@
 // A 16 × 16 transpose of 32-bit words in registers, for the AVX-512 kernels that lay W out
-// column group by column group (bf16_tiles_avx512vnni.h, gemm_w8a8_avx512vnni.cc).
+// column group by column group (bf16_tiles_avx512vnni.h).
 //
 // Included only by *_avx512vnni.cc files, which are all compiled with the same flags.
 #pragma once

@@ -1,4 +1,4 @@
-// The buffers the W8A8 int8 kernels on vpdpbusd read, built in portable code: W's codes as a
+// The buffers the W8A8 int8 kernels read, built in portable code: W's codes as a
 // prepack (row_interleave.h, 64-column steps, the last one zero-padded) with each row's Σ (q −
 // 128), and X's int8 codes padded with zeros to whole steps, with each row's Σ qx.
 #pragma once
