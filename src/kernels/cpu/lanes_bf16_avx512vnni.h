@@ -39,7 +39,8 @@ inline constexpr int64_t kLanePrefetchBytes = 4096;
 inline constexpr int kLanePairs = 4;  // bf16 pair vectors a chunk vector gives
 
 // X as bf16 rows in the chunks' order, one part (bf16 input, or fp32 values that are all bf16
-// values) or two (high parts, then low parts), and Σ x per row and group.
+// values) or two (high parts, then low parts), and, for a Source with offsets, Σ x per row and
+// group.
 struct LaneX {
   std::vector<uint16_t> bits;  // [parts, m, chunks · 8]
   int64_t stride = 0;
@@ -71,6 +72,7 @@ LaneX OrderLaneX(const LinearParams& params, const ActivationQuant& act, const C
       if (!exact) out.bits[m * out.stride + at] = FloatToBf16(v - Bf16ToFloat(high));
     }
   }
+  if constexpr (!S::kOffsets) return out;  // only offsets take Σ x
   const int64_t run = pack.run_chunks * kLaneChunk;
   out.group_sums.resize(static_cast<size_t>(m * pack.groups));
   for (int64_t t = 0; t < m; ++t) {
