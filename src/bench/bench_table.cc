@@ -117,6 +117,9 @@ Status RunBenchTable(const BenchTableArgs& args, std::ostream& out, const BenchP
   } else {
     shapes.assign(std::begin(kTableShapes), std::end(kTableShapes));
   }
+  // An invalid QUANTPATH_DOT_UNITS before the machine is measured, as the dispatcher would refuse
+  // it at the first row.
+  if (Result<DotUnitPeaks> peaks = ResolveDotUnitPeaks(); !peaks.ok()) return peaks.status();
   const MachineLimits limits = MeasureMachine();
   const std::vector<int> threads =
       args.threads.empty() ? std::vector<int>{1, limits.threads} : args.threads;

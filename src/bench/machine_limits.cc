@@ -168,6 +168,7 @@ MachineLimits MeasureMachine() {
     (one ? limits.int4_dot_gops_one : limits.int4_dot_gops_all) =
         PeakGflops(CpuLevel::kAvx2, 1024, threads, bench_internal::Int4DotRoundsAvx2);
   }
+  // An invalid QUANTPATH_DOT_UNITS leaves the table's row here; RunBenchTable refuses it first.
   Result<DotUnitPeaks> table = ResolveDotUnitPeaks();
   limits.unit_table = table.ok() ? *std::move(table) : *DotUnitPeaksFor(DetectCpuModel(), "");
   limits.unit_table_disagrees = UnitTableDisagreements(limits);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "cli_test_util.h"
 #include "fmt/format.h"
@@ -139,6 +140,15 @@ TEST(BenchCli, ActivationForms) {
     EXPECT_EQ(rows[0].Find("peak_gflops")->number_value(),
               machine.Find("int16_dot_gops_one")->number_value());
   }
+  // An override of the dispatcher's unit table that names no unit is refused by name, before
+  // anything is measured.
+  setenv("QUANTPATH_DOT_UNITS", "bf16-pairs=16", 1);
+  auto bad_units = RunCli("bench --spec bf16 --m 1 --n 16 --k 16 --warm", true);
+  unsetenv("QUANTPATH_DOT_UNITS");
+  EXPECT_EQ(bad_units.exit_code, 2);
+  EXPECT_NE(bad_units.out.find("QUANTPATH_DOT_UNITS: 'bf16-pairs=16'"), std::string::npos)
+      << bad_units.out;
+  EXPECT_EQ(bad_units.out.find("machine:"), std::string::npos) << bad_units.out;
   auto bad = RunCli("bench --spec int8_channel:int9-token --m 1 --n 16 --k 16 --warm", true);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("unknown activation 'int9-token'"), std::string::npos) << bad.out;
