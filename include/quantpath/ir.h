@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,6 +98,9 @@ enum class SourceLayout : uint8_t {
   kBnb8bit,
   kGptOssMxfp4,  // *_blocks / *_scales
   kModelSlim,
+  // w4afp8 routed experts: signed int4 codes two per int8 along K in `weight`, one
+  // `weight_scale_inv` per group (vLLM 0.34 maps them onto compressed-tensors' pack-quantized).
+  kW4afp8Experts,
 };
 std::string_view SourceLayoutName(SourceLayout layout);
 
@@ -162,9 +166,6 @@ enum class Parallel : uint8_t {
 // Dialects: whose string semantics an importer reproduces.
 enum class Engine : uint8_t { kNative, kVllm, kSglang };
 enum class RegexFlavor : uint8_t { kPythonRe, kPythonRegexModule };
-// Which code of an engine a dialect reproduces: the code the recorded oracle cases came from
-// (`vllm`, `sglang`), or the current PyPI release (`vllm@0.33`, `sglang@0.5.23`).
-enum class EngineRelease : uint8_t { kRecorded, kCurrent };
 // How the engine is started beyond the folder, where that changes decisions: the tensor-parallel
 // size (per-rank shapes meet block and packing checks), the dtype the model is built in (methods
 // that refuse it), and whether speculative decoding builds the MTP / draft layers.
@@ -179,31 +180,117 @@ inline constexpr int64_t kMaxTpSize = 4096;
 // what is accepted.
 Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative);
 
-// A dialect's row in the one dialect table; per-dialect tables elsewhere (importers, name
-// mappers) are indexed by it, so no stage matches dialect names.
-enum class DialectId : uint8_t { kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent };
-inline constexpr size_t kDialectCount = 5;
+// Which code of an engine a dialect reproduces: quantpath's own reading, the engines' helper
+// functions as recorded at several commits (tests/data/oracle/cases/), or one PyPI release.
+enum class DialectLine : uint8_t { kNative, kHelpers, kRelease };
+
+// A dialect's row in the one dialect table (src/ir/dialects.cc). Releases of one engine are
+// ordered by `rank`; per-dialect facts elsewhere are rows keyed by the dialect they hold from
+// (DialectRow below), so adding a release is its row here plus the facts that changed.
+enum class DialectId : uint8_t {
+  kNative,
+  kVllmHelpers,    // vllm@helpers
+  kSglangHelpers,  // sglang@helpers
+  kVllm033,        // vllm@0.33
+  kSglang0523,     // sglang@0.5.23
+  kVllm034,        // vllm@0.34
+};
 struct Dialect {
   DialectId id = DialectId::kNative;
   Engine engine = Engine::kNative;
   std::string_view name = "native";
   RegexFlavor regex = RegexFlavor::kPythonRe;
-  EngineRelease release = EngineRelease::kRecorded;
-  // The engine version the current-release rows reproduce ("0.33", "0.5.23"); empty otherwise.
-  std::string_view version;
-  constexpr bool current() const { return release == EngineRelease::kCurrent; }
+  DialectLine line = DialectLine::kNative;
+  std::string_view version;  // the release ("0.33", "0.5.23"); empty off the release line
+  uint8_t rank = 0;          // order among its engine's releases, from 1; 0 off the release line
+  constexpr bool is_release() const { return line == DialectLine::kRelease; }
   constexpr size_t index() const { return static_cast<size_t>(id); }
 };
+inline constexpr Dialect kDialectTable[] = {
+    {DialectId::kNative, Engine::kNative, "native", RegexFlavor::kPythonRe, DialectLine::kNative,
+     "", 0},
+    {DialectId::kVllmHelpers, Engine::kVllm, "vllm@helpers", RegexFlavor::kPythonRegexModule,
+     DialectLine::kHelpers, "", 0},
+    {DialectId::kSglangHelpers, Engine::kSglang, "sglang@helpers", RegexFlavor::kPythonRe,
+     DialectLine::kHelpers, "", 0},
+    {DialectId::kVllm033, Engine::kVllm, "vllm@0.33", RegexFlavor::kPythonRegexModule,
+     DialectLine::kRelease, "0.33", 1},
+    {DialectId::kSglang0523, Engine::kSglang, "sglang@0.5.23", RegexFlavor::kPythonRe,
+     DialectLine::kRelease, "0.5.23", 1},
+    {DialectId::kVllm034, Engine::kVllm, "vllm@0.34", RegexFlavor::kPythonRegexModule,
+     DialectLine::kRelease, "0.34", 2},
+};
+inline constexpr size_t kDialectCount = std::size(kDialectTable);
+
 // The row of `id` in the dialect table.
-const Dialect& DialectAt(DialectId id);
-// The dialect serving `engine` at `release` (native has only its recorded row).
-const Dialect& DialectFor(Engine engine, EngineRelease release);
-// "native" | "vllm" | "sglang" | "vllm@0.33" | "sglang@0.5.23".
+constexpr const Dialect& DialectAt(DialectId id) { return kDialectTable[static_cast<size_t>(id)]; }
+// Whether `dialect` is the release `since` or a later release of the same engine: the rule
+// "holds since vllm@0.33".
+constexpr bool Since(const Dialect& dialect, DialectId since) {
+  const Dialect& from = DialectAt(since);
+  return dialect.is_release() && from.is_release() && dialect.engine == from.engine &&
+         dialect.rank >= from.rank;
+}
+// The newest release of `engine` quantpath reproduces (native for kNative).
+const Dialect& NewestRelease(Engine engine);
+// "native", a table name ("vllm@helpers", "vllm@0.34"), a full release version ("vllm@0.34.0"),
+// or an engine's bare name ("vllm", "sglang"): its newest release.
 std::optional<Dialect> ParseDialect(std::string_view name);
+// Every table name, in table order.
 std::vector<std::string_view> DialectNames();
+// What the command line accepts for --engine: "native", the engines' bare names (their newest
+// releases), then the other table names.
+std::vector<std::string_view> DialectChoices();
 // The dialect of `engine`'s release `version` ("0.33.0" is vllm@0.33's), or nullopt where
 // quantpath reproduces no such release.
 std::optional<Dialect> ReleaseDialect(Engine engine, std::string_view version);
+
+// A per-dialect fact: `row` holds for the dialect `since` and, when that is a release, for every
+// later release of its engine until a row for a later release replaces it. Native and the helper
+// dialects inherit nothing.
+template <typename Row>
+struct DialectRow {
+  DialectId since;
+  Row row;
+};
+// Whether a row for `since` holds for `dialect`.
+constexpr bool RowHolds(DialectId since, const Dialect& dialect) {
+  return since == dialect.id || Since(dialect, since);
+}
+// The row of `rows` that holds for `dialect`, or nullptr.
+template <typename Row, size_t N>
+constexpr const Row* FindDialectRow(const Dialect& dialect,
+                                    const std::array<DialectRow<Row>, N>& rows) {
+  const Row* found = nullptr;
+  uint8_t found_rank = 0;
+  for (const DialectRow<Row>& r : rows) {
+    if (r.since == dialect.id) return &r.row;
+    const Dialect& from = DialectAt(r.since);
+    if (Since(dialect, r.since) && from.rank > found_rank) {
+      found = &r.row;
+      found_rank = from.rank;
+    }
+  }
+  return found;
+}
+// Whether every dialect finds a row: a table for which this holds needs no row for a new release
+// that changes nothing (a static_assert beside constexpr tables; RowFor checks the others).
+template <typename Row, size_t N>
+constexpr bool CoversEveryDialect(const std::array<DialectRow<Row>, N>& rows) {
+  for (const Dialect& d : kDialectTable) {
+    if (FindDialectRow(d, rows) == nullptr) return false;
+  }
+  return true;
+}
+[[noreturn]] void DialectRowMissing(const Dialect& dialect);
+// The row that holds for `dialect`. A table without one is a defect of quantpath, reported and
+// aborted on (the table tests walk every dialect through every importer).
+template <typename Row, size_t N>
+const Row& RowFor(const Dialect& dialect, const std::array<DialectRow<Row>, N>& rows) {
+  const Row* row = FindDialectRow(dialect, rows);
+  if (row == nullptr) DialectRowMissing(dialect);
+  return *row;
+}
 
 // ---------------------------------------------------------------------------------------------
 // HF→engine module-name mappers: how an engine renames the Hugging Face module names a

@@ -114,7 +114,9 @@ Result<Model> OpenInput(const std::string& in_dir, std::vector<std::string>* not
   QP_ASSIGN_OR_RETURN(OpenOptions native, OpenOptions::Parse("native", "", "cpu"));
   Result<Model> model = OpenModel(in_dir, native);
   if (model.ok()) return model;
-  for (const std::string_view engine : {"vllm@0.33", "sglang@0.5.23"}) {
+  for (const Dialect& release : kDialectTable) {
+    if (!release.is_release()) continue;
+    const std::string_view engine = release.name;
     QP_ASSIGN_OR_RETURN(OpenOptions open, OpenOptions::Parse(engine, "", "cpu"));
     Result<Model> read = OpenModel(in_dir, open);
     if (read.ok()) {

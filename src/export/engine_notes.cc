@@ -7,8 +7,9 @@
 namespace quantpath::export_internal {
 
 void AddEngineNotes(const std::string& out_dir, std::vector<std::string>* notes) {
-  for (const std::string_view engine : DialectNames()) {
-    if (engine == "native") continue;
+  // The releases users run: the newest of each engine.
+  for (const Engine e : {Engine::kVllm, Engine::kSglang}) {
+    const std::string_view engine = NewestRelease(e).name;
     Result<OpenOptions> options = OpenOptions::Parse(engine, "", "cpu");
     Result<CheckReport> report =
         options.ok() ? CheckFolder(out_dir, *options) : Result<CheckReport>(options.status());

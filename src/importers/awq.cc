@@ -127,7 +127,7 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
     d.reads_lm_head = false;
     return d;
   }();
-  static const AwqDialect kVllmCurrent{
+  static const AwqDialect kVllm033{
       .skip = SkipStyle::kSubstring,
       .fused = FusedPolicy::kFusedNameThenLegs,
       .skip_kinds = kLinearHead,
@@ -146,23 +146,28 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
       .plain_linear = "AutoAWQLinearMethod",
       .moe_method = "AutoAWQMoEMethod"};
   // AWQMarlinConfig hands linear layers AWQLinearMethod (with a Marlin scheme attached).
-  static const AwqDialect kSglangCurrent{.skip = SkipStyle::kSubstring,
-                                         .fused = FusedPolicy::kFusedNameOnly,
-                                         .skip_kinds = kLinearHead,
-                                         .moe_skip_detail = "get_quant_method returned None",
-                                         .reads_lm_head = true,
-                                         .engine_required_fields = true,
-                                         .marlin_needs_current_keys = true,
-                                         .bypasses_marlin = "awq",
-                                         .plain_linear_only = true,
-                                         .plain_fp16_only = true,
-                                         .bits_error = kOnlyFourBits,
-                                         .unquantized_detail = "UnquantizedLinearMethod",
-                                         .marlin_linear = "AWQLinearMethod",
-                                         .plain_linear = "AWQLinearMethod",
-                                         .moe_method = "AWQMoEMethod"};
-  static const std::array<AwqDialect, kDialectCount> kRows = {
-      {kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent}};
+  static const AwqDialect kSglang0523{.skip = SkipStyle::kSubstring,
+                                      .fused = FusedPolicy::kFusedNameOnly,
+                                      .skip_kinds = kLinearHead,
+                                      .moe_skip_detail = "get_quant_method returned None",
+                                      .reads_lm_head = true,
+                                      .engine_required_fields = true,
+                                      .marlin_needs_current_keys = true,
+                                      .bypasses_marlin = "awq",
+                                      .plain_linear_only = true,
+                                      .plain_fp16_only = true,
+                                      .bits_error = kOnlyFourBits,
+                                      .unquantized_detail = "UnquantizedLinearMethod",
+                                      .marlin_linear = "AWQLinearMethod",
+                                      .plain_linear = "AWQLinearMethod",
+                                      .moe_method = "AWQMoEMethod"};
+  static const std::array<DialectRow<AwqDialect>, 5> kRows = {{
+      {DialectId::kNative, kNative},
+      {DialectId::kVllmHelpers, kVllm},
+      {DialectId::kSglangHelpers, kSglang},
+      {DialectId::kVllm033, kVllm033},
+      {DialectId::kSglang0523, kSglang0523},
+  }};
   return RowFor(dialect, kRows);
 }
 

@@ -29,6 +29,7 @@
 #include "fmt/format.h"
 #include "quantpath/importers.h"
 #include "src/importers/common.h"
+#include "src/importers/engine_methods.h"
 #include "src/importers/gptq_family.h"
 
 namespace quantpath {
@@ -55,14 +56,6 @@ struct BnbDialect {
   bool unknown_method;         // the engine has no bitsandbytes method at all
   std::string_view quantized_detail, unquantized_detail, moe_detail;
 };
-
-// vLLM 0.33.0's QUANTIZATION_METHODS, as its "Unknown quantization method" text lists them.
-constexpr std::string_view kVllmCurrentMethods =
-    "['awq', 'auto_awq', 'fp8', 'fbgemm_fp8', 'fp_quant', 'modelopt', 'modelopt_fp4', "
-    "'modelopt_mxfp8', 'modelopt_mixed', 'auto_gptq', 'gptq', 'gptq_marlin', 'awq_marlin', "
-    "'humming', 'compressed-tensors', 'experts_int8', 'quark', 'moe_wna16', 'torchao', 'inc', "
-    "'mxfp4', 'gpt_oss_mxfp4', 'deepseek_v4_fp8', 'online', 'fp8_per_tensor', 'fp8_per_block', "
-    "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8']";
 
 const BnbDialect& DialectFor(const Dialect& dialect) {
   static const BnbDialect kNative{.transformers_skip = true,
@@ -91,18 +84,18 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                 .quantized_detail = "BitsAndBytesLinearMethod",
                                 .unquantized_detail = "UnquantizedLinearMethod",
                                 .moe_detail = ""};
-  static const BnbDialect kVllmCurrent{.transformers_skip = false,
-                                       .fused = FusedPolicy::kFusedNameOnly,
-                                       .skip_kinds = 0,
-                                       .lm_head_by_skip_list = false,
-                                       .moe_quantized = false,
-                                       .moe_8bit_fails = false,
-                                       .both_widths_error = false,
-                                       .storage_must_be_uint8 = false,
-                                       .unknown_method = true,
-                                       .quantized_detail = "",
-                                       .unquantized_detail = "",
-                                       .moe_detail = ""};
+  static const BnbDialect kVllm033{.transformers_skip = false,
+                                   .fused = FusedPolicy::kFusedNameOnly,
+                                   .skip_kinds = 0,
+                                   .lm_head_by_skip_list = false,
+                                   .moe_quantized = false,
+                                   .moe_8bit_fails = false,
+                                   .both_widths_error = false,
+                                   .storage_must_be_uint8 = false,
+                                   .unknown_method = true,
+                                   .quantized_detail = "",
+                                   .unquantized_detail = "",
+                                   .moe_detail = ""};
   // SGLang gives every FusedMoE BitsAndBytesMoEMethod, without consulting the skip list.
   static const BnbDialect kSglang{.transformers_skip = false,
                                   .fused = FusedPolicy::kFusedNameOnly,
@@ -116,9 +109,14 @@ const BnbDialect& DialectFor(const Dialect& dialect) {
                                   .quantized_detail = "BitsAndBytesLinearMethod",
                                   .unquantized_detail = "UnquantizedLinearMethod",
                                   .moe_detail = "BitsAndBytesMoEMethod"};
-  // sglang@0.5.23 uses the recorded SGLang row: it has no row of its own.
-  static const std::array<BnbDialect, kDialectCount> kRows = {
-      {kNative, kVllm, kSglang, kVllmCurrent, kSglang}};
+  // sglang@0.5.23 reads bitsandbytes as the helper recording does.
+  static const std::array<DialectRow<BnbDialect>, 5> kRows = {{
+      {DialectId::kNative, kNative},
+      {DialectId::kVllmHelpers, kVllm},
+      {DialectId::kSglangHelpers, kSglang},
+      {DialectId::kVllm033, kVllm033},
+      {DialectId::kSglang0523, kSglang},
+  }};
   return RowFor(dialect, kRows);
 }
 
@@ -245,7 +243,7 @@ Result<QuantPlan> BitsAndBytesFormat::BuildPlan(const ConfigSources& sources,
     return InvalidInput(fmt::format(
         "{}: ValueError: Unknown quantization method: bitsandbytes. Must be one of {}. ({} has "
         "no bitsandbytes support)",
-        copy.where.ToString(), kVllmCurrentMethods, dialect.name));
+        copy.where.ToString(), RegisteredMethodsText(dialect), dialect.name));
   }
   QuantPlan plan;
   plan.quant_method = "bitsandbytes";

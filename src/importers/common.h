@@ -21,14 +21,6 @@
 
 namespace quantpath {
 
-// Per-dialect tables: one row per dialect, indexed by Dialect::id (native, vllm, sglang,
-// vllm@0.33, sglang@0.5.23; kDialectCount rows, ir.h), so an importer keeps its per-dialect choices
-// as data and looks them up here instead of switching on the engine.
-template <typename Row>
-const Row& RowFor(const Dialect& dialect, const std::array<Row, kDialectCount>& rows) {
-  return rows[dialect.index()];
-}
-
 // One string of a config list and where it sits, e.g. config.json#/quantization_config/ignore/3.
 struct ListEntry {
   std::string value;

@@ -11,7 +11,7 @@
 // lifecycle/apply.py; vLLM CompressedTensorsConfig (from_config, get_quant_method,
 // get_scheme_dict, CompressedTensorsKVCacheMethod.validate_kv_cache_scheme) @e9476487; the
 // recorded cases in tests/data/oracle/cases/{vllm,sglang}-compressed-tensors.json and
-// cases-new/ (vLLM 0.33.0, SGLang 0.5.23).
+// releases/*/cases/ (vLLM 0.33.0 and 0.34.0, SGLang 0.5.23).
 #include <algorithm>
 #include <utility>
 

@@ -152,7 +152,6 @@ struct CtExperts {
 
 struct CtDialect {
   Engine engine;
-  EngineRelease release;
   RegexFlavor regex;  // vLLM imports `regex`, SGLang and the library the standard `re`
   // should_ignore_layer / is_match(ignore).
   IgnoreShape ignore_shape;

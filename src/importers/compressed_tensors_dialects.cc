@@ -1,6 +1,6 @@
 // compressed-tensors dialects: which matchers and policies reproduce the library (native), vLLM and
 // SGLang as recorded in oracle/cases/, and the current releases vLLM 0.33.0 and SGLang 0.5.23
-// (oracle/cases-new/). One row per dialect; the plan builder reads only this table.
+// (oracle/releases/*/cases/). One row per dialect; the plan builder reads only this table.
 //
 // Goals: every per-dialect choice as data, with the engines' own error texts. Non-goals: the
 // engines' device-dependent scheme classes (only the MoE method's checks that do not depend on the
@@ -43,10 +43,9 @@ const Action kSglangNoTarget{ActionKind::kFail, std::nullopt,
                              "compressed-tensors config.",
                              ""};
 
-// The recorded engine rows; the current releases are derived from them below.
-const CtDialect kVllmRecorded{
+// The helper recordings' rows; the releases are derived from them below.
+const CtDialect kVllmHelpers{
     .engine = Engine::kVllm,
-    .release = EngineRelease::kRecorded,
     .regex = RegexFlavor::kPythonRegexModule,
     .ignore_shape = IgnoreShape::kListedFusedName,
     .ignore_plain = MatchKind::kExact,
@@ -73,9 +72,8 @@ const CtDialect kVllmRecorded{
     .router = KindPolicy::kUnquantized,
     .embedding = KindPolicy::kUnquantized,
 };
-const CtDialect kSglangRecorded{
+const CtDialect kSglangHelpers{
     .engine = Engine::kSglang,
-    .release = EngineRelease::kRecorded,
     .regex = RegexFlavor::kPythonRe,
     .ignore_shape = IgnoreShape::kSglangShouldIgnore,
     .ignore_plain = MatchKind::kSubstringIgnoreCase,
@@ -107,9 +105,8 @@ const CtDialect kSglangRecorded{
 // or regex) on a fused name before its shards; targets are tried by name, then through the fused
 // shards, then by class; experts layers are RoutedExperts and are looked up through expert 0's
 // projections.
-CtDialect VllmCurrent() {
-  CtDialect d = kVllmRecorded;
-  d.release = EngineRelease::kCurrent;
+CtDialect Vllm033() {
+  CtDialect d = kVllmHelpers;
   d.ignore_shape = IgnoreShape::kFusedNameThenLegs;
   d.ignore_disagree =
       "ValueError: Found different quantization schemes for the shards of {prefix}. vLLM requires "
@@ -141,9 +138,8 @@ CtDialect VllmCurrent() {
 // as a dotted suffix; the LM head is matched by name only (get_lm_head_scheme) and is None when
 // nothing names it; experts layers are looked up through expert 0's projections, and the WNA16
 // MoE scheme checks the config's top-level format.
-CtDialect SglangCurrent() {
-  CtDialect d = kSglangRecorded;
-  d.release = EngineRelease::kCurrent;
+CtDialect Sglang0523() {
+  CtDialect d = kSglangHelpers;
   d.ignore_plain = MatchKind::kDottedSuffix;
   d.ignore_plain_words = "exact name or dotted suffix";
   d.ignore_disagree =
@@ -172,45 +168,44 @@ CtDialect SglangCurrent() {
   return d;
 }
 
-// One row per dialect, in DialectNames() order.
-const std::array<CtDialect, kDialectCount> kDialects = {{
-    {
-        .engine = Engine::kNative,
-        .release = EngineRelease::kRecorded,
-        .regex = RegexFlavor::kPythonRe,
-        .ignore_shape = IgnoreShape::kLegs,
-        .ignore_plain = MatchKind::kExact,
-        .ignore_plain_words = "exact name",
-        .ignore_classes = true,
-        .ignore_disagree = "compressed-tensors ignores some legs of this fused layer and not "
-                           "others; one fused layer cannot hold both precisions",
-        .ignore_detail = "ignored",
-        .lm_head_unquantized_detail = "",
-        .target_order = TargetOrder::kLibrary,
-        .target_fused = FusedPolicy::kLegsMustAgree,
-        .target_disagree = "the legs of this fused layer fall in config groups with different "
-                           "schemes; one fused layer cannot hold both",
-        .target_detail = "config group {1} (target {0})",
-        .lm_head_by_name_only = false,
-        .no_target = {ActionKind::kSkip, std::nullopt,
-                      "no target matches: compressed-tensors leaves the module as it is",
-                      "not targeted"},
-        .reading = kLibraryReading,
-        .drop_attention_groups = false,
-        .moe_alias = "",
-        .experts_through_legs = false,
-        .experts = {},
-        .sparsity_fails = false,
-        .kv = KvPolicy::kSchemeOnly,
-        .attention_detail = "",
-        .lm_head = KindPolicy::kRules,
-        .router = KindPolicy::kRules,
-        .embedding = KindPolicy::kRules,
-    },
-    kVllmRecorded,
-    kSglangRecorded,
-    VllmCurrent(),
-    SglangCurrent(),
+const std::array<DialectRow<CtDialect>, 5> kDialects = {{
+    {DialectId::kNative,
+     {
+         .engine = Engine::kNative,
+         .regex = RegexFlavor::kPythonRe,
+         .ignore_shape = IgnoreShape::kLegs,
+         .ignore_plain = MatchKind::kExact,
+         .ignore_plain_words = "exact name",
+         .ignore_classes = true,
+         .ignore_disagree = "compressed-tensors ignores some legs of this fused layer and not "
+                            "others; one fused layer cannot hold both precisions",
+         .ignore_detail = "ignored",
+         .lm_head_unquantized_detail = "",
+         .target_order = TargetOrder::kLibrary,
+         .target_fused = FusedPolicy::kLegsMustAgree,
+         .target_disagree = "the legs of this fused layer fall in config groups with different "
+                            "schemes; one fused layer cannot hold both",
+         .target_detail = "config group {1} (target {0})",
+         .lm_head_by_name_only = false,
+         .no_target = {ActionKind::kSkip, std::nullopt,
+                       "no target matches: compressed-tensors leaves the module as it is",
+                       "not targeted"},
+         .reading = kLibraryReading,
+         .drop_attention_groups = false,
+         .moe_alias = "",
+         .experts_through_legs = false,
+         .experts = {},
+         .sparsity_fails = false,
+         .kv = KvPolicy::kSchemeOnly,
+         .attention_detail = "",
+         .lm_head = KindPolicy::kRules,
+         .router = KindPolicy::kRules,
+         .embedding = KindPolicy::kRules,
+     }},
+    {DialectId::kVllmHelpers, kVllmHelpers},
+    {DialectId::kSglangHelpers, kSglangHelpers},
+    {DialectId::kVllm033, Vllm033()},
+    {DialectId::kSglang0523, Sglang0523()},
 }};
 
 // WNA16_SUPPORTED_BITS of both engines.

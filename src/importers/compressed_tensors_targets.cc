@@ -14,7 +14,8 @@
 //     guard), then `find_matched_target`: every target against the name (exact or regex, config
 //     order), then every target against the engine class name (case-insensitive substring), then
 //     `_match_fused_layer` (each shard by exact or regex; the first shard's target decides).
-//   - vLLM 0.33 / SGLang 0.5.23 (oracle/cases-new/): the same helpers with the release's changes
+//   - vLLM 0.33 / SGLang 0.5.23 (oracle/releases/*/cases/): the same helpers with the release's
+//   changes
 //     (see the rows), and experts layers looked up through expert 0's gate/up/down projections:
 //     one group per experts layer holding the ignore entries, the targets and the fallback, under
 //     which the three projections must agree (get_moe_method / get_moe_scheme).

@@ -110,7 +110,7 @@ QDType EngineDtype(const ConfigSources& sources, Engine engine) {
 }
 
 void CheckActDtype(const ConfigSources& sources, const Dialect& dialect, QuantPlan* plan) {
-  if (!dialect.current()) return;
+  if (!dialect.is_release()) return;
   if (plan->act_dtypes.empty()) {
     const std::vector<MethodDtypes>& rows =
         dialect.engine == Engine::kVllm ? VllmMethods() : SglangMethods();

@@ -40,12 +40,14 @@
 // tensors' stored dtype.
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/importers.h"
 #include "src/importers/common.h"
+#include "src/importers/fp8.h"
 
 namespace quantpath {
 namespace {
@@ -70,21 +72,24 @@ struct Fp8Dialect {
   OnlineFp8 online;
 };
 
-// One row per dialect, in DialectNames() order.
-constexpr std::array<Fp8Dialect, kDialectCount> kDialects = {{
+constexpr std::array<DialectRow<Fp8Dialect>, 5> kDialects = {{
     // native: transformers decides every nn.Linear (HF leg names) on its own.
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kBlock},
-    // vllm: is_layer_skipped looks up the shards only.
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kPerTensor},
-    // sglang
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kPerChannel},
-    // vllm@0.33: a fused name listed directly is honoured first (Step-3.5-Flash lists
+    {DialectId::kNative, {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kBlock}},
+    // vllm@helpers: is_layer_skipped looks up the shards only.
+    {DialectId::kVllmHelpers,
+     {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kPerTensor}},
+    {DialectId::kSglangHelpers,
+     {FusedPolicy::kLegsMustAgree, SglangShardTable::kNone, OnlineFp8::kPerChannel}},
+    // since vllm@0.33: a fused name listed directly is honoured first (Step-3.5-Flash lists
     // self_attn.qkv_proj), then the shards.
-    {FusedPolicy::kFusedNameThenLegs, SglangShardTable::kNone, OnlineFp8::kPerTensor},
-    // sglang@0.5.23: qkv_proj / gate_up_proj are split into shards from a built-in table when the
-    // model has no packed mapping for them (SGLang's Llama defines none).
-    {FusedPolicy::kLegsMustAgree, SglangShardTable::kBuiltInFallback, OnlineFp8::kPerChannel},
+    {DialectId::kVllm033,
+     {FusedPolicy::kFusedNameThenLegs, SglangShardTable::kNone, OnlineFp8::kPerTensor}},
+    // since sglang@0.5.23: qkv_proj / gate_up_proj are split into shards from a built-in table when
+    // the model has no packed mapping for them (SGLang's Llama defines none).
+    {DialectId::kSglang0523,
+     {FusedPolicy::kLegsMustAgree, SglangShardTable::kBuiltInFallback, OnlineFp8::kPerChannel}},
 }};
+static_assert(CoversEveryDialect(kDialects));
 
 // " (vLLM raises ValueError: …)" for the engine dialects, so `match` shows the engine's own text.
 std::string EngineSays(const Dialect& dialect, std::string_view text) {
@@ -348,7 +353,8 @@ Result<RuleGroup> ExcludeGroup(const ChosenList& chosen, const Dialect& dialect)
 }
 
 // fmt and unknown keys: read, shown, and deciding nothing.
-void AddFieldNotes(const Json& q, const std::string& file, std::vector<std::string>* notes) {
+void AddFieldNotes(const Json& q, const std::string& file,
+                   std::span<const std::string_view> more_keys, std::vector<std::string>* notes) {
   if (const Json* fmt_value = q.FindNonNull("fmt")) {
     std::string shown = fmt_value->is_string() ? fmt_value->string_value() : ToJson(*fmt_value);
     if (shown == "e4m3") {
@@ -365,6 +371,7 @@ void AddFieldNotes(const Json& q, const std::string& file, std::vector<std::stri
   for (const Json::Member& m : q.members()) {
     bool known = false;
     for (std::string_view k : kKnownKeys) known = known || m.first == k;
+    for (std::string_view k : more_keys) known = known || m.first == k;
     if (!known) unknown.push_back(m.first);
   }
   if (!unknown.empty()) {
@@ -433,7 +440,7 @@ void SetActions(const QuantScheme& scheme, const Dialect& dialect, QuantPlan* pl
 // `Attention`, so MLAAttention gets None.
 void SetEngineAttention(const Dialect& dialect, QuantPlan* plan) {
   plan->attention = EngineAttentionAction(dialect);
-  if (dialect.engine == Engine::kVllm && dialect.current()) {
+  if (Since(dialect, DialectId::kVllm033)) {
     plan->attention_classes = VllmAttentionClasses();
   }
 }
@@ -459,7 +466,7 @@ QuantPlan PlanQuantizedAtLoad(const Dialect& dialect) {
           "keeps lm_head unquantized by default");
       break;
     case Engine::kVllm:
-      if (dialect.current()) {
+      if (Since(dialect, DialectId::kVllm033)) {
         // OnlineQuantizationConfig (fp8_per_tensor) attaches nothing to attention layers.
         plan.notes.push_back(
             "--quantization fp8 without a description: vLLM warns \"--quantization fp8 is "
@@ -498,43 +505,7 @@ class Fp8ImporterImpl : public Importer {
 
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
     QP_ASSIGN_OR_RETURN(Located embedded, EmbeddedObject(sources, "fp8"));
-    const std::string& file = embedded.where.file;
-    const Json& q = *embedded.value;
-    QuantPlan plan;
-    plan.quant_method = std::string(kMethod);
-    plan.dialect = dialect;
-    plan.sources.push_back(embedded.where);
-
-    Fp8Fields fields;
-    QP_RETURN_IF_ERROR(ReadActivationScheme(q, file, dialect, &fields, &plan.notes));
-    QP_RETURN_IF_ERROR(ReadBlockSize(q, file, dialect, &fields, &plan.notes));
-    QuantScheme scheme = Fp8Scheme(fields);
-
-    QP_ASSIGN_OR_RETURN(ChosenList chosen, ChooseSkipList(q, file, dialect, &plan.notes));
-    QP_ASSIGN_OR_RETURN(RuleGroup exclude, ExcludeGroup(chosen, dialect));
-    plan.groups.push_back(std::move(exclude));
-
-    SetActions(scheme, dialect, &plan);
-    if (dialect.engine == Engine::kNative) {
-      // The quantizer adds its default skips (output embedding, tied weights, last module) only
-      // when the config gives no list; a given list, even an empty one, replaces them and the
-      // lm_head nn.Linear is converted unless an entry reaches it.
-      plan.lm_head = chosen.present ? KindPolicy::kRules : KindPolicy::kUnquantized;
-      plan.notes.push_back(
-          chosen.present
-              ? fmt::format("{}#{}/{}: replaces transformers' default skips, so lm_head is "
-                            "converted to fp8 unless an entry reaches it",
-                            file, q.pointer(), chosen.list.key)
-              : fmt::format("{}: no modules_to_not_convert, so transformers keeps lm_head "
-                            "unquantized by default",
-                            Where(file, q)));
-    } else {
-      SetEngineAttention(dialect, &plan);
-    }
-    if (fields.block && dialect.current())
-      plan.shape_checks = BlockShapeChecks(*fields.block, dialect);
-    AddFieldNotes(q, file, &plan.notes);
-    return plan;
+    return Fp8DescribedPlan(embedded, dialect, {});
   }
 
   Result<std::optional<QuantPlan>> PlanWithoutDescription(const ConfigSources&,
@@ -544,6 +515,57 @@ class Fp8ImporterImpl : public Importer {
 };
 
 }  // namespace
+
+Result<QuantPlan> Fp8DescribedPlan(const Located& embedded, const Dialect& dialect,
+                                   const Fp8Reading& reading) {
+  const std::string& file = embedded.where.file;
+  const Json& q = *embedded.value;
+  QuantPlan plan;
+  plan.quant_method = std::string(reading.method);
+  plan.dialect = dialect;
+  plan.sources.push_back(embedded.where);
+
+  Fp8Fields fields;
+  if (reading.dynamic_activations_only) {
+    const Json* act = q.FindNonNull("activation_scheme");
+    if (act != nullptr && !(act->is_string() && act->string_value() == "dynamic")) {
+      plan.notes.push_back(fmt::format(
+          "{}: not read: {} activations are always dynamic (its from_config passes \"dynamic\")",
+          Where(file, *act), reading.method));
+    }
+  } else {
+    QP_RETURN_IF_ERROR(ReadActivationScheme(q, file, dialect, &fields, &plan.notes));
+  }
+  QP_RETURN_IF_ERROR(ReadBlockSize(q, file, dialect, &fields, &plan.notes));
+  if (!fields.block && q.Find("weight_block_size") == nullptr) fields.block = reading.default_block;
+  QuantScheme scheme = Fp8Scheme(fields);
+
+  QP_ASSIGN_OR_RETURN(ChosenList chosen, ChooseSkipList(q, file, dialect, &plan.notes));
+  QP_ASSIGN_OR_RETURN(RuleGroup exclude, ExcludeGroup(chosen, dialect));
+  plan.groups.push_back(std::move(exclude));
+
+  SetActions(scheme, dialect, &plan);
+  if (dialect.engine == Engine::kNative) {
+    // The quantizer adds its default skips (output embedding, tied weights, last module) only
+    // when the config gives no list; a given list, even an empty one, replaces them and the
+    // lm_head nn.Linear is converted unless an entry reaches it.
+    plan.lm_head = chosen.present ? KindPolicy::kRules : KindPolicy::kUnquantized;
+    plan.notes.push_back(
+        chosen.present
+            ? fmt::format("{}#{}/{}: replaces transformers' default skips, so lm_head is "
+                          "converted to fp8 unless an entry reaches it",
+                          file, q.pointer(), chosen.list.key)
+            : fmt::format("{}: no modules_to_not_convert, so transformers keeps lm_head "
+                          "unquantized by default",
+                          Where(file, q)));
+  } else {
+    SetEngineAttention(dialect, &plan);
+  }
+  if (fields.block && dialect.is_release())
+    plan.shape_checks = BlockShapeChecks(*fields.block, dialect);
+  AddFieldNotes(q, file, reading.more_keys, &plan.notes);
+  return plan;
+}
 
 const Importer* Fp8Importer() {
   static const Fp8ImporterImpl importer;

@@ -3,18 +3,10 @@
 
 #include "fmt/format.h"
 #include "src/importers/common.h"
+#include "src/importers/engine_methods.h"
 
 namespace quantpath {
 namespace {
-
-// SGLang 0.5.23's QUANTIZATION_METHODS on CUDA, as its "Unknown quantization method" text lists
-// them.
-constexpr std::string_view kSglangCurrentMethods =
-    "['fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', "
-    "'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', "
-    "'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', "
-    "'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', "
-    "'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4']";
 
 bool IsMarlinType(const GptqSettings& s) { return (s.bits == 4 || s.bits == 8) && s.sym; }
 bool IsMarlinGroup(int64_t g) { return g == -1 || g == 32 || g == 64 || g == 128; }
@@ -105,7 +97,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
                                    .names = {"GPTQMarlinLinearMethod", "GPTQLinearMethod", ""}};
   // vLLM 0.33 differs from the recorded row in: desc_act rejected, the detail of an expert that
   // `dynamic` skips, an empty block list quantizing everything, and the class names.
-  static const GptqDialect kVllmCurrent = [] {
+  static const GptqDialect kVllm033 = [] {
     GptqDialect d = kVllm;
     d.rejects_desc_act = true;
     d.dynamic.moe_skip_detail = "UnquantizedFusedMoEMethod";
@@ -116,7 +108,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
   // SGLang 0.5.23 differs from the recorded row in: no plain GPTQ method for a non-Marlin config,
   // --quantization gptq keeping the plain method, the LM head's skip detail, the MoE method
   // ahead of `dynamic`, and the class names.
-  static const GptqDialect kSglangCurrent = [] {
+  static const GptqDialect kSglang0523 = [] {
     GptqDialect d = kSglang;
     d.not_marlin = GptqNotMarlin::kUnknownMethod;
     d.bypasses_marlin = "gptq";
@@ -125,8 +117,13 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
     d.names = {"GPTQMarlinLinearMethod", "", "GPTQMarlinMoEMethod"};
     return d;
   }();
-  static const std::array<GptqDialect, kDialectCount> kRows = {
-      {kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent}};
+  static const std::array<DialectRow<GptqDialect>, 5> kRows = {{
+      {DialectId::kNative, kNative},
+      {DialectId::kVllmHelpers, kVllm},
+      {DialectId::kSglangHelpers, kSglang},
+      {DialectId::kVllm033, kVllm033},
+      {DialectId::kSglang0523, kSglang0523},
+  }};
   return RowFor(dialect, kRows);
 }
 
@@ -148,7 +145,7 @@ Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
                                dialect.name);
     return InvalidInput(
         fmt::format("{}: ValueError: Unknown quantization method: gptq. Must be one of {}. ({})",
-                    copy.where.ToString(), kSglangCurrentMethods, why));
+                    copy.where.ToString(), RegisteredMethodsText(dialect), why));
   }
   notes->push_back(
       fmt::format("{} runs this config on its GPTQ kernel (not Marlin)", dialect.name));

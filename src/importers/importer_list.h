@@ -18,6 +18,7 @@ const Importer* BitsAndBytesImporter();
 const Importer* Mxfp4Importer();
 const Importer* W8a8Int8Importer();
 const Importer* W8a8Fp8Importer();
+const Importer* W4afp8Importer();
 const Importer* QuarkImporter();
 const Importer* FbgemmFp8Importer();
 const Importer* HqqImporter();
@@ -43,6 +44,8 @@ inline std::vector<const Importer*> MakeImporterList() {
       // SGLang's own methods, each keyed on its quant_method.
       W8a8Int8Importer(),
       W8a8Fp8Importer(),
+      // vLLM 0.34's w4afp8, keyed on its quant_method.
+      W4afp8Importer(),
       // Recognised and rejected until supported, each keyed on its quant_method.
       QuarkImporter(),
       FbgemmFp8Importer(),

@@ -9,7 +9,7 @@
 // MIXED_PRECISION lookup (modelopt_current.cc, modelopt_mixed.cc).
 // Documentation followed: vLLM ModelOptQuantConfigBase.get_quant_method @c9a59901 and 0.33.0;
 // SGLang ModelOptQuantConfig._get_quant_method (newest read) and 0.5.23; the recorded cases in
-// tests/data/oracle/cases/{vllm,sglang}-modelopt.json and cases-new/.
+// tests/data/oracle/cases/{vllm,sglang}-modelopt.json and releases/*/cases/.
 #include <array>
 #include <utility>
 
@@ -32,7 +32,7 @@ enum class KvAttach : uint8_t {
 };
 
 // One dialect's choices: method classes per algorithm, KV-cache method, LM head.
-struct DialectRow {
+struct ModelOptRow {
   std::vector<AlgoMethods> methods;        // empty: native (the detail names the algorithm)
   std::vector<AlgoMethods> mixed_methods;  // MIXED_PRECISION (current releases)
   std::string_view kv_method;
@@ -41,10 +41,10 @@ struct DialectRow {
   bool lm_head_as_linear;  // the LM head goes through the linear path (and the exclusion list)
 };
 
-const DialectRow& RowFor(const Dialect& dialect) {
-  static const DialectRow kNative{{}, {}, "", KvAttach::kScheme, KvAttach::kScheme, false};
+const ModelOptRow& ModelOptRowFor(const Dialect& dialect) {
+  static const ModelOptRow kNative{{}, {}, "", KvAttach::kScheme, KvAttach::kScheme, false};
   // Recorded code: ModelOptFp8Config / ModelOptNvFp4Config with one method class per algorithm.
-  static const DialectRow kVllm{
+  static const ModelOptRow kVllm{
       {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
        {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptFp8PcPtLinearMethod", "ModelOptFp8MoEMethod"},
        {"FP8_PB_WO", "ModelOptFp8PbWoLinearMethod", "ModelOptFp8MoEMethod"},
@@ -54,7 +54,7 @@ const DialectRow& RowFor(const Dialect& dialect) {
       KvAttach::kAlways,
       KvAttach::kAlways,
       false};
-  static const DialectRow kSglang{
+  static const ModelOptRow kSglang{
       {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
        {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
        {"FP8_PB_WO", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
@@ -66,7 +66,7 @@ const DialectRow& RowFor(const Dialect& dialect) {
       false};
   // vLLM 0.33: one generic ModelOptLinearMethod; each config's FusedMoEMethodCls for experts; the
   // mixed config picks the expert method per algorithm (none for FP8_PER_CHANNEL_PER_TOKEN).
-  static const DialectRow kVllmCurrent{
+  static const ModelOptRow kVllm033{
       {{"FP8", "ModelOptLinearMethod[algo=FP8]", "ModelOptFp8MoEMethod"},
        {"FP8_PER_CHANNEL_PER_TOKEN", "ModelOptLinearMethod[algo=FP8_PER_CHANNEL_PER_TOKEN]",
         "ModelOptFp8MoEMethod"},
@@ -86,7 +86,7 @@ const DialectRow& RowFor(const Dialect& dialect) {
       true};
   // SGLang 0.5.23: ModelOptFp8Config / ModelOptFp4Config, and the mixed config's per-algorithm
   // classes (block and MX FP8 through the plain Fp8 methods).
-  static const DialectRow kSglangCurrent{
+  static const ModelOptRow kSglang0523{
       {{"FP8", "ModelOptFp8LinearMethod", "ModelOptFp8MoEMethod"},
        {"NVFP4", "ModelOptFp4LinearMethod", "ModelOptNvFp4FusedMoEMethod"},
        {"W4A16_NVFP4", "ModelOptNvFp4A16LinearMethod", "ModelOptNvFp4FusedMoEMethod"}},
@@ -99,13 +99,18 @@ const DialectRow& RowFor(const Dialect& dialect) {
       KvAttach::kWhenKvMethod,
       KvAttach::kWhenKvMethod,
       true};
-  static const std::array<DialectRow, kDialectCount> kRows = {
-      {kNative, kVllm, kSglang, kVllmCurrent, kSglangCurrent}};
+  static const std::array<DialectRow<ModelOptRow>, 5> kRows = {{
+      {DialectId::kNative, kNative},
+      {DialectId::kVllmHelpers, kVllm},
+      {DialectId::kSglangHelpers, kSglang},
+      {DialectId::kVllm033, kVllm033},
+      {DialectId::kSglang0523, kSglang0523},
+  }};
   return RowFor(dialect, kRows);
 }
 
 // How the dialect decides attention sites.
-void DecideAttention(const Description& d, const DialectRow& row, QuantPlan* plan) {
+void DecideAttention(const Description& d, const ModelOptRow& row, QuantPlan* plan) {
   plan->kv_cache = d.kv;
   std::string scheme = d.kv ? d.kv->CanonicalName() : "no KV scheme";
   switch (d.mixed ? row.mixed_attach : row.attach) {
@@ -122,7 +127,7 @@ void DecideAttention(const Description& d, const DialectRow& row, QuantPlan* pla
     case KvAttach::kWhenKvMethod:
       // vLLM 0.33.0's mixed config tests `Attention` only (its base configs test Attention and
       // MLAAttention), so MLAAttention gets no KV-cache method there.
-      if (d.mixed && plan->dialect.engine == Engine::kVllm && plan->dialect.current()) {
+      if (d.mixed && Since(plan->dialect, DialectId::kVllm033)) {
         plan->attention_classes = VllmAttentionClasses();
       }
       plan->attention =
@@ -205,7 +210,7 @@ class ModelOptImporterImpl : public Importer {
     plan.dialect = dialect;
     plan.sources.push_back(d.where);
     plan.notes = d.notes;
-    const DialectRow& row = RowFor(dialect);
+    const ModelOptRow& row = ModelOptRowFor(dialect);
     plan.linear = KindPolicy::kRules;
     plan.moe = KindPolicy::kRules;
     // Router gates are built without a quantization config. The recorded engine code returns no

@@ -102,10 +102,10 @@ std::optional<Located> FindDescription(const ConfigSources& sources);
 Result<Description> ReadDescription(const ConfigSources& sources, const Located& located,
                                     const Dialect& dialect);
 
-// The current releases' from_config (modelopt_current.cc): vLLM 0.33 ModelOptQuantConfigBase and
-// its subclasses, SGLang 0.5.23 ModelOptFp8Config / ModelOptFp4Config /
-// ModelOptMixedPrecisionConfig with the method resolution of ModelConfig.
-Status ReadVllmCurrent(const Json& root, const Json* shell, Description* d);
+// The releases' from_config (modelopt_current.cc): vLLM ModelOptQuantConfigBase and its
+// subclasses since 0.33 (`dialect` says which release), SGLang 0.5.23 ModelOptFp8Config /
+// ModelOptFp4Config / ModelOptMixedPrecisionConfig with the method resolution of ModelConfig.
+Status ReadVllmCurrent(const Json& root, const Json* shell, const Dialect& dialect, Description* d);
 Status ReadSglangCurrent(const Json& root, const Json* shell, Description* d);
 
 // The exclusion rule groups of `dialect`, in evaluation order.

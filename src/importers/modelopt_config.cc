@@ -443,12 +443,13 @@ Result<Description> ReadDescription(const ConfigSources& sources, const Located&
       QP_RETURN_IF_ERROR(ReadNative(sources, root, shell, &d));
       break;
     case Engine::kVllm:
-      QP_RETURN_IF_ERROR(dialect.current() ? ReadVllmCurrent(root, shell, &d)
-                                           : ReadVllm(root, shell, &d));
+      QP_RETURN_IF_ERROR(Since(dialect, DialectId::kVllm033)
+                             ? ReadVllmCurrent(root, shell, dialect, &d)
+                             : ReadVllm(root, shell, &d));
       break;
     case Engine::kSglang:
-      QP_RETURN_IF_ERROR(dialect.current() ? ReadSglangCurrent(root, shell, &d)
-                                           : ReadSglang(root, shell, &d));
+      QP_RETURN_IF_ERROR(Since(dialect, DialectId::kSglang0523) ? ReadSglangCurrent(root, shell, &d)
+                                                                : ReadSglang(root, shell, &d));
       break;
   }
   return d;

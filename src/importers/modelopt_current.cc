@@ -9,7 +9,7 @@
 // ModelOptMxFp8Config._from_config, ModelOptMixedPrecisionConfig._from_config, QUANT_ALGOS); SGLang
 // 0.5.23 configs/model_config.py (_parse_modelopt_quant_config) and layers/quantization/
 // modelopt_quant.py (ModelOptFp8Config / ModelOptFp4Config / ModelOptMixedPrecisionConfig
-// .from_config), w4afp8.py (W4AFp8Config); tests/data/oracle/cases-new/*-modelopt.json.
+// .from_config), w4afp8.py (W4AFp8Config); tests/data/oracle/releases/*/cases/*-modelopt.json.
 #include <algorithm>
 #include <utility>
 
@@ -273,7 +273,27 @@ bool HasNvfp4Layer(const Json* table) {
 
 }  // namespace
 
-Status ReadVllmCurrent(const Json& root, const Json* shell, Description* d) {
+// vLLM 0.34 ModelOptNvFp4Config: weight_scale_encoding (the config's, else its `quantization`
+// object's) names how the block scales are stored; only the CSF stream encodings are accepted.
+Status ReadScaleEncoding(const Json& root, const Json* shell, Description* d) {
+  const Json* encoding = root.FindNonNull("weight_scale_encoding");
+  if (encoding == nullptr && shell != nullptr)
+    encoding = shell->FindNonNull("weight_scale_encoding");
+  if (encoding == nullptr) return {};
+  const std::string value = PyStr(*encoding);
+  if (!encoding->is_string() || (value != "csf" && value != "csf_32x2_v1")) {
+    return EngineError(fmt::format("ValueError: unsupported weight_scale_encoding: {}", value));
+  }
+  d->notes.push_back(fmt::format(
+      "{}: weight_scale_encoding {}: the block scales are stored as compressed streams, which "
+      "vLLM 0.34 decodes while loading; quantpath plans the layers and does not read those "
+      "tensors",
+      Where(d->file, *encoding), value));
+  return {};
+}
+
+Status ReadVllmCurrent(const Json& root, const Json* shell, const Dialect& dialect,
+                       Description* d) {
   ReadPackedMapping(root, d);
   const Json* q = &root;
   const Json* kv = nullptr;
@@ -340,6 +360,9 @@ Status ReadVllmCurrent(const Json& root, const Json* shell, Description* d) {
           "ValueError: {} quantization requires the following fields in hf_quant_config.json: {}",
           nvfp4 ? "NVFP4" : "MXFP8", PyList(missing)));
     }
+  }
+  if (Since(dialect, DialectId::kVllm034) && Contains(d->algo, "NVFP4")) {
+    QP_RETURN_IF_ERROR(ReadScaleEncoding(root, shell, d));
   }
   d->info = FindAlgo(d->algo);
   return {};

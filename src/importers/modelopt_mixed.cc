@@ -196,8 +196,12 @@ Result<std::vector<RuleGroup>> EngineMixedGroups(const Description& d, const Dia
                                "a shard of this fused layer"));
       continue;
     }
+    // The engine prints a Python set: each algorithm once, in an order that depends on
+    // PYTHONHASHSEED; sorted is the order the recordings (seed 0) show for these names.
     std::vector<std::string> algos;
     for (const Entry* s : f.shards) algos.push_back(fmt::format("'{}'", s->algo));
+    std::sort(algos.begin(), algos.end());
+    algos.erase(std::unique(algos.begin(), algos.end()), algos.end());
     Action fail{ActionKind::kFail, std::nullopt,
                 fmt::format("ValueError: Mixed quant_algo within fused layer {{prefix}}: {{{}}}. "
                             "All shards must use the same quantization.",

@@ -75,16 +75,16 @@ const std::vector<SkipOutcome> kOutcomes = {
 
 // vLLM keeps these towers unquantized after the exclusion list (not for MIXED_PRECISION).
 constexpr std::string_view kVllmTowers[] = {"vision_tower", "vision_model"};
-constexpr std::string_view kVllmCurrentTowers[] = {"vision_tower", "vision_model",
-                                                   "vit_large_projector"};
+constexpr std::string_view kVllm033Towers[] = {"vision_tower", "vision_model",
+                                               "vit_large_projector"};
 
 Result<std::vector<RuleGroup>> VllmGroups(const Description& d, const Dialect& dialect) {
   // 0.33's is_layer_skipped honours a fused name listed directly before looking at the shards.
-  RuleGroup skipped{
-      "exclude (is_layer_skipped)",
-      {},
-      dialect.current() ? FusedPolicy::kFusedNameThenLegs : FusedPolicy::kLegsMustAgree,
-      std::string(kShardsText)};
+  RuleGroup skipped{"exclude (is_layer_skipped)",
+                    {},
+                    Since(dialect, DialectId::kVllm033) ? FusedPolicy::kFusedNameThenLegs
+                                                        : FusedPolicy::kLegsMustAgree,
+                    std::string(kShardsText)};
   QP_RETURN_IF_ERROR(AppendVllmSkipRules({d.exclude_key, d.exclude}, kOutcomes, &skipped.rules));
   RuleGroup wildcard{"exclude (substring, fnmatch)", {}, FusedPolicy::kFusedNameOnly, ""};
   for (const ListEntry& e : d.exclude) {
@@ -104,7 +104,7 @@ Result<std::vector<RuleGroup>> VllmGroups(const Description& d, const Dialect& d
   if (d.mixed) return groups;
   RuleGroup vision{"vision tower", {}, FusedPolicy::kFusedNameOnly, ""};
   std::span<const std::string_view> towers(kVllmTowers);
-  if (dialect.current()) towers = kVllmCurrentTowers;
+  if (Since(dialect, DialectId::kVllm033)) towers = kVllm033Towers;
   for (std::string_view tower : towers) {
     QP_RETURN_IF_ERROR(AddRules(
         &vision.rules, MatchKind::kSubstring, std::string(tower), RegexFlavor::kPythonRegexModule,
@@ -136,19 +136,20 @@ Result<std::vector<RuleGroup>> SglangGroups(const Description& d, const Dialect&
   const SiteKindSet moe = KindBit(SiteKind::kMoe);
   RuleGroup skipped{"exclude (is_layer_skipped)",
                     {},
-                    d.packed_mapping_in_config || dialect.current() ? FusedPolicy::kLegsMustAgree
-                                                                    : FusedPolicy::kFusedNameOnly,
+                    d.packed_mapping_in_config || Since(dialect, DialectId::kSglang0523)
+                        ? FusedPolicy::kLegsMustAgree
+                        : FusedPolicy::kFusedNameOnly,
                     std::string(kShardsText)};
   RuleGroup excluded{"exclude (is_layer_excluded)", {}, FusedPolicy::kFusedNameOnly, ""};
   const std::vector<SkipOutcome> outcomes = {{kLinearHead, "UnquantizedLinearMethod"},
                                              {moe, "get_quant_method returned None"}};
-  if (dialect.current()) {
+  if (Since(dialect, DialectId::kSglang0523)) {
     // 0.5.23's is_layer_skipped matches whole dotted segments (common.h).
     QP_RETURN_IF_ERROR(AppendSglangSkipRules({d.exclude_key, d.exclude}, {outcomes[0]},
                                              SglangShardTable::kBuiltInFallback, &skipped.rules));
   }
   for (const ListEntry& e : d.exclude) {
-    if (!dialect.current()) {
+    if (!Since(dialect, DialectId::kSglang0523)) {
       QP_RETURN_IF_ERROR(AddRules(
           &skipped.rules, MatchKind::kExact, e.value, RegexFlavor::kPythonRegexModule,
           fmt::format("{} \"{}\" (exact name)", d.exclude_key, e.value), e.where, {outcomes[0]}));

@@ -398,7 +398,7 @@ class ModelSlimImporterImpl : public Importer {
                                         const Dialect& dialect) const override {
     DescriptionPlacement placement;
     placement.file = std::string(modelslim::kFile);
-    if (dialect.engine == Engine::kSglang && dialect.current()) {
+    if (Since(dialect, DialectId::kSglang0523)) {
       placement.packed_mapping = DescriptionPlacement::PackedMapping::kReplace;
     }
     return placement;
@@ -415,7 +415,7 @@ class ModelSlimImporterImpl : public Importer {
                       "do not include",
                       modelslim::kFile, Join(sources.FileNames(), ", ")));
     }
-    if (dialect.engine == Engine::kSglang && dialect.current()) {
+    if (Since(dialect, DialectId::kSglang0523)) {
       return modelslim::SglangCurrentPlan(*file, dialect);
     }
     const SlimDialect* d = DialectFor(dialect.engine);

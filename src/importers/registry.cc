@@ -35,14 +35,14 @@ struct SourceSearch {
   bool ignores_mlx_description = false;
 };
 
-// Rows in Dialect::id order: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
-constexpr std::array<SourceSearch, kDialectCount> kSearches = {{
-    {"", false, "", false, false},
-    {"vLLM", true, "", false, false},
-    {"SGLang", true, "", false, false},
-    {"vLLM", true, "modelopt", true, true, true},
-    {"SGLang", true, "", false, true},
+constexpr std::array<DialectRow<SourceSearch>, 5> kSearches = {{
+    {DialectId::kNative, {"", false, "", false, false}},
+    {DialectId::kVllmHelpers, {"vLLM", true, "", false, false}},
+    {DialectId::kSglangHelpers, {"SGLang", true, "", false, false}},
+    {DialectId::kVllm033, {"vLLM", true, "modelopt", true, true, true}},
+    {DialectId::kSglang0523, {"SGLang", true, "", false, true}},
 }};
+static_assert(CoversEveryDialect(kSearches));
 
 // The standalone files of the integer weight-only family (get_config_filenames of GPTQ, AWQ and
 // AutoRound), the ones an engine would otherwise read beside an embedded description.

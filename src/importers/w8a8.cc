@@ -44,23 +44,24 @@ constexpr std::string_view kSuffixWords =
     "the name, or a dotted suffix of it (check_equal_or_regex_match)";
 constexpr std::string_view kSubstringWords = "case-insensitive substring";
 
-// One row per dialect, in DialectNames() order.
-constexpr std::array<W8a8Dialect, kDialectCount> kDialects = {{
-    {false, {}},  // native
-    {false, {}},  // vllm
-    // sglang: the code the recorded compressed-tensors cases came from (@4e75f468): plain
+constexpr std::array<DialectRow<W8a8Dialect>, 5> kDialects = {{
+    {DialectId::kNative, {false, {}}},
+    {DialectId::kVllmHelpers, {false, {}}},
+    // sglang@helpers: the code the recorded compressed-tensors cases came from (@4e75f468): plain
     // entries are case-insensitive substrings, and the text still says "vLLM".
-    {true,
-     {MatchKind::kSubstringIgnoreCase, kSubstringWords,
-      "ValueError: Found a different quantization schemes for {legs} in {prefix}. vLLM requires "
-      "all to use the same scheme."}},
-    {false, {}},  // vllm@0.33
-    // sglang@0.5.23
-    {true,
-     {MatchKind::kDottedSuffix, kSuffixWords,
-      "ValueError: Found different quantization schemes for {legs} in {prefix}. SGLang requires "
-      "all to use the same scheme."}},
+    {DialectId::kSglangHelpers,
+     {true,
+      {MatchKind::kSubstringIgnoreCase, kSubstringWords,
+       "ValueError: Found a different quantization schemes for {legs} in {prefix}. vLLM requires "
+       "all to use the same scheme."}}},
+    {DialectId::kVllm033, {false, {}}},
+    {DialectId::kSglang0523,
+     {true,
+      {MatchKind::kDottedSuffix, kSuffixWords,
+       "ValueError: Found different quantization schemes for {legs} in {prefix}. SGLang requires "
+       "all to use the same scheme."}}},
 }};
+static_assert(CoversEveryDialect(kDialects));
 
 // Per-method facts: names, engine classes, and the keys read.
 struct W8a8Method {

@@ -134,61 +134,10 @@ std::string_view SourceLayoutName(SourceLayout layout) {
       return "gpt-oss-mxfp4";
     case SourceLayout::kModelSlim:
       return "modelslim";
+    case SourceLayout::kW4afp8Experts:
+      return "w4afp8-experts";
   }
   return "?";
-}
-
-// vLLM compiles config regexes with the third-party `regex` module, SGLang with `re`. Rows are in
-// DialectId order.
-constexpr std::array<Dialect, kDialectCount> kDialects = {{
-    {DialectId::kNative, Engine::kNative, "native", RegexFlavor::kPythonRe,
-     EngineRelease::kRecorded, ""},
-    {DialectId::kVllm, Engine::kVllm, "vllm", RegexFlavor::kPythonRegexModule,
-     EngineRelease::kRecorded, ""},
-    {DialectId::kSglang, Engine::kSglang, "sglang", RegexFlavor::kPythonRe,
-     EngineRelease::kRecorded, ""},
-    {DialectId::kVllmCurrent, Engine::kVllm, "vllm@0.33", RegexFlavor::kPythonRegexModule,
-     EngineRelease::kCurrent, "0.33"},
-    {DialectId::kSglangCurrent, Engine::kSglang, "sglang@0.5.23", RegexFlavor::kPythonRe,
-     EngineRelease::kCurrent, "0.5.23"},
-}};
-static_assert([] {
-  for (size_t i = 0; i < kDialects.size(); ++i) {
-    if (kDialects[i].index() != i) return false;
-  }
-  return true;
-}());
-
-const Dialect& DialectAt(DialectId id) { return kDialects[static_cast<size_t>(id)]; }
-
-const Dialect& DialectFor(Engine engine, EngineRelease release) {
-  for (const Dialect& d : kDialects) {
-    if (d.engine == engine && d.release == release) return d;
-  }
-  return kDialects[0];  // native, whatever the release
-}
-
-std::optional<Dialect> ParseDialect(std::string_view name) {
-  for (const Dialect& d : kDialects) {
-    if (d.name == name) return d;
-  }
-  if (name == "vllm@0.33.0") return DialectAt(DialectId::kVllmCurrent);
-  return std::nullopt;
-}
-
-std::optional<Dialect> ReleaseDialect(Engine engine, std::string_view version) {
-  for (const Dialect& d : kDialects) {
-    if (d.engine != engine || !d.current() || !version.starts_with(d.version)) continue;
-    const std::string_view rest = version.substr(d.version.size());
-    if (rest.empty() || rest.front() == '.') return d;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string_view> DialectNames() {
-  std::vector<std::string_view> names;
-  for (const Dialect& d : kDialects) names.push_back(d.name);
-  return names;
 }
 
 }  // namespace quantpath

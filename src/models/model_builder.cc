@@ -16,20 +16,18 @@ namespace {
 // and builds one MLA attention module at `<self_attn>.attn` (MLAAttention); SGLang names it
 // `fused_qkv_a_proj_with_mqa` and builds RadixAttention `attn_mqa` and `attn_mha`. The native
 // dialect uses vLLM's execution names (DESIGN.md, "Dialects") for fused sites and their legs over
-// the checkpoint's module paths and lists every site. The recorded engine rows share their engine's
+// the checkpoint's module paths and lists every site. The helper rows share their engine's
 // layer lists (the same model code), except that vLLM 0.33 serves GPTBigCode and Phi through its
-// Transformers backend where the recorded code still had their own model files, and that only
-// vLLM 0.33's Qwen3.5 prefixes (with the matching name mapper) are reproduced.
-const std::array<DialectNames, kDialectCount>& NameTable() {
-  static const std::array<DialectNames, kDialectCount> kTable = [] {
-    const DialectNames native = {.dialect = DialectId::kNative,
-                                 .mla_fused_qkv_a = "fused_qkv_a_proj",
+// Transformers backend where the helper recordings' code still had their own model files, and that
+// only vLLM 0.33's Qwen3.5 prefixes (with the matching name mapper) are reproduced.
+const std::array<DialectRow<DialectNames>, 5>& NameTable() {
+  static const std::array<DialectRow<DialectNames>, 5> kTable = [] {
+    const DialectNames native = {.mla_fused_qkv_a = "fused_qkv_a_proj",
                                  .mla_attention = {"attn"},
                                  .mla_attention_class = "MLAAttention",
                                  .attention_class = "Attention",
                                  .gpt_oss_attention = "self_attn"};
     DialectNames vllm = native;
-    vllm.dialect = DialectId::kVllm;
     vllm.gpt_oss_attention = "attn";
     vllm.lists_unconfigured = false;
     vllm.mtp_needs_speculative = true;
@@ -38,18 +36,16 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
     vllm.embedding_without_quant_config = {"GptOssForCausalLM", "Glm4MoeForCausalLM",
                                            "Qwen3_5ForConditionalGeneration",
                                            "Qwen3_5MoeForConditionalGeneration"};
-    DialectNames vllm_current = vllm;
-    vllm_current.dialect = DialectId::kVllmCurrent;
-    vllm_current.transformers_backend = true;
+    DialectNames vllm_033 = vllm;
+    vllm_033.transformers_backend = true;
     // vLLM 0.33's Qwen3_5ForConditionalGeneration prefixes, which its hf_to_vllm_mapper row in
     // name_mappers.cc maps config lists onto; the recorded dialect has neither.
-    vllm_current.qwen3_5_language = "language_model.model";
-    vllm_current.qwen3_5_lm_head = "language_model.lm_head";
-    vllm_current.qwen3_5_visual = "visual";
-    vllm_current.qwen3_5_mtp_head = true;
-    vllm_current.experts_class = "RoutedExperts";
+    vllm_033.qwen3_5_language = "language_model.model";
+    vllm_033.qwen3_5_lm_head = "language_model.lm_head";
+    vllm_033.qwen3_5_visual = "visual";
+    vllm_033.qwen3_5_mtp_head = true;
+    vllm_033.experts_class = "RoutedExperts";
     DialectNames sglang = {
-        .dialect = DialectId::kSglang,
         .mla_fused_qkv_a = "fused_qkv_a_proj_with_mqa",
         .mla_fused_qkv_a_class = "ReplicatedLinear",
         .mla_attention = {"attn_mqa", "attn_mha"},
@@ -75,13 +71,12 @@ const std::array<DialectNames, kDialectCount>& NameTable() {
             "DeepseekV3ForCausalLM", "Glm4MoeForCausalLM", "GptOssForCausalLM",
             "GPTBigCodeForCausalLM", "PhiForCausalLM", "Qwen3_5ForConditionalGeneration",
             "Qwen3_5MoeForConditionalGeneration", "Qwen3MoeForCausalLM"}};
-    DialectNames sglang_current = sglang;
-    sglang_current.dialect = DialectId::kSglangCurrent;
-    std::array<DialectNames, kDialectCount> table;
-    for (const DialectNames& row : {native, vllm, sglang, vllm_current, sglang_current}) {
-      table[static_cast<size_t>(row.dialect)] = row;
-    }
-    return table;
+    DialectNames sglang_0523 = sglang;
+    return std::array<DialectRow<DialectNames>, 5>{{{DialectId::kNative, native},
+                                                    {DialectId::kVllmHelpers, vllm},
+                                                    {DialectId::kSglangHelpers, sglang},
+                                                    {DialectId::kVllm033, vllm_033},
+                                                    {DialectId::kSglang0523, sglang_0523}}};
   }();
   return kTable;
 }
@@ -104,7 +99,7 @@ std::string Describe(const Json& value) {
 
 }  // namespace
 
-const DialectNames& NamesFor(const Dialect& dialect) { return NameTable()[dialect.index()]; }
+const DialectNames& NamesFor(const Dialect& dialect) { return RowFor(dialect, NameTable()); }
 
 // ---------------------------------------------------------------------------------------------
 // ConfigReader

@@ -48,7 +48,6 @@ enum class MtpNames : uint8_t {
 };
 
 struct DialectNames {
-  DialectId dialect = DialectId::kNative;
   // DeepSeek MLA: the fused q_a_proj + kv_a_proj_with_mqa site, and its class (SGLang builds one
   // ReplicatedLinear, a single output partition never split across ranks).
   std::string_view mla_fused_qkv_a;

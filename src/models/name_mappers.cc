@@ -19,7 +19,7 @@ namespace {
 
 struct MapperRow {
   std::string_view model_class;  // the class name; also the architecture config.json names
-  DialectId dialect;
+  DialectId since;               // the dialect it holds for (and the later releases)
   NameRewriteOrder order;
   std::vector<NameRewrite> rules;
   std::string_view mapper_name;
@@ -29,7 +29,7 @@ const std::vector<MapperRow>& Rows() {
   using K = NameRewriteKind;
   static const std::vector<MapperRow> rows = {
       {"Qwen2_5_VLForConditionalGeneration",
-       DialectId::kVllmCurrent,
+       DialectId::kVllm033,
        NameRewriteOrder::kEveryInOrder,
        {// Checkpoints saved after transformers v4.52, then the original layout.
         {K::kPrefix, "model.language_model.", "language_model.model."},
@@ -38,7 +38,7 @@ const std::vector<MapperRow>& Rows() {
         {K::kPrefix, "model.", "language_model.model."}},
        "hf_to_vllm_mapper"},
       {"Qwen2_5_VLForConditionalGeneration",
-       DialectId::kSglangCurrent,
+       DialectId::kSglang0523,
        NameRewriteOrder::kLongestMatchOnly,
        {{K::kSubstring, "attn.qkv", "attn.qkv_proj"},
         {K::kPrefix, "model.language_model.", "language_model.model."},
@@ -47,14 +47,14 @@ const std::vector<MapperRow>& Rows() {
         {K::kPrefix, "model.", "language_model.model."}},
        "hf_to_sglang_mapper"},
       {"Qwen3VLForConditionalGeneration",
-       DialectId::kVllmCurrent,
+       DialectId::kVllm033,
        NameRewriteOrder::kEveryInOrder,
        {{K::kPrefix, "model.visual.", "visual."},
         {K::kPrefix, "lm_head.", "language_model.lm_head."},
         {K::kPrefix, "model.language_model.", "language_model.model."}},
        "hf_to_vllm_mapper"},
       {"Qwen3VLForConditionalGeneration",
-       DialectId::kSglangCurrent,
+       DialectId::kSglang0523,
        NameRewriteOrder::kLongestMatchOnly,
        {{K::kSubstring, "attn.qkv", "attn.qkv_proj"},
         {K::kPrefix, "model.language_model.", "language_model.model."},
@@ -70,27 +70,30 @@ const std::vector<MapperRow>& Rows() {
 // Qwen3_5ForConditionalGeneration) has no row: the engine applies no mapper to it.
 struct InheritRow {
   std::string_view model_class;
-  DialectId dialect;
+  DialectId since;
   std::string_view base_class;
 };
 
 constexpr InheritRow kInherited[] = {
-    {"Qwen3VLMoeForConditionalGeneration", DialectId::kVllmCurrent,
-     "Qwen3VLForConditionalGeneration"},
-    {"Qwen3VLMoeForConditionalGeneration", DialectId::kSglangCurrent,
+    {"Qwen3VLMoeForConditionalGeneration", DialectId::kVllm033, "Qwen3VLForConditionalGeneration"},
+    {"Qwen3VLMoeForConditionalGeneration", DialectId::kSglang0523,
      "Qwen3VLForConditionalGeneration"},
     // vLLM adds {"mtp.": None} to the base mapper; get_rename_mapper drops mappings to None.
-    {"Qwen3_5ForConditionalGeneration", DialectId::kVllmCurrent, "Qwen3VLForConditionalGeneration"},
-    {"Qwen3_5MoeForConditionalGeneration", DialectId::kVllmCurrent,
-     "Qwen3_5ForConditionalGeneration"},
+    {"Qwen3_5ForConditionalGeneration", DialectId::kVllm033, "Qwen3VLForConditionalGeneration"},
+    {"Qwen3_5MoeForConditionalGeneration", DialectId::kVllm033, "Qwen3_5ForConditionalGeneration"},
 };
 
-const MapperRow* FindRow(std::string_view class_name, DialectId dialect) {
+// The newest row for `class_name` that holds for `dialect`; a class's own row before a mapper
+// it inherits.
+const MapperRow* FindRow(std::string_view class_name, const Dialect& dialect) {
+  const MapperRow* found = nullptr;
   for (const MapperRow& row : Rows()) {
-    if (row.model_class == class_name && row.dialect == dialect) return &row;
+    if (row.model_class != class_name || !RowHolds(row.since, dialect)) continue;
+    if (found == nullptr || DialectAt(row.since).rank > DialectAt(found->since).rank) found = &row;
   }
+  if (found != nullptr) return found;
   for (const InheritRow& row : kInherited) {
-    if (row.model_class == class_name && row.dialect == dialect) {
+    if (row.model_class == class_name && RowHolds(row.since, dialect)) {
       return FindRow(row.base_class, dialect);
     }
   }
@@ -102,7 +105,7 @@ const MapperRow* FindRow(std::string_view class_name, DialectId dialect) {
 std::optional<NameMapper> FindNameMapper(std::string_view model, const Dialect& dialect) {
   // "qwen2_5_vl.Qwen2_5_VLForConditionalGeneration": the module only names the engine file.
   std::string_view class_name = model.substr(model.rfind('.') + 1);
-  const MapperRow* row = FindRow(class_name, dialect.id);
+  const MapperRow* row = FindRow(class_name, dialect);
   if (row == nullptr) return std::nullopt;
   // Named after the class the engine built, whose (possibly inherited) attribute it read.
   return NameMapper{fmt::format("{}.{}", class_name, row->mapper_name), row->rules, row->order};

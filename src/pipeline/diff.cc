@@ -265,18 +265,19 @@ void FinishSummary(EngineSummary* s) {
 }  // namespace
 
 std::vector<Dialect> DefaultDiffDialects() {
-  std::vector<Dialect> dialects;
-  for (std::string_view name : DialectNames()) dialects.push_back(*ParseDialect(name));
-  return dialects;
+  return {DialectAt(DialectId::kNative), NewestRelease(Engine::kVllm),
+          NewestRelease(Engine::kSglang)};
 }
 
 Result<std::vector<Dialect>> ParseDiffEngines(std::string_view list) {
-  std::vector<Dialect> dialects = {*ParseDialect("native")};
+  if (list == "all")
+    return std::vector<Dialect>(std::begin(kDialectTable), std::end(kDialectTable));
+  std::vector<Dialect> dialects = {DialectAt(DialectId::kNative)};
   for (const std::string& name : Split(list, ',')) {
     std::optional<Dialect> dialect = ParseDialect(name);
     if (!dialect) {
-      const std::vector<std::string_view> names = DialectNames();
-      return InvalidInput(fmt::format("--engines: expected names from {}, got \"{}\"",
+      const std::vector<std::string_view> names = DialectChoices();
+      return InvalidInput(fmt::format("--engines: expected \"all\" or names from {}, got \"{}\"",
                                       Join({names.begin(), names.end()}, ", "), name));
     }
     if (dialect->engine == Engine::kNative) continue;  // always first already

@@ -89,15 +89,15 @@ Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const st
   return ConfigSources::FromMemory(std::move(sources));
 }
 
-// The dialect a case was recorded from: an engine_commit naming a release of its engine
-// ("vllm 0.33.0 (…)", "sglang 0.5.23 (…)") is that release's dialect where quantpath has one; any
-// other (a commit) is the engine's recorded code.
+// The dialect a case was recorded from: `engine` names it ("vllm@helpers", "sglang@0.5.23"); a
+// bare engine name takes the release its engine_commit names ("vllm 0.34.0 (…)"), and nullopt
+// where quantpath reproduces no such release.
 std::optional<Dialect> DialectForCase(const std::string& engine, const std::string& commit) {
-  std::optional<Dialect> recorded = ParseDialect(engine);
-  if (!recorded || recorded->engine == Engine::kNative) return recorded;
+  std::optional<Dialect> named = ParseDialect(engine);
+  if (!named || !named->is_release() || engine.find('@') != std::string::npos) return named;
   const std::vector<std::string> words = Split(commit, ' ');
-  if (words.size() < 2 || words[0] != engine) return recorded;
-  return ReleaseDialect(recorded->engine, words[1]).value_or(*recorded);
+  if (words.size() < 2 || words[0] != engine) return std::nullopt;
+  return ReleaseDialect(named->engine, words[1]);
 }
 
 Result<PackedModulesMapping> ReadPackedMapping(const Json& c, std::string_view file) {
@@ -225,7 +225,10 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
   std::optional<Dialect> dialect =
       engine ? engine : DialectForCase(engine_name, commit.value_or(""));
   if (!dialect) {
-    return InvalidInput(fmt::format("{}: unknown engine \"{}\"", Where(file, c), engine_name));
+    return InvalidInput(fmt::format(
+        "{}: unknown engine \"{}\" (engine_commit \"{}\"): expected a dialect name, or an engine "
+        "whose engine_commit names a release quantpath reproduces",
+        Where(file, c), engine_name, commit.value_or("")));
   }
   const Json* config = c.Find("config");
   if (config == nullptr || !config->is_object()) {

@@ -14,7 +14,7 @@ Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view
   OpenOptions options;
   std::optional<Dialect> dialect = ParseDialect(engine);
   if (!dialect) {
-    const std::vector<std::string_view> names = DialectNames();
+    const std::vector<std::string_view> names = DialectChoices();
     return InvalidInput(fmt::format("--engine: expected one of {}, got {}",
                                     Join({names.begin(), names.end()}, ", "), engine));
   }

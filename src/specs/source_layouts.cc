@@ -123,6 +123,8 @@ Rule CtPackedScales(const SourceLeg& l) {
 // ModelOpt W4A8_AWQ: two int4 codes per byte along N, [N / 2, K]; scales [N, K / g].
 Rule RowPairs(const SourceLeg& l) { return Exactly({D::kU8}, {CeilDiv(l.rows, 2), l.cols}); }
 Rule RowMajorGroupScales(const SourceLeg& l) { return Exactly(Floats(), {l.rows, Groups(l)}); }
+// w4afp8 experts: two signed int4 codes per int8 along K, [N, K / 2].
+Rule ColumnPairsInt8(const SourceLeg& l) { return Exactly({D::kI8}, {l.rows, CeilDiv(l.cols, 2)}); }
 // bitsandbytes 4-bit: absmax per block of the flattened weight (E8M0-like bytes under double
 // quantization), its 16-value code book, the nested code book of 256.
 Rule Bnb4Absmax(const SourceLeg& l) {
@@ -215,6 +217,11 @@ constexpr SourceTensor kModelOptW4A8Awq[] = {
     {S::kWeightGlobalScale, ".weight_scale_2", false, true, &Scalar},
     {S::kPreQuantScale, ".pre_quant_scale", false, false, &PerColumn},
     {S::kInputScale, ".input_scale", false, false, &Scalar}};
+// w4afp8 routed experts (vLLM 0.34 W4AFP8Config's checkpoint mapper drops the input scale).
+constexpr SourceTensor kW4afp8Experts[] = {
+    {S::kWeight, ".weight", true, false, &ColumnPairsInt8},
+    {S::kWeightScale, ".weight_scale_inv", true, false, &RowMajorGroupScales},
+    {S::kInputScale, ".input_scale", false, false, &Scalar}};
 // bitsandbytes 4-bit: the packed codes and their quant state, serialized next to the weight (the
 // codes' container dtype is bnb_4bit_quant_storage's). Double quantization's nested tensors are
 // read only to resolve the absmax (bnb_family.h).
@@ -284,6 +291,8 @@ std::span<const SourceTensor> SourceTensors(SourceLayout layout) {
       return kGptOssMxfp4;
     case SourceLayout::kModelSlim:
       return kModelSlim;
+    case SourceLayout::kW4afp8Experts:
+      return kW4afp8Experts;
   }
   return {};
 }

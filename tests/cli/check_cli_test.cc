@@ -29,10 +29,10 @@ TEST(CheckCli, ACleanFixtureExitsZeroWithASummary) {
 TEST(CheckCli, FindingsExitOneAndTheJsonNamesThem) {
   // vLLM builds bitsandbytes experts without a method: their packed weights are findings there.
   const std::string dir = Data("producers/bnb_qwen3moe_nf4");
-  auto text = RunCli("check " + dir + " --engine vllm");
+  auto text = RunCli("check " + dir + " --engine vllm@helpers");
   EXPECT_EQ(text.exit_code, 1) << text.out;
   EXPECT_NE(text.out.find("error stored-quantized: "), std::string::npos) << text.out;
-  auto json = RunCli("check " + dir + " --engine vllm --json");
+  auto json = RunCli("check " + dir + " --engine vllm@helpers --json");
   EXPECT_EQ(json.exit_code, 1);
   const Json j = ParseOrDie(json.out);
   std::vector<std::string> keys;
@@ -40,7 +40,7 @@ TEST(CheckCli, FindingsExitOneAndTheJsonNamesThem) {
   EXPECT_EQ(keys, (std::vector<std::string>{"model", "engine", "tensors", "errors", "warnings",
                                             "not_checked", "layers_not_checked", "loadable_tp",
                                             "findings"}));
-  EXPECT_EQ(j.Find("engine")->string_value(), "vllm");
+  EXPECT_EQ(j.Find("engine")->string_value(), "vllm@helpers");
   // The ignored dequant.safetensors first (the files' problems lead), then the experts.
   ASSERT_GT(j.Find("findings")->items().size(), 1u);
   EXPECT_EQ(j.Find("findings")->items()[0].Find("kind")->string_value(), "ignored-file");

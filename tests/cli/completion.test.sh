@@ -38,7 +38,7 @@ for c in $commands; do
   grep -qx "$c" <<< "$(complete_words quantpath '')" || fail "bash does not complete '$c'"
 done
 got="$(complete_words quantpath plan --engine v | sort | tr '\n' ' ')"
-[ "$got" = "vllm vllm@0.33 " ] || fail "bash completes 'plan --engine v' to '$got'"
+[ "$got" = "vllm vllm@0.33 vllm@0.34 vllm@helpers " ] || fail "bash completes 'plan --engine v' to '$got'"
 got="$(complete_words quantpath check --dev)"
 [ -z "$got" ] || fail "check has no --device, bash completes it to '$got'"
 got="$(complete_words quantpath load --dev)"

@@ -8,6 +8,7 @@
 namespace quantpath {
 namespace {
 
+using testing::ParseOrDie;
 using testing::RunCli;
 
 // A member of a JSON object; null when absent.
@@ -50,13 +51,13 @@ std::vector<std::string> NoteLines(const std::string& out) {
 // every fused_qkv_a_proj_with_mqa through any layer's entry, so it loads. The fused site is found
 // under both execution names by its legs' checkpoint names.
 TEST(DiffCli, DeepSeekR1Nvfp4MlaTailRule) {
-  auto r = RunCli("diff tests/data/diff/deepseek-r1-nvfp4");
+  auto r = RunCli("diff tests/data/diff/deepseek-r1-nvfp4 --engines vllm@helpers,sglang@helpers");
   ASSERT_EQ(r.exit_code, 1) << r.out;
   std::string layer5 = Block(r.out, "model.layers.5.self_attn.{q_a_proj+kv_a_proj_with_mqa}");
   ASSERT_FALSE(layer5.empty()) << r.out.substr(0, 3000);
   EXPECT_EQ(DecisionOf(layer5, "native"), "error") << layer5;
-  EXPECT_EQ(DecisionOf(layer5, "vllm"), "error") << layer5;
-  EXPECT_EQ(DecisionOf(layer5, "sglang"), "unquantized") << layer5;
+  EXPECT_EQ(DecisionOf(layer5, "vllm@helpers"), "error") << layer5;
+  EXPECT_EQ(DecisionOf(layer5, "sglang@helpers"), "unquantized") << layer5;
   EXPECT_NE(layer5.find("Detected some but not all shards of "
                         "model.layers.5.self_attn.fused_qkv_a_proj are quantized"),
             std::string::npos)
@@ -66,9 +67,10 @@ TEST(DiffCli, DeepSeekR1Nvfp4MlaTailRule) {
   EXPECT_NE(layer5.find("exclude_modules \"model.layers.0.self_attn.kv_a_proj_with_mqa\""),
             std::string::npos)
       << layer5;
-  EXPECT_NE(r.out.find("vllm: errors at model.layers.0.self_attn.fused_qkv_a_proj: ValueError"),
-            std::string::npos);
-  EXPECT_NE(r.out.find("\nsglang: loads\n"), std::string::npos);
+  EXPECT_NE(
+      r.out.find("vllm@helpers: errors at model.layers.0.self_attn.fused_qkv_a_proj: ValueError"),
+      std::string::npos);
+  EXPECT_NE(r.out.find("\nsglang@helpers: loads\n"), std::string::npos);
   // Routed experts are NVFP4 in every dialect: no divergence reported for them.
   EXPECT_EQ(r.out.find("model.layers.5.mlp.experts\n"), std::string::npos);
   // Every main layer's fused MLA projection, and nothing else (the MTP layer 61's is excluded
@@ -77,20 +79,22 @@ TEST(DiffCli, DeepSeekR1Nvfp4MlaTailRule) {
 }
 
 // ENGINES.md section 4: a ModelOpt `mlp.gate` entry is a substring of `mlp.gate_up_proj` for vLLM,
-// but neither a whole segment for SGLang nor an fnmatch of the full path for ModelOpt itself.
+// but neither a whole segment for SGLang nor an fnmatch of the full path for ModelOpt itself. The
+// default compares native with the newest release of each engine.
 TEST(DiffCli, SubstringVersusSegmentExclusion) {
   auto r = RunCli("diff tests/data/diff/llama-modelopt-fp8-gate");
   ASSERT_EQ(r.exit_code, 1) << r.out;
   std::string block = Block(r.out, "model.layers.0.mlp.{gate_proj+up_proj}");
   ASSERT_FALSE(block.empty()) << r.out;
   EXPECT_EQ(DecisionOf(block, "native"), "quantized w8a8-fp8-tensor-static") << block;
-  EXPECT_EQ(DecisionOf(block, "vllm"), "unquantized") << block;
-  EXPECT_EQ(DecisionOf(block, "sglang"), "quantized w8a8-fp8-tensor-static") << block;
-  EXPECT_NE(r.out.find("vllm: loads with 2 layers unquantized that the file meant to quantize"),
-            std::string::npos)
+  EXPECT_EQ(DecisionOf(block, "vllm@0.34"), "unquantized") << block;
+  EXPECT_EQ(DecisionOf(block, "sglang@0.5.23"), "quantized w8a8-fp8-tensor-static") << block;
+  EXPECT_NE(
+      r.out.find("vllm@0.34: loads with 2 layers unquantized that the file meant to quantize"),
+      std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\nnative: loads\n"), std::string::npos);
-  EXPECT_NE(r.out.find("\nsglang: loads\n"), std::string::npos);
+  EXPECT_NE(r.out.find("\nsglang@0.5.23: loads\n"), std::string::npos);
   // Both layers' gate_up_proj, nothing else: the attention KV-cache methods are notes.
   EXPECT_NE(r.out.find("\n2 layers decided differently\n"), std::string::npos) << r.out;
 }
@@ -99,9 +103,9 @@ TEST(DiffCli, SubstringVersusSegmentExclusion) {
 // thing. Before alignment by checkpoint names this listed 62 attention layers, where the engines
 // attach Fp8KVCacheMethod without a KV-cache scheme; SGLang's other MLA names are notes too.
 // vLLM 0.33.0 attaches none to MLAAttention (recorded: vllm-fp8-kv-per-attention-class), so
-// vllm@0.33 has no KV note.
+// vllm@0.33 and vllm@0.34 have no KV note.
 TEST(DiffCli, DeepSeekR1HasOnlyNotes) {
-  auto r = RunCli("diff tests/data/corpus/deepseek-ai__DeepSeek-R1");
+  auto r = RunCli("diff tests/data/corpus/deepseek-ai__DeepSeek-R1 --engines all");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(r.out.starts_with("0 layers decided differently\n")) << r.out;
   const std::vector<std::string> notes = NoteLines(r.out);
@@ -116,21 +120,23 @@ TEST(DiffCli, DeepSeekR1HasOnlyNotes) {
   // embedding, and the 58 × 2 shared-expert projections it fuses into the routed experts.
   const std::string vllm_missing = "makes no get_quant_method call for 70 modules";
   const std::string sglang_missing = "makes no get_quant_method call for 187 modules";
-  std::vector<std::string> expected_starts = {"note: vllm " + kv,
-                                              "note: vllm " + vllm_missing,
-                                              "note: sglang " + sglang_missing,
-                                              "note: sglang " + naming,
-                                              "note: sglang " + kv,
+  std::vector<std::string> expected_starts = {"note: vllm@helpers " + kv,
+                                              "note: vllm@helpers " + vllm_missing,
+                                              "note: sglang@helpers " + sglang_missing,
+                                              "note: sglang@helpers " + naming,
+                                              "note: sglang@helpers " + kv,
                                               "note: vllm@0.33 " + vllm_missing,
                                               "note: sglang@0.5.23 " + sglang_missing,
                                               "note: sglang@0.5.23 " + naming,
-                                              "note: sglang@0.5.23 " + kv};
+                                              "note: sglang@0.5.23 " + kv,
+                                              "note: vllm@0.34 " + vllm_missing};
   ASSERT_EQ(notes.size(), expected_starts.size()) << r.out;
   for (size_t i = 0; i < notes.size(); ++i) {
     EXPECT_TRUE(notes[i].starts_with(expected_starts[i])) << notes[i];
   }
-  for (const char* line : {"\nnative: loads\n", "\nvllm: loads\n", "\nsglang: loads\n",
-                           "\nvllm@0.33: loads\n", "\nsglang@0.5.23: loads\n"}) {
+  for (const char* line :
+       {"\nnative: loads\n", "\nvllm@helpers: loads\n", "\nsglang@helpers: loads\n",
+        "\nvllm@0.33: loads\n", "\nsglang@0.5.23: loads\n", "\nvllm@0.34: loads\n"}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line;
   }
 }
@@ -150,29 +156,30 @@ TEST(DiffCli, GptOssHasOnlyNotes) {
       "e.g. model.embed_tokens (model.embed_tokens)";
   const std::string vllm = "makes no get_quant_method call for 26" + tail + " (and 25 more)";
   const std::string sglang = "makes no get_quant_method call for 98" + tail + " (and 97 more)";
-  EXPECT_EQ(NoteLines(r.out), (std::vector<std::string>{
-                                  "note: vllm " + vllm, "note: vllm " + naming,
-                                  "note: sglang " + sglang, "note: vllm@0.33 " + vllm,
-                                  "note: vllm@0.33 " + naming, "note: sglang@0.5.23 " + sglang}));
+  EXPECT_EQ(NoteLines(r.out),
+            (std::vector<std::string>{"note: vllm@0.34 " + vllm, "note: vllm@0.34 " + naming,
+                                      "note: sglang@0.5.23 " + sglang}));
 }
 
 // A quantization config that only some dialects import is a real difference, with no layer to
-// show: vLLM's GPTQ rejects 3 bits, SGLang 0.5.23 knows no `gptq` method.
+// show: vLLM's GPTQ rejects 3 bits (every release), SGLang 0.5.23 knows no `gptq` method; the
+// helper recording of SGLang's GPTQ reads it.
 TEST(DiffCli, ConfigThatOnlySomeDialectsImport) {
-  auto r = RunCli("diff tests/data/corpus/TheBloke__Genz-70b-GPTQ --engines vllm,sglang");
+  auto r = RunCli("diff tests/data/corpus/TheBloke__Genz-70b-GPTQ --engines vllm,sglang@helpers");
   ASSERT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("0 layers decided differently\n"
-                       "the quantization config does not import under vllm\n"),
+                       "the quantization config does not import under vllm@0.34\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("vllm: errors at config: config.json#/quantization_config/bits: "
+  EXPECT_NE(r.out.find("vllm@0.34: errors at config: config.json#/quantization_config/bits: "
                        "ValueError: Unsupported quantization config: bits=3"),
             std::string::npos)
       << r.out;
 }
 
 TEST(DiffCli, Json) {
-  auto r = RunCli("diff tests/data/diff/deepseek-r1-nvfp4 --json --engines sglang,vllm");
+  auto r =
+      RunCli("diff tests/data/diff/deepseek-r1-nvfp4 --json --engines sglang@helpers,vllm@helpers");
   ASSERT_EQ(r.exit_code, 1) << r.out;
   auto parsed = ParseJson(r.out, "diff --json");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
@@ -185,8 +192,8 @@ TEST(DiffCli, Json) {
   // Native first, then the engines in the order given.
   ASSERT_EQ(Get(j, "dialects").items().size(), 3u);
   EXPECT_EQ(Get(j, "dialects").items()[0].string_value(), "native");
-  EXPECT_EQ(Get(j, "dialects").items()[1].string_value(), "sglang");
-  EXPECT_EQ(Get(j, "dialects").items()[2].string_value(), "vllm");
+  EXPECT_EQ(Get(j, "dialects").items()[1].string_value(), "sglang@helpers");
+  EXPECT_EQ(Get(j, "dialects").items()[2].string_value(), "vllm@helpers");
   EXPECT_EQ(Get(j, "difference_count").int_value(), 61);
   ASSERT_EQ(Get(j, "differences").items().size(), 61u);
 
@@ -224,8 +231,8 @@ TEST(DiffCli, Json) {
     }
     return -1;
   };
-  EXPECT_EQ(note_count("sglang", "naming"), 122);
-  EXPECT_EQ(note_count("vllm", "error_text"), 61);
+  EXPECT_EQ(note_count("sglang@helpers", "naming"), 122);
+  EXPECT_EQ(note_count("vllm@helpers", "error_text"), 61);
   EXPECT_EQ(note_count("native", "naming"), -1);
 
   const auto& summaries = Get(j, "summaries").items();
@@ -248,11 +255,11 @@ TEST(DiffCli, JsonWithoutDifferences) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(Get(*parsed, "difference_count").int_value(), 0);
   EXPECT_TRUE(Get(*parsed, "differences").items().empty());
-  ASSERT_EQ(Get(*parsed, "summaries").items().size(), 5u);
+  ASSERT_EQ(Get(*parsed, "summaries").items().size(), 3u);
   // 24 layers of mxfp4 experts. Native lists the embedding, 48 attention projections, 24
   // attention layers, 24 routers and the head as bf16; vLLM only the attention block (the rest
   // gets no quantization config), SGLang nothing but the experts.
-  const std::vector<int64_t> unquantized = {98, 72, 0, 72, 0};
+  const std::vector<int64_t> unquantized = {98, 72, 0};
   for (size_t i = 0; i < unquantized.size(); ++i) {
     const Json& s = Get(*parsed, "summaries").items()[i];
     EXPECT_EQ(Get(s, "line").string_value(), "loads");
@@ -264,7 +271,7 @@ TEST(DiffCli, JsonWithoutDifferences) {
 TEST(DiffCli, EnginesOption) {
   auto r = RunCli("diff tests/data/diff/llama-modelopt-fp8-gate --engines sglang,native");
   ASSERT_EQ(r.exit_code, 0) << r.out;  // native and SGLang agree
-  EXPECT_EQ(r.out, "0 layers decided differently\nnative: loads\nsglang: loads\n");
+  EXPECT_EQ(r.out, "0 layers decided differently\nnative: loads\nsglang@0.5.23: loads\n");
   EXPECT_EQ(RunCli("diff tests/data/diff/llama-modelopt-fp8-gate --engines vllm@0.33").exit_code,
             1);
   auto unknown = RunCli("diff tests/data/diff/llama-modelopt-fp8-gate --engines vllm,tgi", true);
@@ -273,6 +280,10 @@ TEST(DiffCli, EnginesOption) {
   auto twice = RunCli("diff tests/data/diff/llama-modelopt-fp8-gate --engines vllm,vllm", true);
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.out.find("\"vllm\" is named twice"), std::string::npos) << twice.out;
+  auto all = RunCli("diff tests/data/diff/llama-modelopt-fp8-gate --engines all --json");
+  EXPECT_EQ(ToJson(Get(ParseOrDie(all.out), "dialects")),
+            R"(["native", "vllm@helpers", "sglang@helpers", "vllm@0.33", "sglang@0.5.23", )"
+            R"("vllm@0.34"])");
 }
 
 TEST(DiffCli, UnusableInput) {

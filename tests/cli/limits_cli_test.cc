@@ -70,7 +70,7 @@ std::string SlowDynamic() {
 
 TEST(RegexLimits, ManyBacktrackingRulesSpendThePlanBudget) {
   ConfigFolder folder(GptqConfig(512, SlowDynamic()));
-  for (const char* engine : {"vllm", "sglang", "native"}) {
+  for (const char* engine : {"vllm@helpers", "sglang@helpers", "native"}) {
     CommandResult r = RunCli("plan " + folder.path() + " --engine " + engine, true);
     EXPECT_EQ(r.exit_code, kExitBadInput) << engine << "\n" << r.out.substr(0, 2000);
     EXPECT_NE(r.out.find("config.json#/quantization_config/dynamic/"), std::string::npos) << r.out;
@@ -94,7 +94,7 @@ TEST(RegexLimits, ReTargetsOfCompressedTensorsSpendThePlanBudget) {
     "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
                           "symmetric": true, "dynamic": true}}}}})";
   ConfigFolder folder(config);
-  for (const char* engine : {"vllm", "sglang", "native"}) {
+  for (const char* engine : {"vllm@helpers", "sglang@helpers", "native"}) {
     CommandResult r = RunCli("plan " + folder.path() + " --engine " + engine, true);
     EXPECT_EQ(r.exit_code, kExitBadInput) << engine << "\n" << r.out.substr(0, 2000);
     EXPECT_NE(r.out.find("config.json#/quantization_config/config_groups/group_0/targets/0"),

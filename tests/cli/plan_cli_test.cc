@@ -151,7 +151,7 @@ TEST(PlanCli, EveryRowHasEveryField) {
 
 // vLLM attaches Fp8KVCacheMethod to attention under fp8; the cache still stores bf16 (auto).
 TEST(PlanCli, AnAttachedKvMethodWithoutASchemeIsABf16Cache) {
-  auto r = RunCli("plan examples/deepseek-tiny --json --engine vllm");
+  auto r = RunCli("plan examples/deepseek-tiny --json --engine vllm@helpers");
   ASSERT_EQ(r.exit_code, 0);
   Json plan = ParseOrDie(r.out);
   const Json* attn = FindLayer(plan, "model.layers.0.self_attn.attn");

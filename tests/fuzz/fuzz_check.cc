@@ -84,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Write(dir / "config.json", config_nul == std::string_view::npos ? std::string_view(kConfig)
                                                                   : rest.substr(config_nul + 1));
-  for (const char* engine : {"native", "vllm"}) {
+  for (const char* engine : {"native", "vllm@helpers"}) {
     for (int64_t tp : {1, 2}) {
       auto options = quantpath::OpenOptions::Parse(engine, "", "cpu", "auto", tp);
       if (options.ok()) (void)quantpath::CheckFolder(dir.string(), *options);

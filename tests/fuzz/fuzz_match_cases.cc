@@ -1,5 +1,5 @@
 // libFuzzer target: a `quantpath match` case file → the recorded engine cases decided.
-// seeds: tests/data/oracle/cases/*.json tests/data/oracle/cases-new/*.json
+// seeds: tests/data/oracle/cases/*.json tests/data/oracle/releases/*/cases/*.json
 #include <cstddef>
 #include <cstdint>
 #include <optional>

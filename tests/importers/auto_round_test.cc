@@ -22,7 +22,7 @@ using family_test::Site;
 constexpr char kQwen36[] = "hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ";
 
 TEST(AutoRoundCorpus, Qwen36CopiesInAnotherKeyOrderAgree) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Import(Corpus(kQwen36), dialect);
     ASSERT_TRUE(plan.ok()) << dialect << ": " << plan.status().message();
     EXPECT_EQ(plan->importer, "auto-round");
@@ -40,7 +40,7 @@ TEST(AutoRoundCorpus, Qwen36ModulesToNotConvert) {
   LayerSite bare_suffix = Site("model.language_model.layers.3.self_attn.o_proj");
   LayerSite vision = Site("model.visual.blocks.0.attn.qkv");
   LayerSite plain = Site("model.language_model.layers.0.mlp.down_proj");
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     QuantPlan plan = MustImport(Corpus(kQwen36), dialect);
     EXPECT_EQ(Kind(plan, listed), "unquantized") << dialect;
     EXPECT_EQ(Kind(plan, bare_suffix), "unquantized") << dialect;
@@ -73,7 +73,7 @@ TEST(AutoRoundMethod, BlocksAndExtraConfig) {
                        "model.layers.1.self_attn.o_proj": {"bits": 16},
                        "lm_head": {"bits": 4, "group_size": 32}})");
   LayerSite head = Site("lm_head", SiteKind::kLmHead);
-  for (std::string_view dialect : {"native", "vllm"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers"}) {
     QuantPlan plan = MustImport(Embedded(config), dialect);
     EXPECT_EQ(Scheme(plan, Site("model.layers.1.mlp.down_proj")), "w8a16-int8-g128") << dialect;
     EXPECT_EQ(Kind(plan, Site("model.layers.1.self_attn.o_proj")), "unquantized") << dialect;
@@ -83,14 +83,14 @@ TEST(AutoRoundMethod, BlocksAndExtraConfig) {
   }
   // vLLM tests name.startswith(block); AutoRound expands a block string into its numbered children.
   LayerSite layer10 = Site("model.layers.10.mlp.up_proj");
-  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm"), layer10), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm@helpers"), layer10), "quantized");
   EXPECT_EQ(Kind(MustImport(Embedded(config), "native"), layer10), "unquantized");
 }
 
 TEST(AutoRoundMethod, FusedShardsNeedOneConfigInVllm) {
   QuantPlan plan = MustImport(
       Embedded(AutoRound(R"("extra_config": {"model.layers.0.self_attn.q_proj": {"bits": 8}})")),
-      "vllm");
+      "vllm@helpers");
   EXPECT_EQ(DecideSite(plan, Qkv("model.layers.0")).detail,
             "ValueError: Fused module 'model.layers.0.self_attn.qkv_proj' requires consistent "
             "quant config for ['q_proj', 'k_proj', 'v_proj']");

@@ -33,7 +33,7 @@ std::string WithSkips(std::string_view skips) {
 const LayerSite kDown = Site("model.layers.0.mlp.down_proj");
 
 TEST(AwqCorpus, LegacyStandaloneQuantConfig) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     QuantPlan plan = MustImport(Corpus("Weni__ZeroShot-Agents-Llama3-4.0.24-DPO-AWQ"), dialect);
     EXPECT_EQ(plan.importer, "awq");
     ASSERT_FALSE(plan.sources.empty());
@@ -45,7 +45,8 @@ TEST(AwqCorpus, LegacyStandaloneQuantConfig) {
     EXPECT_EQ(w.load.zero_point, ZeroPointConvention::kStored);
   }
   EXPECT_EQ(
-      DecideSite(MustImport(Corpus("Weni__ZeroShot-Agents-Llama3-4.0.24-DPO-AWQ"), "vllm"), kDown)
+      DecideSite(MustImport(Corpus("Weni__ZeroShot-Agents-Llama3-4.0.24-DPO-AWQ"), "vllm@helpers"),
+                 kDown)
           .detail,
       "AWQMarlinLinearMethod");
 }
@@ -70,7 +71,7 @@ TEST(AwqFields, VersionIsALoaderFactNotAKernel) {
 TEST(AwqFields, OnlyFourBits) {
   std::string eight =
       R"({"quant_method": "awq", "bits": 8, "group_size": 128, "zero_point": true})";
-  Result<QuantPlan> vllm = Import(Embedded(eight), "vllm");
+  Result<QuantPlan> vllm = Import(Embedded(eight), "vllm@helpers");
   ASSERT_FALSE(vllm.ok());
   EXPECT_TRUE(Contains(vllm.status().message(),
                        "Currently, only 4-bit weight quantization is supported for AWQ, but got 8 "
@@ -78,7 +79,7 @@ TEST(AwqFields, OnlyFourBits) {
   EXPECT_FALSE(Import(Embedded(eight), "native").ok());
   Result<QuantPlan> missing = Import(Embedded(R"({"quant_method": "awq", "bits": 4,
       "group_size": 128})"),
-                                     "vllm");
+                                     "vllm@helpers");
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(Contains(missing.status().message(), "Cannot find any of ['zero_point']"));
 }
@@ -100,8 +101,8 @@ TEST(AwqSkips, TransformersSemanticsInNative) {
 }
 
 TEST(AwqSkips, VllmSubstringPerShard) {
-  QuantPlan plan =
-      MustImport(Embedded(WithSkips(R"(["visual", "self_attn.o_proj", "mlp.gate"])")), "vllm");
+  QuantPlan plan = MustImport(Embedded(WithSkips(R"(["visual", "self_attn.o_proj", "mlp.gate"])")),
+                              "vllm@helpers");
   EXPECT_EQ(Kind(plan, Site("model.visual.blocks.0.attn.qkv")), "unquantized");
   EXPECT_EQ(DecideSite(plan, Site("model.layers.0.self_attn.o_proj")).detail,
             "UnquantizedLinearMethod");
@@ -114,7 +115,8 @@ TEST(AwqSkips, VllmSubstringPerShard) {
 }
 
 TEST(AwqSkips, SglangSubstringOnTheExecutionName) {
-  QuantPlan plan = MustImport(Embedded(WithSkips(R"(["visual", "q_proj", "mlp.gate"])")), "sglang");
+  QuantPlan plan =
+      MustImport(Embedded(WithSkips(R"(["visual", "q_proj", "mlp.gate"])")), "sglang@helpers");
   EXPECT_EQ(Kind(plan, Site("model.visual.blocks.0.attn.qkv")), "unquantized");
   // No shard expansion: "q_proj" is not part of "qkv_proj", "mlp.gate" is part of
   // "mlp.gate_up_proj".
@@ -126,9 +128,9 @@ TEST(AwqFields, LmHeadOnlyInVllmWhenAsked) {
   std::string config = R"({"quant_method": "awq", "bits": 4, "group_size": 128,
       "zero_point": true, "lm_head": true})";
   LayerSite head = Site("lm_head", SiteKind::kLmHead);
-  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm"), head), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm@helpers"), head), "quantized");
   EXPECT_EQ(Kind(MustImport(Embedded(config), "native"), head), "unquantized");
-  EXPECT_EQ(Scheme(MustImport(Embedded(kQwenAwq), "vllm"), kDown), "w4a16-int4-g128-asym");
+  EXPECT_EQ(Scheme(MustImport(Embedded(kQwenAwq), "vllm@helpers"), kDown), "w4a16-int4-g128-asym");
 }
 
 TEST(AwqVllmCurrent, ListedFusedNameFirstThenShardsMustAgree) {

@@ -29,7 +29,7 @@ std::string Nf4(std::string_view skips) {
 }
 
 TEST(BitsAndBytesCorpus, MolmoNf4) {
-  for (std::string_view dialect : {"native", "vllm"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers"}) {
     QuantPlan plan = MustImport(Corpus("reubzdubz__Molmo7B_D_NF4Quant"), dialect);
     EXPECT_EQ(plan.importer, "bitsandbytes");
     ASSERT_TRUE(plan.default_action.scheme);
@@ -52,7 +52,7 @@ TEST(BitsAndBytesCorpus, MolmoNf4) {
 
 TEST(BitsAndBytesCorpus, OrpheusDoubleQuantAndALayerSpecificSkip) {
   ConfigSources sources = Corpus("DocWobble__Orpheus_3B_Quantized-bnb-nf4");
-  for (std::string_view dialect : {"native", "vllm"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers"}) {
     QuantPlan plan = MustImport(sources, dialect);
     ASSERT_TRUE(plan.default_action.scheme);
     EXPECT_TRUE(plan.default_action.scheme->weight.load.double_quant);
@@ -66,7 +66,7 @@ TEST(BitsAndBytesCorpus, OrpheusDoubleQuantAndALayerSpecificSkip) {
 TEST(BitsAndBytesSkips, VllmComponentsAndLeadingPaths) {
   QuantPlan plan = MustImport(
       Embedded(Nf4(R"(["down_proj", "mlp.gate_up_proj", "layers.1.self_attn", "model.layers.2"])")),
-      "vllm");
+      "vllm@helpers");
   EXPECT_EQ(Kind(plan, Site("model.layers.0.mlp.down_proj")), "unquantized");
   // A dotted fragment in the middle of the path never matches.
   EXPECT_EQ(Kind(plan, GateUp("model.layers.0")), "quantized");
@@ -77,7 +77,7 @@ TEST(BitsAndBytesSkips, VllmComponentsAndLeadingPaths) {
   EXPECT_EQ(Kind(plan, Experts("model.layers.0.mlp.experts")), "unquantized");
   EXPECT_EQ(Kind(plan, kHead), "unquantized");
   // SGLang quantizes every FusedMoE, whatever the list says.
-  QuantPlan sglang = MustImport(Embedded(Nf4(R"(["experts"])")), "sglang");
+  QuantPlan sglang = MustImport(Embedded(Nf4(R"(["experts"])")), "sglang@helpers");
   EXPECT_EQ(Kind(sglang, Experts("model.layers.0.mlp.experts")), "quantized");
 }
 
@@ -107,14 +107,14 @@ TEST(BitsAndBytesFields, WidthsAndStorage) {
   std::string both = R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
       "load_in_8bit": true})";
   EXPECT_FALSE(Import(Embedded(both), "native").ok());
-  EXPECT_EQ(Scheme(MustImport(Embedded(both), "vllm"), Site("a.b")), "w8a16-int8-channel");
+  EXPECT_EQ(Scheme(MustImport(Embedded(both), "vllm@helpers"), Site("a.b")), "w8a16-int8-channel");
   // Neither flag: 4-bit fp4, the default quant type.
-  EXPECT_EQ(
-      Scheme(MustImport(Embedded(R"({"quant_method": "bitsandbytes"})"), "vllm"), Site("a.b")),
-      "w4a16-fp4");
+  EXPECT_EQ(Scheme(MustImport(Embedded(R"({"quant_method": "bitsandbytes"})"), "vllm@helpers"),
+                   Site("a.b")),
+            "w4a16-fp4");
   std::string storage = R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
       "bnb_4bit_quant_storage": "bfloat16"})";
-  Result<QuantPlan> vllm = Import(Embedded(storage), "vllm");
+  Result<QuantPlan> vllm = Import(Embedded(storage), "vllm@helpers");
   ASSERT_FALSE(vllm.ok());
   EXPECT_TRUE(Contains(vllm.status().message(), "Unsupported bnb_4bit_quant_storage: bfloat16"));
   EXPECT_TRUE(Import(Embedded(storage), "native").ok());

@@ -92,7 +92,7 @@ TEST(CompressedTensorsCurrent, ExpertsThroughProjections) {
     EXPECT_EQ(head.detail, "get_quant_method returned None");
   }
   // The recorded dialects match the experts layer by its own name.
-  Result<QuantPlan> recorded = Build(LinearConfig(kIgnoreExperts), "sglang");
+  Result<QuantPlan> recorded = Build(LinearConfig(kIgnoreExperts), "sglang@helpers");
   ASSERT_TRUE(recorded.ok());
   EXPECT_EQ(DecideSite(*recorded, Experts("model.layers.3.mlp.experts", "FusedMoE")).kind,
             DecisionKind::kUnquantized);
@@ -155,7 +155,7 @@ TEST(CompressedTensorsCurrent, VllmShardsBeforeClass) {
   ASSERT_TRUE(current.ok()) << current.status().message();
   EXPECT_EQ(DecideSite(*current, Qkv("model.layers.0")).detail,
             "CompressedTensorsLinearMethod[target=re:.*\\.q_proj$ group=group_1]");
-  Result<QuantPlan> recorded = Build(kConfig, "vllm");
+  Result<QuantPlan> recorded = Build(kConfig, "vllm@helpers");
   ASSERT_TRUE(recorded.ok()) << recorded.status().message();
   EXPECT_EQ(DecideSite(*recorded, Qkv("model.layers.0")).detail,
             "CompressedTensorsLinearMethod[target=Linear group=group_0]");

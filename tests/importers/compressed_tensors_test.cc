@@ -74,7 +74,7 @@ std::string WithIgnore(std::string_view ignore) {
 // Corpus.
 
 TEST(CompressedTensorsCorpus, LibraryExampleInt8NaiveQuantized) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = BuildFile(
         "corpus/_library-example__compressed-tensors/example_quant_config.json", dialect, true);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
@@ -122,7 +122,7 @@ TEST(CompressedTensorsCorpus, LibraryExampleMixedPrecisionRegexGroups) {
 }
 
 TEST(CompressedTensorsCorpus, Qwen36AwqPackQuantizedWithMtpGroup) {
-  for (std::string_view dialect : {"native", "vllm"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers"}) {
     Result<QuantPlan> plan = BuildFile("corpus/fantasylord__Qwen36/config.json", dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     Decision attn = DecideSite(*plan, Qkv("model.language_model.layers.3"));
@@ -161,17 +161,18 @@ TEST(CompressedTensorsCorpus, ReconstructedStaticAsymmetricInt8) {
 // ignore.
 
 TEST(CompressedTensorsIgnore, PlainEntriesAreExactInNativeAndVllmSubstringsInSglang) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(WithIgnore(R"(["self_attn", "Down_Proj"])"), dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
-    std::string expected = dialect == "sglang" ? "unquantized" : "quantized";
+    std::string expected = dialect == "sglang@helpers" ? "unquantized" : "quantized";
     EXPECT_EQ(Kind(*plan, Site("model.layers.0.self_attn.o_proj")), expected) << dialect;
     EXPECT_EQ(Kind(*plan, Site("model.layers.0.mlp.down_proj")), expected) << dialect;
   }
 }
 
 TEST(CompressedTensorsIgnore, RegexIsAnchoredAtTheStartOnly) {
-  Result<QuantPlan> plan = Build(WithIgnore(R"(["re:o_proj", "re:model.layers.1.*"])"), "vllm");
+  Result<QuantPlan> plan =
+      Build(WithIgnore(R"(["re:o_proj", "re:model.layers.1.*"])"), "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(Kind(*plan, Site("model.layers.0.self_attn.o_proj")), "quantized");
   EXPECT_EQ(Kind(*plan, Site("model.layers.10.self_attn.o_proj")), "unquantized");
@@ -180,7 +181,7 @@ TEST(CompressedTensorsIgnore, RegexIsAnchoredAtTheStartOnly) {
 TEST(CompressedTensorsIgnore, FusedLegsMustAgreeWithTheEngineText) {
   Result<QuantPlan> plan =
       Build(WithIgnore(R"(["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.k_proj"])"),
-            "vllm");
+            "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   Decision d = DecideSite(*plan, Qkv("model.layers.0"));
   EXPECT_EQ(d.kind, DecisionKind::kError);
@@ -195,7 +196,7 @@ TEST(CompressedTensorsIgnore, FusedLegsMustAgreeWithTheEngineText) {
 }
 
 TEST(CompressedTensorsIgnore, AListedFusedNameCountsInTheEnginesOnly) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(WithIgnore(R"(["model.layers.0.self_attn.qkv_proj"])"), dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     // The library sees only q_proj, k_proj, v_proj (no module is called qkv_proj there).
@@ -203,7 +204,7 @@ TEST(CompressedTensorsIgnore, AListedFusedNameCountsInTheEnginesOnly) {
         << dialect;
   }
   // A regex naming the fused layer reaches it in no dialect: the shards are looked up.
-  Result<QuantPlan> regex = Build(WithIgnore(R"(["re:.*qkv_proj"])"), "vllm");
+  Result<QuantPlan> regex = Build(WithIgnore(R"(["re:.*qkv_proj"])"), "vllm@helpers");
   EXPECT_EQ(Kind(*regex, Qkv("model.layers.0")), "quantized");
 }
 
@@ -233,7 +234,7 @@ constexpr std::string_view kTwoGroups = R"({
   "ignore": ["lm_head"]})";
 
 TEST(CompressedTensorsTargets, NameHitsBeatClassHitsOfEarlierGroups) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(kTwoGroups, dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     Decision down = DecideSite(*plan, Site("model.layers.0.mlp.down_proj"));
@@ -247,10 +248,10 @@ TEST(CompressedTensorsTargets, NameHitsBeatClassHitsOfEarlierGroups) {
 }
 
 TEST(CompressedTensorsTargets, EngineDetailsNameTargetAndGroup) {
-  Result<QuantPlan> vllm = Build(kTwoGroups, "vllm");
+  Result<QuantPlan> vllm = Build(kTwoGroups, "vllm@helpers");
   EXPECT_EQ(DecideSite(*vllm, Site("model.layers.0.mlp.down_proj")).detail,
             "CompressedTensorsLinearMethod[target=re:.*down_proj group=group_1]");
-  Result<QuantPlan> sglang = Build(kTwoGroups, "sglang");
+  Result<QuantPlan> sglang = Build(kTwoGroups, "sglang@helpers");
   EXPECT_EQ(DecideSite(*sglang, Qkv("model.layers.0")).detail,
             "helpers: find_matched_target=re:.*self_attn.* (group=group_1)");
 }
@@ -260,11 +261,11 @@ TEST(CompressedTensorsTargets, NoTargetIsUnquantizedExceptInSglang) {
     "quant_method": "compressed-tensors", "format": "float-quantized",
     "config_groups": {"g": {"targets": ["RowParallelLinear"],
       "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})";
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(kRowOnly, dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     Decision qkv = DecideSite(*plan, Qkv("model.layers.0"));
-    if (dialect == "sglang") {
+    if (dialect == "sglang@helpers") {
       EXPECT_EQ(qkv.kind, DecisionKind::kError);
       EXPECT_EQ(qkv.detail,
                 "ValueError: Unable to find matching target for model.layers.0.self_attn.qkv_proj "
@@ -292,7 +293,7 @@ TEST(CompressedTensorsTargets, FusedLayersThroughTheirShards) {
                             "weights": {"num_bits": 8, "type": "float"}},
                       "c": {"targets": ["model.layers.1.self_attn.v_proj"],
                             "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})";
-  for (std::string_view dialect : {"native", "vllm"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers"}) {
     Result<QuantPlan> plan = Build(kPerLayer, dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     EXPECT_EQ(Kind(*plan, Qkv("model.layers.0")), "quantized") << dialect;
@@ -308,7 +309,7 @@ TEST(CompressedTensorsTargets, LaterGroupTakesADuplicateTarget) {
     "quant_method": "compressed-tensors", "format": "pack-quantized",
     "config_groups": {"a": {"targets": ["Linear"], "weights": {"num_bits": 8, "group_size": 128}},
                       "b": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 64}}}})";
-  Result<QuantPlan> plan = Build(kDup, "vllm");
+  Result<QuantPlan> plan = Build(kDup, "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   Decision d = DecideSite(*plan, Site("model.layers.0.mlp.down_proj"));
   EXPECT_EQ(*d.scheme->weight.group_size, 64);
@@ -316,7 +317,7 @@ TEST(CompressedTensorsTargets, LaterGroupTakesADuplicateTarget) {
 }
 
 TEST(CompressedTensorsTargets, EnginesGiveFusedMoeTheLinearGroup) {
-  Result<QuantPlan> plan = Build(WithIgnore("[]"), "vllm");
+  Result<QuantPlan> plan = Build(WithIgnore("[]"), "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(Kind(*plan, Site("model.layers.1.mlp.experts", "FusedMoE", {}, SiteKind::kMoe)),
             "quantized");
@@ -329,7 +330,7 @@ TEST(CompressedTensorsTargets, AttentionOnlyGroupsAreDroppedByVllm) {
     "config_groups": {"attn": {"targets": ["LlamaAttention"],
                                "weights": {"num_bits": 8, "type": "float"}},
                       "lin": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}})";
-  Result<QuantPlan> vllm = Build(kAttn, "vllm");
+  Result<QuantPlan> vllm = Build(kAttn, "vllm@helpers");
   ASSERT_TRUE(vllm.ok()) << vllm.status().message();
   bool dropped = false;
   for (const std::string& n : vllm->notes) dropped |= n.find("vLLM drops") != std::string::npos;
@@ -356,7 +357,7 @@ TEST(CompressedTensorsKv, NativeQuantizesTheCacheOnlyWithAScheme) {
   EXPECT_EQ(d.scheme->weight.dtype, QDType::kFP8E4M3);
   EXPECT_EQ(Kind(*Build(WithIgnore("[]"), "native"), attn), "unquantized");
   // vLLM attaches CompressedTensorsKVCacheMethod either way.
-  Decision bare = DecideSite(*Build(WithIgnore("[]"), "vllm"), attn);
+  Decision bare = DecideSite(*Build(WithIgnore("[]"), "vllm@helpers"), attn);
   EXPECT_EQ(bare.kind, DecisionKind::kQuantized);
   EXPECT_EQ(bare.detail, "CompressedTensorsKVCacheMethod");
 }
@@ -366,7 +367,7 @@ TEST(CompressedTensorsKv, VllmRejectsUnsupportedKvSchemesAtTheAttentionLayer) {
   bad.replace(bad.find("IGNORE"), 6,
               R"([], "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "channel",
                   "symmetric": true})");
-  Result<QuantPlan> plan = Build(bad, "vllm");
+  Result<QuantPlan> plan = Build(bad, "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   LayerSite attn = Site("model.layers.0.self_attn.attn", "Attention", {}, SiteKind::kAttention);
   Decision d = DecideSite(*plan, attn);
@@ -390,7 +391,7 @@ TEST(CompressedTensorsSections, SparsityAndTransformsAreRecognised) {
     recognised += n.find("transform_config is recognised") != std::string::npos;
   }
   EXPECT_EQ(recognised, 2);
-  Result<QuantPlan> vllm = Build(sparse, "vllm");
+  Result<QuantPlan> vllm = Build(sparse, "vllm@helpers");
   ASSERT_FALSE(vllm.ok());
   EXPECT_NE(vllm.status().message().find("Sparsity support has been removed"), std::string::npos);
 }
@@ -421,7 +422,7 @@ TEST(CompressedTensorsSections, FormatsPerGroupAndErrors) {
   Result<QuantPlan> bad_args =
       Build(R"({"quant_method": "compressed-tensors", "config_groups": {"a": {"targets":
              ["Linear"], "weights": {"strategy": "token"}}}})",
-            "vllm");
+            "vllm@helpers");
   ASSERT_FALSE(bad_args.ok());
   EXPECT_NE(bad_args.status().message().find("config_groups/a/weights"), std::string::npos);
 }

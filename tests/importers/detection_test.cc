@@ -61,7 +61,7 @@ TEST(MethodDetection, QuantizationMakesTheReleasesReadTheFile) {
 }
 
 TEST(MethodDetection, NativeAndRecordedDialectsKeepReadingTheFile) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     SCOPED_TRACE(dialect);
     Result<QuantPlan> plan = ImportPlan(Corpus(kWizardMega), D(dialect));
     ASSERT_TRUE(plan.ok()) << plan.status().message();
@@ -204,7 +204,7 @@ TEST(DtypeCheck, AutoResolvesAsEachEngineDoes) {
   ASSERT_TRUE(sglang.ok()) << sglang.status().message();
   EXPECT_EQ(DecideSite(*sglang, o_proj).kind, DecisionKind::kQuantized);
   // The recorded dialect checks no dtype.
-  Result<QuantPlan> recorded = ImportPlan(AwqConfig("bfloat16", false), D("sglang"));
+  Result<QuantPlan> recorded = ImportPlan(AwqConfig("bfloat16", false), D("sglang@helpers"));
   ASSERT_TRUE(recorded.ok()) << recorded.status().message();
   EXPECT_NE(DecideSite(*recorded, o_proj).kind, DecisionKind::kError);
 }
@@ -256,7 +256,7 @@ TEST(Mlx, Vllm033BuildsItUnquantizedAndFailsOnTheScales) {
   EXPECT_NE(plan->errors[0].message.find("not the MLX description at config.json#/quantization"),
             std::string::npos)
       << plan->errors[0].message;
-  for (std::string_view other : {"native", "vllm", "sglang@0.5.23"}) {
+  for (std::string_view other : {"native", "vllm@helpers", "sglang@0.5.23"}) {
     Result<QuantPlan> refused = ImportPlan(*sources, D(other));
     ASSERT_FALSE(refused.ok()) << other;
     EXPECT_NE(refused.status().message().find("MLX affine quantization"), std::string::npos);

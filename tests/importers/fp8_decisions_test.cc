@@ -59,7 +59,7 @@ constexpr std::string_view kDeepSeek =
         "weight_block_size": [128, 128]})";
 
 TEST(Fp8Decisions, DeepSeekInEveryDialect) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     SCOPED_TRACE(dialect);
     QuantPlan plan = Plan(kDeepSeek, dialect);
     for (const LayerSite& site : DeepSeekSites()) {
@@ -87,7 +87,7 @@ TEST(Fp8Decisions, FusedLegsThatDisagreeAreAnError) {
           "ignored_layers": ["model.layers.0.self_attn.q_proj"]})";
   LayerSite qkv =
       Site("model.layers.0.self_attn.qkv_proj", SiteKind::kLinear, {"q_proj", "k_proj", "v_proj"});
-  for (std::string_view dialect : {"vllm", "sglang"}) {
+  for (std::string_view dialect : {"vllm@helpers", "sglang@helpers"}) {
     Decision d = DecideSite(Plan(kOnlyQ, dialect), qkv);
     EXPECT_EQ(d.kind, DecisionKind::kError) << dialect;
     EXPECT_TRUE(Contains(d.detail, "Detected some but not all shards of")) << d.detail;
@@ -105,7 +105,7 @@ TEST(Fp8Decisions, AllLegsListedSkipTheFusedLayer) {
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "ignored_layers": ["model.layers.0.self_attn.q_a_proj",
                              "model.layers.0.self_attn.kv_a_proj_with_mqa"]})",
-      "vllm");
+      "vllm@helpers");
   Decision d = DecideSite(plan, DeepSeekSites()[1]);
   EXPECT_EQ(d.kind, DecisionKind::kUnquantized);
   EXPECT_TRUE(Contains(d.rule, "config.json#/quantization_config/ignored_layers/0")) << d.rule;
@@ -122,7 +122,7 @@ TEST(Fp8Decisions, ListingOnlyTheFusedNameChangesNothingInTheEngines) {
           "ignored_layers": ["model.layers.0.self_attn.qkv_proj"]})";
   LayerSite qkv =
       Site("model.layers.0.self_attn.qkv_proj", SiteKind::kLinear, {"q_proj", "k_proj", "v_proj"});
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     EXPECT_EQ(DecideSite(Plan(kFusedName, dialect), qkv).kind, DecisionKind::kQuantized) << dialect;
   }
 }
@@ -134,9 +134,9 @@ TEST(Fp8Decisions, ExpertEntriesPerDialect) {
   LayerSite moe = Site("model.layers.3.mlp.experts", SiteKind::kMoe);
   // The engines reverse the test for experts entries; transformers matches the experts module's
   // own name, which the per-expert entry does not reach.
-  EXPECT_EQ(DecideSite(Plan(kExpert, "vllm"), moe).kind, DecisionKind::kUnquantized);
-  EXPECT_EQ(DecideSite(Plan(kExpert, "vllm"), moe).detail, "UnquantizedFusedMoEMethod");
-  EXPECT_EQ(DecideSite(Plan(kExpert, "sglang"), moe).kind, DecisionKind::kUnquantized);
+  EXPECT_EQ(DecideSite(Plan(kExpert, "vllm@helpers"), moe).kind, DecisionKind::kUnquantized);
+  EXPECT_EQ(DecideSite(Plan(kExpert, "vllm@helpers"), moe).detail, "UnquantizedFusedMoEMethod");
+  EXPECT_EQ(DecideSite(Plan(kExpert, "sglang@helpers"), moe).kind, DecisionKind::kUnquantized);
   EXPECT_EQ(DecideSite(Plan(kExpert, "native"), moe).kind, DecisionKind::kQuantized);
 }
 
@@ -155,7 +155,7 @@ TEST(Fp8Decisions, NativeLmHeadIsConvertedWhenAListReplacesTheDefaultSkips) {
   EXPECT_EQ(DecideSite(with_head, head).kind, DecisionKind::kUnquantized);
   EXPECT_EQ(DecideSite(Plan(R"({"quant_method": "fp8", "activation_scheme": "dynamic",
                                  "ignored_layers": ["x"]})",
-                            "vllm"),
+                            "vllm@helpers"),
                        head)
                 .kind,
             DecisionKind::kUnquantized);
@@ -165,7 +165,7 @@ TEST(Fp8Decisions, SglangSegmentEntriesReachWholeSubtrees) {
   QuantPlan plan = Plan(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "ignored_layers": ["self_attn", "mlp.gate"]})",
-      "sglang");
+      "sglang@helpers");
   std::vector<LayerSite> sites = DeepSeekSites();
   EXPECT_EQ(DecideSite(plan, sites[1]).kind, DecisionKind::kUnquantized);  // fused_qkv_a_proj
   EXPECT_EQ(DecideSite(plan, sites[4]).kind, DecisionKind::kUnquantized);  // o_proj
@@ -174,7 +174,7 @@ TEST(Fp8Decisions, SglangSegmentEntriesReachWholeSubtrees) {
   QuantPlan vllm = Plan(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "ignored_layers": ["self_attn", "mlp.gate"]})",
-      "vllm");
+      "vllm@helpers");
   EXPECT_EQ(DecideSite(vllm, sites[4]).kind, DecisionKind::kQuantized);
 }
 
@@ -193,7 +193,7 @@ TEST(Fp8Decisions, RecordedVllmCases) {
     const std::string& id = c.Find("id")->string_value();
     SCOPED_TRACE(id);
     ConfigSources sources = Embedded(ToJson(*c.Find("config")));
-    Result<QuantPlan> plan = ImportPlan(sources, D("vllm"), std::string("fp8"));
+    Result<QuantPlan> plan = ImportPlan(sources, D("vllm@helpers"), std::string("fp8"));
     const Json& layers = *c.Find("layers");
     const Json& expected = *c.Find("expected");
     ASSERT_EQ(layers.items().size(), expected.items().size());

@@ -1,6 +1,6 @@
 // fp8 in the versioned dialects: vLLM 0.33.0 honours a directly listed fused name, SGLang 0.5.23
 // splits fused sites without a packed mapping by its built-in shard table. The recorded dialects
-// keep their behaviour (the oracle files under cases/ and cases-new/ cover the rest).
+// keep their behaviour (the oracle files under cases/ and releases/ cover the rest).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -47,7 +47,7 @@ TEST(Fp8Vllm033, ADirectlyListedFusedNameIsHonouredFirst) {
   const LayerSite qkv = Linear("model.layers.0.self_attn.qkv_proj", {"q_proj", "k_proj", "v_proj"});
   constexpr std::string_view kFused = R"(["model.layers.0.self_attn.qkv_proj"])";
   EXPECT_EQ(Decide(Plan(kFused, "vllm@0.33"), qkv), DecisionKind::kUnquantized);
-  EXPECT_EQ(Decide(Plan(kFused, "vllm"), qkv), DecisionKind::kQuantized);
+  EXPECT_EQ(Decide(Plan(kFused, "vllm@helpers"), qkv), DecisionKind::kQuantized);
   // Not listed directly: the shards decide and must agree, as before.
   constexpr std::string_view kOnlyQ = R"(["model.layers.0.self_attn.q_proj"])";
   Decision d = DecideSite(Plan(kOnlyQ, "vllm@0.33"), qkv);
@@ -96,7 +96,7 @@ TEST(Fp8Sglang0523, SitesWithLegsFollowTheModelMapping) {
   // With legs (the model maps qkv_proj), only the legs are looked up, in both SGLang dialects.
   const LayerSite qkv = Linear("model.layers.0.self_attn.qkv_proj", {"q_proj", "k_proj", "v_proj"});
   constexpr std::string_view kFused = R"(["model.layers.0.self_attn.qkv_proj"])";
-  for (std::string_view dialect : {"sglang", "sglang@0.5.23"}) {
+  for (std::string_view dialect : {"sglang@helpers", "sglang@0.5.23"}) {
     EXPECT_EQ(Decide(Plan(kFused, dialect), qkv), DecisionKind::kQuantized) << dialect;
   }
   constexpr std::string_view kAll = R"(["q_proj", "k_proj", "v_proj"])";
@@ -104,7 +104,8 @@ TEST(Fp8Sglang0523, SitesWithLegsFollowTheModelMapping) {
 }
 
 TEST(Fp8SglangRecorded, FusedSitesWithoutAMappingAreMatchedAsThemselves) {
-  const QuantPlan plan = Plan(R"(["model.layers.1.self_attn.qkv_proj", "q_proj"])", "sglang");
+  const QuantPlan plan =
+      Plan(R"(["model.layers.1.self_attn.qkv_proj", "q_proj"])", "sglang@helpers");
   EXPECT_EQ(Decide(plan, Linear("model.layers.1.self_attn.qkv_proj")), DecisionKind::kUnquantized);
   EXPECT_EQ(Decide(plan, Linear("model.layers.0.self_attn.qkv_proj")), DecisionKind::kQuantized);
 }

@@ -70,7 +70,7 @@ TEST_P(Fp8Corpus, BlockSchemeInEveryDialect) {
       ConfigSources::Load(std::string(QUANTPATH_TEST_DATA) + "/corpus/" + GetParam());
   ASSERT_TRUE(sources.ok()) << sources.status().message();
   EXPECT_TRUE(Fp8Importer()->Detect(*sources));
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     SCOPED_TRACE(dialect);
     Result<QuantPlan> plan = ImportPlan(*sources, D(dialect));
     ASSERT_TRUE(plan.ok()) << plan.status().message();
@@ -134,7 +134,7 @@ TEST(Fp8Detect, OnlyAnEmbeddedFp8Description) {
 // Schemes.
 
 TEST(Fp8Scheme, PerTensorWeightsWithDynamicPerTokenInput) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan =
         Build(R"({"quant_method": "fp8", "activation_scheme": "dynamic"})", dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
@@ -151,7 +151,7 @@ TEST(Fp8Scheme, PerTensorWeightsWithDynamicPerTokenInput) {
 TEST(Fp8Scheme, StaticActivationsArePerTensorWithCheckpointScales) {
   Result<QuantPlan> plan =
       Build(R"({"quant_method": "fp8", "activation_scheme": "static", "weight_block_size": null})",
-            "vllm");
+            "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const QuantScheme& s = *plan->default_action.scheme;
   EXPECT_EQ(s.CanonicalName(), "w8a8-fp8-tensor-static");
@@ -164,7 +164,7 @@ TEST(Fp8Scheme, StaticActivationsArePerTensorWithCheckpointScales) {
 TEST(Fp8Scheme, InputGroupFollowsTheBlockColumns) {
   Result<QuantPlan> plan = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [64, 32]})",
-      "sglang");
+      "sglang@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const QuantScheme& s = *plan->default_action.scheme;
   EXPECT_EQ(s.weight.block_shape, (std::array<int64_t, 2>{64, 32}));
@@ -198,7 +198,7 @@ TEST(Fp8Scheme, NativeDefaultsAndNotes) {
 }
 
 TEST(Fp8Scheme, KvCacheMethodOnlyInTheEngineDialects) {
-  for (std::string_view dialect : {"vllm", "sglang"}) {
+  for (std::string_view dialect : {"vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(kDeepSeek, dialect);
     ASSERT_TRUE(plan.ok());
     EXPECT_FALSE(plan->kv_cache.has_value());
@@ -230,26 +230,26 @@ void ExpectError(std::string_view config, std::string_view dialect,
 TEST(Fp8Errors, UnknownActivationScheme) {
   constexpr std::string_view kConfig =
       R"({"quant_method": "fp8", "activation_scheme": "per_token", "weight_block_size": [128, 128]})";
-  ExpectError(kConfig, "vllm",
+  ExpectError(kConfig, "vllm@helpers",
               {"config.json#/quantization_config/activation_scheme",
                "ValueError: Unsupported activation scheme per_token"});
-  ExpectError(kConfig, "sglang",
+  ExpectError(kConfig, "sglang@helpers",
               {"config.json#/quantization_config/activation_scheme",
                "SGLang raises ValueError: Unsupported activation scheme"});
   ExpectError(kConfig, "native",
               {"config.json#/quantization_config/activation_scheme", "found \"per_token\""});
   // The engines compare exactly; transformers lower-cases first.
-  ExpectError(R"({"quant_method": "fp8", "activation_scheme": "Dynamic"})", "vllm",
+  ExpectError(R"({"quant_method": "fp8", "activation_scheme": "Dynamic"})", "vllm@helpers",
               {"Unsupported activation scheme Dynamic"});
   ExpectError(R"({"quant_method": "fp8", "activation_scheme": 1})", "native",
               {"config.json#/quantization_config/activation_scheme", "found integer"});
   ExpectError(
-      R"({"quant_method": "fp8", "activation_scheme": null})", "vllm",
+      R"({"quant_method": "fp8", "activation_scheme": null})", "vllm@helpers",
       {"config.json#/quantization_config/activation_scheme", "Unsupported activation scheme None"});
 }
 
 TEST(Fp8Errors, MissingActivationSchemeInTheEngineDialects) {
-  for (std::string_view dialect : {"vllm", "sglang"}) {
+  for (std::string_view dialect : {"vllm@helpers", "sglang@helpers"}) {
     ExpectError(R"({"quant_method": "fp8", "weight_block_size": [128, 128]})", dialect,
                 {"config.json#/quantization_config: activation_scheme is required",
                  "Cannot find any of ['activation_scheme'] in the model's quantization config."});
@@ -257,7 +257,7 @@ TEST(Fp8Errors, MissingActivationSchemeInTheEngineDialects) {
 }
 
 TEST(Fp8Errors, BlockSizeWithStaticActivations) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     ExpectError(
         R"({"quant_method": "fp8", "activation_scheme": "static", "weight_block_size": [128, 128]})",
         dialect,
@@ -266,7 +266,7 @@ TEST(Fp8Errors, BlockSizeWithStaticActivations) {
   }
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "static", "weight_block_size": [128, 128]})",
-      "vllm",
+      "vllm@helpers",
       {"The block-wise quantization only supports dynamic activation scheme for now, but got "
        "static activation scheme."});
 }
@@ -274,12 +274,12 @@ TEST(Fp8Errors, BlockSizeWithStaticActivations) {
 TEST(Fp8Errors, BlockSizeMustHaveTwoDimensions) {
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128]})",
-      "vllm",
+      "vllm@helpers",
       {"config.json#/quantization_config/weight_block_size", "found 1 entries",
        "must have 2 dimensions, but got 1 dimensions"});
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [1, 128, 128]})",
-      "sglang",
+      "sglang@helpers",
       {"config.json#/quantization_config/weight_block_size", "found 3 entries",
        "but got 3 dimensions"});
   ExpectError(R"({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": []})",
@@ -289,7 +289,7 @@ TEST(Fp8Errors, BlockSizeMustHaveTwoDimensions) {
       "native", {"config.json#/quantization_config/weight_block_size", "found integer"});
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": "128x128"})",
-      "vllm", {"config.json#/quantization_config/weight_block_size", "found string"});
+      "vllm@helpers", {"config.json#/quantization_config/weight_block_size", "found string"});
 }
 
 TEST(Fp8Errors, BlockSizeEntriesMustBePositiveIntegers) {
@@ -308,14 +308,14 @@ TEST(Fp8Errors, BlockSizeEntriesMustBePositiveIntegers) {
                          R"("weight_block_size": )" +
                          std::string(c.block) + "}";
     std::string pointer = "config.json#/quantization_config" + std::string(c.pointer);
-    ExpectError(config, "vllm", {pointer, "positive integers", c.found});
+    ExpectError(config, "vllm@helpers", {pointer, "positive integers", c.found});
   }
 }
 
 TEST(Fp8Errors, ExclusionListsMustBeListsOfStrings) {
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": "lm_head"})",
-      "vllm", {"config.json#/quantization_config/ignored_layers", "found string"});
+      "vllm@helpers", {"config.json#/quantization_config/ignored_layers", "found string"});
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "modules_to_not_convert": ["lm_head", 3]})",
@@ -332,7 +332,7 @@ TEST(Fp8Errors, InvalidRegexKeyInTheNativeDialect) {
   Result<QuantPlan> vllm = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "modules_to_not_convert": ["model.layers.[0"]})",
-      "vllm");
+      "vllm@helpers");
   EXPECT_TRUE(vllm.ok()) << vllm.status().message();
 }
 
@@ -347,7 +347,7 @@ TEST(Fp8Lists, VllmFallsBackToModulesToNotConvertWhenIgnoredLayersIsEmpty) {
   Result<QuantPlan> plan = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": [],
           "modules_to_not_convert": ["model.layers.0.mlp.down_proj"]})",
-      "vllm");
+      "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const Rule* hit = FirstHit(*plan, "model.layers.0.mlp.down_proj");
   ASSERT_NE(hit, nullptr);
@@ -360,7 +360,7 @@ TEST(Fp8Lists, VllmPrefersANonEmptyIgnoredLayers) {
   Result<QuantPlan> plan = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": ["a.q_proj"],
           "modules_to_not_convert": ["a.o_proj"]})",
-      "vllm");
+      "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(Skips(*plan, "a.q_proj"));
   EXPECT_FALSE(Skips(*plan, "a.o_proj"));
@@ -372,27 +372,27 @@ TEST(Fp8Lists, OnlyTheListADialectReadsIsValidated) {
   Result<QuantPlan> vllm = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": ["a.q_proj"],
           "modules_to_not_convert": "oops"})",
-      "vllm");
+      "vllm@helpers");
   EXPECT_TRUE(vllm.ok()) << vllm.status().message();
   // SGLang reads ignored_layers whenever the key exists.
   ExpectError(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": [1],
           "modules_to_not_convert": ["a.q_proj"]})",
-      "sglang", {"config.json#/quantization_config/ignored_layers/0"});
+      "sglang@helpers", {"config.json#/quantization_config/ignored_layers/0"});
 }
 
 TEST(Fp8Lists, SglangReadsTheFirstKeyPresentEvenWhenNull) {
   Result<QuantPlan> plan = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": null,
           "modules_to_not_convert": ["a.o_proj"]})",
-      "sglang");
+      "sglang@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(Exclude(*plan).rules.empty());
   EXPECT_TRUE(AnyNoteContains(*plan, "modules_to_not_convert: not read"));
   Result<QuantPlan> fallback = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "modules_to_not_convert": ["a.o_proj"]})",
-      "sglang");
+      "sglang@helpers");
   ASSERT_TRUE(fallback.ok()) << fallback.status().message();
   EXPECT_TRUE(Skips(*fallback, "a.o_proj"));
 }
@@ -440,7 +440,7 @@ TEST(Fp8Lists, NativeLmHeadFollowsTransformersDefaultSkips) {
   // The engines never quantize ParallelLMHead under fp8, list or not.
   Result<QuantPlan> vllm =
       Build(R"({"quant_method": "fp8", "activation_scheme": "dynamic", "ignored_layers": ["x"]})",
-            "vllm");
+            "vllm@helpers");
   ASSERT_TRUE(vllm.ok());
   EXPECT_EQ(vllm->lm_head, KindPolicy::kUnquantized);
 }
@@ -454,7 +454,7 @@ TEST(Fp8Matching, VllmIsExactWithReversedExpertsEntries) {
           "ignored_layers": ["self_attn", "mlp", "model.layers.0.mlp.down_proj",
                              "model.layers.1.mlp.experts.0.gate_proj", "mlp.experts",
                              "model.layers.3.mlp.shared_experts.down_proj"]})",
-      "vllm");
+      "vllm@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(Exclude(*plan).fused, FusedPolicy::kLegsMustAgree);
   EXPECT_TRUE(Contains(Exclude(*plan).disagree_message, "Detected some but not all shards of"));
@@ -477,7 +477,7 @@ TEST(Fp8Matching, SglangMatchesWholeDottedSegments) {
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "ignored_layers": ["self_attn", "mlp.gate", "model.layers.1", "layers.2.mlp.",
                              "model.layers.5.mlp.experts.0.down_proj"]})",
-      "sglang");
+      "sglang@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(Exclude(*plan).fused, FusedPolicy::kLegsMustAgree);
   EXPECT_TRUE(Skips(*plan, "model.layers.0.self_attn.o_proj"));
@@ -533,7 +533,7 @@ TEST(Fp8Matching, ProvenanceNamesTheListEntry) {
   Result<QuantPlan> plan = Build(
       R"({"quant_method": "fp8", "activation_scheme": "dynamic",
           "ignored_layers": ["a.q_proj", "model.b.o_proj"]})",
-      "sglang");
+      "sglang@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const Rule* hit = FirstHit(*plan, "model.b.o_proj");
   ASSERT_NE(hit, nullptr);

@@ -85,7 +85,7 @@ const std::map<std::string, std::string> kAsStored = {
 TEST(GptqCheckpoint, ShardHeadersGiveTheQuantizedModules) {
   ConfigSources sources = Load(kTiny);
   ASSERT_EQ(sources.checkpoint().origin, CheckpointOrigin::kHeaders);
-  for (std::string_view dialect : {"vllm", "vllm@0.33"}) {
+  for (std::string_view dialect : {"vllm@helpers", "vllm@0.33"}) {
     QuantPlan plan;
     EXPECT_EQ(Decide(sources, dialect, &plan), kAsStored) << dialect;
     EXPECT_TRUE(HasNote(plan, "derived as vLLM does from the dtypes in the safetensors headers"))
@@ -103,10 +103,10 @@ TEST(GptqCheckpoint, MatchAndPlanFeedTheSameInput) {
   std::vector<SourceFile> files = folder.files();
   ConfigSources in_memory = ConfigSources::FromMemory(std::move(files));
   in_memory.set_checkpoint_quantized_params(*folder.checkpoint_quantized_params());
-  EXPECT_EQ(Decide(in_memory, "vllm"), kAsStored);
+  EXPECT_EQ(Decide(in_memory, "vllm@helpers"), kAsStored);
   // Without the list (a case with no checkpoint information) vLLM quantizes no linear layer.
   ConfigSources no_info = ConfigSources::FromMemory(folder.files());
-  std::map<std::string, std::string> none = Decide(no_info, "vllm");
+  std::map<std::string, std::string> none = Decide(no_info, "vllm@helpers");
   for (const auto& [path, decision] : none) EXPECT_EQ(decision, "unquantized") << path;
 }
 
@@ -115,7 +115,7 @@ TEST(GptqCheckpoint, IndexNamesWithoutShardsAssumeTheStandardDtypes) {
   ConfigSources sources = Load(copy.dir());
   ASSERT_EQ(sources.checkpoint().origin, CheckpointOrigin::kIndex);
   EXPECT_FALSE(sources.checkpoint_quantized_params().has_value());
-  for (std::string_view dialect : {"vllm", "vllm@0.33"}) {
+  for (std::string_view dialect : {"vllm@helpers", "vllm@0.33"}) {
     QuantPlan plan;
     // The index names layer 0's down_proj `.weight`, not `.qweight`: the same answer as the
     // headers give.
@@ -129,7 +129,7 @@ TEST(GptqCheckpoint, ConfigOnlyFolderAssumesTheExportersLayoutWithANote) {
   PartialCopy copy({"config.json"});
   ConfigSources sources = Load(copy.dir());
   ASSERT_EQ(sources.checkpoint().origin, CheckpointOrigin::kAbsent);
-  for (std::string_view dialect : {"vllm", "vllm@0.33"}) {
+  for (std::string_view dialect : {"vllm@helpers", "vllm@0.33"}) {
     QuantPlan plan;
     std::map<std::string, std::string> decided = Decide(sources, dialect, &plan);
     // Every linear of the decoder blocks, down_proj of layer 0 included: the folder cannot say
@@ -146,7 +146,7 @@ TEST(GptqCheckpoint, CorpusConfigOnlyFoldersAreQuantizedInVllm) {
   for (std::string_view folder :
        {"TheBloke__Llama-2-13B-chat-GPTQ", "TheBloke__MythoMax-L2-13B-GPTQ"}) {
     ConfigSources sources = family_test::Corpus(folder);
-    for (std::string_view dialect : {"vllm", "vllm@0.33"}) {
+    for (std::string_view dialect : {"vllm@helpers", "vllm@0.33"}) {
       std::map<std::string, std::string> decided = Decide(sources, dialect);
       int quantized = 0;
       for (const auto& [path, decision] : decided) quantized += decision == "quantized";
@@ -156,7 +156,7 @@ TEST(GptqCheckpoint, CorpusConfigOnlyFoldersAreQuantizedInVllm) {
   }
   // Llama-2-13B: 40 blocks × (qkv_proj, o_proj, gate_up_proj, down_proj).
   std::map<std::string, std::string> llama =
-      Decide(family_test::Corpus("TheBloke__Llama-2-13B-chat-GPTQ"), "vllm");
+      Decide(family_test::Corpus("TheBloke__Llama-2-13B-chat-GPTQ"), "vllm@helpers");
   EXPECT_EQ(llama.size(), 161u);
 }
 
@@ -164,7 +164,7 @@ TEST(GptqCheckpoint, CorpusConfigOnlyFoldersAreQuantizedInVllm) {
 TEST(GptqCheckpoint, StandaloneOnlyFoldersAreNotDerived) {
   QuantPlan plan;
   std::map<std::string, std::string> decided =
-      Decide(family_test::Corpus("TheBloke__WizardCoder-15B-1.0-GPTQ"), "vllm", &plan);
+      Decide(family_test::Corpus("TheBloke__WizardCoder-15B-1.0-GPTQ"), "vllm@helpers", &plan);
   ASSERT_FALSE(decided.empty());
   for (const auto& [path, decision] : decided) EXPECT_EQ(decision, "unquantized") << path;
   EXPECT_TRUE(HasNote(plan, "tensor dtypes are unknown"));

@@ -1,6 +1,6 @@
 // GPTQ importer: the decoder-block scope of the native dialect (optimum's convert_model), and the
 // rows of the current engine releases (vllm@0.33, sglang@0.5.23) that the recorded cases in
-// tests/data/oracle/cases-new/ do not reach.
+// tests/data/oracle/releases/ do not reach.
 #include <gtest/gtest.h>
 
 #include "tests/importers/gptq_family_test_util.h"
@@ -41,7 +41,7 @@ TEST(GptqNativeBlocks, OnlyTheDecoderBlocksAreQuantized) {
   EXPECT_EQ(Kind(plan, OutsideBlocks("visual.blocks.0.attn.qkv")), "unquantized");
   // The engines quantize every linear layer the config reaches (the recorded vLLM, without a
   // block list, reaches none).
-  for (std::string_view dialect : {"sglang", "vllm@0.33", "sglang@0.5.23"}) {
+  for (std::string_view dialect : {"sglang@helpers", "vllm@0.33", "sglang@0.5.23"}) {
     QuantPlan engine = MustImport(Embedded(kPlain), dialect);
     EXPECT_FALSE(engine.blocks_only) << dialect;
     EXPECT_EQ(Kind(engine, OutsideBlocks("visual.blocks.0.attn.qkv")), "quantized") << dialect;
@@ -85,7 +85,7 @@ TEST(GptqSglangCurrent, OnlyMarlinCompatibleCheckpointsLoad) {
   // The older SGLang code ran those on its plain GPTQ kernel.
   EXPECT_TRUE(Import(Embedded(R"({"quant_method": "gptq", "bits": 3, "group_size": 128,
       "sym": true, "desc_act": false})"),
-                     "sglang")
+                     "sglang@helpers")
                   .ok());
 }
 
@@ -122,7 +122,7 @@ TEST(GptqVllmCurrent, ActOrderIsRejectedUnlessOneGroupPerChannel) {
   ASSERT_FALSE(act_order.ok());
   EXPECT_TRUE(Contains(act_order.status().message(),
                        "GPTQ group activation ordering (desc_act=True) is no longer supported"));
-  EXPECT_TRUE(Import(Embedded(Config(R"("desc_act": true)")), "vllm").ok());
+  EXPECT_TRUE(Import(Embedded(Config(R"("desc_act": true)")), "vllm@helpers").ok());
   std::string channel = R"({"quant_method": "gptq", "bits": 4, "group_size": -1, "sym": true,
       "desc_act": true})";
   EXPECT_TRUE(Import(Embedded(channel), "vllm@0.33").ok());
@@ -147,7 +147,7 @@ TEST(GptqVllmCurrent, AutoGptqMethodsAndAnEmptyBlockListQuantizesEverything) {
   EXPECT_EQ(experts.kind, DecisionKind::kUnquantized);
   EXPECT_EQ(experts.detail, "UnquantizedFusedMoEMethod");
   // The recorded vLLM quantized no linear layer when the list stayed empty.
-  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm"), kDown), "unquantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm@helpers"), kDown), "unquantized");
 }
 
 }  // namespace

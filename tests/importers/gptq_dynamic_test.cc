@@ -88,7 +88,7 @@ TEST(GptqDynamic, NativeRejectsAnOverrideOfTheWrongTypeEnginesIgnoreIt) {
   QuantPlan vllm = MustImport(
       Embedded(WithDynamic(R"({"+:.*": {"bits": "8"}})", R"("modules_in_block_to_quantize":
           ["mlp"])")),
-      "vllm");
+      "vllm@helpers");
   EXPECT_EQ(DecideSite(vllm, kDown2).detail,
             "GPTQMarlinLinearMethod[bits=4 group_size=128 desc_act=False sym=True]");
 }
@@ -103,12 +103,14 @@ TEST(GptqDynamic, NativeMatchesLegsVllmMatchesTheFusedName) {
   // vLLM and SGLang test the execution name, which this pattern does not reach.
   std::string listed = R"("modules_in_block_to_quantize": ["self_attn", "mlp"])";
   std::string q_proj = WithDynamic(R"({"-:.*\\.q_proj": {}})", listed);
-  EXPECT_EQ(Kind(MustImport(Embedded(q_proj), "vllm"), Qkv("model.layers.0")), "quantized");
-  EXPECT_EQ(Kind(MustImport(Embedded(q_proj), "sglang"), Qkv("model.layers.0")), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(q_proj), "vllm@helpers"), Qkv("model.layers.0")), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(q_proj), "sglang@helpers"), Qkv("model.layers.0")),
+            "quantized");
   // A pattern written for the fused name reaches it in the engines only.
-  EXPECT_EQ(Kind(MustImport(Embedded(WithDynamic(R"({"-:.*gate_up_proj": {}})", listed)), "vllm"),
-                 GateUp("model.layers.0")),
-            "unquantized");
+  EXPECT_EQ(
+      Kind(MustImport(Embedded(WithDynamic(R"({"-:.*gate_up_proj": {}})", listed)), "vllm@helpers"),
+           GateUp("model.layers.0")),
+      "unquantized");
   EXPECT_EQ(Kind(MustImport(Embedded(WithDynamic(R"({"-:.*gate_up_proj": {}})")), "native"),
                  GateUp("model.layers.0")),
             "quantized");
@@ -118,7 +120,7 @@ TEST(GptqDynamic, VllmRaisesForOverridesMarlinCannotRun) {
   QuantPlan plan = MustImport(
       Embedded(WithDynamic(R"({"+:.*self_attn.*": {"bits": 3}, "+:.*mlp.*": {"group_size": 256}})",
                            R"("modules_in_block_to_quantize": ["self_attn", "mlp"])")),
-      "vllm");
+      "vllm@helpers");
   Decision attn = DecideSite(plan, Site("model.layers.0.self_attn.o_proj"));
   EXPECT_EQ(attn.kind, DecisionKind::kError);
   EXPECT_EQ(attn.detail, "ValueError: Unsupported quantization config: bits=3, sym=True");
@@ -136,9 +138,9 @@ TEST(GptqDynamic, ExpertsFollowDynamicExceptInSglang) {
       ["self_attn"])");
   LayerSite experts = Experts("model.layers.1.mlp.experts");
   EXPECT_EQ(Kind(MustImport(Embedded(config), "native"), experts), "unquantized");
-  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm"), experts), "unquantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm@helpers"), experts), "unquantized");
   // SGLang returns GPTQMarlinMoEMethod before it looks at `dynamic`.
-  EXPECT_EQ(Kind(MustImport(Embedded(config), "sglang"), experts), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "sglang@helpers"), experts), "quantized");
 }
 
 TEST(GptqDynamic, ANegativeRuleCanSkipTheHead) {

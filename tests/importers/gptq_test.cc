@@ -62,7 +62,7 @@ TEST(GptqCorpus, Phi2OptimumDisagreementOnAKernelHintIsAWarning) {
 }
 
 TEST(GptqCorpus, StandaloneOnlyEightBitActOrder) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     QuantPlan plan = MustImport(Corpus("sehyun66__kullm-GPTQ-8bit-standalone"), dialect);
     ASSERT_FALSE(plan.sources.empty());
     EXPECT_EQ(plan.sources[0].ToString(), "quantize_config.json") << dialect;
@@ -87,7 +87,7 @@ TEST(GptqCorpus, EightBitBranchRunsOnMarlin) {
       Corpus("TheBloke__Wizard-Vicuna-30B-Uncensored-GPTQ@gptq-8bit-128g-actorder_False");
   // vLLM reads the quantized layers from the checkpoint when the config does not list them.
   sources.set_checkpoint_quantized_params({"model.layers.0.mlp.down_proj.qweight"});
-  EXPECT_EQ(DecideSite(MustImport(sources, "vllm"), kDown).detail,
+  EXPECT_EQ(DecideSite(MustImport(sources, "vllm@helpers"), kDown).detail,
             "GPTQMarlinLinearMethod[bits=8 group_size=128 desc_act=False sym=True]");
 }
 
@@ -98,12 +98,12 @@ TEST(GptqCorpus, ThreeBitPerChannelActOrder) {
   EXPECT_EQ(plan.default_action.scheme->CanonicalName(), "w3a16-int3-channel");
   EXPECT_TRUE(plan.default_action.scheme->weight.load.act_order);
   // The recorded vLLM cases run GPTQMarlinConfig, whose (bits, sym) table has no 3-bit entry.
-  Result<QuantPlan> vllm = Import(sources, "vllm");
+  Result<QuantPlan> vllm = Import(sources, "vllm@helpers");
   ASSERT_FALSE(vllm.ok());
   EXPECT_TRUE(Contains(vllm.status().message(),
                        "ValueError: Unsupported quantization config: bits=3, sym=True"));
   // SGLang falls back to its GPTQ kernel for a config Marlin cannot run.
-  QuantPlan sglang = MustImport(sources, "sglang");
+  QuantPlan sglang = MustImport(sources, "sglang@helpers");
   EXPECT_EQ(Kind(sglang, kDown), "quantized");
   EXPECT_TRUE(HasNote(sglang, "GPTQ kernel"));
 }
@@ -123,7 +123,7 @@ TEST(GptqFields, WidthsGroupsAndActOrder) {
             "w2a16-int2-g64-asym");
   QuantPlan channel = MustImport(Embedded(R"({"quant_method": "gptq", "bits": 8, "group_size": -1,
       "desc_act": true, "sym": true, "modules_in_block_to_quantize": ["mlp"]})"),
-                                 "vllm");
+                                 "vllm@helpers");
   // Act-order with one group per channel is read as no act-order by Marlin.
   EXPECT_EQ(DecideSite(channel, kDown).detail,
             "GPTQMarlinLinearMethod[bits=8 group_size=-1 desc_act=False sym=True]");
@@ -141,7 +141,7 @@ TEST(GptqFields, NativeDefaultsAreNotedAndEnginesRequireTheFields) {
   QuantPlan native = MustImport(sources, "native");
   EXPECT_EQ(Scheme(native, kDown), "w4a16-int4-g128");
   EXPECT_TRUE(HasNote(native, "no \"desc_act\"; assumed false"));
-  Result<QuantPlan> vllm = Import(sources, "vllm");
+  Result<QuantPlan> vllm = Import(sources, "vllm@helpers");
   ASSERT_FALSE(vllm.ok());
   EXPECT_TRUE(Contains(vllm.status().message(),
                        "Cannot find any of ['group_size'] in the model's quantization config."));
@@ -159,7 +159,7 @@ TEST(GptqFields, CheckpointFormatSetsTheZeroPointConvention) {
 }
 
 TEST(GptqFields, LmHeadIsQuantizedOnlyWhenAsked) {
-  for (std::string_view dialect : {"native", "sglang"}) {
+  for (std::string_view dialect : {"native", "sglang@helpers"}) {
     EXPECT_EQ(Kind(MustImport(Embedded(Config()), dialect), kLmHead), "unquantized");
     EXPECT_EQ(Kind(MustImport(Embedded(Config(R"("lm_head": true)")), dialect), kLmHead),
               "quantized");
@@ -167,7 +167,7 @@ TEST(GptqFields, LmHeadIsQuantizedOnlyWhenAsked) {
   // vLLM also checks the head against modules_in_block_to_quantize.
   QuantPlan listed = MustImport(
       Embedded(Config(R"("lm_head": true, "modules_in_block_to_quantize": [["lm_head"]])")),
-      "vllm");
+      "vllm@helpers");
   EXPECT_EQ(Kind(listed, kLmHead), "quantized");
 }
 
@@ -188,7 +188,7 @@ TEST(GptqBlockList, VllmSubstringWithShardAgreement) {
   QuantPlan plan = MustImport(
       Embedded(Config(R"("modules_in_block_to_quantize": ["self_attn.q_proj", "self_attn.k_proj",
           "mlp.down_proj"])")),
-      "vllm");
+      "vllm@helpers");
   Decision qkv = DecideSite(plan, Qkv("model.layers.0"));
   EXPECT_EQ(qkv.kind, DecisionKind::kError);
   EXPECT_EQ(qkv.detail,
@@ -203,15 +203,16 @@ TEST(GptqBlockList, VllmSubstringWithShardAgreement) {
 
 TEST(GptqBlockList, VllmDerivesTheListFromTheCheckpointWhenAbsent) {
   ConfigSources sources = Embedded(Config());
-  QuantPlan unknown = MustImport(sources, "vllm");
+  QuantPlan unknown = MustImport(sources, "vllm@helpers");
   EXPECT_EQ(Kind(unknown, kDown), "unquantized");
   EXPECT_TRUE(HasNote(unknown, "tensor dtypes are unknown"));
   sources.set_checkpoint_quantized_params({"model.layers.0.mlp.down_proj.qweight"});
-  QuantPlan derived = MustImport(sources, "vllm");
+  QuantPlan derived = MustImport(sources, "vllm@helpers");
   EXPECT_EQ(Kind(derived, kDown), "quantized");
   EXPECT_EQ(Kind(derived, Site("model.layers.1.mlp.down_proj")), "unquantized");
   // SGLang does not read the list at all.
-  EXPECT_EQ(Kind(MustImport(sources, "sglang"), Site("model.layers.1.mlp.down_proj")), "quantized");
+  EXPECT_EQ(Kind(MustImport(sources, "sglang@helpers"), Site("model.layers.1.mlp.down_proj")),
+            "quantized");
 }
 
 TEST(GptqSources, EmbeddedAndStandaloneDisagreeingOnBitsIsAnError) {

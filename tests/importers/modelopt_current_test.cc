@@ -1,6 +1,6 @@
-// The ModelOpt importer for the current engine releases (vllm@0.33, sglang@0.5.23): the
-// behaviour the recorded cases-new/ files do not reach (config-class choice and validation texts,
-// the MIXED_PRECISION lookup corners, the order of resolution and exclusion).
+// The ModelOpt importer for the engine releases (vllm@0.33, vllm@0.34, sglang@0.5.23): the
+// behaviour the recorded releases/*/cases/ files do not reach (config-class choice and validation
+// texts, the MIXED_PRECISION lookup corners, the order of resolution and exclusion).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -163,6 +163,27 @@ TEST(ModelOptCurrent, SglangConfigChoice) {
   Decision down = DecideSite(*a16, Site("model.layers.0.mlp.down_proj"));
   EXPECT_EQ(down.detail, "ModelOptNvFp4A16LinearMethod");
   EXPECT_FALSE(down.scheme->input.has_value());
+}
+
+// vLLM 0.34 reads NVFP4's weight_scale_encoding (flat or in the nested `quantization`); 0.33 does
+// not read the key at all.
+TEST(ModelOptCurrent, Vllm034ReadsTheScaleEncoding) {
+  constexpr std::string_view kFlat =
+      R"({"quant_method": "modelopt", "quant_algo": "NVFP4", "weight_scale_encoding": "csf"})";
+  Result<QuantPlan> csf = Build(kFlat, "vllm@0.34");
+  ASSERT_TRUE(csf.ok()) << csf.status().message();
+  bool noted = false;
+  for (const std::string& note : csf->notes) {
+    noted = noted || note.find("weight_scale_encoding csf") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  constexpr std::string_view kNested =
+      R"({"quantization": {"quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": null,
+          "exclude_modules": [], "weight_scale_encoding": 7}})";
+  Result<QuantPlan> bad = Build(kNested, "vllm@0.34", "hf_quant_config.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "ValueError: unsupported weight_scale_encoding: 7");
+  EXPECT_TRUE(Build(kNested, "vllm@0.33", "hf_quant_config.json").ok());
 }
 
 }  // namespace

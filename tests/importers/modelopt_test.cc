@@ -95,8 +95,8 @@ TEST(ModelOptCorpus, DeepSeekR1Nvfp4) {
   LayerSite fused =
       Site("model.layers.0.self_attn.fused_qkv_a_proj", {"q_a_proj", "kv_a_proj_with_mqa"});
   EXPECT_EQ(Kind(*plan, fused), "error");
-  Result<QuantPlan> vllm =
-      BuildFile("corpus/peaceh-nv__TensorRT-LLM__DeepSeek-R1-NVFP4/hf_quant_config.json", "vllm");
+  Result<QuantPlan> vllm = BuildFile(
+      "corpus/peaceh-nv__TensorRT-LLM__DeepSeek-R1-NVFP4/hf_quant_config.json", "vllm@helpers");
   ASSERT_TRUE(vllm.ok()) << vllm.status().message();
   Decision engine = DecideSite(*vllm, fused);
   EXPECT_EQ(engine.kind, DecisionKind::kError);
@@ -173,7 +173,7 @@ TEST(ModelOptAlgos, FlatFormEmbeddedInConfigJson) {
   constexpr std::string_view kFlat = R"({"quant_method": "modelopt", "quant_algo": "FP8",
       "ignore": ["lm_head", "model.layers.0.mlp*"],
       "kv_cache_scheme": {"type": "float", "num_bits": 8, "dynamic": false}})";
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(kFlat, dialect, "config.json");
     ASSERT_TRUE(plan.ok()) << dialect << ": " << plan.status().message();
     EXPECT_EQ(Kind(*plan, Site("model.layers.0.mlp.down_proj")), "unquantized") << dialect;
@@ -188,7 +188,7 @@ TEST(ModelOptAlgos, FlatFormEmbeddedInConfigJson) {
 
 TEST(ModelOptAlgos, VllmFromConfigErrors) {
   auto error = [](std::string_view text) {
-    Result<QuantPlan> plan = Build(text, "vllm");
+    Result<QuantPlan> plan = Build(text, "vllm@helpers");
     return plan.ok() ? std::string("ok") : plan.status().message();
   };
   EXPECT_EQ(error(R"({"quantization": {"kv_cache_quant_algo": "FP8"}})"),
@@ -208,7 +208,7 @@ TEST(ModelOptAlgos, VllmFromConfigErrors) {
 
 TEST(ModelOptAlgos, SglangFromConfigErrors) {
   auto error = [](std::string_view text) {
-    Result<QuantPlan> plan = Build(text, "sglang");
+    Result<QuantPlan> plan = Build(text, "sglang@helpers");
     return plan.ok() ? std::string("ok") : plan.status().message();
   };
   EXPECT_EQ(error(R"({"quantization": {"kv_cache_quant_algo": "FP8"}})"),
@@ -226,11 +226,11 @@ TEST(ModelOptAlgos, SglangFromConfigErrors) {
 TEST(ModelOptAlgos, AttentionPerDialect) {
   std::string no_kv = Shell("FP8", "[]");
   EXPECT_EQ(Kind(*Build(no_kv, "native"), Attn("l")), "unquantized");
-  Decision vllm = DecideSite(*Build(no_kv, "vllm"), Attn("l"));
+  Decision vllm = DecideSite(*Build(no_kv, "vllm@helpers"), Attn("l"));
   EXPECT_EQ(vllm.kind, DecisionKind::kQuantized);
   EXPECT_EQ(vllm.detail, "ModelOptFp8KVCacheMethod");
-  EXPECT_EQ(Kind(*Build(no_kv, "sglang"), Attn("l")), "unquantized");
-  EXPECT_EQ(Kind(*Build(Shell("FP8", "[]", "\"FP8\""), "sglang"), Attn("l")), "quantized");
+  EXPECT_EQ(Kind(*Build(no_kv, "sglang@helpers"), Attn("l")), "unquantized");
+  EXPECT_EQ(Kind(*Build(Shell("FP8", "[]", "\"FP8\""), "sglang@helpers"), Attn("l")), "quantized");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,12 +241,12 @@ TEST(ModelOptExclude, DottedFragmentsAndBareComponents) {
   LayerSite gate = Site("model.layers.0.mlp.gate");
   LayerSite o_proj = Site("model.layers.0.self_attn.o_proj");
   // vLLM: substring → mlp.gate also reaches gate_up_proj.
-  Result<QuantPlan> vllm = Build(text, "vllm");
+  Result<QuantPlan> vllm = Build(text, "vllm@helpers");
   EXPECT_EQ(Kind(*vllm, gate), "unquantized");
   EXPECT_EQ(Kind(*vllm, GateUp("model.layers.0")), "unquantized");
   EXPECT_EQ(Kind(*vllm, o_proj), "unquantized");
   // SGLang: whole prefix or one dotted part → "mlp.gate" reaches nothing, "o_proj" its part.
-  Result<QuantPlan> sglang = Build(text, "sglang");
+  Result<QuantPlan> sglang = Build(text, "sglang@helpers");
   EXPECT_EQ(Kind(*sglang, gate), "quantized");
   EXPECT_EQ(Kind(*sglang, GateUp("model.layers.0")), "quantized");
   EXPECT_EQ(Kind(*sglang, o_proj), "unquantized");
@@ -260,22 +260,22 @@ TEST(ModelOptExclude, MtpGlobAndVisionTower) {
   std::string text = Shell("FP8", R"(["mtp*"])");
   LayerSite mtp = Site("model.mtp.layers.0.mlp.down_proj");
   LayerSite vision = Site("model.vision_tower.encoder.layers.0.fc1");
-  EXPECT_EQ(Kind(*Build(text, "vllm"), mtp), "quantized");
-  EXPECT_EQ(Kind(*Build(text, "sglang"), mtp), "unquantized");
+  EXPECT_EQ(Kind(*Build(text, "vllm@helpers"), mtp), "quantized");
+  EXPECT_EQ(Kind(*Build(text, "sglang@helpers"), mtp), "unquantized");
   EXPECT_EQ(Kind(*Build(text, "native"), mtp), "quantized");
-  EXPECT_EQ(Kind(*Build(text, "vllm"), vision), "unquantized");  // vLLM's vision_tower rule
-  EXPECT_EQ(Kind(*Build(text, "sglang"), vision), "quantized");
+  EXPECT_EQ(Kind(*Build(text, "vllm@helpers"), vision), "unquantized");  // vLLM's vision_tower rule
+  EXPECT_EQ(Kind(*Build(text, "sglang@helpers"), vision), "quantized");
 }
 
 TEST(ModelOptExclude, SglangMlaTailIgnoresTheLayerIndex) {
   std::string text = Shell("FP8", R"(["model.layers.3.self_attn.kv_a_proj_with_mqa",
                                       "model.layers.3.self_attn.q_b_proj"])");
-  Result<QuantPlan> sglang = Build(text, "sglang");
+  Result<QuantPlan> sglang = Build(text, "sglang@helpers");
   EXPECT_EQ(Kind(*sglang, Site("model.layers.9.self_attn.q_b_proj")), "unquantized");
   EXPECT_EQ(Kind(*sglang, Site("model.layers.9.self_attn.fused_qkv_a_proj_with_mqa",
                                {"q_a_proj", "kv_a_proj_with_mqa"})),
             "unquantized");
-  Result<QuantPlan> vllm = Build(text, "vllm");
+  Result<QuantPlan> vllm = Build(text, "vllm@helpers");
   EXPECT_EQ(Kind(*vllm, Site("model.layers.9.self_attn.q_b_proj")), "quantized");
 }
 
@@ -283,13 +283,13 @@ TEST(ModelOptExclude, LanguageModelPrefixAndExperts) {
   std::string text =
       Shell("FP8", R"(["model.layers.0.self_attn*", "model.layers.1.mlp.experts.0.down_proj"])");
   LayerSite wrapped = Qkv("language_model.model.layers.0");
-  EXPECT_EQ(Kind(*Build(text, "vllm"), wrapped), "quantized");
-  EXPECT_EQ(Kind(*Build(text, "sglang"), wrapped), "unquantized");
+  EXPECT_EQ(Kind(*Build(text, "vllm@helpers"), wrapped), "quantized");
+  EXPECT_EQ(Kind(*Build(text, "sglang@helpers"), wrapped), "unquantized");
   // vLLM's is_layer_skipped: an experts entry that contains the MoE prefix skips it.
-  Decision moe = DecideSite(*Build(text, "vllm"), Experts("model.layers.1"));
+  Decision moe = DecideSite(*Build(text, "vllm@helpers"), Experts("model.layers.1"));
   EXPECT_EQ(moe.kind, DecisionKind::kUnquantized);
   EXPECT_EQ(moe.detail, "get_quant_method returned None");
-  EXPECT_EQ(DecideSite(*Build(text, "sglang"), Experts("model.layers.0")).detail,
+  EXPECT_EQ(DecideSite(*Build(text, "sglang@helpers"), Experts("model.layers.0")).detail,
             "ModelOptFp8MoEMethod");
 }
 
@@ -339,8 +339,8 @@ TEST(ModelOptMixed, TableLookupThroughLegsAndExperts) {
   EXPECT_EQ(Kind(*plan, Site("model.layers.0.mlp.down_proj")), "unquantized");  // not listed
   EXPECT_EQ(Kind(*plan, Attn("model.layers.0")), "quantized");
   // The engines' recorded versions reject MIXED_PRECISION.
-  EXPECT_FALSE(Build(kMixed, "vllm").ok());
-  EXPECT_FALSE(Build(kMixed, "sglang").ok());
+  EXPECT_FALSE(Build(kMixed, "vllm@helpers").ok());
+  EXPECT_FALSE(Build(kMixed, "sglang@helpers").ok());
 }
 
 TEST(ModelOptMixed, TableFromTheStandaloneFileAndErrors) {

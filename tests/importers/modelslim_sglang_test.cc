@@ -2,7 +2,8 @@
 // names, block_sparse_moe twins, DSpark MTP aliases), the lookup candidates, the linear and MoE
 // scheme tables and their errors, and the RMSNorm note. The descriptions are synthetic (no
 // published one is in the corpus); the expected decisions follow the cases recorded from SGLang
-// 0.5.23 in tests/data/oracle/cases-new/sglang-modelslim.json, which match --verify checks whole.
+// 0.5.23 in tests/data/oracle/releases/sglang-0.5.23/cases/sglang-modelslim.json, which match
+// --verify checks whole.
 #include <gtest/gtest.h>
 
 #include <string>

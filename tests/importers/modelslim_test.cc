@@ -125,7 +125,7 @@ TEST(ModelSlimNative, AliasesForMoeBlocksAndLanguageModel) {
   EXPECT_EQ(Kind(*native, Site("model.language_model.layers.1.mlp.down_proj")), "unquantized");
   EXPECT_EQ(Kind(*native, Site("model.layers.1.block_sparse_moe.down_proj")), "unquantized");
   // SGLang @b39fe43c has no aliases: the keys are looked up verbatim.
-  Result<QuantPlan> sglang = Build(kKeys, "sglang");
+  Result<QuantPlan> sglang = Build(kKeys, "sglang@helpers");
   Decision d = DecideSite(*sglang, Site("model.layers.0.mlp.shared_experts.down_proj"));
   EXPECT_EQ(d.kind, DecisionKind::kError);
   EXPECT_EQ(d.detail, "NotImplementedError: No modelslim compatible scheme was found.");
@@ -165,7 +165,7 @@ TEST(ModelSlimMoe, W13MustAgreeNamingBothKeys) {
   EXPECT_EQ(Kind(*native, Experts("model.layers.4.mlp.experts")), "unquantized");
   EXPECT_EQ(Kind(*native, Experts("model.layers.9.mlp.experts")), "error");
 
-  Result<QuantPlan> sglang = Build(kMoe, "sglang");
+  Result<QuantPlan> sglang = Build(kMoe, "sglang@helpers");
   ASSERT_TRUE(sglang.ok()) << sglang.status().message();
   Decision first = DecideSite(*sglang, Experts("model.layers.1.mlp.experts"));
   ASSERT_EQ(first.kind, DecisionKind::kQuantized);  // SGLang reads expert 0 only
@@ -184,17 +184,18 @@ TEST(ModelSlimMoe, W13MustAgreeNamingBothKeys) {
 }
 
 TEST(ModelSlimSglang, FirstShardLookupAndFloatAgreement) {
-  Result<QuantPlan> w4 = Build(Attention("W4A4_DYNAMIC", "W8A8", "W8A8"), "sglang");
+  Result<QuantPlan> w4 = Build(Attention("W4A4_DYNAMIC", "W8A8", "W8A8"), "sglang@helpers");
   ASSERT_TRUE(w4.ok()) << w4.status().message();
   Decision d = DecideSite(*w4, Qkv("model.layers.0"));
   ASSERT_EQ(d.kind, DecisionKind::kQuantized);  // other shards' types are never compared
   EXPECT_EQ(d.detail,
             "ModelSlimLinearMethod[ModelSlimW4A4Int4 key=model.layers.0.self_attn.q_proj.weight]");
-  Result<QuantPlan> partial = Build(Attention("FLOAT", "W8A8", "W8A8"), "sglang");
+  Result<QuantPlan> partial = Build(Attention("FLOAT", "W8A8", "W8A8"), "sglang@helpers");
   EXPECT_EQ(DecideSite(*partial, Qkv("model.layers.0")).detail,
             "ValueError: Detected some but not all shards of model.layers.0.self_attn.qkv_proj "
             "are quantized. All shards of fused layers to have the same precision.");
-  Result<QuantPlan> mx = Build(Attention("W8A8_MXFP8", "W8A8_MXFP8", "W8A8_MXFP8"), "sglang");
+  Result<QuantPlan> mx =
+      Build(Attention("W8A8_MXFP8", "W8A8_MXFP8", "W8A8_MXFP8"), "sglang@helpers");
   EXPECT_EQ(Kind(*mx, Qkv("model.layers.0")), "error");  // not in the recorded version's table
   EXPECT_EQ(Kind(*mx, Site("lm_head", {}, SiteKind::kLmHead)), "unquantized");
 }
@@ -206,7 +207,7 @@ TEST(ModelSlimSglang, MappingSectionsComeFromTheDescription) {
     "model.visual.blocks.0.attn.v.weight": "W8A8_DYNAMIC",
     "model.layers.0.self_attn.q_proj.weight": "W8A8_DYNAMIC",
     "packed_modules_mapping": {"visual": {"qkv": ["q", "k", "v"]}}})";
-  Result<QuantPlan> plan = Build(kVisual, "sglang");
+  Result<QuantPlan> plan = Build(kVisual, "sglang@helpers");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   // The site has no legs of its own: the description's visual section fuses q, k, v.
   EXPECT_EQ(Kind(*plan, Site("model.visual.blocks.0.attn.qkv")), "quantized");
@@ -215,21 +216,21 @@ TEST(ModelSlimSglang, MappingSectionsComeFromTheDescription) {
   Result<QuantPlan> flat = Build(
       R"({"model.layers.0.self_attn.q_proj.weight": "W8A8_DYNAMIC",
           "packed_modules_mapping": {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}})",
-      "sglang");
+      "sglang@helpers");
   EXPECT_EQ(Kind(*flat, Qkv("model.layers.0")), "error");
 }
 
 TEST(ModelSlimIgnore, CaseInsensitiveSubstringsAndRegexes) {
   std::string text = Attention("W8A8", "W8A8", "W8A8");
   text.insert(1, R"("ignore": ["O_PROJ", "re:.*k_proj"], )");
-  for (std::string_view dialect : {"native", "sglang"}) {
+  for (std::string_view dialect : {"native", "sglang@helpers"}) {
     Result<QuantPlan> plan = Build(text, dialect);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     EXPECT_EQ(Kind(*plan, Site("model.layers.0.self_attn.o_proj")), "unquantized") << dialect;
   }
   // SGLang hands should_ignore_layer the nested mapping, so the fused site is checked as itself;
   // native resolves its legs, and k_proj alone is ignored.
-  EXPECT_EQ(Kind(*Build(text, "sglang"), Qkv("model.layers.0")), "quantized");
+  EXPECT_EQ(Kind(*Build(text, "sglang@helpers"), Qkv("model.layers.0")), "quantized");
   EXPECT_EQ(Kind(*Build(text, "native"), Qkv("model.layers.0")), "error");
 }
 
@@ -244,7 +245,7 @@ TEST(ModelSlimDetect, TheDescriptionFile) {
                               "config.json")});
   files.push_back({"quant_model_description.json", {}, Json::Object()});
   EXPECT_FALSE(importer->Detect(ConfigSources::FromMemory(std::move(files))));
-  EXPECT_FALSE(Build("{}", "vllm").ok());
+  EXPECT_FALSE(Build("{}", "vllm@helpers").ok());
   EXPECT_FALSE(Build(R"({"a.weight": 8})", "native").ok());
 }
 

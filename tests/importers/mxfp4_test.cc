@@ -18,7 +18,7 @@ using family_test::Scheme;
 using family_test::Site;
 
 TEST(Mxfp4Corpus, GptOssExpertsOnly) {
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     QuantPlan plan = MustImport(Corpus("openai__gpt-oss-20b"), dialect);
     EXPECT_EQ(plan.importer, "mxfp4");
     LayerSite experts = Experts("model.layers.0.mlp.experts");
@@ -33,7 +33,7 @@ TEST(Mxfp4Corpus, GptOssExpertsOnly) {
     EXPECT_EQ(Kind(plan, Site("model.layers.0.mlp.router", SiteKind::kRouter)), "unquantized");
     EXPECT_EQ(Kind(plan, Site("lm_head", SiteKind::kLmHead)), "unquantized");
   }
-  EXPECT_TRUE(HasNote(MustImport(Corpus("openai__gpt-oss-20b"), "vllm"),
+  EXPECT_TRUE(HasNote(MustImport(Corpus("openai__gpt-oss-20b"), "vllm@helpers"),
                       "does not read modules_to_not_convert"));
 }
 
@@ -45,7 +45,7 @@ TEST(Mxfp4Skips, OnlyTransformersReadsTheListForExperts) {
   QuantPlan native = MustImport(Embedded(config), "native");
   EXPECT_EQ(Kind(native, layer1), "unquantized");
   EXPECT_EQ(Kind(native, layer10), "quantized");
-  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm"), layer1), "quantized");
+  EXPECT_EQ(Kind(MustImport(Embedded(config), "vllm@helpers"), layer1), "quantized");
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(Registry, DetectionTakesTheFirstImporterInOrder) {
 }
 
 TEST(Registry, OverrideThatAgreesBuildsThePlan) {
-  Dialect vllm = *ParseDialect("vllm");
+  Dialect vllm = *ParseDialect("vllm@helpers");
   Result<QuantPlan> plan = ImportPlan(FromConfigJson(kFp8Config), vllm, std::string("fp8"));
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->importer, "fp8");
@@ -148,7 +148,7 @@ TEST(Registry, ErrorsFromTheImporterComeBackUnchanged) {
   Result<QuantPlan> plan =
       ImportPlan(FromConfigJson(R"({"quantization_config": {"quant_method": "fp8",
                                                   "activation_scheme": "per_token"}})"),
-                 *ParseDialect("vllm"));
+                 *ParseDialect("vllm@helpers"));
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(
       Contains(plan.status().message(), "config.json#/quantization_config/activation_scheme"))
@@ -169,7 +169,7 @@ TEST(RegistrySearch, EnginesReadTheEmbeddedDescriptionAndNotTheStandaloneCopy) {
   Result<QuantPlan> native = ImportPlan(sources, Native());
   ASSERT_FALSE(native.ok());
   EXPECT_TRUE(Contains(native.status().message(), "quantize_config.json"));
-  for (std::string_view engine : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
+  for (std::string_view engine : {"vllm@helpers", "sglang@helpers", "vllm@0.33", "sglang@0.5.23"}) {
     Result<QuantPlan> plan = ImportPlan(sources, *ParseDialect(engine));
     ASSERT_TRUE(plan.ok()) << engine << ": " << plan.status().message();
     ASSERT_FALSE(plan->sources.empty());

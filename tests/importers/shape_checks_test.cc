@@ -56,7 +56,7 @@ const AttentionHeads kTinyHeads{4, 2};
 TEST(ShapeChecks, OnlyTheCurrentReleasesCarryThem) {
   EXPECT_FALSE(BlockFp8Plan("vllm@0.33").shape_checks.empty());
   EXPECT_FALSE(BlockFp8Plan("sglang@0.5.23").shape_checks.empty());
-  EXPECT_TRUE(BlockFp8Plan("vllm").shape_checks.empty());
+  EXPECT_TRUE(BlockFp8Plan("vllm@helpers").shape_checks.empty());
   EXPECT_TRUE(BlockFp8Plan("native").shape_checks.empty());
 }
 

@@ -25,7 +25,7 @@ void ExpectUnsupported(const ConfigSources& sources, std::string_view importer,
   }
   ASSERT_NE(detected, nullptr);
   EXPECT_EQ(detected->name(), importer);
-  for (std::string_view dialect : {"native", "vllm", "sglang"}) {
+  for (std::string_view dialect : {"native", "vllm@helpers", "sglang@helpers"}) {
     Result<QuantPlan> plan = Import(sources, dialect);
     ASSERT_FALSE(plan.ok());
     EXPECT_EQ(plan.status().code(), ErrorCode::kUnsupported);

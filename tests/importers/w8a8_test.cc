@@ -62,7 +62,7 @@ TEST(W8a8Detect, ByQuantMethodOnly) {
 }
 
 TEST(W8a8Scheme, Int8PerChannelWeightsAndDynamicPerTokenInput) {
-  for (std::string_view dialect : {"sglang", "sglang@0.5.23"}) {
+  for (std::string_view dialect : {"sglang@helpers", "sglang@0.5.23"}) {
     QuantPlan plan = Plan("w8a8_int8", R"({"quant_method": "w8a8_int8"})", dialect);
     const QuantScheme& s = *plan.default_action.scheme;
     EXPECT_EQ(s.weight.dtype, QDType::kINT8);
@@ -102,7 +102,7 @@ TEST(W8a8Scheme, Fp8PerChannelWeightsSerializedOrQuantizedAtLoad) {
 
 TEST(W8a8Dialects, OnlySglangHasTheMethods) {
   for (std::string_view name : {"w8a8_int8", "w8a8_fp8"}) {
-    for (std::string_view dialect : {"native", "vllm", "vllm@0.33"}) {
+    for (std::string_view dialect : {"native", "vllm@helpers", "vllm@0.33"}) {
       std::string config = R"({"quant_method": ")" + std::string(name) + "\"}";
       Result<QuantPlan> plan = Build(name, config, dialect);
       ASSERT_FALSE(plan.ok()) << name << " " << dialect;
@@ -147,7 +147,7 @@ TEST(W8a8Int8Ignore, DottedSuffixRegexAndFusedNameIn0523) {
 TEST(W8a8Int8Ignore, RecordedSglangIsACaseInsensitiveSubstring) {
   QuantPlan plan = Plan("w8a8_int8", R"({"quant_method": "w8a8_int8", "ignore": ["Down_Proj",
       "model.layers.3.self_attn.q_proj"]})",
-                        "sglang");
+                        "sglang@helpers");
   EXPECT_EQ(DecideSite(plan, Site("model.layers.0.mlp.down_proj", SiteKind::kLinear)).kind,
             DecisionKind::kUnquantized);
   Decision partial = DecideSite(plan, Qkv("model.layers.3"));

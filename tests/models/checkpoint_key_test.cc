@@ -35,7 +35,7 @@ const LayerSite& SiteAt(const ModelSites& m, std::string_view path) {
 // their parent's key.
 TEST(CheckpointKey, DeepseekR1AlignsMlaNamesAcrossDialects) {
   auto native = SitesFromCorpus("deepseek-ai__DeepSeek-R1", "native");
-  auto sglang = SitesFromCorpus("deepseek-ai__DeepSeek-R1", "sglang");
+  auto sglang = SitesFromCorpus("deepseek-ai__DeepSeek-R1", "sglang@helpers");
   ASSERT_TRUE(native.ok() && sglang.ok());
   const std::string fused = "model.layers.0.self_attn.{q_a_proj+kv_a_proj_with_mqa}";
   EXPECT_EQ(SiteAt(*native, "model.layers.0.self_attn.fused_qkv_a_proj").CheckpointKey(), fused);

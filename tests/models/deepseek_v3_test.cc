@@ -253,13 +253,13 @@ std::vector<std::string> EnginePaths(const Dims& d, bool sglang) {
 
 TEST(DeepseekV3, SglangNamesTheFusedProjectionAndAttentionsItsWay) {
   Dims d;
-  auto r = SitesFromText(Config(d), "sglang");
+  auto r = SitesFromText(Config(d), "sglang@helpers");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(Paths(*r), EnginePaths(d, /*sglang=*/true));
   EXPECT_EQ(r->Find("model.layers.0.self_attn.attn_mqa")->module_class, "RadixAttention");
   EXPECT_EQ(r->packed_modules_mapping[1].first, "fused_qkv_a_proj_with_mqa");
 
-  auto v = SitesFromText(Config(d), "vllm");
+  auto v = SitesFromText(Config(d), "vllm@helpers");
   ASSERT_TRUE(v.ok()) << v.status().message();
   EXPECT_EQ(Paths(*v), EnginePaths(d, /*sglang=*/false));
   // The dialect changes names and which modules are rows, never the checkpoint's total.

@@ -55,7 +55,7 @@ TEST(EngineLayerLists, LlamaVllmBuildsEmbedTokensWithoutAPrefix) {
   EXPECT_EQ(Paths(vllm), expected);
   EXPECT_EQ(vllm.sites.front().checkpoint_path, "model.embed_tokens");
   // The same model code in the recorded vLLM dialect.
-  EXPECT_EQ(Paths(Sites(kLlama, "vllm")), expected);
+  EXPECT_EQ(Paths(Sites(kLlama, "vllm@helpers")), expected);
   // SGLang and native name it.
   expected.front() = "model.embed_tokens";
   EXPECT_EQ(Paths(Sites(kLlama, "sglang@0.5.23")), expected);
@@ -90,7 +90,7 @@ TEST(EngineLayerLists, Phi2VllmTransformersBackendBuildsAttentionLast) {
   EXPECT_EQ(paths[160], "model.layers.31.self_attn.attn");
   EXPECT_EQ(paths.back(), "lm_head");
   // The recorded vLLM dialect has Phi's own model file: attention inside each layer.
-  EXPECT_EQ(Paths(Sites(kPhi, "vllm"))[3], "model.layers.0.self_attn.attn");
+  EXPECT_EQ(Paths(Sites(kPhi, "vllm@helpers"))[3], "model.layers.0.self_attn.attn");
 }
 
 TEST(EngineLayerLists, GptBigCodeVllmTransformersBackend) {
@@ -227,7 +227,7 @@ TEST(EngineLayerLists, Qwen3_5Prefixes) {
 TEST(EngineLayerLists, TotalsDoNotDependOnTheDialect) {
   for (const char* folder : {kLlama, kPhi, kGptOss, kDeepseek, kGlm, kBigCode, kQwen36}) {
     const int64_t native = Sites(folder, "native").TotalParams();
-    for (const char* dialect : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
+    for (const char* dialect : {"vllm@helpers", "sglang@helpers", "vllm@0.33", "sglang@0.5.23"}) {
       for (bool speculative : {false, true}) {
         EXPECT_EQ(Sites(folder, dialect, speculative).TotalParams(), native)
             << folder << " " << dialect << (speculative ? " --speculative" : "");
@@ -261,7 +261,7 @@ TEST(EngineLayerLists, MtpLayersTheEngineDoesNotBuildAreSkippedModules) {
     }
     // Its norms (DeepSeek's and GLM's MTP layers add their router's bias).
     EXPECT_GE(OtherNames(native).size() - outside.size(), 3u);
-    for (const char* dialect : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
+    for (const char* dialect : {"vllm@helpers", "sglang@helpers", "vllm@0.33", "sglang@0.5.23"}) {
       SCOPED_TRACE(dialect);
       const ModelSites engine = Sites(c.folder, dialect);
       EXPECT_EQ(engine.skipped_modules, std::vector<std::string>{c.module});

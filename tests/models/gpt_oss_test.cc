@@ -156,7 +156,7 @@ TEST(GptOss, SitesAgreeWithTheCheckpointIndex) {
 // SGLang's gpt_oss.py passes a quantization config to the experts only (the router, the
 // attention block, the embedding and the head are built without one).
 TEST(GptOss, SglangListsOnlyTheExperts) {
-  auto r = SitesFromCorpus(kFolder, "sglang");
+  auto r = SitesFromCorpus(kFolder, "sglang@helpers");
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->sites.size(), 24u);
   for (const LayerSite& site : r->sites) EXPECT_EQ(site.kind, SiteKind::kMoe) << site.path;

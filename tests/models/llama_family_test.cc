@@ -190,7 +190,7 @@ TEST(LlamaFamily, Qwen3HeadDimAndQkNorms) {
 }
 
 TEST(LlamaFamily, SglangUsesRadixAttention) {
-  auto r = SitesFromText(Config("Qwen3ForCausalLM", Dims{}), "sglang");
+  auto r = SitesFromText(Config("Qwen3ForCausalLM", Dims{}), "sglang@helpers");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->Find("model.layers.0.self_attn.attn")->module_class, "RadixAttention");
   EXPECT_EQ(Paths(*r), ExpectedPaths(Dims{}.layers));

@@ -42,20 +42,21 @@ TEST(NameMappers, Qwen3_5MapsOntoVllmPrefixes) {
                   {NameRewriteKind::kPrefix, "lm_head.", "language_model.lm_head."},
                   {NameRewriteKind::kPrefix, "model.language_model.", "language_model.model."}}));
     EXPECT_FALSE(FindNameMapper(model, D("sglang@0.5.23")));
-    EXPECT_FALSE(FindNameMapper(model, D("vllm")));
+    EXPECT_FALSE(FindNameMapper(model, D("vllm@helpers")));
   }
 }
 
 TEST(NameMappers, NoneForNativeRecordedDialectsAndOtherModels) {
   EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("native")));
-  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("vllm")));
-  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("sglang")));
+  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("vllm@helpers")));
+  EXPECT_FALSE(FindNameMapper("Qwen2_5_VLForConditionalGeneration", D("sglang@helpers")));
   EXPECT_FALSE(FindNameMapper("llama.LlamaForCausalLM", D("vllm@0.33")));
 }
 
 // vLLM's Qwen3.5 classes declare no renames of their own beyond Qwen3-VL's (their "mtp." → None
 // is dropped by get_rename_mapper); SGLang's set hf_to_sglang_mapper = None. Recorded:
-// cases-new/vllm-fp8.json vllm-fp8-qwen3_5-mapper, sglang-fp8.json sglang-fp8-qwen3_5-no-mapper.
+// releases/vllm-0.33.0/cases/vllm-fp8.json vllm-fp8-qwen3_5-mapper, sglang-fp8.json
+// sglang-fp8-qwen3_5-no-mapper.
 TEST(NameMappers, Qwen35InheritsQwen3VlsMapperInVllmOnly) {
   std::optional<NameMapper> base =
       FindNameMapper("Qwen3VLForConditionalGeneration", D("vllm@0.33"));

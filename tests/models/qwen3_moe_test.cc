@@ -130,7 +130,7 @@ TEST(Qwen3Moe, SharedExpertWhenTheConfigHasOne) {
 }
 
 TEST(Qwen3Moe, EngineListsFollowTheirModelClasses) {
-  auto vllm = SitesFromText(SmallConfig(""), "vllm");
+  auto vllm = SitesFromText(SmallConfig(""), "vllm@helpers");
   ASSERT_TRUE(vllm.ok()) << vllm.status().message();
   const std::vector<std::string> vllm_paths = Paths(*vllm);
   // vLLM builds the embedding and the attention module with the quantization config; routers
@@ -140,7 +140,7 @@ TEST(Qwen3Moe, EngineListsFollowTheirModelClasses) {
   EXPECT_EQ(vllm->Find("model.layers.0.mlp.gate"), nullptr);
   EXPECT_NE(vllm->Find("model.layers.0.mlp.experts"), nullptr);
 
-  auto sglang = SitesFromText(SmallConfig(""), "sglang");
+  auto sglang = SitesFromText(SmallConfig(""), "sglang@helpers");
   ASSERT_TRUE(sglang.ok()) << sglang.status().message();
   // SGLang builds the embedding and RadixAttention without one.
   EXPECT_EQ(sglang->Find("model.embed_tokens"), nullptr);

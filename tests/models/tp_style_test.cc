@@ -78,7 +78,8 @@ TEST(TpStyle, EverySiteCarriesItsClassStyle) {
                              "openai__gpt-oss-20b", "fantasylord__Qwen36",
                              "TheBloke__WizardCoder-15B-1.0-GPTQ", "reubzdubz__Molmo7B_D_NF4Quant",
                              "Qwen__Qwen-VL-Chat-Int4", "KeshavArvindh__phi-2-GPTQ-optimum"}) {
-    for (const char* dialect : {"native", "vllm", "vllm@0.33", "sglang", "sglang@0.5.23"}) {
+    for (const char* dialect :
+         {"native", "vllm@helpers", "vllm@0.33", "sglang@helpers", "sglang@0.5.23"}) {
       auto m = SitesFromCorpus(folder, dialect);
       ASSERT_TRUE(m.ok()) << folder << " " << dialect << ": " << m.status().message();
       for (const LayerSite& s : m->sites) {

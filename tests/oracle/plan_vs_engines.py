@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """`plan --engine` against the engines' own model construction, prefix by prefix.
 
-Each file under tests/data/oracle/models/<engine>/ records one model folder built by the real
-vLLM / SGLang model class (tests/data/oracle/models/README.md): every call the engine made to
+Each file under tests/data/oracle/releases/<engine>-<version>/models/ records one model folder
+built by that release's real vLLM / SGLang model class (tests/data/oracle/releases/README.md): every call the engine made to
 `get_quant_method`, with the prefix it passed and the method it got. This check rebuilds the
-folder (base + overrides), runs `quantpath plan --engine <release dialect> --json` with the
+folder (base + overrides), runs `quantpath plan --engine <engine>@<version> --json` with the
 recording's launch inputs and compares:
   - the lists: every prefix the engine passed, as often as it passed it, and no other;
   - the decisions: quantized / unquantized / error per call, in the engine's order for each prefix.
@@ -28,7 +28,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-DIALECTS = {"vllm": "vllm@0.33", "sglang": "sglang@0.5.23"}
+
+
+def release_dialect(rec: dict) -> str:
+    """"vllm 0.34.0" → "vllm@0.34.0", the dialect of the release that made the recording."""
+    engine, version = rec["engine_version"].split(" ")
+    return f"{engine}@{version}"
 
 
 def build_folder(repo: Path, rec: dict, into: Path) -> None:
@@ -46,7 +51,7 @@ def build_folder(repo: Path, rec: dict, into: Path) -> None:
 
 def plan_rows(cli: str, folder: Path, rec: dict) -> tuple[int, dict]:
     inputs = rec.get("inputs") or {}
-    cmd = [cli, "plan", str(folder), "--engine", DIALECTS[rec["engine"]], "--json"]
+    cmd = [cli, "plan", str(folder), "--engine", release_dialect(rec), "--json"]
     if inputs.get("tp_size", 1) != 1:
         cmd += ["--tp", str(inputs["tp_size"])]
     if inputs.get("dtype", "auto") != "auto":
@@ -131,7 +136,7 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     cli, repo = args[0], Path(args[1]).resolve()
-    files = sorted((repo / "tests" / "data" / "oracle" / "models").glob("*/*.json"))
+    files = sorted((repo / "tests" / "data" / "oracle" / "releases").glob("*/models/*.json"))
     if only:
         files = [f for f in files if only in f.name]
     if not files:

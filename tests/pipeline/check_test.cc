@@ -322,13 +322,13 @@ TEST(CheckTest, IndexAndShardDisagreementsAreFindings) {
 // without a quantization config (SGLang's gpt-oss attention, stored as q/k/v legs), its renames.
 TEST(CheckTest, FixturesCheckCleanUnderTheEngines) {
   const std::pair<std::string, std::string> kCases[] = {
-      {"documented/gptoss_mxfp4", "sglang"},
-      {"documented/gptoss_mxfp4", "vllm"},
-      {"producers/ct_qwen3moe_w4a16_g64_sym", "vllm"},
+      {"documented/gptoss_mxfp4", "sglang@helpers"},
+      {"documented/gptoss_mxfp4", "vllm@helpers"},
+      {"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@helpers"},
       {"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@0.33"},
       {"producers/ct_qwen3moe_nvfp4", "sglang@0.5.23"},
-      {"producers/bf16_llama", "vllm"},
-      {"producers/mo_qwen3moe_nvfp4", "sglang"},
+      {"producers/bf16_llama", "vllm@helpers"},
+      {"producers/mo_qwen3moe_nvfp4", "sglang@helpers"},
       {"documented/modelslim_qwen3moe_w8a8_mxfp8", "sglang@0.5.23"}};
   for (const auto& [folder, engine] : kCases) {
     SCOPED_TRACE(folder + " --engine " + engine);
@@ -344,7 +344,7 @@ TEST(CheckTest, FindingsFollowTheEnginesDecisions) {
   Result<CheckReport> native = Check(dir);
   ASSERT_TRUE(native.ok()) << native.status().message();
   EXPECT_EQ(native->errors, 0) << Describe(*native);
-  Result<CheckReport> vllm = Check(dir, "vllm");
+  Result<CheckReport> vllm = Check(dir, "vllm@helpers");
   ASSERT_TRUE(vllm.ok()) << vllm.status().message();
   int experts = 0;
   for (const Finding& f : vllm->findings) {
@@ -369,7 +369,7 @@ TEST(CheckTest, FusedLegsThatDisagreeAreADecidedError) {
   ASSERT_NE(ignore, std::string::npos);
   config.insert(ignore, "\"re:.*self_attn.k_proj\", ");
   std::ofstream(dir / "config.json", std::ios::trunc) << config;
-  for (const char* engine : {"native", "vllm", "sglang"}) {
+  for (const char* engine : {"native", "vllm@helpers", "sglang@helpers"}) {
     SCOPED_TRACE(engine);
     Result<CheckReport> report = Check(dir.string(), engine);
     ASSERT_TRUE(report.ok()) << report.status().message();

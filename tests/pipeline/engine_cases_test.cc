@@ -1,7 +1,7 @@
 // `match` on case layers that carry their logical shape (tests/data/oracle/README.md): the
 // method's create_weights shape checks run at the case's tp_size on that shape, and malformed
 // shapes are errors naming the file, case and layer. Texts and sizes are those of the GLM-4.5
-// fp8 block-128 recordings at tp 8 (tests/data/oracle/models/*/ *-glm-4-5-fp8-tp8.json).
+// fp8 block-128 recordings at tp 8 (tests/data/oracle/releases/*/models/*-glm-4-5-fp8-tp8.json).
 #include <gtest/gtest.h>
 
 #include "quantpath/pipeline.h"

@@ -136,7 +136,7 @@ TEST(Int8Activations, GpuDevicesAreAnError) {
 }
 
 TEST(Int8Activations, OtherEnginesAreAnError) {
-  Result<Model> model = Open("ct_llama_w4a16_g64_sym", true, "vllm");
+  Result<Model> model = Open("ct_llama_w4a16_g64_sym", true, "vllm@helpers");
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("--int8-activations"), std::string::npos);
   EXPECT_NE(model.status().message().find("--engine native"), std::string::npos);

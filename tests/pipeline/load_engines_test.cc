@@ -20,17 +20,17 @@ TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
     std::string folder;
     std::string engine;
   };
-  for (const Case& c :
-       {Case{"producers/ct_qwen3moe_w4a16_g64_sym", "native"},
-        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm"},
-        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang"},
-        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang@0.5.23"},
-        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@0.33"},
-        // SGLang gives every FusedMoE BitsAndBytesMoEMethod (vLLM's experts get
-        // no method, so there the 4-bit experts are refused).
-        Case{"producers/bnb_qwen3moe_nf4", "native"}, Case{"producers/bnb_qwen3moe_nf4", "sglang"},
-        Case{"producers/bnb_qwen3moe_fp4_dq", "sglang"},
-        Case{"producers/bnb_qwen3moe_int8", "native"}}) {
+  for (const Case& c : {Case{"producers/ct_qwen3moe_w4a16_g64_sym", "native"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@helpers"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang@helpers"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "sglang@0.5.23"},
+                        Case{"producers/ct_qwen3moe_w4a16_g64_sym", "vllm@0.33"},
+                        // SGLang gives every FusedMoE BitsAndBytesMoEMethod (vLLM's experts get
+                        // no method, so there the 4-bit experts are refused).
+                        Case{"producers/bnb_qwen3moe_nf4", "native"},
+                        Case{"producers/bnb_qwen3moe_nf4", "sglang@helpers"},
+                        Case{"producers/bnb_qwen3moe_fp4_dq", "sglang@helpers"},
+                        Case{"producers/bnb_qwen3moe_int8", "native"}}) {
     SCOPED_TRACE(c.folder + " --engine " + c.engine);
     Result<ModelLoad> load = testing::LoadWithEngine(kData + c.folder, c.engine);
     ASSERT_TRUE(load.ok()) << load.status().message();
@@ -40,14 +40,15 @@ TEST(LoadEnginesTest, UnlistedModulesLoadUnquantized) {
     EXPECT_EQ(load->bytes_read, native->bytes_read);
     EXPECT_EQ(load->tensors, native->tensors);
   }
-  Result<ModelLoad> vllm = testing::LoadWithEngine(kData + "producers/bnb_qwen3moe_nf4", "vllm");
+  Result<ModelLoad> vllm =
+      testing::LoadWithEngine(kData + "producers/bnb_qwen3moe_nf4", "vllm@helpers");
   ASSERT_FALSE(vllm.ok());
   EXPECT_NE(vllm.status().message().find("mlp.experts.0.gate_proj.weight is stored as U8"),
             std::string::npos)
       << vllm.status().message();
   // SGLang's BitsAndBytesMoEMethod raises for 8-bit experts when it creates their weights.
   Result<ModelLoad> sglang_int8 =
-      testing::LoadWithEngine(kData + "producers/bnb_qwen3moe_int8", "sglang");
+      testing::LoadWithEngine(kData + "producers/bnb_qwen3moe_int8", "sglang@helpers");
   ASSERT_FALSE(sglang_int8.ok());
   EXPECT_NE(sglang_int8.status().message().find(
                 "model.layers.0.mlp.experts: decided error: NotImplementedError"),
@@ -94,7 +95,7 @@ TEST(LoadEnginesTest, AQuantizedUnlistedModuleIsAnError) {
         }
         return true;
       });
-  Result<ModelLoad> load = testing::LoadWithEngine(dir.string(), "sglang");
+  Result<ModelLoad> load = testing::LoadWithEngine(dir.string(), "sglang@helpers");
   ASSERT_FALSE(load.ok());
   const std::string message(load.status().message());
   EXPECT_NE(message.find(router + " is U8"), std::string::npos) << message;

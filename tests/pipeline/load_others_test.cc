@@ -93,7 +93,7 @@ TEST(LoadOthers, AnMtpLayerTheEngineDoesNotBuildIsSkipped) {
   // experts (gate, up, down), 8 × 3 experts, head; enorm, hnorm, q_a and kv_a norms, router bias,
   // two layer norms, shared_head.norm.
   const int64_t mtp_tensors = 1 + 1 + 5 + 1 + 3 + 8 * 3 + 1 + 8;
-  for (const char* engine : {"vllm", "sglang", "vllm@0.33", "sglang@0.5.23"}) {
+  for (const char* engine : {"vllm@helpers", "sglang@helpers", "vllm@0.33", "sglang@0.5.23"}) {
     SCOPED_TRACE(engine);
     Result<ModelLoad> load = testing::LoadWithEngine(dir.string(), engine);
     ASSERT_TRUE(load.ok()) << load.status().message();
@@ -104,7 +104,7 @@ TEST(LoadOthers, AnMtpLayerTheEngineDoesNotBuildIsSkipped) {
   const std::string norm = "model.layers.3.enorm.weight";
   const std::filesystem::path without =
       testing::MutatedFixture(dir, [&](testing::TestTensor* t) { return t->name != norm; });
-  Result<ModelLoad> vllm = testing::LoadWithEngine(without.string(), "vllm");
+  Result<ModelLoad> vllm = testing::LoadWithEngine(without.string(), "vllm@helpers");
   ASSERT_TRUE(vllm.ok()) << vllm.status().message();
   EXPECT_EQ(vllm->skipped_tensors, mtp_tensors - 1);
   Result<ModelLoad> missing = testing::LoadWithEngine(without.string(), "native");

@@ -481,9 +481,9 @@ TEST(OnlineLoad, EveryLinearLayerIsQuantizedAndEveryTensorConsumed) {
 TEST(OnlinePlan, QuantizationFp8IsEachEnginesOnlineScheme) {
   const std::pair<std::string, std::string> kEngines[] = {
       {"native", "w8a8-fp8-block128x128-dyn-online"},
-      {"vllm", "w8a8-fp8-tensor-dyn-online"},
+      {"vllm@helpers", "w8a8-fp8-tensor-dyn-online"},
       {"vllm@0.33", "w8a8-fp8-tensor-dyn-online"},
-      {"sglang", "w8a8-fp8-channel-dyn-online"},
+      {"sglang@helpers", "w8a8-fp8-channel-dyn-online"},
       {"sglang@0.5.23", "w8a8-fp8-channel-dyn-online"}};
   for (const auto& [engine, scheme] : kEngines) {
     SCOPED_TRACE(engine);

@@ -63,13 +63,14 @@ constexpr std::string_view kCtByName = R"({
 TEST(OpenOptions, ParsesTheCommandLineSpellings) {
   Result<OpenOptions> o = OpenOptions::Parse("vllm@0.33", "fp8", "sm90");
   ASSERT_TRUE(o.ok()) << o.status().message();
-  EXPECT_EQ(o->dialect.id, DialectId::kVllmCurrent);
+  EXPECT_EQ(o->dialect.id, DialectId::kVllm033);
   EXPECT_EQ(o->quantization, "fp8");
   EXPECT_EQ(o->device.sm, 90);
 
   Result<OpenOptions> engine = OpenOptions::Parse("tensorrt", "", "cpu");
   ASSERT_FALSE(engine.ok());
-  EXPECT_NE(engine.status().message().find("native, vllm, sglang, vllm@0.33, sglang@0.5.23"),
+  EXPECT_NE(engine.status().message().find("native, vllm, sglang, vllm@helpers, sglang@helpers, "
+                                           "vllm@0.33, sglang@0.5.23, vllm@0.34"),
             std::string::npos)
       << engine.status().message();
   Result<OpenOptions> device = OpenOptions::Parse("native", "", "tpu");
@@ -107,7 +108,7 @@ TEST(ImportForEngine, AppliesTheModelsNameMapper) {
   LayerSite visual;
   visual.path = "visual.blocks.0.attn.proj";
   visual.module_class = "RowParallelLinear";
-  const Dialect vllm = DialectAt(DialectId::kVllmCurrent);
+  const Dialect vllm = DialectAt(DialectId::kVllm033);
 
   ConfigSources qwen = InMemory("Qwen2_5_VLForConditionalGeneration", kModelOpt);
   Result<QuantPlan> mapped = ImportForEngine(qwen, vllm, std::nullopt);
@@ -133,8 +134,7 @@ TEST(ImportForEngine, Qwen35MapsAutoRoundAwqExclusions) {
   Result<ConfigSources> sources = ConfigSources::Load(
       kSource + "/tests/data/corpus/hualayn__ai-articles__Qwen3.6-27B-AutoRound-AWQ");
   ASSERT_TRUE(sources.ok()) << sources.status().message();
-  Result<QuantPlan> plan =
-      ImportForEngine(*sources, DialectAt(DialectId::kVllmCurrent), std::nullopt);
+  Result<QuantPlan> plan = ImportForEngine(*sources, DialectAt(DialectId::kVllm033), std::nullopt);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   LayerSite excluded;
   excluded.path = "language_model.model.layers.19.mlp.down_proj";
@@ -187,7 +187,7 @@ TEST(DecideAll, EverySiteWithItsSpecAndBytes) {
 // "quantized"), but without a KV scheme the cache keeps the model dtype: the pipeline says
 // unquantized and names the attached method.
 TEST(DecideAll, AnEngineKvMethodWithoutASchemeIsAnAutoCache) {
-  const Model model = OpenOrDie(kDeepseekTiny, "vllm");
+  const Model model = OpenOrDie(kDeepseekTiny, "vllm@helpers");
   const std::vector<LayerDecision> layers = DecideAll(model).value();
   const LayerDecision* attn = Find(layers, "model.layers.0.self_attn.attn");
   ASSERT_NE(attn, nullptr);
@@ -215,7 +215,8 @@ TEST(DecideAll, AKvCacheSchemeQuantizesAttention) {
 
 // vLLM 0.33.0's fp8 and compressed-tensors configs test isinstance(layer, Attention), which
 // MLAAttention does not pass: DeepSeek's MLA attention gets no KV-cache method there (recorded:
-// cases-new/vllm-fp8.json vllm-fp8-kv-per-attention-class), while SGLang's RadixAttention does.
+// releases/vllm-0.33.0/cases/vllm-fp8.json vllm-fp8-kv-per-attention-class), while SGLang's
+// RadixAttention does.
 TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
   const Model vllm = OpenOrDie(kDeepseekTiny, "vllm@0.33");
   const std::vector<LayerDecision> vllm_layers = DecideAll(vllm).value();
@@ -265,7 +266,8 @@ TEST(DecideAll, KvCacheMethodsFollowTheAttentionClass) {
 }
 
 // SGLang 0.5.23's compressed-tensors attaches nothing to RadixAttention without a kv_cache_scheme
-// (recorded: cases-new/sglang-compressed-tensors.json sglang-ct-no-kv-scheme-radix-attention).
+// (recorded: releases/sglang-0.5.23/cases/sglang-compressed-tensors.json
+// sglang-ct-no-kv-scheme-radix-attention).
 TEST(DecideAll, SglangCompressedTensorsWithoutKvSchemeAttachesNothing) {
   std::string no_kv(kCtByName);
   const size_t kv = no_kv.find(R"("kv_cache_scheme")");

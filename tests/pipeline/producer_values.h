@@ -41,8 +41,8 @@ inline std::vector<std::string> FixtureFolders() {
 // 4-bit packing (*_new) with that option.
 inline Result<OpenOptions> FixtureOptions(std::string_view name, int64_t tp = 1) {
   const bool sglang = name.find("/sglang_") != std::string::npos;
-  QP_ASSIGN_OR_RETURN(OpenOptions options,
-                      OpenOptions::Parse(sglang ? "sglang" : "native", "", "cpu", "auto", tp));
+  QP_ASSIGN_OR_RETURN(OpenOptions options, OpenOptions::Parse(sglang ? "sglang@helpers" : "native",
+                                                              "", "cpu", "auto", tp));
   if (name.ends_with("_new"))
     QP_RETURN_IF_ERROR(options.SetFormatOption("modelslim-packing", "new"));
   return options;

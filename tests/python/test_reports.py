@@ -16,13 +16,13 @@ def test_plan_is_the_cli_json(folder, cli):
     assert quantpath.plan(folder) == cli("plan", folder, "--json", expect=(0, 1))
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang@0.5.23"])
-def test_plan_takes_the_cli_options(engine, cli):
+@pytest.mark.parametrize("engine,resolved", [("vllm", "vllm@0.34"), ("sglang@0.5.23", "sglang@0.5.23")])
+def test_plan_takes_the_cli_options(engine, resolved, cli):
     folder = PRODUCERS / "ct_llama_nvfp4"
     ours = quantpath.plan(folder, engine=engine, device="sm100", tp=2)
     assert ours == cli("plan", folder, "--engine", engine, "--device", "sm100", "--tp", "2",
                        "--json", expect=(0, 1))
-    assert ours["engine"] == engine
+    assert ours["engine"] == resolved  # an engine's bare name is its newest release
 
 
 def test_explain_is_the_cli_json(cli):

@@ -45,8 +45,8 @@ void MutateTree(Json* value, std::mt19937& rng, int depth = 0) {
     size_t n = value->is_object() ? value->members().size() : value->items().size();
     if (n == 0) return;
     size_t i = std::uniform_int_distribution<size_t>(0, n - 1)(rng);
-    Json* child = value->is_object() ? &value->mutable_members()[i].second
-                                     : &value->mutable_items()[i];
+    Json* child =
+        value->is_object() ? &value->mutable_members()[i].second : &value->mutable_items()[i];
     if (pick(rng) == 0 && value->is_object()) {
       value->mutable_members().erase(value->mutable_members().begin() + static_cast<long>(i));
       return;
@@ -55,13 +55,27 @@ void MutateTree(Json* value, std::mt19937& rng, int depth = 0) {
     return;
   }
   static const std::vector<Json> kReplacements = {
-      Json::Null(), Json::Bool(true), Json::Int(-1), Json::Int(0), Json::Int(3),
-      Json::Int(int64_t{1} << 62), Json::Double(1e308), Json::Double(-0.5),
-      Json::String(""), Json::String("re:(a+)+$"), Json::String("re:(?P<x>.*)\\Z"),
-      Json::String("re:[unclosed"), Json::String("-:.*"), Json::String("*"),
-      Json::String("float"), Json::String("group"), Json::String("NVFP4"),
-      Json::Array({Json::Int(128)}), Json::Array({Json::Int(0), Json::Int(-128)}),
-      Json::Array({Json::String("model.layers.0.self_attn.q_proj")}), Json::Object(),
+      Json::Null(),
+      Json::Bool(true),
+      Json::Int(-1),
+      Json::Int(0),
+      Json::Int(3),
+      Json::Int(int64_t{1} << 62),
+      Json::Double(1e308),
+      Json::Double(-0.5),
+      Json::String(""),
+      Json::String("re:(a+)+$"),
+      Json::String("re:(?P<x>.*)\\Z"),
+      Json::String("re:[unclosed"),
+      Json::String("-:.*"),
+      Json::String("*"),
+      Json::String("float"),
+      Json::String("group"),
+      Json::String("NVFP4"),
+      Json::Array({Json::Int(128)}),
+      Json::Array({Json::Int(0), Json::Int(-128)}),
+      Json::Array({Json::String("model.layers.0.self_attn.q_proj")}),
+      Json::Object(),
       Json::Object({{"+:.*down.*", Json::Object({{"bits", Json::Int(3)}})}})};
   *value = kReplacements[std::uniform_int_distribution<size_t>(0, kReplacements.size() - 1)(rng)];
 }
@@ -71,16 +85,24 @@ void MutateText(std::string* text, std::mt19937& rng) {
   if (text->empty()) return;
   std::uniform_int_distribution<size_t> pos(0, text->size() - 1);
   switch (std::uniform_int_distribution<int>(0, 3)(rng)) {
-    case 0: (*text)[pos(rng)] ^= static_cast<char>(1 << (rng() % 8)); break;
-    case 1: text->resize(pos(rng)); break;
-    case 2: text->insert(pos(rng), std::string(1, "{}[],:\"\\"[rng() % 8])); break;
-    default: text->insert(pos(rng), "NaN"); break;
+    case 0:
+      (*text)[pos(rng)] ^= static_cast<char>(1 << (rng() % 8));
+      break;
+    case 1:
+      text->resize(pos(rng));
+      break;
+    case 2:
+      text->insert(pos(rng), std::string(1, "{}[],:\"\\"[rng() % 8]));
+      break;
+    default:
+      text->insert(pos(rng), "NaN");
+      break;
   }
 }
 
 // Traces are recorded on some runs only: with hundreds of exclusion rules they dominate the time.
 void DecideEverything(const ConfigSources& sources, bool record_trace) {
-  for (std::string_view name : {"native", "vllm", "sglang"}) {
+  for (std::string_view name : {"native", "vllm@helpers", "sglang@helpers"}) {
     Dialect dialect = *ParseDialect(name);
     Result<QuantPlan> plan = ImportPlan(sources, dialect);
     if (!plan.ok()) {

@@ -58,7 +58,7 @@ TEST(ExplainTrace, Exact) {
                        R"({"quantization_config": {"quant_method": "fp8", "activation_scheme":
                        "dynamic", "ignored_layers": ["model.layers.1.self_attn.o_proj",
                        "model.layers.0.self_attn.o_proj"]}})",
-                       "vllm", Linear("model.layers.0.self_attn.o_proj"));
+                       "vllm@helpers", Linear("model.layers.0.self_attn.o_proj"));
   const Step* miss = Find(steps, "exact", "miss");
   const Step* hit = Find(steps, "exact", "hit");
   ASSERT_TRUE(miss && hit);
@@ -73,7 +73,7 @@ TEST(ExplainTrace, LeadingPath) {
                        R"({"quantization_config": {"quant_method": "bitsandbytes",
                        "load_in_4bit": true, "bnb_4bit_quant_type": "nf4",
                        "llm_int8_skip_modules": ["model.layers.1", "mlp"]}})",
-                       "vllm", Linear("model.layers.0.mlp.down_proj"));
+                       "vllm@helpers", Linear("model.layers.0.mlp.down_proj"));
   const Step* hit = Find(steps, "leading_path", "hit");
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->pattern, "mlp");
@@ -85,7 +85,7 @@ TEST(ExplainTrace, Substring) {
                        R"({"quantization_config": {"quant_method": "awq", "bits": 4,
                        "group_size": 128, "zero_point": true, "version": "gemm",
                        "modules_to_not_convert": ["o_proj"]}})",
-                       "sglang", Linear("model.layers.0.self_attn.o_proj"));
+                       "sglang@helpers", Linear("model.layers.0.self_attn.o_proj"));
   const Step* hit = Find(steps, "substring", "hit");
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->pointer, "/quantization_config/modules_to_not_convert/0");
@@ -97,7 +97,7 @@ TEST(ExplainTrace, ReverseSubstring) {
   auto steps = Explain("config.json",
                        R"({"quantization_config": {"quant_method": "fp8", "activation_scheme":
                        "dynamic", "ignored_layers": ["model.layers.3.mlp.experts.0.gate_proj"]}})",
-                       "vllm", experts);
+                       "vllm@helpers", experts);
   const Step* hit = Find(steps, "reverse_substring", "hit");
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->pattern, "model.layers.3.mlp.experts.0.gate_proj");
@@ -109,7 +109,7 @@ TEST(ExplainTrace, SubstringIgnoringCase) {
                        "format": "float-quantized", "ignore": ["O_PROJ"], "config_groups":
                        {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type":
                        "float", "strategy": "tensor", "symmetric": true, "dynamic": false}}}}})",
-                       "sglang", Linear("model.layers.0.self_attn.o_proj"));
+                       "sglang@helpers", Linear("model.layers.0.self_attn.o_proj"));
   const Step* hit = Find(steps, "substring_ignore_case", "hit");
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->pointer, "/quantization_config/ignore/0");
@@ -132,7 +132,7 @@ TEST(ExplainTrace, RegexFullMatch) {
                        R"({"producer": {"name": "modelopt", "version": "0.23.0"},
                        "quantization": {"quant_algo": "FP8", "exclude_modules":
                        ["model.layers.0.self_attn*"]}})",
-                       "sglang", Linear("model.layers.0.self_attn.o_proj"));
+                       "sglang@helpers", Linear("model.layers.0.self_attn.o_proj"));
   const Step* hit = Find(steps, "regex_fullmatch", "hit");
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->file, "hf_quant_config.json");
@@ -158,7 +158,7 @@ TEST(ExplainTrace, ClassName) {
                        "format": "float-quantized", "config_groups": {"group_0": {"targets":
                        ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy":
                        "channel", "symmetric": true, "dynamic": false}}}}})",
-                       "vllm", Linear("model.layers.0.self_attn.o_proj"));
+                       "vllm@helpers", Linear("model.layers.0.self_attn.o_proj"));
   const Step* hit = Find(steps, "class_name", "hit");
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->pattern, "Linear");

@@ -59,7 +59,7 @@ size_t Count(const std::string& text, const std::string& what) {
 
 // SGLang refuses 8-bit bitsandbytes experts: those two cells are errors.
 TEST(PlanPicture, OneCellPerSiteAndALegendEntryPerColour) {
-  const Plan plan = Decided(kData + "producers/bnb_qwen3moe_int8", "sglang");
+  const Plan plan = Decided(kData + "producers/bnb_qwen3moe_int8", "sglang@helpers");
   const std::string svg = PlanToSvg(plan.model, plan.layers);
   ASSERT_EQ(Count(svg, "<rect class=\"cell\""), plan.layers.size());
   const std::vector<std::string> sites = Attributes(svg, "<g class=\"site\"", "data-site");

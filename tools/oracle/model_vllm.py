@@ -12,12 +12,25 @@ draft is built as the proposer builds it: `initialize_model` with the speculativ
 from __future__ import annotations
 
 import contextlib
+import sys
 
 from harness import ConstructorNotRun, _exc_text
 from model_common import CallRecorder, debug_traceback, engine_exception, import_all, install_cuda_object_standins, install_op_namespaces
 from record_cases import ALLOWED_BY_ENGINE, VllmHarness
 
 _PORT = [29611]
+
+
+def _router_gemm_standin():
+    """0.34's GateLinear on capability 9.0 registers a JIT warm-up of its SM90 router GEMM, whose
+    module imports the CuTe DSL (`cutlass`, not installed). Registering a warm-up only records the
+    shapes to compile later; the stand-in kernel object accepts and drops them."""
+    import types
+
+    name = "vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_sm90"
+    m = types.ModuleType(name)
+    m._SM90_BF16X3_ROUTER_GEMM_KERNEL = types.SimpleNamespace(register_warmup=lambda **k: None)
+    sys.modules[name] = m
 
 
 class VllmModelHarness(VllmHarness):
@@ -38,6 +51,7 @@ class VllmModelHarness(VllmHarness):
         # A node of 8 such devices, so that ParallelConfig accepts tensor_parallel_size up to 8.
         plat.device_count = classmethod(lambda cls: 8)
         install_cuda_object_standins()
+        _router_gemm_standin()
         import_all("vllm.model_executor.layers.quantization")
         from vllm.model_executor.layers.quantization.base_config import (
             QuantizationConfig, QuantizeMethodBase)
@@ -192,6 +206,11 @@ class VllmModelHarness(VllmHarness):
     def _draft_config(self, vc):
         import types
 
+        spec = vc.speculative_config
+        if hasattr(spec, "apply_draft_overrides"):
+            # 0.34: v1/worker/gpu/spec_decode/eagle/utils.py load_eagle_model (the MTP speculator's
+            # draft loader) builds the draft under the target config with the overrides applied.
+            return spec.apply_draft_overrides(vc), spec.draft_model_config
         from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
 
         holder = types.SimpleNamespace(speculative_config=vc.speculative_config, vllm_config=vc)

@@ -441,6 +441,54 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
              "renames); both HF layouts (model.language_model.* and model.*) map to language_model.model.*")
 
     # ------------------------------------------------------------------
+    # vLLM 0.34: methods and fields the release adds or removes
+    # ------------------------------------------------------------------
+    v34 = {"vllm": "0.34.0"}
+    v_w4afp8 = ["model_executor/layers/quantization/w4afp8.py", "model_executor/layers/quantization/fp8.py",
+                "model_executor/layers/quantization/utils/quant_utils.py"]
+    w4afp8_layers = dense_block(0) + dense_block(1) + [
+        lin("model.layers.1.mlp.gate", "ReplicatedLinear"), moe("model.layers.0.mlp.experts", "vllm"),
+        moe("model.layers.1.mlp.experts", "vllm"), lin("model.layers.1.mlp.shared_experts.gate_up_proj"),
+        attn("model.layers.0.self_attn.attn", "vllm"), attn("model.layers.1.self_attn.attn", "vllm", "MLAAttention"),
+        lm_head()]
+    add(id="vllm-w4afp8-moe", engine="vllm", format="w4afp8", code=v_w4afp8, since=v34,
+        config={"quant_method": "w4afp8", "ignored_layers": ["model.layers.0.self_attn", "lm_head"]},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="W4AFP8Config(Fp8Config): routed experts that is_layer_skipped leaves quantized get the "
+             "compressed-tensors W4A8 FP8 MoE method; everything else is Fp8Config's (block 128 by default)")
+    add(id="vllm-w4afp8-skip-experts", engine="vllm", format="w4afp8", code=v_w4afp8, since=v34,
+        config={"quant_method": "w4afp8", "group_size": 64, "weight_block_size": [64, 64],
+                "modules_to_not_convert": ["model.layers.0.mlp.experts", "model.layers.1.self_attn.o_proj"]},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="modules_to_not_convert is read when ignored_layers is absent; a skipped experts layer falls "
+             "through to Fp8Config, which leaves it unquantized")
+    add(id="vllm-w4afp8-both-lists", engine="vllm", format="w4afp8", code=v_w4afp8, since=v34,
+        config={"quant_method": "w4afp8", "ignored_layers": [], "activation_scheme": "static",
+                "modules_to_not_convert": ["model.layers.1.mlp.experts"]},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="an empty ignored_layers is falsy, so modules_to_not_convert is read; activation_scheme is "
+             "always dynamic")
+    add(id="vllm-fp-quant-removed", engine="vllm", format="fp_quant", since=v34,
+        code=["model_executor/layers/quantization/__init__.py", "config/model.py"],
+        config={"quant_method": "fp_quant", "forward_dtype": "mxfp4", "hadamard_group_size": 32,
+                "modules_to_not_convert": ["lm_head"]},
+        packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+        note="0.34 no longer registers fp_quant")
+    nvfp4_csf = lambda enc: {"producer": {"name": "modelopt", "version": "0.41.0"},
+                             "quantization": {"quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": None,
+                                              "exclude_modules": ["lm_head"],
+                                              "weight_scale_encoding": enc}}
+    add(id="vllm-modelopt-nvfp4-csf", engine="vllm", format="modelopt", code=v_mo, since=v34,
+        config=nvfp4_csf("csf_32x2_v1"), config_source="hf_quant_config.json",
+        packed_modules_mapping=LLAMA_PMM, layers=nvfp4_layers("vllm"),
+        note="weight_scale_encoding names how the block scales are stored (compressed streams); the "
+             "decisions are NVFP4's")
+    add(id="vllm-modelopt-nvfp4-csf-unknown", engine="vllm", format="modelopt", code=v_mo, since=v34,
+        config=nvfp4_csf("zstd"), config_source="hf_quant_config.json",
+        packed_modules_mapping=LLAMA_PMM, layers=dense_block(0)[:1],
+        note="an encoding other than csf / csf_32x2_v1 is refused when the config is created")
+
+    # ------------------------------------------------------------------
     # Config-file search order
     # ------------------------------------------------------------------
     v_ld = ["model_executor/model_loader/weight_utils.py", "config/model.py"]

@@ -35,10 +35,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-OUT_DIR = REPO / "tests" / "data" / "oracle" / "cases-new"
 OLD_DIR = REPO / "tests" / "data" / "oracle" / "cases"
 
-VERSIONS = {"vllm": "vllm 0.33.0", "sglang": "sglang 0.5.23"}
+sys.path.insert(0, str(HERE))
+from releases import add_release_arguments, engine_version, holds, release_dir, releases_of  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # Platform stand-in.
@@ -110,13 +110,13 @@ class VllmHarness(Harness):
 
         platforms._current_platform = CudaStandIn()
 
-        # Capability queries answered by the CUDA extension at import time
-        # (cutlass_scaled_mm_supports_fp8 / _block_fp8 / _fp4): capability 9.0
-        # supports all of them.
+        # Capability queries answered by the CUDA extension (cutlass_scaled_mm_supports_fp8 /
+        # _block_fp8 / _fp4 at import time; cutlass_group_gemm_supported when 0.34's W4A8 MoE
+        # method picks its experts kernel): capability 9.0 supports all of them.
         import vllm._custom_ops as ops
 
         for n in dir(ops):
-            if "supports" in n and callable(getattr(ops, n)):
+            if ("supports" in n or n.endswith("_supported")) and callable(getattr(ops, n)):
                 setattr(ops, n, lambda *a, **k: True)
 
         import importlib
@@ -557,7 +557,11 @@ def _run_case(h: Harness, case: dict) -> dict:
             decision, detail = h.classify(method, mod, case, cfg)
         except ConstructorNotRun as e:
             allowed = ALLOWED_CONSTRUCTOR_FAILURES.get(e.cls_name)
-            if allowed is None:
+            refusal = any(e.cls_name == c and text in _exc_text(e.exc)
+                          for c, text in ENGINE_REFUSALS.get(case["engine"], {}))
+            if refusal:
+                decision, detail = "error", _exc_text(e.exc)
+            elif allowed is None:
                 decision, detail = "error", f"constructor {e.cls_name} failed: {_exc_text(e.exc)}"
                 out.setdefault("unreviewed_ctor_failures", []).append(detail)
             else:
@@ -616,6 +620,13 @@ ALLOWED_BY_ENGINE: dict[str, dict[str, str]] = {
     },
 }
 
+# Constructor failures that are the engine refusing the configuration on any device (its own
+# validation, not a missing CUDA dependency): recorded as that layer's error, as the engine raises
+# it from get_quant_method.
+ENGINE_REFUSALS: dict[str, set[tuple[str, str]]] = {
+    "vllm": {("CompressedTensorsW4A8Fp8MoEMethod", "Only group size 128 supported for W4A8 MoE")},
+}
+
 # ---------------------------------------------------------------------------
 # Parent side
 # ---------------------------------------------------------------------------
@@ -629,6 +640,7 @@ def run_worker(args, engine: str, cases: list[dict]) -> list[dict]:
     env.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     env["HF_HUB_OFFLINE"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONHASHSEED"] = "0"  # engine texts that print a set list it in one order
     p = subprocess.run([args.python, str(Path(__file__).resolve()), "--worker", engine],
                        input=json.dumps(cases), capture_output=True, text=True, env=env)
     marker = "\n@@ORACLE@@"
@@ -638,12 +650,12 @@ def run_worker(args, engine: str, cases: list[dict]) -> list[dict]:
     return json.loads(p.stdout.split(marker, 1)[1])
 
 
-def finish(case: dict, res: dict) -> dict:
+def finish(case: dict, res: dict, version: str) -> dict:
     engine = case["engine"]
     out = {
         "id": case["id"],
         "engine": engine,
-        "engine_commit": f"{VERSIONS[engine]} ({' + '.join(case['code'])})",
+        "engine_commit": f"{engine_version(engine, version)} ({' + '.join(case['code'])})",
         "format": case["format"],
         "config": case["config"],
         "packed_modules_mapping": case.get("packed_modules_mapping") or {},
@@ -675,19 +687,20 @@ def old_case_inputs(path: Path) -> list[dict]:
     cases = []
     for c in json.loads(path.read_text()):
         c2 = {k: c[k] for k in ("id", "engine", "format", "config", "layers")}
+        c2["engine"] = c["engine"].split("@")[0]  # "vllm@helpers": replayed through the release
         c2["packed_modules_mapping"] = c.get("packed_modules_mapping") or {}
         c2["code"] = ["replay"]
         layers = []
         for l in c["layers"]:
             l2 = dict(l)
-            if c["engine"] == "vllm" and l2["kind"] == "moe":
+            if c2["engine"] == "vllm" and l2["kind"] == "moe":
                 l2["module_class"] = "RoutedExperts"
             layers.append(l2)
         c2["layers"] = layers
         cfg = c["config"]
         if c["format"] == "modelopt" and "quantization" in cfg:
             c2["config_source"] = "hf_quant_config.json"
-            c2["extra_inputs"] = {"user_quantization": "modelopt"} if c["engine"] == "vllm" else {}
+            c2["extra_inputs"] = {"user_quantization": "modelopt"} if c2["engine"] == "vllm" else {}
         if c["format"] == "modelslim":
             c2["config_source"] = "quant_model_description.json"
         c2["_old_expected"] = c["expected"]
@@ -705,14 +718,18 @@ def main():
     ap.add_argument("--sglang-extra")
     ap.add_argument("--only")
     ap.add_argument("--compare-old", action="store_true")
+    add_release_arguments(ap)
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)
+    releases = releases_of(args)
 
     if args.compare_old:
         for path in sorted(OLD_DIR.glob("*.json")):
             cases = old_case_inputs(path)
             engine = cases[0]["engine"]
+            if engine not in releases:
+                continue
             results = run_worker(args, engine, cases)
             for c, r in zip(cases, results):
                 for old, new in zip(c["_old_expected"], r["expected"]):
@@ -728,6 +745,7 @@ def main():
     assert len(ids) == len(set(ids)), "duplicate case ids"
     if args.only:
         cases = [c for c in cases if args.only in c["id"]]
+    cases = [c for c in cases if c["engine"] in releases and holds(c, c["engine"], releases[c["engine"]])]
     by_engine: dict[str, list] = {}
     for c in cases:
         by_engine.setdefault(c["engine"], []).append(c)
@@ -736,7 +754,7 @@ def main():
     for engine, ecases in by_engine.items():
         results = run_worker(args, engine, ecases)
         for c, r in zip(ecases, results):
-            finished.append(finish(c, r))
+            finished.append(finish(c, r, releases[engine]))
             if r.get("unreviewed_ctor_failures"):
                 problems.append((c["id"], r["unreviewed_ctor_failures"]))
     if args.only:
@@ -748,14 +766,15 @@ def main():
         for p in problems:
             print("UNREVIEWED constructor failure:", p, file=sys.stderr)
         raise SystemExit("review the constructor failures above before writing cases")
-    files: dict[str, list] = {}
+    files: dict[Path, list] = {}
     for c in finished:
-        files.setdefault(f"{c['engine']}-{c['format']}.json", []).append(c)
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    for name, cs in sorted(files.items()):
-        (OUT_DIR / name).write_text(json.dumps(cs, indent=1, ensure_ascii=False) + "\n")
+        out_dir = release_dir(c["engine"], releases[c["engine"]]) / "cases"
+        files.setdefault(out_dir / f"{c['engine']}-{c['format']}.json", []).append(c)
+    for path, cs in sorted(files.items()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(cs, indent=1, ensure_ascii=False) + "\n")
         n = sum(len(c["expected"]) for c in cs)
-        print(f"{name}: {len(cs)} cases, {n} layer decisions")
+        print(f"{path.relative_to(REPO)}: {len(cs)} cases, {n} layer decisions")
 
 
 if __name__ == "__main__":

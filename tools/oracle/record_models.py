@@ -32,14 +32,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CORPUS = REPO / "tests" / "data" / "corpus"
-MODELS_DIR = REPO / "tests" / "data" / "oracle" / "models"
-CASES_DIR = REPO / "tests" / "data" / "oracle" / "cases-models"
-VERSIONS = {"vllm": "vllm 0.33.0", "sglang": "sglang 0.5.23"}
 MARK = "@@MODEL@@"
 SHAPE_KEYS = ("shape", "legs", "heads", "experts")  # a call's logical layer shape
 
 sys.path.insert(0, str(HERE))
 from model_table import DEFAULT_INPUTS, recordings  # noqa: E402
+from releases import add_release_arguments, engine_version, holds, release_dir, releases_of  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -117,6 +115,7 @@ def run_worker(args, engine: str, recs: list[dict]) -> dict:
     env.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     env["HF_HUB_OFFLINE"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONHASHSEED"] = "0"  # engine texts that print a set list it in one order
     results: dict[str, dict] = {}
     todo = list(recs)
     while todo:
@@ -159,8 +158,8 @@ def run_worker(args, engine: str, recs: list[dict]) -> dict:
     return results
 
 
-def model_file(rec: dict, res: dict) -> dict:
-    out = {"id": rec["id"], "engine": rec["engine"], "engine_version": VERSIONS[rec["engine"]],
+def model_file(rec: dict, res: dict, version: str) -> dict:
+    out = {"id": rec["id"], "engine": rec["engine"], "engine_version": engine_version(rec["engine"], version),
            "base": rec["base"], "overrides": rec.get("overrides") or {}, "inputs": rec["inputs"],
            "model_class": res.get("model_class"), "resolved_quantization": res.get("resolved_quantization"),
            "dtype": res.get("dtype"), "error": res.get("error")}
@@ -215,7 +214,7 @@ def config_source(rec: dict, cfg: dict | None) -> str | None:
     return None
 
 
-def case_of(rec: dict, res: dict) -> dict | None:
+def case_of(rec: dict, res: dict, version: str) -> dict | None:
     if res.get("error") or not res.get("quant_calls"):
         return None
     calls = res["quant_calls"]
@@ -240,12 +239,16 @@ def case_of(rec: dict, res: dict) -> dict | None:
     if src:
         xi["config_source"] = src
     mc = res.get("model_class") or ""
-    pkg = "vllm.model_executor.models." if rec["engine"] == "vllm" else "sglang.srt.models."
-    if mc.startswith(pkg):
-        xi["model_class"] = mc[len(pkg):]
-    xi["recording"] = f"models/{rec['engine']}/{rec['id']}.json"
+    # vLLM 0.34 moved some model packages (vllm.models.qwen3_5.nvidia.model).
+    pkgs = ("vllm.model_executor.models.", "vllm.models.") if rec["engine"] == "vllm" else ("sglang.srt.models.",)
+    for pkg in pkgs:
+        if mc.startswith(pkg):
+            xi["model_class"] = mc[len(pkg):]
+            break
+    folder = release_dir(rec["engine"], version)
+    xi["recording"] = str((folder / "models" / f"{rec['id']}.json").relative_to(folder.parent.parent))
     case = {"id": rec["id"], "engine": rec["engine"],
-            "engine_commit": f"{VERSIONS[rec['engine']]} (model build: {mc or '?'})",
+            "engine_commit": f"{engine_version(rec['engine'], version)} (model build: {mc or '?'})",
             "format": res.get("resolved_quantization") or "unquantized",
             "config": cfg if cfg is not None else {},
             "packed_modules_mapping": res.get("packed_modules_mapping") or {},
@@ -269,7 +272,8 @@ def main():
     ap.add_argument("--engine", choices=["vllm", "sglang"])
     ap.add_argument("--list", action="store_true", help="print the recording ids and exit")
     ap.add_argument("--table", action="store_true",
-                    help="print the markdown table of the recorded model files (for models/README.md)")
+                    help="print the markdown table of the recorded model files (for releases/README.md)")
+    add_release_arguments(ap)
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)
@@ -278,8 +282,10 @@ def main():
         for r in recs:
             print(r["id"], json.dumps({k: v for k, v in r["inputs"].items() if DEFAULT_INPUTS.get(k) != v}))
         return
+    releases = releases_of(args)
+    recs = [r for r in recs if r["engine"] in releases and holds(r, r["engine"], releases[r["engine"]])]
     if args.table:
-        return print_table(recs)
+        return print_table(recs, releases)
     if args.engine:
         recs = [r for r in recs if r["engine"] == args.engine]
     if args.only:
@@ -289,21 +295,22 @@ def main():
         if not erecs:
             continue
         results = run_worker(args, engine, erecs)
-        d = MODELS_DIR / engine
+        version = releases[engine]
+        d = release_dir(engine, version) / "models"
         d.mkdir(parents=True, exist_ok=True)
         for r in erecs:
             res = results[r["id"]]
             if res.get("_traceback"):
                 sys.stderr.write(f"--- {r['id']}\n{res['_traceback']}\n")
-            (d / f"{r['id']}.json").write_text(dump_model(model_file(r, res)))
-        write_cases(engine)
+            (d / f"{r['id']}.json").write_text(dump_model(model_file(r, res, version)))
+        write_cases(engine, version)
 
 
-def print_table(recs: list[dict]):
+def print_table(recs: list[dict], releases: dict[str, str]):
     print("| id | base | edit / inputs | model class | resolved | dtype | calls (q / u / error) | modules |")
     print("|---|---|---|---|---|---|---|---|")
     for r in recs:
-        p = MODELS_DIR / r["engine"] / f"{r['id']}.json"
+        p = release_dir(r["engine"], releases[r["engine"]]) / "models" / f"{r['id']}.json"
         if not p.exists():
             continue
         m = json.loads(p.read_text())
@@ -320,22 +327,22 @@ def print_table(recs: list[dict]):
               f"{m['resolved_quantization'] or '-'} | {m['dtype'] or '-'} | {res.replace('|', '/')} | {len(m['modules'])} |")
 
 
-def write_cases(engine: str):
-    """Derives the case file of one engine from every model file of that engine (so that
+def write_cases(engine: str, version: str):
+    """Derives the case file of one release from every model file of that release (so that
     recording a subset keeps the other cases)."""
     by_id = {r["id"]: r for r in recordings(CORPUS)}
     cases = []
-    for p in sorted((MODELS_DIR / engine).glob("*.json")):
+    folder = release_dir(engine, version)
+    for p in sorted((folder / "models").glob("*.json")):
         m = json.loads(p.read_text())
         res = dict(m)
         rec = by_id.get(m["id"])
         if rec is None:
             continue
-        c = case_of(rec, res)
+        c = case_of(rec, res, version)
         if c:
             cases.append(c)
-    CASES_DIR.mkdir(parents=True, exist_ok=True)
-    out = CASES_DIR / f"{engine}-models.json"
+    out = folder / "cases-models.json"
     out.write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n")
     n = sum(len(c["expected"]) for c in cases)
     print(f"{out.relative_to(REPO)}: {len(cases)} cases, {n} layer decisions")

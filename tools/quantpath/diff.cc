@@ -46,10 +46,11 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd =
       app.add_subcommand("diff", "Layers that native and the engines store or compute differently");
   AddModelDir(cmd, &args->dir);
-  std::vector<std::string> names;
-  for (std::string_view name : DialectNames()) names.emplace_back(name);
+  std::vector<std::string> names = {"all"};
+  for (std::string_view name : DialectChoices()) names.emplace_back(name);
   AddChoiceOption(cmd, "--engines", &args->engines,
-                  "Comma-separated dialects to compare with native (default: every one)",
+                  "Comma-separated dialects to compare with native (default: the newest release "
+                  "of each engine; all: every dialect)",
                   std::move(names));
   AddQuantizationOption(cmd, &args->quantization);
   AddLaunchOptions(cmd, &args->launch);

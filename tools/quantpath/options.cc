@@ -37,7 +37,9 @@ CLI::Option* AddChoiceOption(CLI::App* cmd, const std::string& name, std::string
 }
 
 CLI::Option* AddEngineOption(CLI::App* cmd, std::string* engine, const std::string& description) {
-  return AddChoiceOption(cmd, "--engine", engine, description, Strings(DialectNames()));
+  return AddChoiceOption(cmd, "--engine", engine,
+                         description + " (vllm, sglang: the newest release of each)",
+                         Strings(DialectChoices()));
 }
 
 CLI::Option* AddQuantizationOption(CLI::App* cmd, std::string* quantization) {

@@ -26,10 +26,10 @@ struct DiffOptions {
   std::optional<std::string> quantization;  // --quantization
   Launch launch;                            // --tp, --dtype, --speculative
 };
-// Every dialect: native, vllm, sglang, vllm@0.33, sglang@0.5.23.
+// Native and the newest release of each engine (vllm@0.34, sglang@0.5.23).
 std::vector<Dialect> DefaultDiffDialects();
-// `--engines vllm,sglang@0.5.23`: native is put first whether named or not. An unknown or repeated
-// name is an error naming it.
+// `--engines vllm,sglang@0.5.23` (`all`: every dialect of the table): native is put first whether
+// named or not. An unknown or repeated name is an error naming it.
 Result<std::vector<Dialect>> ParseDiffEngines(std::string_view list);
 
 // One dialect's side of an aligned site.
