@@ -106,6 +106,33 @@ TEST(MatchCases, PartitionsTheMappingDoesNotNameAreCheckedToo) {
   EXPECT_NE((*d)[1].detail.find("= 12 is not divisible"), std::string::npos) << (*d)[1].detail;
 }
 
+// SGLang builds Qwen3.5's language model as `model.layers.N` but passes the checkpoint's
+// `model.language_model.layers.N` prefix (tests/data/oracle/releases/sglang-0.5.23/models/
+// sglang-qwen36-fp8.json); a text-only build passes `model.layers.N`. Either prefix reaches the
+// in_proj_ba site, and its 48-row legs fail the block-128 check at tp 1 as the engine's
+// create_weights does.
+TEST(MatchCases, Qwen35InProjBaFailsTheBlockCheckUnderEitherPrefix) {
+  for (const std::string root : {"model.language_model", "model"}) {
+    const std::string text = R"([{"id": "c1", "engine": "sglang", "engine_commit": "sglang 0.5.23",
+      "format": "fp8",
+      "config": {"quant_method": "fp8", "activation_scheme": "dynamic",
+                 "weight_block_size": [128, 128]},
+      "packed_modules_mapping": {"in_proj_qkvz": ["in_proj_qkv", "in_proj_z"],
+                                 "in_proj_ba": ["in_proj_b", "in_proj_a"]},
+      "layers": [{"prefix": ")" + root + R"(.layers.0.linear_attn.in_proj_ba", "kind": "linear",
+                  "module_class": "MergedColumnParallelLinear", "shape": [96, 5120],
+                  "legs": [48, 48]}]}])";
+    Result<std::vector<CaseDecision>> d = Match(text);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    ASSERT_EQ(d->size(), 1u);
+    EXPECT_EQ((*d)[0].decision, "error") << root;
+    EXPECT_EQ((*d)[0].detail,
+              "ValueError: Weight output_partition_size = 48 is not divisible by weight "
+              "quantization block_n = 128.")
+        << root;
+  }
+}
+
 TEST(MatchCases, MalformedShapesNameFileCaseAndLayer) {
   const std::string layer = R"({"prefix": "model.layers.0.mlp.gate_up_proj", "kind": "linear",
     "module_class": "MergedColumnParallelLinear", )";
