@@ -174,6 +174,39 @@ Status W4AFp8Plan(const Description& d, QuantPlan* plan) {
   return {};
 }
 
+// SGLang's mxfp8 for a nested MXFP8 description: Fp8Config (get_quant_method of fp8.py) over the
+// description's exclude_modules, MX blocks fixed at [1, 32], Fp8KVCacheMethod on attention and no
+// method for the LM head.
+Status SglangMxfp8Plan(const Description& d, QuantPlan* plan) {
+  QP_ASSIGN_OR_RETURN(QuantScheme scheme, modelopt::AlgoScheme(*d.info, 32, d.where.ToString()));
+  const std::string message = "SGLang's mxfp8 (Fp8Config) quantizes every linear layer";
+  plan->default_action = {ActionKind::kQuantize, scheme, message, "Fp8LinearMethod"};
+  // from_config keeps a "model."-stripped and a "model."-prefixed copy of every entry.
+  SkipList list{d.exclude_key, {}};
+  for (const ListEntry& e : d.exclude) {
+    const std::string base = e.value.starts_with("model.") ? e.value.substr(6) : e.value;
+    list.entries.push_back({base, e.where});
+    list.entries.push_back({"model." + base, e.where});
+  }
+  RuleGroup skipped{"exclude (Fp8Config is_layer_skipped)",
+                    {},
+                    FusedPolicy::kLegsMustAgree,
+                    std::string(kShardsDisagreeText)};
+  QP_RETURN_IF_ERROR(AppendSglangSkipRules(list,
+                                           {{KindBit(SiteKind::kLinear), "UnquantizedLinearMethod"},
+                                            {KindBit(SiteKind::kMoe), "UnquantizedFusedMoEMethod"}},
+                                           SglangShardTable::kBuiltInFallback, &skipped.rules));
+  QP_ASSIGN_OR_RETURN(RuleGroup moe,
+                      CatchAll("experts method", KindBit(SiteKind::kMoe),
+                               {ActionKind::kQuantize, scheme, message, "Fp8MoEMethod"}, d.where));
+  plan->groups = {std::move(skipped), std::move(moe)};
+  plan->lm_head = KindPolicy::kUnquantized;
+  plan->attention = Action{ActionKind::kQuantize, std::nullopt,
+                           "SGLang's Fp8Config attaches Fp8KVCacheMethod to every attention layer",
+                           "Fp8KVCacheMethod"};
+  return {};
+}
+
 class ModelOptImporterImpl : public Importer {
  public:
   std::string_view name() const override { return "modelopt"; }
@@ -222,6 +255,10 @@ class ModelOptImporterImpl : public Importer {
     if (d.engine_config == EngineConfig::kW4AFp8) {
       QP_RETURN_IF_ERROR(W4AFp8Plan(d, &plan));
       DecideAttention(d, row, &plan);
+      return plan;
+    }
+    if (d.engine_config == EngineConfig::kMxfp8) {
+      QP_RETURN_IF_ERROR(SglangMxfp8Plan(d, &plan));
       return plan;
     }
     QP_ASSIGN_OR_RETURN(std::vector<RuleGroup> exclusion, modelopt::ExclusionGroups(d, dialect));

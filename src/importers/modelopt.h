@@ -68,6 +68,7 @@ enum class EngineConfig : uint8_t {
   kSingle,  // one algorithm for every layer (ModelOptFp8Config, ModelOptNvFp4Config, …)
   kMixed,   // MIXED_PRECISION through quantized_layers (modelopt_mixed)
   kW4AFp8,  // SGLang's w4afp8: MIXED_PRECISION without an NVFP4 layer
+  kMxfp8,   // SGLang's mxfp8 (Fp8Config with [1, 32] blocks) for a nested MXFP8 description
 };
 
 // The description as one dialect reads it.

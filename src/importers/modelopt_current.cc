@@ -292,6 +292,14 @@ Status ReadScaleEncoding(const Json& root, const Json* shell, Description* d) {
   return {};
 }
 
+// producer.name "modelopt", or the legacy shell holding modelopt_quant_config.
+bool IsModelOptProducer(const Json& root, const Json& shell) {
+  const Json* producer = root.FindNonNull("producer");
+  const Json* name = producer != nullptr ? producer->FindNonNull("name") : nullptr;
+  if (name != nullptr && name->is_string() && name->string_value() == "modelopt") return true;
+  return shell.is_object() && shell.Find("modelopt_quant_config") != nullptr;
+}
+
 Status ReadVllmCurrent(const Json& root, const Json* shell, const Dialect& dialect,
                        Description* d) {
   ReadPackedMapping(root, d);
@@ -315,6 +323,16 @@ Status ReadVllmCurrent(const Json& root, const Json* shell, const Dialect& diale
     d->exclude_key = root.Find("ignore") != nullptr ? "ignore" : "exclude_modules";
   }
   const Json* algo = q->Find("quant_algo");
+  // ModelArchConfigConvertorBase._normalize_quantization_config sets quant_method for a nested
+  // ModelOpt description (producer modelopt) from its quant_algo, and knows only these.
+  if (shell != nullptr && algo != nullptr && !algo->is_null() && IsModelOptProducer(root, *shell)) {
+    constexpr std::string_view kNormalized[] = {"FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO",
+                                                "NVFP4", "MIXED_PRECISION"};
+    if (std::find(std::begin(kNormalized), std::end(kNormalized), Upper(PyStr(*algo))) ==
+        std::end(kNormalized)) {
+      return EngineError(fmt::format("ValueError: Unknown ModelOpt quant algo: {}", PyStr(*algo)));
+    }
+  }
   if (!Truthy(algo)) return EngineError("ValueError: Missing 'quant_algo' in quantization config");
   d->algo = Upper(PyStr(*algo));
   if (kv != nullptr) {
@@ -394,9 +412,23 @@ Status ReadSglangCurrent(const Json& root, const Json* shell, Description* d) {
   }
   if (Contains(name, "FP4") || Contains(name, "NVFP4")) return ReadSglangFp4(root, d);
   if (name == "MXFP8") {
-    return Unsupported(fmt::format(
-        "{}: SGLang resolves quant_algo MXFP8 to its own mxfp8 method, not to a ModelOpt config",
-        d->where.ToString()));
+    // _parse_modelopt_quant_config rewrites a nested description into mxfp8's own dict
+    // (activation_scheme dynamic, blocks [1, group_size]); a flat one reaches Fp8Config.from_config
+    // as written, which requires activation_scheme.
+    if (shell == nullptr) {
+      return EngineError(
+          "ValueError: Cannot find any of ['activation_scheme'] in the model's quantization "
+          "config.");
+    }
+    d->algo = name;
+    d->engine_config = EngineConfig::kMxfp8;
+    d->exclude_key = described->Find("exclude_modules") != nullptr ? "exclude_modules" : "ignore";
+    QP_ASSIGN_OR_RETURN(d->exclude, ExcludeList(*described, d->exclude_key, d->file));
+    d->info = FindAlgo(d->algo);
+    d->notes.push_back(
+        "quant_algo MXFP8: SGLang resolves its own mxfp8 method (Fp8Config with MX blocks of 32), "
+        "which reads exclude_modules as Fp8Config's ignored layers (no globs) and no other field");
+    return {};
   }
   return ReadSglangFp8(root, d);
 }

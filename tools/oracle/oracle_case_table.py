@@ -440,6 +440,20 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
         note="Fp8Config.apply_vllm_mapper maps ignored_layers with the Qwen2.5-VL hf_to_vllm_mapper (prefix "
              "renames); both HF layouts (model.language_model.* and model.*) map to language_model.model.*")
 
+    # ModelOpt MXFP8 (vLLM's ModelOptMxFp8Config, SGLang's reading of the algorithm)
+    mxfp8_nested = {"producer": {"name": "modelopt", "version": "0.41.0"},
+                    "quantization": {"quant_algo": "MXFP8", "kv_cache_quant_algo": None,
+                                     "exclude_modules": ["lm_head", "model.layers.0.self_attn*"]}}
+    mxfp8_flat = {"quant_method": "modelopt", "quant_algo": "MXFP8",
+                  "ignore": ["lm_head", "model.layers.1.mlp.gate"]}
+    for e, code, pfx in (("vllm", v_mo, "vllm"), ("sglang", s_mo, "sglang")):
+        add(id=f"{pfx}-modelopt-mxfp8-nested", engine=e, format="modelopt", code=code, config=mxfp8_nested,
+            config_source="hf_quant_config.json", packed_modules_mapping=LLAMA_PMM, layers=nvfp4_layers(e),
+            note="MXFP8 from a standalone hf_quant_config.json (nested form)")
+        add(id=f"{pfx}-modelopt-mxfp8-flat", engine=e, format="modelopt", code=code, config=mxfp8_flat,
+            packed_modules_mapping=LLAMA_PMM, layers=nvfp4_layers(e),
+            note="MXFP8 embedded in config.json (flat form)")
+
     # ------------------------------------------------------------------
     # vLLM 0.34: methods and fields the release adds or removes
     # ------------------------------------------------------------------
