@@ -1,6 +1,7 @@
 // compressed-tensors dialects: which matchers and policies reproduce the library (native), vLLM and
-// SGLang as recorded in oracle/cases/, and the current releases vLLM 0.33.0 and SGLang 0.5.23
-// (oracle/releases/*/cases/). One row per dialect; the plan builder reads only this table.
+// SGLang as recorded in oracle/cases/ (the helper dialects), and the releases since vLLM 0.33.0 and
+// SGLang 0.5.23 (oracle/releases/*/cases/). One row per dialect; the plan builder reads only this
+// table.
 //
 // Goals: every per-dialect choice as data, with the engines' own error texts. Non-goals: the
 // engines' device-dependent scheme classes (only the MoE method's checks that do not depend on the

@@ -5,7 +5,7 @@
 // Goals: FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, NVFP4, W4A8_AWQ and MIXED_PRECISION
 // (quantized_layers), exclude_modules / ignore, kv_cache_quant_algo, each read and matched as the
 // dialect does (modelopt_config.cc, modelopt_rules.cc). Non-goals: tensor layouts.
-// The current releases (vllm@0.33, sglang@0.5.23) add W4A16_NVFP4, MXFP8 and the engines'
+// The releases (since vllm@0.33, sglang@0.5.23) add W4A16_NVFP4, MXFP8 and the engines'
 // MIXED_PRECISION lookup (modelopt_current.cc, modelopt_mixed.cc).
 // Documentation followed: vLLM ModelOptQuantConfigBase.get_quant_method @c9a59901 and 0.33.0;
 // SGLang ModelOptQuantConfig._get_quant_method (newest read) and 0.5.23; the recorded cases in
@@ -34,7 +34,7 @@ enum class KvAttach : uint8_t {
 // One dialect's choices: method classes per algorithm, KV-cache method, LM head.
 struct ModelOptRow {
   std::vector<AlgoMethods> methods;        // empty: native (the detail names the algorithm)
-  std::vector<AlgoMethods> mixed_methods;  // MIXED_PRECISION (current releases)
+  std::vector<AlgoMethods> mixed_methods;  // MIXED_PRECISION (the releases)
   std::string_view kv_method;
   KvAttach attach;
   KvAttach mixed_attach;
@@ -248,7 +248,7 @@ class ModelOptImporterImpl : public Importer {
     plan.moe = KindPolicy::kRules;
     // Router gates are built without a quantization config. The recorded engine code returns no
     // method for ParallelLMHead, and ModelOpt's default configuration leaves lm_head unquantized;
-    // the current releases send the LM head through the linear path.
+    // the releases send the LM head through the linear path.
     plan.router = KindPolicy::kUnquantized;
     plan.embedding = KindPolicy::kUnquantized;
     plan.lm_head = row.lm_head_as_linear ? KindPolicy::kRules : KindPolicy::kUnquantized;

@@ -116,7 +116,7 @@ Result<std::vector<RuleGroup>> ExclusionGroups(const Description& d, const Diale
 // MoE sites through their experts' entries).
 Result<RuleGroup> QuantizedLayersGroup(const Description& d);
 
-// The current releases' MIXED_PRECISION (modelopt_mixed.cc): quantized_layers looked up as
+// The releases' MIXED_PRECISION (modelopt_mixed.cc): quantized_layers looked up as
 // `_resolve_quant_algo` does, as rule groups placed around the exclusion groups; each algorithm's
 // method from `methods`.
 Result<std::vector<RuleGroup>> EngineMixedGroups(const Description& d, const Dialect& dialect,

@@ -119,7 +119,8 @@ TEST(MatchCases, Qwen35InProjBaFailsTheBlockCheckUnderEitherPrefix) {
                  "weight_block_size": [128, 128]},
       "packed_modules_mapping": {"in_proj_qkvz": ["in_proj_qkv", "in_proj_z"],
                                  "in_proj_ba": ["in_proj_b", "in_proj_a"]},
-      "layers": [{"prefix": ")" + root + R"(.layers.0.linear_attn.in_proj_ba", "kind": "linear",
+      "layers": [{"prefix": ")" +
+                             root + R"(.layers.0.linear_attn.in_proj_ba", "kind": "linear",
                   "module_class": "MergedColumnParallelLinear", "shape": [96, 5120],
                   "legs": [48, 48]}]}])";
     Result<std::vector<CaseDecision>> d = Match(text);
