@@ -25,12 +25,14 @@ const Importer* HqqImporter();
 const Importer* TorchaoImporter();
 const Importer* GgufImporter();
 const Importer* MlxImporter();
+// vLLM's online shorthands (fp8_per_block, mxfp8, …), one importer each; never detected.
+std::vector<const Importer*> VllmOnlineImporters();
 // The MLX description (config.json `quantization` or `quantization_config` with bits and
 // group_size and no quant_method), or nullptr.
 const Json* LocateMlx(const ConfigSources& sources);
 
 inline std::vector<const Importer*> MakeImporterList() {
-  return {
+  std::vector<const Importer*> importers = {
       Fp8Importer(),
       // AutoRound before GPTQ and AWQ: its exports may say quant_method "awq" / "gptq" and are
       // told apart by AutoRound's own keys (provider, autoround_version).
@@ -64,6 +66,9 @@ inline std::vector<const Importer*> MakeImporterList() {
       // under quantization / quantization_config), so it is tried last.
       MlxImporter(),
   };
+  // Only --quantization names them: they describe no checkpoint.
+  for (const Importer* online : VllmOnlineImporters()) importers.push_back(online);
+  return importers;
 }
 
 }  // namespace quantpath

@@ -455,6 +455,20 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
             note="MXFP8 embedded in config.json (flat form)")
 
     # ------------------------------------------------------------------
+    # vLLM online shorthands: --quantization on a folder without a description
+    # ------------------------------------------------------------------
+    online_layers = dense_block(0)[:2] + [moe("model.layers.1.mlp.experts", "vllm"),
+                                          attn("model.layers.0.self_attn.attn", "vllm"), lm_head()]
+    # (0.34's lut_b_moe and mxfp4_hadamard32 are not recorded yet: quantpath has no scheme for them.)
+    for q in ("fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "int8_per_channel_weight_only",
+              "nvfp4_per_token", "mxfp8"):
+        add(id=f"vllm-online-{q}", engine="vllm", format="online",
+            code=["config/quantization.py", "model_executor/layers/quantization/online/"],
+            config={"note": "unrelated"}, config_source="generation_config.json",
+            extra_inputs={"user_quantization": q}, packed_modules_mapping=LLAMA_PMM, layers=online_layers,
+            note="OnlineQuantizationConfig from the shorthand's linear and experts specs")
+
+    # ------------------------------------------------------------------
     # vLLM 0.34: methods and fields the release adds or removes
     # ------------------------------------------------------------------
     v34 = {"vllm": "0.34.0"}

@@ -624,7 +624,9 @@ ALLOWED_BY_ENGINE: dict[str, dict[str, str]] = {
 # validation, not a missing CUDA dependency): recorded as that layer's error, as the engine raises
 # it from get_quant_method.
 ENGINE_REFUSALS: dict[str, set[tuple[str, str]]] = {
-    "vllm": {("CompressedTensorsW4A8Fp8MoEMethod", "Only group size 128 supported for W4A8 MoE")},
+    "vllm": {("CompressedTensorsW4A8Fp8MoEMethod", "Only group size 128 supported for W4A8 MoE"),
+             # capability 9.0 is the recordings' device
+             ("Nvfp4OnlineMoEMethod", "requires a Blackwell (SM100) GPU")},
 }
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+// vLLM's online quantization shorthands (`--quantization fp8_per_block`, …): a bf16 / fp16 / fp32
+// checkpoint quantized at load by vLLM's OnlineQuantizationConfig (config/quantization.py
+// _ONLINE_SHORTHANDS, layers/quantization/online/*.py).
+//
+// Each shorthand names a linear spec, an experts spec, or both; a layer kind without one stays
+// unquantized. Attention gets no KV-cache method and the LM head none (vLLM 0.33.0 and 0.34.0,
+// recorded: releases/vllm-*/cases/vllm-online.json). `fp8` itself is the fp8 importer's (fp8.cc).
+// Decisions are as on a device of capability 9.0, where nvfp4_per_token's experts method refuses.
+//
+// Not reproduced yet: 0.34's lut_b_moe (LUT-B experts) and mxfp4_hadamard32 (MXFP4 linear layers
+// behind a block Hadamard rotation of the input), whose storage quantpath has no scheme for.
+#include <array>
+#include <optional>
+#include <string>
+
+#include "fmt/format.h"
+#include "quantpath/importers.h"
+#include "src/importers/common.h"
+#include "src/importers/importer_list.h"
+
+namespace quantpath {
+namespace {
+
+// What a shorthand does to one layer kind: quantize with `scheme`, refuse with `failure`, or
+// (neither) leave it unquantized.
+struct KindSpec {
+  std::optional<QuantScheme> scheme;
+  std::string_view method;   // the engine's method class
+  std::string_view failure;  // the engine's error text
+};
+
+struct Shorthand {
+  std::string_view name;
+  KindSpec linear;
+  KindSpec experts;
+};
+
+TensorQuant Fp8Weights(Granularity granularity) {
+  TensorQuant t;
+  t.dtype = QDType::kFP8E4M3;
+  t.granularity = granularity;
+  return t;
+}
+
+TensorQuant DynamicInput(QDType dtype, Granularity granularity,
+                         std::optional<int64_t> group = std::nullopt) {
+  TensorQuant t;
+  t.dtype = dtype;
+  t.granularity = granularity;
+  t.group_size = group;
+  t.dynamic = Dynamic::kDynamic;
+  return t;
+}
+
+QuantScheme Online(TensorQuant weight, std::optional<TensorQuant> input) {
+  QuantScheme s;
+  s.weight = weight;
+  s.weight.load.layout = SourceLayout::kDense;
+  s.input = std::move(input);
+  s.online = true;
+  return s;
+}
+
+QuantScheme Fp8PerTensor() {
+  return Online(Fp8Weights(Granularity::kPerTensor),
+                DynamicInput(QDType::kFP8E4M3, Granularity::kPerToken));
+}
+QuantScheme Fp8PerBlock() {
+  TensorQuant w = Fp8Weights(Granularity::kBlock);
+  w.block_shape = std::array<int64_t, 2>{128, 128};
+  return Online(w, DynamicInput(QDType::kFP8E4M3, Granularity::kGroup, 128));
+}
+QuantScheme Fp8PerChannel() {
+  return Online(Fp8Weights(Granularity::kPerChannel),
+                DynamicInput(QDType::kFP8E4M3, Granularity::kPerToken));
+}
+QuantScheme Int8ChannelWeightOnly() {
+  TensorQuant w;
+  w.dtype = QDType::kINT8;
+  w.granularity = Granularity::kPerChannel;
+  return Online(w, std::nullopt);
+}
+QuantScheme Mxfp8() {
+  TensorQuant w;
+  w.dtype = QDType::kMXFP8;
+  w.granularity = Granularity::kGroup;
+  w.group_size = 32;
+  w.micro_scaled = true;
+  TensorQuant x = DynamicInput(QDType::kMXFP8, Granularity::kGroup, 32);
+  x.micro_scaled = true;
+  return Online(w, x);
+}
+
+// The shorthands both recorded releases register, in _ONLINE_SHORTHANDS order.
+const std::vector<Shorthand>& Shorthands() {
+  static const std::vector<Shorthand> kShorthands = {
+      {"fp8_per_tensor",
+       {Fp8PerTensor(), "Fp8PerTensorOnlineLinearMethod", ""},
+       {Fp8PerTensor(), "Fp8PerTensorOnlineMoEMethod", ""}},
+      {"fp8_per_block",
+       {Fp8PerBlock(), "Fp8PerBlockOnlineLinearMethod", ""},
+       {Fp8PerBlock(), "Fp8PerBlockOnlineMoEMethod", ""}},
+      {"fp8_per_channel",
+       {Fp8PerChannel(), "Fp8PtpcOnlineLinearMethod", ""},
+       {Fp8PerChannel(), "Fp8PtpcOnlineMoEMethod", ""}},
+      {"int8_per_channel_weight_only",
+       {std::nullopt, "", ""},
+       {Int8ChannelWeightOnly(), "Int8OnlineMoEMethod", ""}},
+      {"nvfp4_per_token",
+       {std::nullopt, "", ""},
+       {std::nullopt, "",
+        "ValueError: nvfp4_per_token online quantization requires a Blackwell (SM100) GPU."}},
+      {"mxfp8", {Mxfp8(), "Mxfp8OnlineLinearMethod", ""}, {Mxfp8(), "Mxfp8OnlineMoEMethod", ""}},
+  };
+  return kShorthands;
+}
+
+Action ActionFor(const KindSpec& spec, std::string_view shorthand, std::string_view unquantized) {
+  if (!spec.failure.empty()) {
+    return {ActionKind::kFail, std::nullopt, std::string(spec.failure), ""};
+  }
+  if (!spec.scheme) {
+    return {ActionKind::kSkip, std::nullopt,
+            fmt::format("vLLM's {} shorthand has no spec for this kind of layer", shorthand),
+            std::string(unquantized)};
+  }
+  return {ActionKind::kQuantize, spec.scheme,
+          fmt::format("vLLM's {} shorthand quantizes it at load", shorthand),
+          std::string(spec.method)};
+}
+
+class VllmOnlineImporter final : public Importer {
+ public:
+  explicit VllmOnlineImporter(const Shorthand& shorthand) : s_(shorthand) {}
+  std::string_view name() const override { return s_.name; }
+  // A shorthand describes no checkpoint: it only ever comes from --quantization.
+  bool Detect(const ConfigSources&) const override { return false; }
+
+  Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect&) const override {
+    return InvalidInput(fmt::format(
+        "--quantization {} quantizes a high-precision checkpoint at load; the model's files ({}) "
+        "describe a quantization of their own",
+        s_.name, Join(sources.FileNames(), ", ")));
+  }
+
+  Result<std::optional<QuantPlan>> PlanWithoutDescription(const ConfigSources&,
+                                                          const Dialect& dialect) const override {
+    if (!Since(dialect, DialectId::kVllm033)) {
+      return Unsupported(fmt::format(
+          "--quantization {}: quantpath reproduces it as vLLM's online shorthand (vllm@0.33 on), "
+          "not as {} reads it",
+          s_.name, dialect.name));
+    }
+    QuantPlan plan;
+    plan.quant_method = std::string(s_.name);
+    plan.dialect = dialect;
+    plan.default_action = ActionFor(s_.linear, s_.name, "UnquantizedLinearMethod");
+    plan.linear = KindPolicy::kRules;
+    plan.moe = KindPolicy::kRules;
+    plan.router = KindPolicy::kUnquantized;
+    plan.embedding = KindPolicy::kUnquantized;
+    plan.lm_head = KindPolicy::kUnquantized;
+    RuleGroup experts{"online experts spec", {}, FusedPolicy::kFusedNameOnly, ""};
+    QP_ASSIGN_OR_RETURN(
+        Rule rule, MakeRule(MatchKind::kGlob, "*", RegexFlavor::kPythonRe, KindBit(SiteKind::kMoe),
+                            ActionFor(s_.experts, s_.name, "UnquantizedFusedMoEMethod"),
+                            {"--quantization " + std::string(s_.name), ""}));
+    experts.rules.push_back(std::move(rule));
+    plan.groups.push_back(std::move(experts));
+    plan.notes.push_back(fmt::format(
+        "--quantization {} without a description: vLLM's OnlineQuantizationConfig quantizes the "
+        "weights at load and attaches no KV-cache method",
+        s_.name));
+    return std::optional<QuantPlan>(std::move(plan));
+  }
+
+ private:
+  Shorthand s_;
+};
+
+}  // namespace
+
+std::vector<const Importer*> VllmOnlineImporters() {
+  static const std::vector<VllmOnlineImporter> kImporters = [] {
+    std::vector<VllmOnlineImporter> importers;
+    for (const Shorthand& s : Shorthands()) importers.emplace_back(s);
+    return importers;
+  }();
+  std::vector<const Importer*> out;
+  for (const VllmOnlineImporter& i : kImporters) out.push_back(&i);
+  return out;
+}
+
+}  // namespace quantpath

@@ -1,0 +1,70 @@
+// vLLM's online shorthands as --quantization names: what each quantizes at load, and the dialects
+// that do not read them. The decisions are held to the recordings
+// (tests/data/oracle/releases/vllm-*/cases/vllm-online.json).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "quantpath/importers.h"
+#include "quantpath/planner.h"
+#include "tests/importers/gptq_family_test_util.h"
+
+namespace quantpath {
+namespace {
+
+Result<std::optional<QuantPlan>> Online(std::string_view name, std::string_view dialect) {
+  const Importer* importer = FindImporter(name);
+  EXPECT_NE(importer, nullptr) << name;
+  return importer->PlanWithoutDescription(ConfigSources::FromMemory({}), *ParseDialect(dialect));
+}
+
+LayerSite Site(std::string path, SiteKind kind) {
+  LayerSite site;
+  site.path = std::move(path);
+  site.kind = kind;
+  return site;
+}
+
+TEST(VllmOnline, EachShorthandQuantizesItsKindsAtLoad) {
+  Result<std::optional<QuantPlan>> block = Online("fp8_per_block", "vllm");
+  ASSERT_TRUE(block.ok() && block->has_value()) << block.status().message();
+  const Decision linear =
+      DecideSite(**block, Site("model.layers.0.mlp.down_proj", SiteKind::kLinear));
+  ASSERT_EQ(linear.kind, DecisionKind::kQuantized);
+  EXPECT_TRUE(linear.scheme->online);
+  EXPECT_EQ(linear.scheme->weight.block_shape, (std::array<int64_t, 2>{128, 128}));
+  EXPECT_EQ(linear.detail, "Fp8PerBlockOnlineLinearMethod");
+
+  // Experts only: linear layers keep their weights.
+  Result<std::optional<QuantPlan>> int8 = Online("int8_per_channel_weight_only", "vllm@0.33");
+  ASSERT_TRUE(int8.ok() && int8->has_value());
+  EXPECT_EQ(DecideSite(**int8, Site("model.layers.0.mlp.down_proj", SiteKind::kLinear)).kind,
+            DecisionKind::kUnquantized);
+  const Decision experts = DecideSite(**int8, Site("model.layers.1.mlp.experts", SiteKind::kMoe));
+  ASSERT_EQ(experts.kind, DecisionKind::kQuantized);
+  EXPECT_EQ(experts.scheme->weight.dtype, QDType::kINT8);
+  EXPECT_FALSE(experts.scheme->input.has_value());
+
+  // On the recordings' device (capability 9.0) nvfp4_per_token's experts method refuses.
+  Result<std::optional<QuantPlan>> nvfp4 = Online("nvfp4_per_token", "vllm@0.34");
+  ASSERT_TRUE(nvfp4.ok() && nvfp4->has_value());
+  const Decision refused = DecideSite(**nvfp4, Site("model.layers.1.mlp.experts", SiteKind::kMoe));
+  EXPECT_EQ(refused.kind, DecisionKind::kError);
+  EXPECT_NE(refused.detail.find("requires a Blackwell (SM100) GPU"), std::string::npos);
+}
+
+TEST(VllmOnline, OnlyTheVllmReleasesReadThem) {
+  for (const char* dialect : {"native", "vllm@helpers", "sglang@0.5.23"}) {
+    Result<std::optional<QuantPlan>> plan = Online("mxfp8", dialect);
+    ASSERT_FALSE(plan.ok()) << dialect;
+    EXPECT_NE(plan.status().message().find("vLLM's online shorthand"), std::string::npos)
+        << plan.status().message();
+  }
+  // Never detected from files: they describe no checkpoint.
+  EXPECT_FALSE(FindImporter("fp8_per_channel")
+                   ->Detect(family_test::Embedded(R"({"quant_method": "fp8_per_channel"})")));
+}
+
+}  // namespace
+}  // namespace quantpath
