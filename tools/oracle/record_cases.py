@@ -13,11 +13,12 @@ parent process starts one worker per engine with that engine on `sys.path`.
 
     python3 tools/oracle/record_cases.py \
         --python /tmp/oracle-venv/bin/python \
+        --release vllm==0.34.0 --release sglang==0.5.23 \
         --vllm-src /tmp/oracle-src/vllm --vllm-extra /tmp/oracle-extra-vllm \
         --sglang-src /tmp/oracle-src/sglang --sglang-extra /tmp/oracle-extra-sglang
 
 Options: `--only ID_SUBSTRING` to record a subset (printed, files untouched),
-`--compare-old` to replay tests/data/oracle/cases/*.json through the current
+`--compare-old` to replay tests/data/oracle/cases/*.json through the given
 releases and print where the decisions changed.
 """
 

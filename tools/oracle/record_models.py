@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the engines building their real model classes, on the meta device, from model folders.
 
-For vLLM 0.33.0 and SGLang 0.5.23 (extracted release wheels, see tools/oracle/README.md) every
+For each release named with --release (extracted release wheels, see tools/oracle/README.md) every
 recording of model_table.py copies a corpus folder (plus its overrides) into a temp model folder,
 runs the engine's own config path (HF config, method detection with the optional
 `--quantization`, the engine's `get_quant_config`), builds the engine's model class with a
@@ -9,6 +9,7 @@ one-rank gloo group and `load_format="dummy"` on the meta device, and records ev
 `get_quant_method` call (prefix, layer class, decision) and every module of the built model.
 
     python3 tools/oracle/record_models.py --python /tmp/oracle-venv/bin/python \
+        --release vllm==0.34.0 --release sglang==0.5.23 \
         --vllm-src /tmp/oracle-src/vllm --vllm-extra /tmp/oracle-extra-vllm \
         --sglang-src /tmp/oracle-src/sglang --sglang-extra /tmp/oracle-extra-sglang
 
