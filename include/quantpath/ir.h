@@ -184,9 +184,10 @@ Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool specula
 // functions as recorded at several commits (tests/data/oracle/cases/), or one PyPI release.
 enum class DialectLine : uint8_t { kNative, kHelpers, kRelease };
 
-// A dialect's row in the one dialect table (src/ir/dialects.cc). Releases of one engine are
-// ordered by `rank`; per-dialect facts elsewhere are rows keyed by the dialect they hold from
-// (DialectRow below), so adding a release is its row here plus the facts that changed.
+// A dialect's row in the one dialect table (kDialectTable below; its lookups are in
+// src/ir/dialects.cc). Releases of one engine are ordered by `rank`; per-dialect facts elsewhere
+// are rows keyed by the dialect they hold from (DialectRow below), so adding a release is its row
+// here plus the facts that changed.
 enum class DialectId : uint8_t {
   kNative,
   kVllmHelpers,    // vllm@helpers
