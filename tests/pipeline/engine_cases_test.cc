@@ -134,6 +134,24 @@ TEST(MatchCases, Qwen35InProjBaFailsTheBlockCheckUnderEitherPrefix) {
   }
 }
 
+// A case names its dialect, or its engine and the release its engine_commit names; a release
+// quantpath does not reproduce is an error naming the case, never the newest release instead.
+TEST(MatchCases, AReleaseQuantpathDoesNotReproduceIsAnError) {
+  const auto text = [](std::string_view engine, std::string_view commit) {
+    return std::string(R"([{"id": "c1", "engine": ")") + std::string(engine) +
+           R"(", "engine_commit": ")" + std::string(commit) + R"(", "format": "fp8",
+      "config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+      "layers": [{"prefix": "model.layers.0.mlp.down_proj", "kind": "linear"}]}])";
+  };
+  Result<std::vector<CaseDecision>> future = Match(text("vllm", "vllm 0.99.0 (fp8.py)"));
+  ASSERT_FALSE(future.ok());
+  EXPECT_NE(future.status().message().find("cases.json#/0"), std::string::npos)
+      << future.status().message();
+  EXPECT_NE(future.status().message().find("vllm 0.99.0"), std::string::npos);
+  EXPECT_TRUE(Match(text("vllm", "vllm 0.34.0 (fp8.py)")).ok());
+  EXPECT_TRUE(Match(text("vllm@helpers", "1436674bcb")).ok());
+}
+
 TEST(MatchCases, MalformedShapesNameFileCaseAndLayer) {
   const std::string layer = R"({"prefix": "model.layers.0.mlp.gate_up_proj", "kind": "linear",
     "module_class": "MergedColumnParallelLinear", )";
