@@ -166,19 +166,36 @@ enum class Parallel : uint8_t {
 // Dialects: whose string semantics an importer reproduces.
 enum class Engine : uint8_t { kNative, kVllm, kSglang };
 enum class RegexFlavor : uint8_t { kPythonRe, kPythonRegexModule };
+// The platform the engine runs on (--platform): which methods it registers and which kernel path
+// (scheme) a layer gets. quantpath's own device is DeviceCaps (--device), a separate choice.
+enum class Platform : uint8_t {
+  kCuda,    // an NVIDIA GPU of compute capability 9.0, as every cuda recording assumes
+  kCpu,     // x86 without AMX (SGLang: SGLANG_USE_CPU_ENGINE=1)
+  kCpuAmx,  // x86 with AMX tiles and the engine's AMX kernels
+  kNpu,     // Ascend (SGLang)
+  kMps,     // Apple silicon (SGLang)
+};
+inline constexpr std::string_view kPlatformNames[] = {"cuda", "cpu", "cpu-amx", "npu", "mps"};
+constexpr std::string_view PlatformName(Platform p) {
+  return kPlatformNames[static_cast<size_t>(p)];
+}
+std::optional<Platform> ParsePlatform(std::string_view name);
+
 // How the engine is started beyond the folder, where that changes decisions: the tensor-parallel
 // size (per-rank shapes meet block and packing checks), the dtype the model is built in (methods
-// that refuse it), and whether speculative decoding builds the MTP / draft layers.
+// that refuse it), whether speculative decoding builds the MTP / draft layers, and the platform.
 struct Launch {
-  int64_t tp_size = 1;          // --tp (the engines' --tensor-parallel-size)
-  std::optional<QDType> dtype;  // --dtype; nullopt is `auto`: the config's torch_dtype
-  bool speculative = false;     // --speculative
+  int64_t tp_size = 1;                  // --tp (the engines' --tensor-parallel-size)
+  std::optional<QDType> dtype;          // --dtype; nullopt is `auto`: the config's torch_dtype
+  bool speculative = false;             // --speculative
+  Platform platform = Platform::kCuda;  // --platform
 };
 inline constexpr int64_t kMaxTpSize = 4096;
 // From the command line: `dtype` is `auto` or one the engines accept for --dtype (bfloat16,
-// float16/half, float32/float); `tp_size` in [1, kMaxTpSize]. An error names the option and says
-// what is accepted.
-Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative);
+// float16/half, float32/float); `tp_size` in [1, kMaxTpSize]; `platform` a kPlatformNames entry.
+// An error names the option and says what is accepted.
+Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative,
+                           std::string_view platform = "cuda");
 
 // Which code of an engine a dialect reproduces: quantpath's own reading, the engines' helper
 // functions as recorded at several commits (tests/data/oracle/cases/), or one PyPI release.

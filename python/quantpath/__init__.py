@@ -55,6 +55,7 @@ def _args(
     speculative: bool = False,
     modelslim_packing: Optional[str] = None,
     int8_activations: bool = False,
+    platform: str = "cuda",
 ) -> _quantpath.OpenArgs:
     args = _quantpath.OpenArgs()
     args.engine = engine
@@ -64,6 +65,7 @@ def _args(
     args.dtype = dtype
     args.tp = tp
     args.speculative = speculative
+    args.platform = platform
     args.modelslim_packing = modelslim_packing or ""
     args.int8_activations = int8_activations
     return args
@@ -81,11 +83,12 @@ def plan(
     speculative: bool = False,
     modelslim_packing: Optional[str] = None,
     int8_activations: bool = False,
+    platform: str = "cuda",
 ) -> Dict[str, Any]:
     """Every layer site decided: the object ``quantpath plan FOLDER --json`` prints."""
     args = _args(
         engine, quantization, online, device, dtype, tp, speculative, modelslim_packing,
-        int8_activations,
+        int8_activations, platform,
     )
     return json.loads(_quantpath.plan_json(fspath(folder), args))
 
@@ -100,9 +103,10 @@ def explain(
     dtype: str = "auto",
     tp: int = 1,
     speculative: bool = False,
+    platform: str = "cuda",
 ) -> Dict[str, Any]:
     """Every rule tried for one layer: the object ``quantpath explain FOLDER LAYER --json`` prints."""
-    args = _args(engine, quantization, online, "cpu", dtype, tp, speculative)
+    args = _args(engine, quantization, online, "cpu", dtype, tp, speculative, platform=platform)
     return json.loads(_quantpath.explain_json(fspath(folder), layer, args))
 
 
@@ -113,9 +117,10 @@ def check(
     quantization: Optional[str] = None,
     tp: int = 1,
     modelslim_packing: Optional[str] = None,
+    platform: str = "cuda",
 ) -> Dict[str, Any]:
     """The checkpoint's headers held against its config: ``quantpath check FOLDER --json``."""
-    args = _args(engine, quantization, tp=tp, modelslim_packing=modelslim_packing)
+    args = _args(engine, quantization, tp=tp, modelslim_packing=modelslim_packing, platform=platform)
     return json.loads(_quantpath.check_json(fspath(folder), args))
 
 

@@ -37,6 +37,7 @@ struct OpenArgs {
   std::string dtype = "auto";
   int64_t tp = 1;
   bool speculative = false;
+  std::string platform = "cuda";
   std::string modelslim_packing;
   bool int8_activations = false;
 };

@@ -104,8 +104,9 @@ Layer Load(const std::string& folder, const std::string& path, int64_t rank, con
 }  // namespace
 
 OpenOptions Options(const OpenArgs& args) {
-  OpenOptions options = Unwrap(OpenOptions::Parse(args.engine, args.quantization, args.device,
-                                                  args.dtype, args.tp, args.speculative));
+  OpenOptions options =
+      Unwrap(OpenOptions::Parse(args.engine, args.quantization, args.device, args.dtype, args.tp,
+                                args.speculative, args.platform));
   Check(options.SetFormatOption("modelslim-packing", args.modelslim_packing));
   Check(options.SetOnline(args.online));
   options.int8_activations = args.int8_activations;
@@ -122,6 +123,7 @@ void BindOpenArgs(nb::module_& m) {
       .def_rw("dtype", &OpenArgs::dtype)
       .def_rw("tp", &OpenArgs::tp)
       .def_rw("speculative", &OpenArgs::speculative)
+      .def_rw("platform", &OpenArgs::platform)
       .def_rw("modelslim_packing", &OpenArgs::modelslim_packing)
       .def_rw("int8_activations", &OpenArgs::int8_activations);
 }

@@ -308,8 +308,8 @@ class AutoRoundFormat final : public Importer {
     }
     std::optional<std::string> method = QuantMethod(*found->primary.json);
     if (method && IsAutoRoundMethod(*method)) return BuildAutoRoundPlan(dialect, *found);
-    Result<QuantPlan> plan =
-        *method == "awq" ? BuildAwqPlan(dialect, *found) : BuildGptqPlan(sources, dialect, *found);
+    Result<QuantPlan> plan = *method == "awq" ? BuildAwqPlan(sources, dialect, *found)
+                                              : BuildGptqPlan(sources, dialect, *found);
     if (plan.ok()) {
       plan->notes.push_back(fmt::format(
           "written by AutoRound; {} reads it as quant_method \"{}\", so AutoRound's own fields "

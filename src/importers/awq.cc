@@ -81,9 +81,17 @@ struct AwqDialect {
   std::string_view bits_error;  // {} = the width found; empty = the generic text
   std::string_view unquantized_detail, marlin_linear, plain_linear;
   std::string_view moe_method;  // empty: MoE sites get the linear method's detail
+  bool has_marlin = true;       // off CUDA, SGLang's Marlin check fails: the plain AWQ config
+  // The kernel path the platform's config attaches (layer.scheme), which the details name.
+  std::string_view linear_scheme = {}, moe_scheme = {};
 };
 
-const AwqDialect& DialectFor(const Dialect& dialect) {
+// "AWQLinearMethod[scheme=AWQIntelAMXLinearScheme]", or the method alone without a scheme.
+std::string WithScheme(std::string_view method, std::string_view scheme) {
+  return scheme.empty() ? std::string(method) : fmt::format("{}[scheme={}]", method, scheme);
+}
+
+const AwqDialect& DialectFor(const Dialect& dialect, Platform platform) {
   constexpr SiteKindSet kLinearMoe = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kMoe);
   constexpr SiteKindSet kLinearHead = KindBit(SiteKind::kLinear) | KindBit(SiteKind::kLmHead);
   constexpr std::string_view kOnlyFourBits =
@@ -161,6 +169,33 @@ const AwqDialect& DialectFor(const Dialect& dialect) {
                                       .marlin_linear = "AWQLinearMethod",
                                       .plain_linear = "AWQLinearMethod",
                                       .moe_method = "AWQMoEMethod"};
+  // SGLang 0.5.23 off CUDA resolves "awq": AWQConfig on a CPU without AMX (linear layers only),
+  // AWQCPUConfig with AMX and AWQConfig's NPU branch (MoE too, never the LM head, fp16 or bf16).
+  static const AwqDialect kSglang0523Cpu = [] {
+    AwqDialect d = kSglang0523;
+    d.has_marlin = false;
+    d.linear_scheme = "AWQLinearScheme";
+    return d;
+  }();
+  static const AwqDialect kSglang0523Amx = [] {
+    AwqDialect d = kSglang0523Cpu;
+    d.plain_linear_only = false;
+    d.plain_fp16_only = false;
+    d.reads_lm_head = false;
+    d.linear_scheme = "AWQIntelAMXLinearScheme";
+    d.moe_scheme = "AWQIntelAMXMoEScheme";
+    return d;
+  }();
+  static const AwqDialect kSglang0523Npu = [] {
+    AwqDialect d = kSglang0523Amx;
+    d.linear_scheme = "AWQAscendLinearScheme";
+    d.moe_scheme = "AWQAscendMoEScheme";
+    return d;
+  }();
+  if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
+    if (platform == Platform::kCpu) return kSglang0523Cpu;
+    return platform == Platform::kNpu ? kSglang0523Npu : kSglang0523Amx;
+  }
   static const std::array<DialectRow<AwqDialect>, 5> kRows = {{
       {DialectId::kNative, kNative},
       {DialectId::kVllmHelpers, kVllm},
@@ -227,15 +262,16 @@ class AwqFormat final : public Importer {
     if (!found) {
       return InvalidInput(fmt::format("no AWQ description in {}", Join(sources.FileNames(), ", ")));
     }
-    return BuildAwqPlan(dialect, *found, sources.requested_method());
+    return BuildAwqPlan(sources, dialect, *found);
   }
 };
 
 }  // namespace
 
-Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& config,
-                               const std::optional<std::string>& requested) {
-  const AwqDialect& d = DialectFor(dialect);
+Result<QuantPlan> BuildAwqPlan(const ConfigSources& sources, const Dialect& dialect,
+                               const FamilyConfig& config) {
+  const std::optional<std::string>& requested = sources.requested_method();
+  const AwqDialect& d = DialectFor(dialect, sources.launch().platform);
   const ConfigCopy& copy = config.primary;
   QuantPlan plan;
   plan.quant_method = "awq";
@@ -290,8 +326,9 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
 
   // vLLM and SGLang run Marlin when it supports the scheme (4 bits with zero points, a Marlin
   // group size), the plain AWQ kernel otherwise.
-  bool marlin = zero_point.value_or(true) && (weight.group_size == -1 || weight.group_size == 32 ||
-                                              weight.group_size == 64 || weight.group_size == 128);
+  bool marlin = d.has_marlin && zero_point.value_or(true) &&
+                (weight.group_size == -1 || weight.group_size == 32 || weight.group_size == 64 ||
+                 weight.group_size == 128);
   if (d.marlin_needs_current_keys &&
       (QuantMethod(*copy.json) != "awq" || copy.json->FindNonNull("bits") == nullptr ||
        copy.json->FindNonNull("group_size") == nullptr)) {
@@ -306,6 +343,9 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
   if (d.plain_fp16_only && !marlin) {
     plan.engine_method = "awq";
     plan.act_dtypes = {QDType::kFP16};
+  } else if (!d.has_marlin) {
+    plan.engine_method = "awq";
+    plan.act_dtypes = {QDType::kFP16, QDType::kBF16};
   }
   if (d.engine_required_fields && !marlin) {
     plan.notes.push_back(
@@ -315,7 +355,7 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
   plan.default_action = {
       ActionKind::kQuantize, scheme,
       fmt::format("awq {} applies to every layer no rule names", scheme->CanonicalName()),
-      std::string(detail)};
+      WithScheme(detail, d.linear_scheme)};
   // Whether the chosen kernel also takes MoE experts and (when lm_head says so) the LM head.
   bool beyond_linear = marlin || !d.plain_linear_only;
 
@@ -354,7 +394,7 @@ Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& confi
   if (!d.moe_method.empty() && beyond_linear) {
     // The engine's MoE method for every experts site the skip list leaves quantized.
     Action experts = plan.default_action;
-    experts.detail = std::string(d.moe_method);
+    experts.detail = WithScheme(d.moe_method, d.moe_scheme);
     QP_ASSIGN_OR_RETURN(RuleGroup group,
                         KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
     plan.groups.push_back(std::move(group));

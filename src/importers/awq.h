@@ -10,10 +10,10 @@
 
 namespace quantpath {
 
-// The plan for an AWQ description `config` (located by the caller) in `dialect`. Compares the
-// embedded block with the standalone copies first. `requested` is the user's --quantization name,
-// when given (an explicit "awq" keeps SGLang off Marlin).
-Result<QuantPlan> BuildAwqPlan(const Dialect& dialect, const FamilyConfig& config,
-                               const std::optional<std::string>& requested = std::nullopt);
+// The plan for an AWQ description `config` (located by the caller in `sources`) in `dialect` on
+// the launch's platform. Compares the embedded block with the standalone copies first. The user's
+// --quantization name, when given, matters: an explicit "awq" keeps SGLang off Marlin.
+Result<QuantPlan> BuildAwqPlan(const ConfigSources& sources, const Dialect& dialect,
+                               const FamilyConfig& config);
 
 }  // namespace quantpath

@@ -243,7 +243,8 @@ Result<QuantPlan> BitsAndBytesFormat::BuildPlan(const ConfigSources& sources,
     return InvalidInput(fmt::format(
         "{}: ValueError: Unknown quantization method: bitsandbytes. Must be one of {}. ({} has "
         "no bitsandbytes support)",
-        copy.where.ToString(), RegisteredMethodsText(dialect), dialect.name));
+        copy.where.ToString(), RegisteredMethodsText(dialect, sources.launch().platform),
+        dialect.name));
   }
   QuantPlan plan;
   plan.quant_method = "bitsandbytes";

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <vector>
 
 #include "fmt/format.h"
+#include "src/importers/engine_methods.h"
 
 namespace quantpath {
 namespace {
@@ -139,6 +141,23 @@ void CheckActDtype(const ConfigSources& sources, const Dialect& dialect, QuantPl
       "{} builds the model in {} ({}), which {} refuses", dialect.name, QDTypeName(dtype),
       sources.launch().dtype ? "--dtype" : "config.json's dtype as dtype=auto resolves it",
       plan->engine_method));
+}
+
+void CheckPlatformMethod(const ConfigSources& sources, const Dialect& dialect, QuantPlan* plan) {
+  const Platform platform = sources.launch().platform;
+  const std::span<const std::string_view> gate = PlatformMethodGate(dialect, platform);
+  if (gate.empty() || plan->quant_method == "none") return;
+  const std::string name = sources.requested_method().value_or(
+      plan->engine_method.empty() ? plan->quant_method : plan->engine_method);
+  if (std::find(gate.begin(), gate.end(), name) != gate.end()) return;
+  // The loader's get_quant_config raises it, before any config object is built.
+  FailEverySite(fmt::format("get_quant_config ValueError: Invalid quantization method on CPU: {}. "
+                            "Available methods on CPU: {}",
+                            name, RegisteredMethodsText(dialect, platform)),
+                plan);
+  plan->notes.push_back(
+      fmt::format("{} on {} accepts only {}", dialect.name, PlatformName(platform),
+                  Join(std::vector<std::string>(gate.begin(), gate.end()), ", ")));
 }
 
 }  // namespace quantpath

@@ -18,4 +18,9 @@ QDType EngineDtype(const ConfigSources& sources, Engine engine);
 // act_dtypes empty, they come from the method table by the plan's quant_method, else its importer.
 void CheckActDtype(const ConfigSources& sources, const Dialect& dialect, QuantPlan* plan);
 
+// SGLang on a CPU with AMX (--platform cpu-amx): get_quantization_config refuses a method outside
+// CPU_QUANTIZATION_METHODS, so every site the plan builds errors with the engine's text. The name
+// tested is --quantization's, else the method the engine resolved (plan->engine_method).
+void CheckPlatformMethod(const ConfigSources& sources, const Dialect& dialect, QuantPlan* plan);
+
 }  // namespace quantpath

@@ -1,41 +1,120 @@
-// Each release's QUANTIZATION_METHODS (vLLM: layers/quantization/__init__.py; SGLang: the CUDA
-// registry of srt/layers/quantization/__init__.py), in the engine's order.
+// Each release's QUANTIZATION_METHODS per platform (vLLM: layers/quantization/__init__.py; SGLang:
+// srt/layers/quantization/__init__.py, whose registry gains methods by platform at import), in
+// the engine's order, and the platforms each release was recorded on
+// (tests/data/oracle/releases/<release>/platforms/).
 #include "src/importers/engine_methods.h"
 
+#include <algorithm>
 #include <array>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
 
 namespace quantpath {
 namespace {
 
-constexpr std::array<DialectRow<std::string_view>, 6> kMethods = {{
-    {DialectId::kNative, ""},
-    {DialectId::kVllmHelpers, ""},
-    {DialectId::kSglangHelpers, ""},
-    {DialectId::kVllm033,
-     "['awq', 'auto_awq', 'fp8', 'fbgemm_fp8', 'fp_quant', 'modelopt', 'modelopt_fp4', "
-     "'modelopt_mxfp8', 'modelopt_mixed', 'auto_gptq', 'gptq', 'gptq_marlin', 'awq_marlin', "
-     "'humming', 'compressed-tensors', 'experts_int8', 'quark', 'moe_wna16', 'torchao', 'inc', "
-     "'mxfp4', 'gpt_oss_mxfp4', 'deepseek_v4_fp8', 'online', 'fp8_per_tensor', 'fp8_per_block', "
-     "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8']"},
-    // 0.34 adds w4afp8 and the lut_b_moe / mxfp4_hadamard32 shorthands and drops fp_quant.
-    {DialectId::kVllm034,
-     "['awq', 'auto_awq', 'fp8', 'w4afp8', 'fbgemm_fp8', 'modelopt', 'modelopt_fp4', "
-     "'modelopt_mxfp8', 'modelopt_mixed', 'auto_gptq', 'gptq', 'gptq_marlin', 'awq_marlin', "
-     "'humming', 'compressed-tensors', 'experts_int8', 'quark', 'moe_wna16', 'torchao', 'inc', "
-     "'mxfp4', 'gpt_oss_mxfp4', 'deepseek_v4_fp8', 'online', 'fp8_per_tensor', 'fp8_per_block', "
-     "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8', "
-     "'lut_b_moe', 'mxfp4_hadamard32']"},
-    {DialectId::kSglang0523,
-     "['fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', "
-     "'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', "
-     "'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', "
-     "'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', "
-     "'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8', 'mxfp4']"},
+struct PlatformMethods {
+  Platform platform;
+  std::string_view methods;                    // QUANTIZATION_METHODS there
+  std::span<const std::string_view> cpu_gate;  // empty: every registered method is accepted
+  // The importers whose decisions were recorded there; empty: every one.
+  std::span<const std::string_view> recorded = {};
+};
+
+constexpr std::string_view kVllm033Methods =
+    "['awq', 'auto_awq', 'fp8', 'fbgemm_fp8', 'fp_quant', 'modelopt', 'modelopt_fp4', "
+    "'modelopt_mxfp8', 'modelopt_mixed', 'auto_gptq', 'gptq', 'gptq_marlin', 'awq_marlin', "
+    "'humming', 'compressed-tensors', 'experts_int8', 'quark', 'moe_wna16', 'torchao', 'inc', "
+    "'mxfp4', 'gpt_oss_mxfp4', 'deepseek_v4_fp8', 'online', 'fp8_per_tensor', 'fp8_per_block', "
+    "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8']";
+// 0.34 adds w4afp8 and the lut_b_moe / mxfp4_hadamard32 shorthands and drops fp_quant.
+constexpr std::string_view kVllm034Methods =
+    "['awq', 'auto_awq', 'fp8', 'w4afp8', 'fbgemm_fp8', 'modelopt', 'modelopt_fp4', "
+    "'modelopt_mxfp8', 'modelopt_mixed', 'auto_gptq', 'gptq', 'gptq_marlin', 'awq_marlin', "
+    "'humming', 'compressed-tensors', 'experts_int8', 'quark', 'moe_wna16', 'torchao', 'inc', "
+    "'mxfp4', 'gpt_oss_mxfp4', 'deepseek_v4_fp8', 'online', 'fp8_per_tensor', 'fp8_per_block', "
+    "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8', "
+    "'lut_b_moe', 'mxfp4_hadamard32']";
+// SGLang's base registry; CUDA and the CPU add mxfp4, the CPU then gptq (CPUGPTQConfig), the NPU
+// gptq (GPTQAscendConfig) then mxfp4 (W4A4).
+#define QP_SGLANG_0523_BASE                                                                  \
+  "['fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', "      \
+  "'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', "       \
+  "'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', " \
+  "'w4afp8', 'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', "       \
+  "'modelslim', 'quark_int4fp8_moe', 'humming', 'mxfp_w4a8'"
+constexpr std::string_view kSglang0523Cuda = QP_SGLANG_0523_BASE ", 'mxfp4']";
+constexpr std::string_view kSglang0523Cpu = QP_SGLANG_0523_BASE ", 'mxfp4', 'gptq']";
+constexpr std::string_view kSglang0523Npu = QP_SGLANG_0523_BASE ", 'gptq', 'mxfp4']";
+#undef QP_SGLANG_0523_BASE
+
+constexpr std::string_view kSglang0523CpuGate[] = {"fp8",  "w8a8_int8", "compressed-tensors", "awq",
+                                                   "gptq", "mxfp4",     "auto-round"};
+
+constexpr std::string_view kSglang0523NpuRecorded[] = {"modelslim", "gptq", "awq"};
+
+constexpr PlatformMethods kNoEngine[] = {{Platform::kCuda, "", {}}};
+constexpr PlatformMethods kVllm033[] = {{Platform::kCuda, kVllm033Methods, {}}};
+constexpr PlatformMethods kVllm034[] = {{Platform::kCuda, kVllm034Methods, {}}};
+constexpr PlatformMethods kSglang0523[] = {
+    {Platform::kCuda, kSglang0523Cuda, {}},
+    {Platform::kCpu, kSglang0523Cpu, {}},
+    {Platform::kCpuAmx, kSglang0523Cpu, kSglang0523CpuGate},
+    {Platform::kNpu, kSglang0523Npu, {}, kSglang0523NpuRecorded},
+};
+
+constexpr std::array<DialectRow<std::span<const PlatformMethods>>, 6> kPlatforms = {{
+    {DialectId::kNative, kNoEngine},
+    {DialectId::kVllmHelpers, kNoEngine},
+    {DialectId::kSglangHelpers, kNoEngine},
+    {DialectId::kVllm033, kVllm033},
+    {DialectId::kVllm034, kVllm034},
+    {DialectId::kSglang0523, kSglang0523},
 }};
-static_assert(CoversEveryDialect(kMethods));
+static_assert(CoversEveryDialect(kPlatforms));
+
+const PlatformMethods* Find(const Dialect& dialect, Platform platform) {
+  const std::span<const PlatformMethods> rows = RowFor(dialect, kPlatforms);
+  auto it = std::find_if(rows.begin(), rows.end(),
+                         [&](const PlatformMethods& r) { return r.platform == platform; });
+  return it != rows.end() ? &*it : nullptr;
+}
 
 }  // namespace
 
-std::string_view RegisteredMethodsText(const Dialect& dialect) { return RowFor(dialect, kMethods); }
+std::string_view RegisteredMethodsText(const Dialect& dialect, Platform platform) {
+  const PlatformMethods* row = Find(dialect, platform);
+  return row != nullptr ? row->methods : "";
+}
+
+Status CheckPlatformReproduced(const Dialect& dialect, Platform platform,
+                               std::string_view importer) {
+  if (dialect.engine == Engine::kNative) return {};
+  if (const PlatformMethods* row = Find(dialect, platform)) {
+    if (importer.empty() || row->recorded.empty() ||
+        std::find(row->recorded.begin(), row->recorded.end(), importer) != row->recorded.end()) {
+      return {};
+    }
+    return Unsupported(fmt::format(
+        "--platform {}: quantpath reproduces {} there for {} only (the formats recorded there); "
+        "not {}",
+        PlatformName(platform), dialect.name,
+        Join(std::vector<std::string>(row->recorded.begin(), row->recorded.end()), ", "),
+        importer));
+  }
+  std::vector<std::string> names;
+  for (const PlatformMethods& row : RowFor(dialect, kPlatforms)) {
+    names.emplace_back(PlatformName(row.platform));
+  }
+  return Unsupported(fmt::format(
+      "--platform {}: quantpath reproduces {} on {} only (the platforms it was recorded on)",
+      PlatformName(platform), dialect.name, Join(names, ", ")));
+}
+
+std::span<const std::string_view> PlatformMethodGate(const Dialect& dialect, Platform platform) {
+  const PlatformMethods* row = Find(dialect, platform);
+  return row != nullptr ? row->cpu_gate : std::span<const std::string_view>();
+}
 
 }  // namespace quantpath

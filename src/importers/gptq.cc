@@ -282,7 +282,8 @@ Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& source
 
 // The action for layers that end up quantized with `s`: its message is the scheme name, or the
 // engine's error text (kept verbatim: a kFail message is the decision's detail).
-Result<Action> QuantizeAction(GptqKernel kernel, std::string_view method, const GptqSettings& s,
+Result<Action> QuantizeAction(GptqKernel kernel, std::string_view method,
+                              std::string_view scheme_name, const GptqSettings& s,
                               const LoadFacts& base_load, const Provenance& where) {
   if (std::optional<std::string> error = SchemeError(kernel, s)) {
     if (kernel == GptqKernel::kGptqModel) {
@@ -297,10 +298,13 @@ Result<Action> QuantizeAction(GptqKernel kernel, std::string_view method, const 
   load.act_order = s.desc_act;
   std::optional<QuantScheme> scheme = IntScheme({s.bits, s.group_size, s.sym, load});
   if (!scheme) return InternalError(fmt::format("no integer type of {} bits", s.bits));
+  // A platform config reads no sym; its detail names the kernel path (scheme) instead.
+  const std::string last = scheme_name.empty() ? fmt::format("sym={}", PyBool(s.sym))
+                                               : fmt::format("scheme={}", scheme_name);
   std::string detail = method.empty()
                            ? std::string()
-                           : fmt::format("{}[bits={} group_size={} desc_act={} sym={}]", method,
-                                         s.bits, s.group_size, PyBool(s.desc_act), PyBool(s.sym));
+                           : fmt::format("{}[bits={} group_size={} desc_act={} {}]", method, s.bits,
+                                         s.group_size, PyBool(s.desc_act), last);
   return Action{ActionKind::kQuantize, scheme, scheme->CanonicalName(), detail};
 }
 
@@ -330,7 +334,8 @@ class GptqFormat final : public Importer {
 
 Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dialect,
                                 const FamilyConfig& config) {
-  const GptqDialect& d = GptqDialectFor(dialect);
+  const Platform platform = sources.launch().platform;
+  const GptqDialect& d = GptqDialectFor(dialect, platform);
   const ConfigCopy& copy = config.primary;
   QuantPlan plan;
   plan.quant_method = "gptq";
@@ -338,8 +343,8 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
   QP_RETURN_IF_ERROR(CompareCopies(config, kDecisionFields, &plan.notes));
 
   // Method resolution (override_quantization_method) runs before the config is read.
-  QP_ASSIGN_OR_RETURN(GptqKernel kernel,
-                      ResolveKernel(copy, d, dialect, sources.requested_method(), &plan.notes));
+  QP_ASSIGN_OR_RETURN(GptqKernel kernel, ResolveKernel(copy, d, dialect, sources.requested_method(),
+                                                       platform, &plan.notes));
 
   GptqSettings base;
   bool required = d.engine_required_fields;
@@ -377,22 +382,28 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
   if (blocks) plan.groups.push_back(std::move(*blocks));
   std::string_view method =
       kernel == GptqKernel::kGptq ? d.names.gptq_linear : d.names.marlin_linear;
-  if (d.moe_method_first && QuantizesMoe(kernel)) {
+  if (d.moe_method_first && d.QuantizesMoe(kernel)) {
     QP_ASSIGN_OR_RETURN(Action experts,
-                        QuantizeAction(kernel, d.names.marlin_moe, base, load, copy.where));
+                        QuantizeAction(kernel, d.names.moe, d.moe_scheme, base, load, copy.where));
     QP_ASSIGN_OR_RETURN(RuleGroup group,
                         KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
     plan.groups.push_back(std::move(group));
   }
-  if (const Json* dynamic = copy.json->FindNonNull("dynamic")) {
+  const Json* dynamic = copy.json->FindNonNull("dynamic");
+  if (dynamic != nullptr && d.platform_config) {
+    plan.notes.push_back(fmt::format("{}: {} on {} does not read dynamic",
+                                     Where(copy.file(), *dynamic), dialect.name,
+                                     PlatformName(platform)));
+  } else if (dynamic != nullptr) {
     auto quantize = [&](const GptqSettings& s, const Provenance& where) {
-      return QuantizeAction(kernel, method, s, load, where);
+      return QuantizeAction(kernel, method, d.linear_scheme, s, load, where);
     };
     QP_ASSIGN_OR_RETURN(RuleGroup group, BuildDynamicGroup(copy, *dynamic, base, d.dynamic,
                                                            quantize, skip, &plan.notes));
     if (!group.rules.empty()) plan.groups.push_back(std::move(group));
   }
-  QP_ASSIGN_OR_RETURN(plan.default_action, QuantizeAction(kernel, method, base, load, copy.where));
+  QP_ASSIGN_OR_RETURN(plan.default_action,
+                      QuantizeAction(kernel, method, d.linear_scheme, base, load, copy.where));
   if (plan.default_action.kind == ActionKind::kQuantize) {
     plan.default_action.message =
         fmt::format("gptq {} applies to every layer no rule names", plan.default_action.message);
@@ -406,8 +417,13 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
                                      Where(copy.file(), *block), dialect.name));
   }
   plan.linear = KindPolicy::kRules;
-  plan.lm_head = lm_head.value_or(false) ? KindPolicy::kRules : KindPolicy::kUnquantized;
-  plan.moe = QuantizesMoe(kernel) ? KindPolicy::kRules : KindPolicy::kUnquantized;
+  plan.lm_head =
+      lm_head.value_or(false) && !d.platform_config ? KindPolicy::kRules : KindPolicy::kUnquantized;
+  plan.moe = d.QuantizesMoe(kernel) ? KindPolicy::kRules : KindPolicy::kUnquantized;
+  if (d.platform_config) {
+    plan.engine_method = "gptq";
+    plan.act_dtypes = {QDType::kFP16, QDType::kBF16};
+  }
   NoteOtherFields(copy, kReadKeys, &plan.notes);
   return plan;
 }

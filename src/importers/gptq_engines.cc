@@ -36,7 +36,7 @@ constexpr SiteKindSet kLinearAndHead = KindBit(SiteKind::kLinear) | KindBit(Site
 
 }  // namespace
 
-const GptqDialect& GptqDialectFor(const Dialect& dialect) {
+const GptqDialect& GptqDialectFor(const Dialect& dialect, Platform platform) {
   static const GptqDialect kNative{.kernel = GptqKernel::kGptqModel,
                                    .not_marlin = GptqNotMarlin::kNotChecked,
                                    .bypasses_marlin = "",
@@ -117,6 +117,29 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
     d.names = {"GPTQMarlinLinearMethod", "", "GPTQMarlinMoEMethod"};
     return d;
   }();
+  // SGLang 0.5.23 off CUDA: the Marlin check fails, so the override keeps "gptq", which the CPU
+  // registers as CPUGPTQConfig and the NPU as GPTQAscendConfig.
+  static const GptqDialect kSglang0523Cpu = [] {
+    GptqDialect d = kSglang0523;
+    d.kernel = GptqKernel::kGptq;
+    d.not_marlin = GptqNotMarlin::kNotChecked;
+    d.bypasses_marlin = "";
+    d.moe_method_first = true;
+    d.names = {"", "GPTQLinearMethod", "GPTQMoEMethod"};
+    d.platform_config = true;
+    d.linear_scheme = "GPTQIntelAMXLinearScheme";
+    d.moe_scheme = "GPTQIntelAMXMoEScheme";
+    return d;
+  }();
+  static const GptqDialect kSglang0523Npu = [] {
+    GptqDialect d = kSglang0523Cpu;
+    d.linear_scheme = "GPTQAscendLinearScheme";
+    d.moe_scheme = "GPTQMoEAscendScheme";
+    return d;
+  }();
+  if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
+    return platform == Platform::kNpu ? kSglang0523Npu : kSglang0523Cpu;
+  }
   static const std::array<DialectRow<GptqDialect>, 5> kRows = {{
       {DialectId::kNative, kNative},
       {DialectId::kVllmHelpers, kVllm},
@@ -129,7 +152,7 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect) {
 
 Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
                                  const Dialect& dialect,
-                                 const std::optional<std::string>& requested,
+                                 const std::optional<std::string>& requested, Platform platform,
                                  std::vector<std::string>* notes) {
   const bool bypassed = !d.bypasses_marlin.empty() && requested == d.bypasses_marlin;
   if (d.not_marlin == GptqNotMarlin::kNotChecked || (!bypassed && MarlinCompatible(*copy.json))) {
@@ -145,7 +168,7 @@ Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
                                dialect.name);
     return InvalidInput(
         fmt::format("{}: ValueError: Unknown quantization method: gptq. Must be one of {}. ({})",
-                    copy.where.ToString(), RegisteredMethodsText(dialect), why));
+                    copy.where.ToString(), RegisteredMethodsText(dialect, platform), why));
   }
   notes->push_back(
       fmt::format("{} runs this config on its GPTQ kernel (not Marlin)", dialect.name));

@@ -25,10 +25,6 @@ enum class GptqKernel {
   kMarlin,     // (bits, sym) in {(4, True), (8, True)}, group_size in {-1, 32, 64, 128}
 };
 
-// SGLang's GPTQConfig.get_quant_method goes through get_linear_quant_method, which returns None
-// for FusedMoE: the experts stay unquantized.
-inline bool QuantizesMoe(GptqKernel kernel) { return kernel != GptqKernel::kGptq; }
-
 // How modules_in_block_to_quantize selects layers.
 enum class GptqBlockList {
   kSuffix,     // optimum: name.endswith(entry)
@@ -45,7 +41,7 @@ enum class GptqNotMarlin {
 
 // Engine class names the details carry; empty for native.
 struct GptqMethodNames {
-  std::string_view marlin_linear, gptq_linear, marlin_moe;
+  std::string_view marlin_linear, gptq_linear, moe;
 };
 
 // Everything that differs between dialects, as data.
@@ -63,21 +59,33 @@ struct GptqDialect {
   bool block_list_from_checkpoint;  // vLLM maybe_update_config
   bool decoder_blocks_only;  // the exporters quantize only the linear layers of the decoder blocks
   bool empty_block_list_quantizes_all;  // vLLM 0.33 is_layer_gptq_quantized
-  // MoE sites get `names.marlin_moe` from one rule ahead of `dynamic` (the engine never reads
-  // `dynamic` for them).
+  // MoE sites get `names.moe` from one rule ahead of `dynamic` (the engine never reads `dynamic`
+  // for them).
   bool moe_method_first;
   std::string_view unquantized_detail;
   GptqMethodNames names;
+  // The platform's own GPTQ config (SGLang's CPUGPTQConfig, GPTQAscendConfig): `dynamic` and
+  // lm_head are not read, every LinearBase and FusedMoE gets the plain GPTQ methods, and the
+  // method resolves as "gptq" (no Marlin override off CUDA).
+  bool platform_config = false;
+  // The kernel path the platform config attaches (layer.scheme), which the details name.
+  std::string_view linear_scheme = {}, moe_scheme = {};
+
+  // SGLang's GPTQConfig.get_quant_method goes through get_linear_quant_method, which returns None
+  // for FusedMoE: the experts stay unquantized, except under a platform config.
+  bool QuantizesMoe(GptqKernel k) const { return k != GptqKernel::kGptq || platform_config; }
 };
 
-const GptqDialect& GptqDialectFor(const Dialect& dialect);
+// The dialect's row on `platform` (SGLang's registry differs by platform; the others are
+// reproduced on CUDA only, CheckPlatformReproduced).
+const GptqDialect& GptqDialectFor(const Dialect& dialect, Platform platform);
 
 // The kernel the dialect resolves the config to: `d.kernel`, the plain GPTQ kernel when method
 // resolution keeps it (a note says so), or the engine's "Unknown quantization method" error when
 // the dialect has no plain GPTQ method. `requested` is the user's --quantization name, if any.
 Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
                                  const Dialect& dialect,
-                                 const std::optional<std::string>& requested,
+                                 const std::optional<std::string>& requested, Platform platform,
                                  std::vector<std::string>* notes);
 
 // The text the dialect raises while reading settings it cannot run, or nullopt.

@@ -41,7 +41,7 @@ struct ModelOptRow {
   bool lm_head_as_linear;  // the LM head goes through the linear path (and the exclusion list)
 };
 
-const ModelOptRow& ModelOptRowFor(const Dialect& dialect) {
+const ModelOptRow& ModelOptRowFor(const Dialect& dialect, Platform platform) {
   static const ModelOptRow kNative{{}, {}, "", KvAttach::kScheme, KvAttach::kScheme, false};
   // Recorded code: ModelOptFp8Config / ModelOptNvFp4Config with one method class per algorithm.
   static const ModelOptRow kVllm{
@@ -99,6 +99,24 @@ const ModelOptRow& ModelOptRowFor(const Dialect& dialect) {
       KvAttach::kWhenKvMethod,
       KvAttach::kWhenKvMethod,
       true};
+  // Off CUDA, SGLang 0.5.23 has no NVFP4 MoE backend: ModelOptNvFp4FusedMoEMethod's constructor
+  // raises.
+  static const ModelOptRow kSglang0523OffCuda = [] {
+    ModelOptRow row = kSglang0523;
+    for (std::vector<AlgoMethods>* table : {&row.methods, &row.mixed_methods}) {
+      for (AlgoMethods& m : *table) {
+        if (m.moe != "ModelOptNvFp4FusedMoEMethod") continue;
+        m.moe_refusal =
+            "ValueError: Current platform does not support NVFP4 quantization with the selected "
+            "MoE backend. Please use Blackwell and above, or use moe_runner_backend=marlin on "
+            "SM80+.";
+      }
+    }
+    return row;
+  }();
+  if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
+    return kSglang0523OffCuda;
+  }
   static const std::array<DialectRow<ModelOptRow>, 5> kRows = {{
       {DialectId::kNative, kNative},
       {DialectId::kVllmHelpers, kVllm},
@@ -107,6 +125,23 @@ const ModelOptRow& ModelOptRowFor(const Dialect& dialect) {
       {DialectId::kSglang0523, kSglang0523},
   }};
   return RowFor(dialect, kRows);
+}
+
+// The name SGLang's method resolution gives the description (ModelConfig.quantization), which its
+// dtype and platform checks print.
+std::string_view SglangMethodName(const Description& d) {
+  switch (d.engine_config) {
+    case EngineConfig::kW4AFp8:
+      return "w4afp8";
+    case EngineConfig::kMxfp8:
+      return "mxfp8";
+    case EngineConfig::kMixed:
+      return "modelopt_mixed";
+    case EngineConfig::kSingle:
+      break;
+  }
+  if (d.mixed) return "modelopt_mixed";
+  return d.info != nullptr && d.info->name.ends_with("NVFP4") ? "modelopt_fp4" : "modelopt_fp8";
 }
 
 // How the dialect decides attention sites.
@@ -243,7 +278,11 @@ class ModelOptImporterImpl : public Importer {
     plan.dialect = dialect;
     plan.sources.push_back(d.where);
     plan.notes = d.notes;
-    const ModelOptRow& row = ModelOptRowFor(dialect);
+    if (dialect.engine == Engine::kSglang && dialect.is_release()) {
+      plan.engine_method = std::string(SglangMethodName(d));
+      plan.act_dtypes = {QDType::kBF16, QDType::kFP16};
+    }
+    const ModelOptRow& row = ModelOptRowFor(dialect, sources.launch().platform);
     plan.linear = KindPolicy::kRules;
     plan.moe = KindPolicy::kRules;
     // Router gates are built without a quantization config. The recorded engine code returns no
@@ -281,6 +320,7 @@ class ModelOptImporterImpl : public Importer {
                           modelopt::AlgoScheme(*d.info, d.group_size, d.where.ToString()));
       std::string_view linear = d.info->name;
       std::string_view moe = d.info->name;
+      std::string_view moe_refusal;
       if (!row.methods.empty()) {
         const AlgoMethods* methods = modelopt::FindMethods(row.methods, d.info->name);
         if (methods == nullptr) {
@@ -289,16 +329,18 @@ class ModelOptImporterImpl : public Importer {
         }
         linear = methods->linear;
         moe = methods->moe;
+        moe_refusal = methods->moe_refusal;
       }
       std::string message = fmt::format("quant_algo {} applies to every layer", d.algo);
       plan.default_action = {ActionKind::kQuantize, scheme, message, std::string(linear)};
       if (moe != linear) {
         // Experts get their own method class; a catch-all rule for MoE sites carries it.
-        QP_ASSIGN_OR_RETURN(
-            RuleGroup experts,
-            CatchAll("experts method", KindBit(SiteKind::kMoe),
-                     {ActionKind::kQuantize, scheme, message, std::string(moe)}, d.where));
-        plan.groups.push_back(std::move(experts));
+        Action experts{ActionKind::kQuantize, scheme, message, std::string(moe)};
+        if (!moe_refusal.empty())
+          experts = {ActionKind::kFail, std::nullopt, std::string(moe_refusal), ""};
+        QP_ASSIGN_OR_RETURN(RuleGroup group, CatchAll("experts method", KindBit(SiteKind::kMoe),
+                                                      std::move(experts), d.where));
+        plan.groups.push_back(std::move(group));
       }
     }
     DecideAttention(d, row, &plan);

@@ -9,6 +9,7 @@
 #include "quantpath/importers.h"
 #include "src/importers/common.h"
 #include "src/importers/engine_dtype.h"
+#include "src/importers/engine_methods.h"
 #include "src/importers/importer_list.h"
 #include "src/importers/name_mapping.h"
 
@@ -337,6 +338,7 @@ Status RefinePlan(const SmallTensors& tensors, QuantPlan* plan) {
 Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& dialect,
                              const std::optional<std::string>& forced,
                              const std::optional<NameMapper>& mapper) {
+  QP_RETURN_IF_ERROR(CheckPlatformReproduced(dialect, all_sources.launch().platform));
   const SourceSearch& search = SearchFor(dialect);
   std::vector<std::string> unforced;
   QP_ASSIGN_OR_RETURN(ConfigSources sources,
@@ -403,6 +405,8 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
     if (!unforced.empty()) return UndetectedPlan(all_sources, dialect, unforced);
     return UnquantizedPlan(dialect);
   }
+  QP_RETURN_IF_ERROR(
+      CheckPlatformReproduced(dialect, all_sources.launch().platform, detected->name()));
   std::vector<std::string> mapped_notes;
   if (mapper) {
     sources = ApplyNameMapper(sources, detected->name(), dialect, *mapper, &mapped_notes);
@@ -413,6 +417,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
   plan.dialect = dialect;
   plan.notes.insert(plan.notes.end(), mapped_notes.begin(), mapped_notes.end());
   CheckActDtype(sources, dialect, &plan);
+  CheckPlatformMethod(sources, dialect, &plan);
   return plan;
 }
 

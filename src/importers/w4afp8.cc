@@ -69,7 +69,9 @@ class W4afp8ImporterImpl final : public Importer {
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {
     QP_ASSIGN_OR_RETURN(Located embedded, EmbeddedObject(sources, kMethod));
     const std::string where = embedded.where.ToString();
-    if (!Since(dialect, DialectId::kVllm034)) return NotRegistered(where, dialect);
+    if (!Since(dialect, DialectId::kVllm034)) {
+      return NotRegistered(where, dialect, sources.launch().platform);
+    }
     const std::string& file = embedded.where.file;
     QP_ASSIGN_OR_RETURN(int64_t group, ReadGroupSize(*embedded.value, file));
     const Fp8Reading reading{.method = kMethod,
@@ -96,14 +98,14 @@ class W4afp8ImporterImpl final : public Importer {
   }
 
  private:
-  static Status NotRegistered(const std::string& where, const Dialect& dialect) {
+  static Status NotRegistered(const std::string& where, const Dialect& dialect, Platform platform) {
     if (dialect.engine == Engine::kNative) {
       return Unsupported(fmt::format(
           "{}: quant_method \"w4afp8\" has no transformers quantizer; vLLM 0.34 reads it "
           "(--engine vllm@0.34)",
           where));
     }
-    const std::string_view methods = RegisteredMethodsText(dialect);
+    const std::string_view methods = RegisteredMethodsText(dialect, platform);
     if (methods.empty() || dialect.engine == Engine::kSglang) {
       return Unsupported(
           fmt::format("{}: quantpath reproduces w4afp8 as vLLM 0.34 reads it, not as {} does",

@@ -1,6 +1,9 @@
 // The one table of number-format facts, and the names of the IR enums.
 #include <array>
+#include <iterator>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "fmt/format.h"
 
@@ -54,7 +57,15 @@ std::optional<QDType> ParseQDType(std::string_view name) {
   return std::nullopt;
 }
 
-Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative) {
+std::optional<Platform> ParsePlatform(std::string_view name) {
+  for (size_t i = 0; i < std::size(kPlatformNames); ++i) {
+    if (kPlatformNames[i] == name) return static_cast<Platform>(i);
+  }
+  return std::nullopt;
+}
+
+Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool speculative,
+                           std::string_view platform) {
   static constexpr std::array<std::pair<std::string_view, QDType>, 5> kSpellings = {{
       {"bfloat16", QDType::kBF16},
       {"float16", QDType::kFP16},
@@ -78,6 +89,13 @@ Result<Launch> ParseLaunch(std::string_view dtype, int64_t tp_size, bool specula
   }
   launch.tp_size = tp_size;
   launch.speculative = speculative;
+  std::optional<Platform> parsed = ParsePlatform(platform);
+  if (!parsed) {
+    const std::vector<std::string> names(std::begin(kPlatformNames), std::end(kPlatformNames));
+    return InvalidInput(
+        fmt::format("--platform: expected one of {}, got {}", Join(names, ", "), platform));
+  }
+  launch.platform = *parsed;
   return launch;
 }
 

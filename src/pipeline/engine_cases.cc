@@ -270,6 +270,9 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
     // How the engine was started: --dtype ("auto" or a torch dtype name) and the tensor-parallel
     // size its layers were created at.
     QP_ASSIGN_OR_RETURN(std::optional<std::string> dtype, OptionalString(*extra, "dtype", file));
+    // The platform the engine ran on (oracle_platforms.py); absent is cuda.
+    QP_ASSIGN_OR_RETURN(std::optional<std::string> platform,
+                        OptionalString(*extra, "platform", file));
     int64_t tp_size = 1;
     if (const Json* tp = extra->FindNonNull("tp_size")) {
       if (!tp->is_int()) {
@@ -278,7 +281,8 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
       }
       tp_size = tp->int_value();
     }
-    Result<Launch> launch = ParseLaunch(dtype.value_or("auto"), tp_size, false);
+    Result<Launch> launch =
+        ParseLaunch(dtype.value_or("auto"), tp_size, false, platform.value_or("cuda"));
     if (!launch.ok()) return launch.status().WithContext(Where(file, *extra));
     sources.set_launch(*launch);
     if (extra->FindNonNull("checkpoint_quantized_params") != nullptr) {

@@ -10,7 +10,8 @@ namespace quantpath {
 
 Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view quantization,
                                        std::string_view device, std::string_view dtype,
-                                       int64_t tp_size, bool speculative) {
+                                       int64_t tp_size, bool speculative,
+                                       std::string_view platform) {
   OpenOptions options;
   std::optional<Dialect> dialect = ParseDialect(engine);
   if (!dialect) {
@@ -23,7 +24,7 @@ Result<OpenOptions> OpenOptions::Parse(std::string_view engine, std::string_view
   Result<DeviceCaps> caps = ParseDevice(device);
   if (!caps.ok()) return caps.status().WithContext("--device");
   options.device = *caps;
-  QP_ASSIGN_OR_RETURN(options.launch, ParseLaunch(dtype, tp_size, speculative));
+  QP_ASSIGN_OR_RETURN(options.launch, ParseLaunch(dtype, tp_size, speculative, platform));
   return options;
 }
 

@@ -107,6 +107,9 @@ Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers) {
       {"model", Json::String(model.dir)},
       {"architecture", Json::String(model.sites.architecture)},
       {"engine", Json::String(std::string(model.plan.dialect.name))},
+      {"platform", model.plan.dialect.engine == Engine::kNative
+                       ? Json::Null()
+                       : Json::String(std::string(PlatformName(model.launch.platform)))},
       {"quant_method", Json::String(model.plan.quant_method)},
       {"quant_sources", Json::Array(std::move(sources))},
       {"device", Json::String(model.device.name)},

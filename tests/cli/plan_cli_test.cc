@@ -32,9 +32,9 @@ TEST(PlanCli, JsonFollowsTheDesignExample) {
   Json plan = ParseOrDie(r.out);
   std::vector<std::string> keys;
   for (const auto& m : plan.members()) keys.push_back(m.first);
-  std::vector<std::string> expected_prefix = {"model",        "architecture",  "engine",
-                                              "quant_method", "quant_sources", "device",
-                                              "layers",       "summary"};
+  std::vector<std::string> expected_prefix = {"model",    "architecture", "engine",
+                                              "platform", "quant_method", "quant_sources",
+                                              "device",   "layers",       "summary"};
   ASSERT_GE(keys.size(), expected_prefix.size());
   EXPECT_TRUE(std::equal(expected_prefix.begin(), expected_prefix.end(), keys.begin()));
   EXPECT_EQ(plan.Find("architecture")->string_value(), "DeepseekV3ForCausalLM");
@@ -212,6 +212,52 @@ TEST(PlanCli, BytesOfAnIntegerLayoutCountScales) {
   EXPECT_TRUE(down->Find("spec_note")->is_null()) << down->Find("spec_note")->string_value();
   const int64_t n = 5120, k = 13824;
   EXPECT_EQ(down->Find("bytes")->int_value(), n * k / 2 + n * k / 128 * 2);
+}
+
+// SGLang 0.5.23 on a CPU (recorded: tests/data/oracle/releases/sglang-0.5.23/platforms/): the
+// plain GPTQ config with the platform's kernel path, the AMX gate, and the platforms and formats
+// quantpath does not reproduce named in the error.
+TEST(PlanCli, ThePlatformTheEngineRunsOn) {
+  const std::string gptq = "tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ";
+  auto detail = [&](const std::string& options) {
+    auto r = RunCli("explain " + gptq + " model.layers.0.mlp.down_proj --json " + options);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    Json j = ParseOrDie(r.out);
+    return j.Find("decision")->Find("detail")->string_value();
+  };
+  EXPECT_EQ(detail("--engine sglang"),
+            "GPTQMarlinLinearMethod[bits=4 group_size=128 desc_act=False sym=True]");
+  EXPECT_EQ(detail("--engine sglang --platform cpu-amx"),
+            "GPTQLinearMethod[bits=4 group_size=128 desc_act=False "
+            "scheme=GPTQIntelAMXLinearScheme]");
+  EXPECT_EQ(detail("--engine sglang --platform npu"),
+            "GPTQLinearMethod[bits=4 group_size=128 desc_act=False "
+            "scheme=GPTQAscendLinearScheme]");
+  auto amx = RunCli("plan " + gptq + " --engine sglang --platform cpu-amx --json");
+  ASSERT_EQ(amx.exit_code, 0) << amx.out;
+  EXPECT_EQ(ParseOrDie(amx.out).Find("platform")->string_value(), "cpu-amx");
+
+  // fp8 is among the methods SGLang accepts on a CPU with AMX: the example's per-rank block
+  // errors stay what they are on cuda.
+  auto fp8 = RunCli("plan examples/deepseek-tiny --engine sglang --platform cpu-amx --json");
+  EXPECT_EQ(fp8.exit_code, RunCli("plan examples/deepseek-tiny --engine sglang --json").exit_code);
+  EXPECT_EQ(fp8.out.find("Invalid quantization method on CPU"), std::string::npos) << fp8.out;
+  auto bnb = RunCli(
+      "plan tests/data/corpus/DocWobble__Orpheus_3B_Quantized-bnb-nf4 --engine sglang "
+      "--platform cpu-amx --json");
+  EXPECT_EQ(bnb.exit_code, 1);
+  EXPECT_NE(bnb.out.find("Invalid quantization method on CPU: bitsandbytes"), std::string::npos)
+      << bnb.out;
+
+  auto vllm = RunCli("plan " + gptq + " --engine vllm --platform cpu", true);
+  EXPECT_EQ(vllm.exit_code, 2);
+  EXPECT_NE(vllm.out.find("--platform cpu: quantpath reproduces vllm@0.34 on cuda only"),
+            std::string::npos)
+      << vllm.out;
+  auto npu = RunCli("plan examples/deepseek-tiny --engine sglang --platform npu", true);
+  EXPECT_EQ(npu.exit_code, 2);
+  EXPECT_NE(npu.out.find("for modelslim, gptq, awq only"), std::string::npos) << npu.out;
+  EXPECT_EQ(RunCli("plan examples/deepseek-tiny --platform tpu").exit_code, 2);
 }
 
 TEST(PlanCli, ExitCodes) {

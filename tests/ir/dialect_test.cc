@@ -92,4 +92,23 @@ TEST(DialectRows, HelperRecordingsInheritNothing) {
 }
 
 }  // namespace
+// The engine's platform is part of how it is launched: every name parses to its value, and an
+// unknown one is an error naming the option and the choices.
+TEST(Launch, PlatformNamesRoundTrip) {
+  for (std::string_view name : kPlatformNames) {
+    std::optional<Platform> p = ParsePlatform(name);
+    ASSERT_TRUE(p.has_value()) << name;
+    EXPECT_EQ(PlatformName(*p), name);
+  }
+  Result<Launch> amx = ParseLaunch("auto", 2, false, "cpu-amx");
+  ASSERT_TRUE(amx.ok()) << amx.status().message();
+  EXPECT_EQ(amx->platform, Platform::kCpuAmx);
+  EXPECT_EQ(amx->tp_size, 2);
+  EXPECT_EQ(ParseLaunch("auto", 1, false)->platform, Platform::kCuda);
+  Result<Launch> bad = ParseLaunch("auto", 1, false, "tpu");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "--platform: expected one of cuda, cpu, cpu-amx, npu, mps, got tpu");
+}
+
 }  // namespace quantpath

@@ -25,6 +25,16 @@ def test_plan_takes_the_cli_options(engine, resolved, cli):
     assert ours["engine"] == resolved  # an engine's bare name is its newest release
 
 
+def test_plan_takes_the_engines_platform(cli):
+    folder = PRODUCERS / "ct_llama_w4a16_g64_asym"
+    ours = quantpath.plan(folder, engine="sglang", platform="cpu-amx")
+    assert ours == cli("plan", folder, "--engine", "sglang", "--platform", "cpu-amx", "--json",
+                       expect=(0, 1))
+    assert ours["platform"] == "cpu-amx"
+    with pytest.raises(quantpath.Error, match="reproduces vllm@0.34 on cuda only"):
+        quantpath.plan(folder, engine="vllm", platform="cpu")
+
+
 def test_explain_is_the_cli_json(cli):
     layer = "model.layers.1.self_attn.q_proj"
     ours = quantpath.explain(EXAMPLE, layer)

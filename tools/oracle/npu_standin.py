@@ -1,10 +1,10 @@
-"""An Ascend NPU platform stand-in for recording SGLang's ModelSlim path on a CPU machine.
+"""The Ascend NPU platform stand-in (`--platform npu`) for recording SGLang on a CPU machine.
 
-ModelSlim is NPU-only in SGLang 0.5.23: the loader (`model_loader/loader.py`,
-`_get_quantization_config`) adds its NPU sections to the model's packed_modules_mapping and skips
-the GPU capability check only when `_is_npu` is set, and the ModelSlim methods and schemes import
-the NPU kernel packages (`torch_npu`, `sgl_kernel_npu`). This module makes the already imported
-loader believe it runs on an NPU, stubs those packages and `torch.ops.npu`, and runs the engine's own
+On an NPU, SGLang registers its NPU methods (`gptq` as GPTQAscendConfig, `mxfp4` as W4A4, ModelSlim's
+schemes), the loader (`model_loader/loader.py`, `_get_quantization_config`) adds its NPU sections
+to the model's packed_modules_mapping and skips the GPU capability check, and the methods import the
+NPU kernel packages (`torch_npu`, `sgl_kernel_npu`). `install_npu` makes `is_npu()` hold before
+SGLang is imported and stubs those packages and `torch.ops.npu`; `NpuStandin` runs the engine's own
 `_get_quantization_config` for a stand-in model class that carries the case's
 packed_modules_mapping, so every step from folder to config object is the engine's.
 
@@ -20,8 +20,9 @@ import types
 from harness import _install_stub_finder
 
 # The NPU kernel packages, and deep_gemm, a CUDA kernel package that the DeepSeek-V4 model module
-# (whose key remapping ModelSlimConfig calls) imports in its body.
-STUB_PACKAGES = {"torch_npu", "sgl_kernel_npu", "deep_gemm"}
+# (whose key remapping ModelSlimConfig calls) imports in its body; torchair, which SGLang imports on
+# an NPU for its graph compiler; acl, the Ascend runtime.
+STUB_PACKAGES = {"torch_npu", "sgl_kernel_npu", "torchair", "acl", "deep_gemm"}
 
 
 class _NpuOps:
@@ -34,12 +35,57 @@ class _NpuOps:
         return op
 
 
+class _Namespace:
+    """A namespace of NPU names (torch_npu.profiler.ProfilerActivity.NPU …) that module bodies
+    list at import; calling one raises."""
+
+    def __init__(self, path):
+        self._path = path
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Namespace(f"{self._path}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self._path} is a stand-in and cannot run")
+
+
+class _NpuDevice(types.ModuleType):
+    """torch.npu: available, one device; any other query answers a neutral value."""
+
+    def __init__(self):
+        super().__init__("torch.npu")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 1
+
+
+def install_npu(torch) -> None:
+    """Before SGLang is imported: `is_npu()` holds and the NPU packages import as stand-ins."""
+    _install_stub_finder(STUB_PACKAGES, set())
+    torch.ops.npu = _NpuOps()
+    torch.npu = _NpuDevice()
+    import torch_npu
+
+    # profile_utils lists torch_npu.profiler's names among the profilers at import.
+    torch_npu.profiler = _Namespace("torch_npu.profiler")
+    # Model modules call it at import to patch torch for the NPU; nothing here runs on one.
+    torch_npu._apply_patches = lambda *a, **k: None
+
+
 class NpuStandin:
     def __init__(self):
-        import torch
-
-        _install_stub_finder(STUB_PACKAGES, set())
-        torch.ops.npu = _NpuOps()
         import sglang.srt.layers.quantization.modelslim.modelslim as ms
         import sglang.srt.model_loader.loader as loader
 
@@ -64,13 +110,15 @@ class NpuStandin:
         })
         model_config.dtype = torch.bfloat16
         model_config.is_draft_quantization_explicit = False
-        saved = (loader._is_npu, loader.get_model_architecture)
-        loader._is_npu = True
+        # What ModelConfig derives for a model without fp4 or NVFP4 routed experts.
+        model_config.is_fp4_experts = False
+        model_config.nvfp4_moe_meta = None
+        saved = loader.get_model_architecture
         loader.get_model_architecture = lambda mc: (model_cls, "LlamaForCausalLM")
         try:
             return loader._get_quantization_config(model_config, load_config)
         finally:
-            loader._is_npu, loader.get_model_architecture = saved
+            loader.get_model_architecture = saved
 
     @staticmethod
     def describe(method, layer) -> str | None:

@@ -633,7 +633,7 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
 
     def slim(id, keys, layers, note, pmm=None, code=()):
         add(id=f"sglang-modelslim-npu-{id}", engine="sglang", format="modelslim", code=s_ms + list(code),
-            config=keys, config_source="quant_model_description.json", platform="npu",
+            config=keys, config_source="quant_model_description.json", platforms=("npu",),
             packed_modules_mapping=LLAMA_PMM if pmm is None else pmm, layers=layers, note=note)
 
     def w(prefix, **projs):

@@ -39,6 +39,8 @@ REPO = HERE.parent.parent
 OLD_DIR = REPO / "tests" / "data" / "oracle" / "cases"
 
 sys.path.insert(0, str(HERE))
+from oracle_platforms import HOST_ERRORS, PLATFORMS, current, records, setup_sglang, setup_vllm  # noqa: E402
+from oracle_platforms import worker_env  # noqa: E402
 from releases import add_release_arguments, engine_version, holds, release_dir, releases_of  # noqa: E402
 
 # ---------------------------------------------------------------------------
@@ -109,7 +111,7 @@ class VllmHarness(Harness):
             def log_warnings(cls):
                 pass
 
-        platforms._current_platform = CudaStandIn()
+        setup_vllm(current(), CudaStandIn)
 
         # Capability queries answered by the CUDA extension (cutlass_scaled_mm_supports_fp8 /
         # _block_fp8 / _fp4 at import time; cutlass_group_gemm_supported when 0.34's W4A8 MoE
@@ -343,16 +345,20 @@ def _ct_group(config, target, cfg=None):
 # ---------------------------------------------------------------------------
 # SGLang
 # ---------------------------------------------------------------------------
+def _sglang_cuda_standin(torch):
+    torch.cuda.is_available = lambda: True
+    torch.cuda.get_device_capability = lambda device=None: STANDIN_CAPABILITY
+    torch.cuda.get_device_name = lambda device=None: STANDIN_DEVICE_NAME
+    torch.cuda.device_count = lambda: 1
+
+
 class SglangHarness(Harness):
     engine = "sglang"
 
     def __init__(self):
         import torch
 
-        torch.cuda.is_available = lambda: True
-        torch.cuda.get_device_capability = lambda device=None: STANDIN_CAPABILITY
-        torch.cuda.get_device_name = lambda device=None: STANDIN_DEVICE_NAME
-        torch.cuda.device_count = lambda: 1
+        setup_sglang(current(), _sglang_cuda_standin)
         # sgl_kernel is the CUDA kernel package; its Python modules are only
         # imported by module bodies here.  sgl_kernel.scalar_type is left out
         # so that SGLang uses its own pure-Python fallback for scalar types.
@@ -470,7 +476,7 @@ class SglangHarness(Harness):
         )
         load_config = types.SimpleNamespace(download_dir=None, model_loader_extra_config={})
         pmm = copy.deepcopy(case.get("packed_modules_mapping") or {})
-        if case.get("platform") == "npu":
+        if current() == "npu":
             # The loader's whole NPU path, mapper included (npu_standin.py).
             return self.npu().quant_config(model_config, load_config, case), resolved
         try:
@@ -501,8 +507,17 @@ class SglangHarness(Harness):
         return self._npu
 
     def describe(self, method, layer, case, cfg):
+        detail = self._describe(method, layer, case, cfg)
+        scheme = getattr(layer, "scheme", None)
+        if current() == "cuda" or scheme is None or "[" + type(scheme).__name__ in detail:
+            return detail
+        # Off cuda the scheme is the kernel path the platform chose (GPTQIntelAMXLinearScheme, …).
+        scheme_name = type(scheme).__name__
+        return detail[:-1] + f" scheme={scheme_name}]" if detail.endswith("]") else f"{detail}[scheme={scheme_name}]"
+
+    def _describe(self, method, layer, case, cfg):
         name = type(method).__name__
-        if case.get("platform") == "npu" and (npu := self.npu().describe(method, layer)):
+        if current() == "npu" and (npu := self.npu().describe(method, layer)):
             return npu
         if name.startswith("CompressedTensors") and getattr(self, "_last_target", None):
             return f"{name}[target={self._last_target} group={_ct_group(case['config'], self._last_target, cfg)}]"
@@ -544,6 +559,8 @@ def _run_case(h: Harness, case: dict) -> dict:
         elif "from_config" not in fnames and "get_quant_config" in fnames:
             where = "get_quant_config"
         detail = f"{where} {_exc_text(e)}"
+        if os.environ.get("ORACLE_TRACE"):
+            traceback.print_exc()
         out["config_error"] = detail
         if h.resolved is not None:
             out["resolved_quantization"] = h.resolved
@@ -575,8 +592,10 @@ def _run_case(h: Harness, case: dict) -> dict:
                 out["ctor_not_run"].append(f"{e.cls_name} ({type(e.exc).__name__})")
         except Exception as e:  # noqa: BLE001
             decision, detail = "error", _exc_text(e)
+            if os.environ.get("ORACLE_TRACE"):
+                traceback.print_exc()
         out["expected"].append({"prefix": layer["prefix"], "decision": decision, "detail": detail})
-    if case.get("platform") == "npu":
+    if current() == "npu":
         out["npu_patches"] = h.npu().note()
     return out
 
@@ -628,6 +647,8 @@ ENGINE_REFUSALS: dict[str, set[tuple[str, str]]] = {
     "vllm": {("CompressedTensorsW4A8Fp8MoEMethod", "Only group size 128 supported for W4A8 MoE"),
              # capability 9.0 is the recordings' device
              ("Nvfp4OnlineMoEMethod", "requires a Blackwell (SM100) GPU")},
+    # off cuda: no NVFP4 MoE backend on the platform
+    "sglang": {("ModelOptNvFp4FusedMoEMethod", "Current platform does not support NVFP4 quantization")},
 }
 
 # ---------------------------------------------------------------------------
@@ -644,16 +665,19 @@ def run_worker(args, engine: str, cases: list[dict]) -> list[dict]:
     env["HF_HUB_OFFLINE"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONHASHSEED"] = "0"  # engine texts that print a set list it in one order
+    env.update(worker_env(engine, args.platform))
     p = subprocess.run([args.python, str(Path(__file__).resolve()), "--worker", engine],
                        input=json.dumps(cases), capture_output=True, text=True, env=env)
     marker = "\n@@ORACLE@@"
+    if os.environ.get("ORACLE_TRACE"):
+        sys.stderr.write(p.stderr)
     if marker not in p.stdout:
         sys.stderr.write(p.stderr[-6000:])
         raise SystemExit(f"{engine} worker failed (rc={p.returncode})")
     return json.loads(p.stdout.split(marker, 1)[1])
 
 
-def finish(case: dict, res: dict, version: str) -> dict:
+def finish(case: dict, res: dict, version: str, platform: str) -> dict:
     engine = case["engine"]
     out = {
         "id": case["id"],
@@ -672,8 +696,8 @@ def finish(case: dict, res: dict, version: str) -> dict:
         xi["config_source"] = case["config_source"]
     if case.get("model_class"):
         xi["model_class"] = case["model_class"]
-    if case.get("platform"):
-        xi["platform"] = case["platform"]
+    if platform != "cuda":
+        xi["platform"] = platform
     if xi:
         out["extra_inputs"] = xi
     note = case.get("note", "")
@@ -684,6 +708,34 @@ def finish(case: dict, res: dict, version: str) -> dict:
         note += (" " if note else "") + "[method constructors not run on CPU: " + ", ".join(seen) + "]"
     out["note"] = note
     return out
+
+
+def on_platform(case: dict, platform: str) -> bool:
+    """A case naming `platforms` is recorded there only; any other is recorded on every platform."""
+    return platform in case.get("platforms", PLATFORMS)
+
+
+def kept_off_cuda(finished: list[dict], cases: list[dict], releases: dict[str, str]) -> list[dict]:
+    """The cases a platform other than cuda keeps: those written for it (`platforms`), those whose
+    decisions differ from the committed cuda recording, and the first case of each format, so that
+    every method has a case on every platform."""
+    explicit = {c["id"] for c in cases if "platforms" in c}
+    cuda: dict[str, list] = {}
+    for engine, version in releases.items():
+        for path in sorted((release_dir(engine, version) / "cases").glob("*.json")):
+            for c in json.loads(path.read_text()):
+                cuda[c["id"]] = c["expected"]
+    kept, formats = [], set()
+    for c in finished:
+        host = next((t for t in HOST_ERRORS for e in c["expected"] if t in e["detail"]), None)
+        if host is not None:
+            print(f"left out {c['id']}: an error from the recording host ({host})", file=sys.stderr)
+            continue
+        first = (c["engine"], c["format"]) not in formats
+        formats.add((c["engine"], c["format"]))
+        if c["id"] in explicit or first or cuda.get(c["id"]) != c["expected"]:
+            kept.append(c)
+    return kept
 
 
 def old_case_inputs(path: Path) -> list[dict]:
@@ -721,6 +773,9 @@ def main():
     ap.add_argument("--sglang-extra")
     ap.add_argument("--only")
     ap.add_argument("--compare-old", action="store_true")
+    ap.add_argument("--platform", choices=PLATFORMS, default="cuda",
+                    help="the platform the engines run on (oracle_platforms.py); cases recorded off cuda go to "
+                         "releases/<engine>-<version>/platforms/<platform>/")
     add_release_arguments(ap)
     args = ap.parse_args()
     if args.worker:
@@ -748,7 +803,8 @@ def main():
     assert len(ids) == len(set(ids)), "duplicate case ids"
     if args.only:
         cases = [c for c in cases if args.only in c["id"]]
-    cases = [c for c in cases if c["engine"] in releases and holds(c, c["engine"], releases[c["engine"]])]
+    cases = [c for c in cases if c["engine"] in releases and holds(c, c["engine"], releases[c["engine"]])
+             and records(c["engine"], args.platform, c["format"]) and on_platform(c, args.platform)]
     by_engine: dict[str, list] = {}
     for c in cases:
         by_engine.setdefault(c["engine"], []).append(c)
@@ -757,7 +813,7 @@ def main():
     for engine, ecases in by_engine.items():
         results = run_worker(args, engine, ecases)
         for c, r in zip(ecases, results):
-            finished.append(finish(c, r, releases[engine]))
+            finished.append(finish(c, r, releases[engine], args.platform))
             if r.get("unreviewed_ctor_failures"):
                 problems.append((c["id"], r["unreviewed_ctor_failures"]))
     if args.only:
@@ -770,8 +826,11 @@ def main():
             print("UNREVIEWED constructor failure:", p, file=sys.stderr)
         raise SystemExit("review the constructor failures above before writing cases")
     files: dict[Path, list] = {}
+    if args.platform != "cuda":
+        finished = kept_off_cuda(finished, cases, releases)
     for c in finished:
-        out_dir = release_dir(c["engine"], releases[c["engine"]]) / "cases"
+        out_dir = release_dir(c["engine"], releases[c["engine"]])
+        out_dir = out_dir / "cases" if args.platform == "cuda" else out_dir / "platforms" / args.platform
         files.setdefault(out_dir / f"{c['engine']}-{c['format']}.json", []).append(c)
     for path, cs in sorted(files.items()):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-// quantpath check MODEL_DIR [--engine E] [--quantization NAME] [--tp N] [--json]
+// quantpath check MODEL_DIR [--engine E] [--quantization NAME] [--tp N] [--platform P] [--json]
 //
 // Holds the checkpoint's headers and index against the plan (the pipeline's CheckFolder), never
 // reading tensor data: one line per finding, then the tensor-parallel sizes up to 16 at which the
@@ -19,12 +19,13 @@ struct CheckArgs {
   std::string quantization;
   FormatArgs format_options;
   int64_t tp_size = 1;
+  std::string platform = "cuda";
   bool json = false;
 };
 
 int RunCheck(const CheckArgs& args) {
-  Result<OpenOptions> options =
-      OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto", args.tp_size);
+  Result<OpenOptions> options = OpenOptions::Parse(args.engine, args.quantization, "cpu", "auto",
+                                                   args.tp_size, false, args.platform);
   if (!options.ok()) return ReportBadInput(options.status().message());
   if (Status s = SetFormatOptions(args.format_options, &*options); !s.ok()) {
     return ReportBadInput(s.message());
@@ -50,6 +51,7 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   AddQuantizationOption(cmd, &args->quantization);
   cmd->add_option("--tp", args->tp_size,
                   "Tensor-parallel size whose per-rank shapes are checked (findings per layer)");
+  AddPlatformOption(cmd, &args->platform);
   AddFormatOptions(cmd, &args->format_options);
   AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunCheck(*args); });

@@ -33,13 +33,16 @@ void AddConvertCommand(CLI::App& app, int* exit_code);
 // `completion bash|zsh`: the shell completion script, from the commands defined on `app`.
 void AddCompletionCommand(CLI::App& app, int* exit_code);
 
-// --dtype, --tp and --speculative, shared by the commands that decide layers (plan, explain,
-// diff); OpenOptions::Parse checks them.
+// --dtype, --tp, --speculative and --platform, shared by the commands that decide layers (plan,
+// explain, diff); OpenOptions::Parse checks them.
 struct LaunchArgs {
   std::string dtype = "auto";
   int64_t tp_size = 1;
   bool speculative = false;
+  std::string platform = "cuda";
 };
+// --platform alone (check).
+void AddPlatformOption(CLI::App* cmd, std::string* platform);
 void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args);
 
 // What the shell completions offer for an option's value (completion.cc).

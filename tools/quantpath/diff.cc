@@ -25,8 +25,8 @@ int RunDiff(const DiffArgs& args) {
     options.dialects = *std::move(dialects);
   }
   if (!args.quantization.empty()) options.quantization = args.quantization;
-  Result<Launch> launch =
-      ParseLaunch(args.launch.dtype, args.launch.tp_size, args.launch.speculative);
+  Result<Launch> launch = ParseLaunch(args.launch.dtype, args.launch.tp_size,
+                                      args.launch.speculative, args.launch.platform);
   if (!launch.ok()) return ReportBadInput(launch.status().message());
   options.launch = *launch;
   Result<ModelDiff> diff = DiffDialects(args.dir, options);

@@ -22,7 +22,7 @@ struct ExplainArgs {
 int RunExplain(const ExplainArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, "cpu", args.launch.dtype,
-                         args.launch.tp_size, args.launch.speculative);
+                         args.launch.tp_size, args.launch.speculative, args.launch.platform);
   if (!options.ok()) return ReportBadInput(options.status().message());
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   options->int8_activations = args.int8_activations;

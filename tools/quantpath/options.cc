@@ -70,6 +70,14 @@ void AddLaunchOptions(CLI::App* cmd, LaunchArgs* args) {
   cmd->add_option("--tp", args->tp_size, "Tensor-parallel size (per-rank shapes are checked)");
   cmd->add_flag("--speculative", args->speculative,
                 "Speculative decoding: build the MTP layers as the engine then does");
+  AddPlatformOption(cmd, &args->platform);
+}
+
+void AddPlatformOption(CLI::App* cmd, std::string* platform) {
+  AddChoiceOption(cmd, "--platform", platform,
+                  "The platform the engine runs on (its registry and kernel paths; --device is "
+                  "quantpath's own)",
+                  std::vector<std::string>(std::begin(kPlatformNames), std::end(kPlatformNames)));
 }
 
 void AddFormatOptions(CLI::App* cmd, FormatArgs* args) {

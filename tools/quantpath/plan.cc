@@ -27,7 +27,7 @@ struct PlanArgs {
 int RunPlan(const PlanArgs& args) {
   Result<OpenOptions> options =
       OpenOptions::Parse(args.engine, args.quantization, args.device, args.launch.dtype,
-                         args.launch.tp_size, args.launch.speculative);
+                         args.launch.tp_size, args.launch.speculative, args.launch.platform);
   if (!options.ok()) return ReportBadInput(options.status().message());
   if (Status s = SetFormatOptions(args.format_options, &*options); !s.ok()) {
     return ReportBadInput(s.message());

@@ -21,7 +21,7 @@ struct OpenOptions {
   Dialect dialect;
   std::optional<std::string> quantization;  // force the importer (--quantization)
   DeviceCaps device;                        // default: cpu
-  Launch launch;                            // --tp, --dtype, --speculative
+  Launch launch;                            // --tp, --dtype, --speculative, --platform
   // Options for importers beyond the files, by name (--modelslim-packing new), passed to the
   // importer that declares them (FormatOption, importers.h) without being read here.
   FormatOptions format_options;
@@ -46,11 +46,13 @@ struct OpenOptions {
   Status SetOnline(std::string_view name);
 
   // From the command line's spellings: an engine name (DialectNames()), a format name or "" for
-  // detection, a device name (ParseDevice), and --dtype, --tp and --speculative (ParseLaunch).
+  // detection, a device name (ParseDevice), and --dtype, --tp, --speculative and --platform
+  // (ParseLaunch).
   // Errors name the option and list what is accepted.
   static Result<OpenOptions> Parse(std::string_view engine, std::string_view quantization,
                                    std::string_view device, std::string_view dtype = "auto",
-                                   int64_t tp_size = 1, bool speculative = false);
+                                   int64_t tp_size = 1, bool speculative = false,
+                                   std::string_view platform = "cuda");
 };
 
 // A model folder as one dialect reads it.
