@@ -84,6 +84,9 @@ struct AwqDialect {
   bool has_marlin = true;       // off CUDA, SGLang's Marlin check fails: the plain AWQ config
   // The kernel path the platform's config attaches (layer.scheme), which the details name.
   std::string_view linear_scheme = {}, moe_scheme = {};
+  // vLLM off CUDA: override_quantization_method never answers awq_marlin, so a user's
+  // --quantization awq_marlin disagrees with the config's "awq".
+  bool refuses_marlin_name = false;
 };
 
 // "AWQLinearMethod[scheme=AWQIntelAMXLinearScheme]", or the method alone without a scheme.
@@ -196,6 +199,12 @@ const AwqDialect& DialectFor(const Dialect& dialect, Platform platform) {
     if (platform == Platform::kCpu) return kSglang0523Cpu;
     return platform == Platform::kNpu ? kSglang0523Npu : kSglang0523Amx;
   }
+  static const AwqDialect kVllm034Cpu = [] {
+    AwqDialect d = kVllm033;
+    d.refuses_marlin_name = true;
+    return d;
+  }();
+  if (Since(dialect, DialectId::kVllm034) && platform != Platform::kCuda) return kVllm034Cpu;
   static const std::array<DialectRow<AwqDialect>, 5> kRows = {{
       {DialectId::kNative, kNative},
       {DialectId::kVllmHelpers, kVllm},
@@ -273,6 +282,13 @@ Result<QuantPlan> BuildAwqPlan(const ConfigSources& sources, const Dialect& dial
   const std::optional<std::string>& requested = sources.requested_method();
   const AwqDialect& d = DialectFor(dialect, sources.launch().platform);
   const ConfigCopy& copy = config.primary;
+  if (d.refuses_marlin_name && requested == "awq_marlin") {
+    return InvalidInput(fmt::format(
+        "{}: ValueError: Quantization method specified in the model config (awq) does not match "
+        "the quantization method specified in the `quantization` argument (awq_marlin). ({} "
+        "chooses awq_marlin on CUDA only)",
+        copy.where.ToString(), dialect.name));
+  }
   QuantPlan plan;
   plan.quant_method = "awq";
   plan.sources.push_back(copy.where);

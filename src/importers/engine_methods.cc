@@ -14,12 +14,19 @@
 namespace quantpath {
 namespace {
 
+// An experts method whose constructor raises on the platform: it has no MoE kernel there.
+struct ExpertsRefusal {
+  std::string_view method;  // the class, as details name it before any "[…]"
+  std::string_view error;
+};
+
 struct PlatformMethods {
   Platform platform;
   std::string_view methods;                    // QUANTIZATION_METHODS there
   std::span<const std::string_view> cpu_gate;  // empty: every registered method is accepted
   // The importers whose decisions were recorded there; empty: every one.
   std::span<const std::string_view> recorded = {};
+  std::span<const ExpertsRefusal> experts_refused = {};
 };
 
 constexpr std::string_view kVllm033Methods =
@@ -54,14 +61,49 @@ constexpr std::string_view kSglang0523CpuGate[] = {"fp8",  "w8a8_int8", "compres
 
 constexpr std::string_view kSglang0523NpuRecorded[] = {"modelslim", "gptq", "awq"};
 
+constexpr std::string_view kNoWna16Experts =
+    "NotImplementedError: No WNA16 MoE backend supports the deployment configuration.";
+// vLLM 0.34 on a CPU: experts kernels exist for unquantized, fp8 and (with AMX) int4 / int8.
+constexpr ExpertsRefusal kVllm034CpuAmxExperts[] = {
+    {"ModelOptNvFp4FusedMoE",
+     "NotImplementedError: No NvFp4 MoE backend supports the deployment configuration."},
+    {"CompressedTensorsW4A8Fp8MoEMethod",
+     "NotImplementedError: No W4A8 MoE backend supports the deployment configuration: "
+     "CutlassExpertsW4A8Fp8: kernel does not support current device cpu; "
+     "BatchedHummingGroupedExperts: kernel does not support current device cpu; "
+     "HummingGroupedExperts: kernel does not support current device cpu; HummingIndexedExperts: "
+     "kernel does not support current device cpu"},
+};
+constexpr ExpertsRefusal kVllm034CpuExperts[] = {
+    kVllm034CpuAmxExperts[0],
+    kVllm034CpuAmxExperts[1],
+    {"CompressedTensorsWNA16MoEMethod", kNoWna16Experts},
+    {"AutoAWQMoEMethod", kNoWna16Experts},
+    {"Int8OnlineMoEMethod",
+     "NotImplementedError: No Int8 MoE backend supports the deployment configuration "
+     "(weight_key=QuantKey(i8,scale(f32,static,per_channel),symmetric), "
+     "activation_key=QuantKey(i8,scale(f32,dynamic,per_token),symmetric)). Set "
+     "`VLLM_LOGGING_LEVEL=DEBUG` to see per-backend unsupported reasons."},
+};
+// SGLang 0.5.23 off CUDA has no NVFP4 experts backend.
+constexpr ExpertsRefusal kSglang0523OffCudaExperts[] = {
+    {"ModelOptNvFp4FusedMoEMethod",
+     "ValueError: Current platform does not support NVFP4 quantization with the selected MoE "
+     "backend. Please use Blackwell and above, or use moe_runner_backend=marlin on SM80+."},
+};
+
 constexpr PlatformMethods kNoEngine[] = {{Platform::kCuda, "", {}}};
 constexpr PlatformMethods kVllm033[] = {{Platform::kCuda, kVllm033Methods, {}}};
-constexpr PlatformMethods kVllm034[] = {{Platform::kCuda, kVllm034Methods, {}}};
+constexpr PlatformMethods kVllm034[] = {
+    {Platform::kCuda, kVllm034Methods, {}},
+    {Platform::kCpu, kVllm034Methods, {}, {}, kVllm034CpuExperts},
+    {Platform::kCpuAmx, kVllm034Methods, {}, {}, kVllm034CpuAmxExperts},
+};
 constexpr PlatformMethods kSglang0523[] = {
     {Platform::kCuda, kSglang0523Cuda, {}},
-    {Platform::kCpu, kSglang0523Cpu, {}},
-    {Platform::kCpuAmx, kSglang0523Cpu, kSglang0523CpuGate},
-    {Platform::kNpu, kSglang0523Npu, {}, kSglang0523NpuRecorded},
+    {Platform::kCpu, kSglang0523Cpu, {}, {}, kSglang0523OffCudaExperts},
+    {Platform::kCpuAmx, kSglang0523Cpu, kSglang0523CpuGate, {}, kSglang0523OffCudaExperts},
+    {Platform::kNpu, kSglang0523Npu, {}, kSglang0523NpuRecorded, kSglang0523OffCudaExperts},
 };
 
 constexpr std::array<DialectRow<std::span<const PlatformMethods>>, 6> kPlatforms = {{
@@ -110,6 +152,27 @@ Status CheckPlatformReproduced(const Dialect& dialect, Platform platform,
   return Unsupported(fmt::format(
       "--platform {}: quantpath reproduces {} on {} only (the platforms it was recorded on)",
       PlatformName(platform), dialect.name, Join(names, ", ")));
+}
+
+void RefuseExperts(const Dialect& dialect, Platform platform, QuantPlan* plan) {
+  const PlatformMethods* row = Find(dialect, platform);
+  if (row == nullptr || row->experts_refused.empty()) return;
+  for (RuleGroup& group : plan->groups) {
+    for (Rule& rule : group.rules) {
+      // A rule whose detail names an experts method decides experts only.
+      if ((rule.kinds & KindBit(SiteKind::kMoe)) == 0 ||
+          rule.action.kind != ActionKind::kQuantize) {
+        continue;
+      }
+      const std::string_view detail = rule.action.detail;
+      const std::string_view method = detail.substr(0, detail.find('['));
+      for (const ExpertsRefusal& refusal : row->experts_refused) {
+        if (refusal.method != method) continue;
+        rule.action = {ActionKind::kFail, std::nullopt, std::string(refusal.error), ""};
+        break;
+      }
+    }
+  }
 }
 
 std::span<const std::string_view> PlatformMethodGate(const Dialect& dialect, Platform platform) {

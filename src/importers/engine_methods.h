@@ -20,6 +20,10 @@ std::string_view RegisteredMethodsText(const Dialect& dialect, Platform platform
 Status CheckPlatformReproduced(const Dialect& dialect, Platform platform,
                                std::string_view importer = {});
 
+// Experts sites whose method the engine cannot build on `platform` (no MoE kernel there): their
+// rules raise the constructor's error instead.
+void RefuseExperts(const Dialect& dialect, Platform platform, QuantPlan* plan);
+
 // SGLang on a CPU with AMX: the only methods get_quantization_config accepts
 // (CPU_QUANTIZATION_METHODS); empty where the platform gates nothing.
 std::span<const std::string_view> PlatformMethodGate(const Dialect& dialect, Platform platform);

@@ -282,7 +282,7 @@ Result<std::optional<RuleGroup>> BuildBlockListGroup(const ConfigSources& source
 
 // The action for layers that end up quantized with `s`: its message is the scheme name, or the
 // engine's error text (kept verbatim: a kFail message is the decision's detail).
-Result<Action> QuantizeAction(GptqKernel kernel, std::string_view method,
+Result<Action> QuantizeAction(GptqKernel kernel, const GptqDialect& d, std::string_view method,
                               std::string_view scheme_name, const GptqSettings& s,
                               const LoadFacts& base_load, const Provenance& where) {
   if (std::optional<std::string> error = SchemeError(kernel, s)) {
@@ -291,7 +291,7 @@ Result<Action> QuantizeAction(GptqKernel kernel, std::string_view method,
     }
     return Action{ActionKind::kFail, std::nullopt, *error, ""};
   }
-  if (std::optional<std::string> error = LayerError(kernel, s)) {
+  if (std::optional<std::string> error = LayerError(kernel, d, s)) {
     return Action{ActionKind::kFail, std::nullopt, *error, ""};
   }
   LoadFacts load = base_load;
@@ -383,8 +383,8 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
   std::string_view method =
       kernel == GptqKernel::kGptq ? d.names.gptq_linear : d.names.marlin_linear;
   if (d.moe_method_first && d.QuantizesMoe(kernel)) {
-    QP_ASSIGN_OR_RETURN(Action experts,
-                        QuantizeAction(kernel, d.names.moe, d.moe_scheme, base, load, copy.where));
+    QP_ASSIGN_OR_RETURN(Action experts, QuantizeAction(kernel, d, d.names.moe, d.moe_scheme, base,
+                                                       load, copy.where));
     QP_ASSIGN_OR_RETURN(RuleGroup group,
                         KindMethodGroup(KindBit(SiteKind::kMoe), std::move(experts), copy.where));
     plan.groups.push_back(std::move(group));
@@ -396,14 +396,14 @@ Result<QuantPlan> BuildGptqPlan(const ConfigSources& sources, const Dialect& dia
                                      PlatformName(platform)));
   } else if (dynamic != nullptr) {
     auto quantize = [&](const GptqSettings& s, const Provenance& where) {
-      return QuantizeAction(kernel, method, d.linear_scheme, s, load, where);
+      return QuantizeAction(kernel, d, method, d.linear_scheme, s, load, where);
     };
     QP_ASSIGN_OR_RETURN(RuleGroup group, BuildDynamicGroup(copy, *dynamic, base, d.dynamic,
                                                            quantize, skip, &plan.notes));
     if (!group.rules.empty()) plan.groups.push_back(std::move(group));
   }
   QP_ASSIGN_OR_RETURN(plan.default_action,
-                      QuantizeAction(kernel, method, d.linear_scheme, base, load, copy.where));
+                      QuantizeAction(kernel, d, method, d.linear_scheme, base, load, copy.where));
   if (plan.default_action.kind == ActionKind::kQuantize) {
     plan.default_action.message =
         fmt::format("gptq {} applies to every layer no rule names", plan.default_action.message);

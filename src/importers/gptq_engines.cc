@@ -140,6 +140,12 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect, Platform platform) {
   if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
     return platform == Platform::kNpu ? kSglang0523Npu : kSglang0523Cpu;
   }
+  static const GptqDialect kVllm034Cpu = [] {
+    GptqDialect d = kVllm033;
+    d.marlin_4bit_only = true;
+    return d;
+  }();
+  if (Since(dialect, DialectId::kVllm034) && platform != Platform::kCuda) return kVllm034Cpu;
   static const std::array<DialectRow<GptqDialect>, 5> kRows = {{
       {DialectId::kNative, kNative},
       {DialectId::kVllmHelpers, kVllm},
@@ -201,12 +207,23 @@ std::optional<std::string> SchemeError(GptqKernel kernel, const GptqSettings& s)
   return std::nullopt;
 }
 
-std::optional<std::string> LayerError(GptqKernel kernel, const GptqSettings& s) {
-  if (kernel != GptqKernel::kMarlin || IsMarlinGroup(s.group_size)) return std::nullopt;
-  return fmt::format(
-      "ValueError: Marlin does not support group_size = {}. Only group_sizes = "
-      "[-1, 32, 64, 128] are supported.",
-      s.group_size);
+std::optional<std::string> LayerError(GptqKernel kernel, const GptqDialect& d,
+                                      const GptqSettings& s) {
+  if (kernel != GptqKernel::kMarlin) return std::nullopt;
+  if (!IsMarlinGroup(s.group_size)) {
+    return fmt::format(
+        "ValueError: Marlin does not support group_size = {}. Only group_sizes = "
+        "[-1, 32, 64, 128] are supported.",
+        s.group_size);
+  }
+  if (d.marlin_4bit_only && s.bits != 4) {
+    return fmt::format(
+        "ValueError: Marlin does not support weight_bits = uint{}b{}. Only types = "
+        "[ScalarType.uint4b8] are supported (for group_size = {}, device_capability = -1, "
+        "zp = False).",
+        s.bits, int64_t{1} << (s.bits - 1), s.group_size);
+  }
+  return std::nullopt;
 }
 
 Status CheckDescAct(const ConfigCopy& copy, const GptqSettings& base) {

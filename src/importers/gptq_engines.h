@@ -70,6 +70,9 @@ struct GptqDialect {
   bool platform_config = false;
   // The kernel path the platform config attaches (layer.scheme), which the details name.
   std::string_view linear_scheme = {}, moe_scheme = {};
+  // vLLM on a CPU: Marlin's CPU kernel takes 4-bit weights only (marlin_utils), so the method's
+  // constructor refuses 8 bits.
+  bool marlin_4bit_only = false;
 
   // SGLang's GPTQConfig.get_quant_method goes through get_linear_quant_method, which returns None
   // for FusedMoE: the experts stay unquantized, except under a platform config.
@@ -92,7 +95,8 @@ Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
 std::optional<std::string> SchemeError(GptqKernel kernel, const GptqSettings& s);
 
 // The text the dialect raises when a layer is built with settings its kernel rejects.
-std::optional<std::string> LayerError(GptqKernel kernel, const GptqSettings& s);
+std::optional<std::string> LayerError(GptqKernel kernel, const GptqDialect& d,
+                                      const GptqSettings& s);
 
 // vLLM 0.33's normalize_and_validate_gptq_desc_act: act-order is accepted only where one group per
 // output channel makes it a no-op, in the base config and in every "+:" override of `dynamic`

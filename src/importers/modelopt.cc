@@ -41,7 +41,7 @@ struct ModelOptRow {
   bool lm_head_as_linear;  // the LM head goes through the linear path (and the exclusion list)
 };
 
-const ModelOptRow& ModelOptRowFor(const Dialect& dialect, Platform platform) {
+const ModelOptRow& ModelOptRowFor(const Dialect& dialect) {
   static const ModelOptRow kNative{{}, {}, "", KvAttach::kScheme, KvAttach::kScheme, false};
   // Recorded code: ModelOptFp8Config / ModelOptNvFp4Config with one method class per algorithm.
   static const ModelOptRow kVllm{
@@ -99,24 +99,6 @@ const ModelOptRow& ModelOptRowFor(const Dialect& dialect, Platform platform) {
       KvAttach::kWhenKvMethod,
       KvAttach::kWhenKvMethod,
       true};
-  // Off CUDA, SGLang 0.5.23 has no NVFP4 MoE backend: ModelOptNvFp4FusedMoEMethod's constructor
-  // raises.
-  static const ModelOptRow kSglang0523OffCuda = [] {
-    ModelOptRow row = kSglang0523;
-    for (std::vector<AlgoMethods>* table : {&row.methods, &row.mixed_methods}) {
-      for (AlgoMethods& m : *table) {
-        if (m.moe != "ModelOptNvFp4FusedMoEMethod") continue;
-        m.moe_refusal =
-            "ValueError: Current platform does not support NVFP4 quantization with the selected "
-            "MoE backend. Please use Blackwell and above, or use moe_runner_backend=marlin on "
-            "SM80+.";
-      }
-    }
-    return row;
-  }();
-  if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
-    return kSglang0523OffCuda;
-  }
   static const std::array<DialectRow<ModelOptRow>, 5> kRows = {{
       {DialectId::kNative, kNative},
       {DialectId::kVllmHelpers, kVllm},
@@ -282,7 +264,7 @@ class ModelOptImporterImpl : public Importer {
       plan.engine_method = std::string(SglangMethodName(d));
       plan.act_dtypes = {QDType::kBF16, QDType::kFP16};
     }
-    const ModelOptRow& row = ModelOptRowFor(dialect, sources.launch().platform);
+    const ModelOptRow& row = ModelOptRowFor(dialect);
     plan.linear = KindPolicy::kRules;
     plan.moe = KindPolicy::kRules;
     // Router gates are built without a quantization config. The recorded engine code returns no
@@ -320,7 +302,6 @@ class ModelOptImporterImpl : public Importer {
                           modelopt::AlgoScheme(*d.info, d.group_size, d.where.ToString()));
       std::string_view linear = d.info->name;
       std::string_view moe = d.info->name;
-      std::string_view moe_refusal;
       if (!row.methods.empty()) {
         const AlgoMethods* methods = modelopt::FindMethods(row.methods, d.info->name);
         if (methods == nullptr) {
@@ -329,18 +310,16 @@ class ModelOptImporterImpl : public Importer {
         }
         linear = methods->linear;
         moe = methods->moe;
-        moe_refusal = methods->moe_refusal;
       }
       std::string message = fmt::format("quant_algo {} applies to every layer", d.algo);
       plan.default_action = {ActionKind::kQuantize, scheme, message, std::string(linear)};
       if (moe != linear) {
         // Experts get their own method class; a catch-all rule for MoE sites carries it.
-        Action experts{ActionKind::kQuantize, scheme, message, std::string(moe)};
-        if (!moe_refusal.empty())
-          experts = {ActionKind::kFail, std::nullopt, std::string(moe_refusal), ""};
-        QP_ASSIGN_OR_RETURN(RuleGroup group, CatchAll("experts method", KindBit(SiteKind::kMoe),
-                                                      std::move(experts), d.where));
-        plan.groups.push_back(std::move(group));
+        QP_ASSIGN_OR_RETURN(
+            RuleGroup experts,
+            CatchAll("experts method", KindBit(SiteKind::kMoe),
+                     {ActionKind::kQuantize, scheme, message, std::string(moe)}, d.where));
+        plan.groups.push_back(std::move(experts));
       }
     }
     DecideAttention(d, row, &plan);

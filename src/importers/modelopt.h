@@ -41,8 +41,6 @@ struct AlgoMethods {
   std::string_view algo;
   std::string_view linear;
   std::string_view moe;
-  // The engine's error building `moe` on the platform; empty where it builds.
-  std::string_view moe_refusal = {};
 };
 // The row of `algo` in `table`, or nullptr.
 const AlgoMethods* FindMethods(const std::vector<AlgoMethods>& table, std::string_view algo);

@@ -96,10 +96,7 @@ struct Builder {
     const std::string message =
         e.key.empty() ? std::string("not in quantized_layers")
                       : fmt::format("quantized_layers[\"{}\"] ({}): {}", e.key, why, e.algo);
-    auto action = [&](std::string_view method, std::string_view none,
-                      std::string_view refusal = {}) {
-      if (!refusal.empty())
-        return Action{ActionKind::kFail, std::nullopt, std::string(refusal), ""};
+    auto action = [&](std::string_view method, std::string_view none) {
       if (method.empty()) {
         return Action{ActionKind::kSkip, std::nullopt, message + ": no method for this layer kind",
                       std::string(none)};
@@ -109,11 +106,9 @@ struct Builder {
     QP_ASSIGN_OR_RETURN(
         Rule linear, MakeRule(kind, pattern, RegexFlavor::kPythonRe, kLinearHead,
                               action(row ? row->linear : "", "UnquantizedLinearMethod"), e.where));
-    QP_ASSIGN_OR_RETURN(Rule moe,
-                        MakeRule(kind, pattern, RegexFlavor::kPythonRe, kMoe,
-                                 action(row ? row->moe : "", "get_quant_method returned None",
-                                        row ? row->moe_refusal : ""),
-                                 e.where));
+    QP_ASSIGN_OR_RETURN(
+        Rule moe, MakeRule(kind, pattern, RegexFlavor::kPythonRe, kMoe,
+                           action(row ? row->moe : "", "get_quant_method returned None"), e.where));
     group->rules.push_back(std::move(linear));
     group->rules.push_back(std::move(moe));
     return {};

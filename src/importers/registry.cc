@@ -372,6 +372,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
       if (plan) {
         plan->importer = std::string(chosen->name());
         plan->dialect = dialect;
+        RefuseExperts(dialect, sources.launch().platform, &*plan);
         return std::move(*plan);
       }
       return InvalidInput(
@@ -418,6 +419,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
   plan.notes.insert(plan.notes.end(), mapped_notes.begin(), mapped_notes.end());
   CheckActDtype(sources, dialect, &plan);
   CheckPlatformMethod(sources, dialect, &plan);
+  RefuseExperts(dialect, sources.launch().platform, &plan);
   return plan;
 }
 

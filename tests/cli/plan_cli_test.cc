@@ -249,15 +249,37 @@ TEST(PlanCli, ThePlatformTheEngineRunsOn) {
   EXPECT_NE(bnb.out.find("Invalid quantization method on CPU: bitsandbytes"), std::string::npos)
       << bnb.out;
 
-  auto vllm = RunCli("plan " + gptq + " --engine vllm --platform cpu", true);
-  EXPECT_EQ(vllm.exit_code, 2);
-  EXPECT_NE(vllm.out.find("--platform cpu: quantpath reproduces vllm@0.34 on cuda only"),
+  auto old = RunCli("plan " + gptq + " --engine vllm@0.33 --platform cpu", true);
+  EXPECT_EQ(old.exit_code, 2);
+  EXPECT_NE(old.out.find("--platform cpu: quantpath reproduces vllm@0.33 on cuda only"),
             std::string::npos)
-      << vllm.out;
+      << old.out;
   auto npu = RunCli("plan examples/deepseek-tiny --engine sglang --platform npu", true);
   EXPECT_EQ(npu.exit_code, 2);
   EXPECT_NE(npu.out.find("for modelslim, gptq, awq only"), std::string::npos) << npu.out;
   EXPECT_EQ(RunCli("plan examples/deepseek-tiny --platform tpu").exit_code, 2);
+}
+
+// vLLM 0.34 on a CPU (recorded: tests/data/oracle/releases/vllm-0.34.0/platforms/): int4 experts
+// have a kernel only with AMX, NVFP4 experts none at all; linear layers keep their methods.
+TEST(PlanCli, VllmOnACpuRefusesExpertsItHasNoKernelFor) {
+  auto experts = [](const std::string& folder, const std::string& platform) {
+    auto r = RunCli("explain tests/data/producers/" + folder +
+                    " model.layers.0.mlp.experts --engine vllm --json --platform " + platform);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;  // 1: the layer is an error
+    Json d = *ParseOrDie(r.out).Find("decision");
+    return d.Find("kind")->string_value() + " " + d.Find("detail")->string_value();
+  };
+  const std::string wna16 = "ct_qwen3moe_w4a16_g64_sym";
+  EXPECT_EQ(experts(wna16, "cpu"),
+            "error NotImplementedError: No WNA16 MoE backend supports the deployment "
+            "configuration.");
+  EXPECT_EQ(experts(wna16, "cpu-amx").rfind("quantized CompressedTensorsWNA16MoEMethod", 0), 0u)
+      << experts(wna16, "cpu-amx");
+  EXPECT_EQ(experts("mo_qwen3moe_nvfp4", "cuda"), "quantized ModelOptNvFp4FusedMoE");
+  EXPECT_EQ(experts("mo_qwen3moe_nvfp4", "cpu-amx"),
+            "error NotImplementedError: No NvFp4 MoE backend supports the deployment "
+            "configuration.");
 }
 
 TEST(PlanCli, ExitCodes) {

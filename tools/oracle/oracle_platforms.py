@@ -5,9 +5,9 @@ queries each engine makes before and while it imports its quantization package, 
 registries those imports build (SGLang's QUANTIZATION_METHODS, vLLM's kernel lists) are the ones of
 that platform. Nothing here runs a kernel.
 
-- `cpu`: SGLang with SGLANG_USE_CPU_ENGINE=1 on an x86 host without AMX.
+- `cpu`: SGLang with SGLANG_USE_CPU_ENGINE=1 on an x86 host without AMX; vLLM's CpuPlatform.
 - `cpu-amx`: the same with AMX tiles and SGLang's AMX kernel package present
-  (`cpu_has_amx_support()`).
+  (`cpu_has_amx_support()`), and vLLM's AMX fp8 ops.
 - `npu`: an Ascend Atlas A2 / A3 NPU (`torch.npu` available; the NPU kernel packages stubbed,
   npu_standin.py).
 - `mps`: Apple silicon, not recorded yet.
@@ -19,10 +19,10 @@ import os
 
 PLATFORMS = ("cuda", "cpu", "cpu-amx", "npu", "mps")
 # The formats whose cases each engine is recorded with on each platform (None: every format). The
-# list is what quantpath reproduces there (src/importers/engine_methods.cc); vLLM's CPU platform
-# and SGLang's MPS backend are not recorded yet.
+# list is what quantpath reproduces there (src/importers/engine_methods.cc); SGLang's MPS backend
+# is not recorded yet.
 ENGINE_PLATFORMS = {
-    "vllm": {"cuda": None},
+    "vllm": {"cuda": None, "cpu": None, "cpu-amx": None},
     "sglang": {"cuda": None, "cpu": None, "cpu-amx": None, "npu": ("modelslim", "gptq", "awq")},
 }
 # Errors whose text comes from the recording host rather than the engine on the platform: a CUDA
@@ -84,9 +84,21 @@ def setup_sglang(platform: str, cuda_standin) -> None:
 
 
 def setup_vllm(platform: str, cuda_platform) -> None:
-    """Before vLLM's quantization package is imported: the current platform object (cuda only so
-    far)."""
+    """Before vLLM's quantization package is imported: the current platform object."""
+    import torch
     import vllm.platforms as platforms
 
-    assert platform == "cuda", platform
-    platforms._current_platform = cuda_platform()
+    if platform == "cuda":
+        platforms._current_platform = cuda_platform()
+        return
+    from vllm.platforms.cpu import CpuPlatform
+
+    torch.cpu._is_amx_tile_supported = lambda: platform == "cpu-amx"
+    platforms._current_platform = CpuPlatform()
+
+
+def vllm_cpu_ops(ops, platform: str) -> None:
+    """vLLM's CPU capability queries (_custom_ops.cpu_has_amx_fp8 …)."""
+    for name in dir(ops):
+        if name.startswith("cpu_has_amx") and callable(getattr(ops, name)):
+            setattr(ops, name, lambda *a, _p=platform, **k: _p == "cpu-amx")

@@ -40,7 +40,7 @@ OLD_DIR = REPO / "tests" / "data" / "oracle" / "cases"
 
 sys.path.insert(0, str(HERE))
 from oracle_platforms import HOST_ERRORS, PLATFORMS, current, records, setup_sglang, setup_vllm  # noqa: E402
-from oracle_platforms import worker_env  # noqa: E402
+from oracle_platforms import vllm_cpu_ops, worker_env  # noqa: E402
 from releases import add_release_arguments, engine_version, holds, release_dir, releases_of  # noqa: E402
 
 # ---------------------------------------------------------------------------
@@ -118,9 +118,12 @@ class VllmHarness(Harness):
         # method picks its experts kernel): capability 9.0 supports all of them.
         import vllm._custom_ops as ops
 
-        for n in dir(ops):
-            if ("supports" in n or n.endswith("_supported")) and callable(getattr(ops, n)):
-                setattr(ops, n, lambda *a, **k: True)
+        if current() == "cuda":
+            for n in dir(ops):
+                if ("supports" in n or n.endswith("_supported")) and callable(getattr(ops, n)):
+                    setattr(ops, n, lambda *a, **k: True)
+        else:
+            vllm_cpu_ops(ops, current())
 
         import importlib
 
@@ -646,7 +649,14 @@ ALLOWED_BY_ENGINE: dict[str, dict[str, str]] = {
 ENGINE_REFUSALS: dict[str, set[tuple[str, str]]] = {
     "vllm": {("CompressedTensorsW4A8Fp8MoEMethod", "Only group size 128 supported for W4A8 MoE"),
              # capability 9.0 is the recordings' device
-             ("Nvfp4OnlineMoEMethod", "requires a Blackwell (SM100) GPU")},
+             ("Nvfp4OnlineMoEMethod", "requires a Blackwell (SM100) GPU"),
+             # off cuda: no MoE kernel for the scheme on the platform, Marlin's CPU types
+             ("ModelOptNvFp4FusedMoE", "No NvFp4 MoE backend supports"),
+             ("CompressedTensorsWNA16MoEMethod", "No WNA16 MoE backend supports"),
+             ("AutoAWQMoEMethod", "No WNA16 MoE backend supports"),
+             ("Int8OnlineMoEMethod", "No Int8 MoE backend supports"),
+             ("CompressedTensorsW4A8Fp8MoEMethod", "No W4A8 MoE backend supports"),
+             ("AutoGPTQLinearMethod", "Marlin does not support weight_bits")},
     # off cuda: no NVFP4 MoE backend on the platform
     "sglang": {("ModelOptNvFp4FusedMoEMethod", "Current platform does not support NVFP4 quantization")},
 }
