@@ -106,6 +106,18 @@ Status RefinePlan(const SmallTensors& tensors, QuantPlan* plan);
 const std::vector<const Importer*>& Importers();
 const Importer* FindImporter(std::string_view name);  // by name or alias
 
+// The linear kernel an engine picks for a quantized linear layer when it creates the weights, where
+// the platform's recordings name it (vLLM 0.34 on a CPU): `name`, or the engine's `error` when no
+// kernel of the platform implements the scheme.
+struct EngineKernel {
+  std::string name;
+  std::string error;
+};
+// For a linear layer of `scheme` as `plan`'s dialect runs on `platform`; nullopt where the
+// dialect's details name no kernel.
+std::optional<EngineKernel> LinearKernelFor(const QuantPlan& plan, Platform platform,
+                                            const QuantScheme& scheme);
+
 // Detects (or, with `forced`, checks) the format and builds the plan. A folder without any
 // quantization description yields an unquantized plan (quant_method "none"). When `forced` names
 // a format other than the files', the error names both. The files are searched as the dialect's

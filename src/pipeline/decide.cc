@@ -9,6 +9,7 @@
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "src/base/pyregex.h"
+#include "src/pipeline/engine_kernel.h"
 
 namespace quantpath {
 namespace {
@@ -125,6 +126,7 @@ LayerDecision Assign(const Model& model, const LayerSite& site, Decision decisio
     ApplyShapeChecks(model.plan, site, model.launch.tp_size, ReadAttentionHeads(model.sources),
                      &layer.decision);
   }
+  ApplyEngineKernel(model.plan, model.launch.platform, site, &layer.decision);
   if (site.kind == SiteKind::kAttention) {
     DecideKvCache(model.plan, model.sites.torch_dtype, &layer);
   } else {

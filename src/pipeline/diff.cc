@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/pipeline.h"
+#include "src/pipeline/engine_kernel.h"
 #include "src/pipeline/model_folder.h"
 
 namespace quantpath {
@@ -47,6 +48,7 @@ Result<std::vector<DialectRun>> PlanDialects(const std::string& given, const Dif
     for (size_t i = 0; i < run.decisions.size(); ++i) {
       ApplyShapeChecks(*run.plan, run.sites.sites[i], options.launch.tp_size, heads,
                        &run.decisions[i]);
+      ApplyEngineKernel(*run.plan, options.launch.platform, run.sites.sites[i], &run.decisions[i]);
     }
   }
   return runs;

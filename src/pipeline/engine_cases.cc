@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "quantpath/pipeline.h"
+#include "src/pipeline/engine_kernel.h"
 
 namespace quantpath {
 namespace {
@@ -322,6 +323,7 @@ Result<CaseResult> MatchCase(const Json& c, std::string_view file,
       for (int64_t rows : partitions) split.legs.push_back({"", rows});
       ApplyShapeChecks(*plan, split, tp_size, heads ? heads : config_heads, &d);
     }
+    ApplyEngineKernel(*plan, sources.launch().platform, site, &d);
     result.decisions.push_back({site.path, std::string(DecisionKindName(d.kind)), d.detail});
   }
   return result;

@@ -282,6 +282,34 @@ TEST(PlanCli, VllmOnACpuRefusesExpertsItHasNoKernelFor) {
             "configuration.");
 }
 
+// The linear kernel vLLM 0.34 picks on a CPU joins the detail; without one the layer fails.
+TEST(PlanCli, VllmOnACpuNamesTheLinearKernel) {
+  auto linear = [](const std::string& folder, const std::string& layer,
+                   const std::string& platform) {
+    auto r =
+        RunCli("explain " + folder + " " + layer + " --engine vllm --json --platform " + platform);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
+    Json d = *ParseOrDie(r.out).Find("decision");
+    return d.Find("kind")->string_value() + " " + d.Find("detail")->string_value();
+  };
+  const std::string fp8 = "examples/deepseek-tiny", o_proj = "model.layers.0.self_attn.o_proj";
+  EXPECT_EQ(linear(fp8, o_proj, "cpu-amx")
+                .rfind("quantized Fp8LinearMethod[kernel=CPUFp8Block"
+                       "ScaledMMKernel]",
+                       0),
+            0u);
+  EXPECT_EQ(linear(fp8, o_proj, "cpu"),
+            "error ValueError: Failed to find a kernel that can implement the ScaledMM linear "
+            "layer. Reasons: \nCPUFp8W8A8BlockScaledMMKernel requires AMX tile support (Sapphire "
+            "Rapids or newer)..\nCPUFp8BlockScaledMMKernel requires AMX tile support (Sapphire "
+            "Rapids or newer)..");
+  EXPECT_EQ(linear("tests/data/corpus/TheBloke__Llama-2-13B-chat-GPTQ",
+                   "model.layers.0.mlp.down_proj", "cpu"),
+            "quantized AutoGPTQLinearMethod[bits=4 group_size=128 desc_act=False sym=True "
+            "kernel=CPUWNA16LinearKernel]");
+  EXPECT_EQ(linear(fp8, o_proj, "cuda"), "quantized Fp8LinearMethod (Fp8MoEMethod for experts)");
+}
+
 TEST(PlanCli, ExitCodes) {
   EXPECT_EQ(RunCli("plan /nonexistent/folder").exit_code, 2);
   EXPECT_EQ(RunCli("plan --no-such-flag").exit_code, 2);

@@ -31,8 +31,8 @@ def test_plan_takes_the_engines_platform(cli):
     assert ours == cli("plan", folder, "--engine", "sglang", "--platform", "cpu-amx", "--json",
                        expect=(0, 1))
     assert ours["platform"] == "cpu-amx"
-    with pytest.raises(quantpath.Error, match="reproduces vllm@0.34 on cuda only"):
-        quantpath.plan(folder, engine="vllm", platform="cpu")
+    with pytest.raises(quantpath.Error, match="reproduces vllm@0.33 on cuda only"):
+        quantpath.plan(folder, engine="vllm@0.33", platform="cpu")
 
 
 def test_explain_is_the_cli_json(cli):

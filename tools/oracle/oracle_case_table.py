@@ -371,6 +371,32 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
                     lin("model.layers.0.mlp.shared_experts.down_proj")],
             note="regex targets per group: experts get the W4A16 group, attention the FP8 group; a layer no "
                  "target matches")
+    # The linear kernel each scheme gets, which differs by platform (a CPU picks among its own).
+    ct_schemes = {
+        "w8a8-int8": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True,
+                                  "dynamic": False},
+                      "input_activations": {"num_bits": 8, "type": "int", "strategy": "token",
+                                            "symmetric": True, "dynamic": True}, "format": "int-quantized"},
+        "w4a16-int4": {**CT_W4A16_ARGS, "format": "pack-quantized"},
+        "w8a16-fp8": {"weights": CT_FP8_ARGS["weights"], "input_activations": None,
+                      "format": "float-quantized"},
+        "w4a4-nvfp4": {"weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16,
+                                   "symmetric": True, "dynamic": False},
+                       "input_activations": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                             "group_size": 16, "symmetric": True, "dynamic": "local"},
+                       "format": "nvfp4-pack-quantized"},
+        "w4a16-mxfp4": {"weights": {"num_bits": 4, "type": "float", "strategy": "group", "group_size": 32,
+                                    "symmetric": True, "dynamic": False, "scale_dtype": "torch.uint8"},
+                        "input_activations": None, "format": "mxfp4-pack-quantized"},
+    }
+    for scheme_id, args in ct_schemes.items():
+        add(id=f"vllm-ct-kernel-{scheme_id}", engine="vllm", format="compressed-tensors", code=v_ct,
+            since={"vllm": "0.34.0"},
+            config=ct_config({"group_0": {"targets": ["Linear"], **args}}, ignore=["lm_head"],
+                             fmt=args["format"]),
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0),
+            note=f"one {scheme_id} group over every linear layer: the method and, off cuda, the kernel the "
+                 "platform picks for it")
     add(id="vllm-ct-qwen2_5_vl-mapper", engine="vllm", format="compressed-tensors",
         code=v_ct + ["model_executor/models/qwen2_5_vl.py"],
         config=ct_config({"group_0": {"targets": ["Linear"], **CT_FP8_ARGS}},

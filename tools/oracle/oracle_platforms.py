@@ -7,7 +7,7 @@ that platform. Nothing here runs a kernel.
 
 - `cpu`: SGLang with SGLANG_USE_CPU_ENGINE=1 on an x86 host without AMX; vLLM's CpuPlatform.
 - `cpu-amx`: the same with AMX tiles and SGLang's AMX kernel package present
-  (`cpu_has_amx_support()`), and vLLM's AMX fp8 ops.
+  (`cpu_has_amx_support()`); for vLLM, AMX tiles without AMX-FP8.
 - `npu`: an Ascend Atlas A2 / A3 NPU (`torch.npu` available; the NPU kernel packages stubbed,
   npu_standin.py).
 - `mps`: Apple silicon, not recorded yet.
@@ -97,8 +97,12 @@ def setup_vllm(platform: str, cuda_platform) -> None:
     platforms._current_platform = CpuPlatform()
 
 
-def vllm_cpu_ops(ops, platform: str) -> None:
-    """vLLM's CPU capability queries (_custom_ops.cpu_has_amx_fp8 …)."""
-    for name in dir(ops):
-        if name.startswith("cpu_has_amx") and callable(getattr(ops, name)):
-            setattr(ops, name, lambda *a, _p=platform, **k: _p == "cpu-amx")
+def vllm_cpu_ops() -> None:
+    """vLLM's CPU ops as an x86 CPU build registers them (fp8_scaled_mm_cpu, the oneDNN handlers),
+    on a CPU without AMX-FP8 (Sapphire / Granite Rapids have AMX-BF16 and AMX-INT8 only)."""
+    import vllm._cpu_ops as cpu_ops
+
+    for name in dir(cpu_ops):
+        if name.startswith("_supports_"):
+            setattr(cpu_ops, name, True)
+    cpu_ops.cpu_has_amx_fp8 = lambda: False

@@ -123,7 +123,7 @@ class VllmHarness(Harness):
                 if ("supports" in n or n.endswith("_supported")) and callable(getattr(ops, n)):
                     setattr(ops, n, lambda *a, **k: True)
         else:
-            vllm_cpu_ops(ops, current())
+            vllm_cpu_ops()
 
         import importlib
 
@@ -312,9 +312,84 @@ class VllmHarness(Harness):
         self._last_target = None
         self._last_algo = None
         m = resolve_quant_method(cfg, layer, prefix)
+        if current() != "cuda" and m is not None:
+            layer._oracle_kernel = self.linear_kernel(m, layer)
         return m
 
+    def linear_kernel(self, method, layer):
+        """Off cuda, the kernel a linear method picks for the platform when it creates the layer's
+        weights (vLLM chooses it in create_weights from the current platform's kernel lists)."""
+        from vllm.model_executor.layers.linear import LinearBase
+
+        if not isinstance(layer, LinearBase) or type(method).__name__.startswith("Unquantized"):
+            return None
+        if getattr(self, "_kernels", None) is None:
+            self._kernels = []
+            self._wrap_kernels()
+            # Weight parameters ask the tensor-parallel group for their rank: a one-rank gloo group.
+            from vllm.config import VllmConfig, set_current_vllm_config
+            from vllm.distributed import ensure_model_parallel_initialized, init_distributed_environment
+
+            with set_current_vllm_config(VllmConfig()):
+                init_distributed_environment(world_size=1, rank=0, local_rank=0,
+                                             distributed_init_method="tcp://127.0.0.1:29641", backend="gloo")
+                ensure_model_parallel_initialized(1, 1)
+        self._kernels.clear()
+        try:
+            method.create_weights(layer, input_size_per_partition=4096, output_partition_sizes=[4096],
+                                  input_size=4096, output_size=4096, params_dtype=self.torch.bfloat16,
+                                  weight_loader=lambda *a, **k: None)
+        except Exception as e:  # noqa: BLE001 - the engine refusing the layer on the platform
+            return f"error {_exc_text(e)}"
+        return self._kernels[0] if self._kernels else "none"
+
+    def _wrap_kernels(self):
+        import importlib
+
+        harness = self
+        bases = []
+        for mod, cls in [("vllm.model_executor.kernels.linear.base", "MMLinearKernel"),
+                         ("vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel", "MPLinearKernel"),
+                         ("vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel",
+                          "ScaledMMLinearKernel"),
+                         ("vllm.model_executor.kernels.linear.nvfp4.base", "NvFp4LinearKernel"),
+                         ("vllm.model_executor.kernels.linear.mxfp4.base", "MxFp4LinearKernel"),
+                         ("vllm.model_executor.kernels.linear.mxfp8.Mxfp8LinearKernel", "Mxfp8LinearKernel"),
+                         ("vllm.model_executor.kernels.linear.mxfp6.base", "MxFp6LinearKernel")]:
+            bases.append(getattr(importlib.import_module(mod), cls))
+        importlib.import_module("vllm.model_executor.kernels.linear")
+
+        # The first wrapped __init__ an instance runs names its class (subclasses that define no
+        # __init__ run their base's).
+        for b in bases:
+            orig = b.__dict__.get("__init__")
+            if orig is None or b.__dict__.get("_oracle_kernel_wrapped"):
+                continue
+            b._oracle_kernel_wrapped = True
+
+            def __init__(self, *a, __orig=orig, **k):
+                if not getattr(self, "_oracle_seen", False):
+                    object.__setattr__(self, "_oracle_seen", True)
+                    harness._kernels.append(type(self).__name__)
+                __orig(self, *a, **k)
+
+            b.__init__ = __init__
+
+    def classify(self, method, layer, case, cfg):
+        kernel = getattr(layer, "_oracle_kernel", None)
+        if kernel is not None and kernel.startswith("error "):
+            # No kernel on the platform implements the layer: building it fails.
+            return "error", kernel[len("error "):]
+        return super().classify(method, layer, case, cfg)
+
     def describe(self, method, layer, case, cfg):
+        detail = self._describe(method, layer, case, cfg)
+        kernel = getattr(layer, "_oracle_kernel", None)
+        if kernel is None:
+            return detail
+        return detail[:-1] + f" kernel={kernel}]" if detail.endswith("]") else f"{detail}[kernel={kernel}]"
+
+    def _describe(self, method, layer, case, cfg):
         name = type(method).__name__
         if name.startswith("CompressedTensors") and getattr(self, "_last_target", None):
             return f"{name}[target={self._last_target} group={_ct_group(case['config'], self._last_target, cfg)}]"
