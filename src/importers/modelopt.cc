@@ -194,10 +194,12 @@ Status W4AFp8Plan(const Description& d, QuantPlan* plan) {
 // SGLang's mxfp8 for a nested MXFP8 description: Fp8Config (get_quant_method of fp8.py) over the
 // description's exclude_modules, MX blocks fixed at [1, 32], Fp8KVCacheMethod on attention and no
 // method for the LM head.
-Status SglangMxfp8Plan(const Description& d, QuantPlan* plan) {
+// On an NPU, Fp8Config hands MXFP8 linear layers and experts its NPU methods.
+Status SglangMxfp8Plan(const Description& d, Platform platform, QuantPlan* plan) {
   QP_ASSIGN_OR_RETURN(QuantScheme scheme, modelopt::AlgoScheme(*d.info, 32, d.where.ToString()));
   const std::string message = "SGLang's mxfp8 (Fp8Config) quantizes every linear layer";
-  plan->default_action = {ActionKind::kQuantize, scheme, message, "Fp8LinearMethod"};
+  plan->default_action = {ActionKind::kQuantize, scheme, message,
+                          platform == Platform::kNpu ? "NPUMXFP8LinearMethod" : "Fp8LinearMethod"};
   // from_config keeps a "model."-stripped and a "model."-prefixed copy of every entry.
   SkipList list{d.exclude_key, {}};
   for (const ListEntry& e : d.exclude) {
@@ -213,9 +215,12 @@ Status SglangMxfp8Plan(const Description& d, QuantPlan* plan) {
                                            {{KindBit(SiteKind::kLinear), "UnquantizedLinearMethod"},
                                             {KindBit(SiteKind::kMoe), "UnquantizedFusedMoEMethod"}},
                                            SglangShardTable::kBuiltInFallback, &skipped.rules));
-  QP_ASSIGN_OR_RETURN(RuleGroup moe,
-                      CatchAll("experts method", KindBit(SiteKind::kMoe),
-                               {ActionKind::kQuantize, scheme, message, "Fp8MoEMethod"}, d.where));
+  QP_ASSIGN_OR_RETURN(
+      RuleGroup moe,
+      CatchAll("experts method", KindBit(SiteKind::kMoe),
+               {ActionKind::kQuantize, scheme, message,
+                platform == Platform::kNpu ? "NPUMXFP8OnlineMoEMethod" : "Fp8MoEMethod"},
+               d.where));
   plan->groups = {std::move(skipped), std::move(moe)};
   plan->lm_head = KindPolicy::kUnquantized;
   plan->attention = Action{ActionKind::kQuantize, std::nullopt,
@@ -279,7 +284,7 @@ class ModelOptImporterImpl : public Importer {
       return plan;
     }
     if (d.engine_config == EngineConfig::kMxfp8) {
-      QP_RETURN_IF_ERROR(SglangMxfp8Plan(d, &plan));
+      QP_RETURN_IF_ERROR(SglangMxfp8Plan(d, sources.launch().platform, &plan));
       return plan;
     }
     QP_ASSIGN_OR_RETURN(std::vector<RuleGroup> exclusion, modelopt::ExclusionGroups(d, dialect));

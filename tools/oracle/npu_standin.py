@@ -105,9 +105,15 @@ class NpuStandin:
 
         loader = self.loader
         self.patches = []
-        model_cls = type("OracleNpuModel", (), {
-            "packed_modules_mapping": copy.deepcopy(case.get("packed_modules_mapping") or {}),
-        })
+        attrs = {"packed_modules_mapping": copy.deepcopy(case.get("packed_modules_mapping") or {})}
+        if case.get("model_class"):
+            # The loader applies the model class's HF->SGLang name mapper, as on any platform.
+            import importlib
+
+            modname, clsname = case["model_class"].rsplit(".", 1)
+            mcls = getattr(importlib.import_module("sglang.srt.models." + modname), clsname)
+            attrs["hf_to_sglang_mapper"] = getattr(mcls, "hf_to_sglang_mapper", None)
+        model_cls = type("OracleNpuModel", (), attrs)
         model_config.dtype = torch.bfloat16
         model_config.is_draft_quantization_explicit = False
         # What ModelConfig derives for a model without fp4 or NVFP4 routed experts.

@@ -23,7 +23,8 @@ PLATFORMS = ("cuda", "cpu", "cpu-amx", "npu", "mps")
 # is not recorded yet.
 ENGINE_PLATFORMS = {
     "vllm": {"cuda": None, "cpu": None, "cpu-amx": None},
-    "sglang": {"cuda": None, "cpu": None, "cpu-amx": None, "npu": ("modelslim", "gptq", "awq")},
+    "sglang": {"cuda": None, "cpu": None, "cpu-amx": None, "npu": ("modelslim", "gptq", "awq", "fp8", "modelopt", "bitsandbytes", "w8a8_int8",
+                                                      "w8a8_fp8", "loader")},
 }
 # Errors whose text comes from the recording host rather than the engine on the platform: a CUDA
 # query answered by this machine's torch build, a kernel package's ops that the stand-ins do not
