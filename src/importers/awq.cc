@@ -172,7 +172,8 @@ const AwqDialect& DialectFor(const Dialect& dialect, Platform platform) {
                                       .marlin_linear = "AWQLinearMethod",
                                       .plain_linear = "AWQLinearMethod",
                                       .moe_method = "AWQMoEMethod"};
-  // SGLang 0.5.23 off CUDA resolves "awq": AWQConfig on a CPU without AMX (linear layers only),
+  // SGLang 0.5.23 off CUDA resolves "awq": AWQConfig on MPS and a CPU without AMX (linear layers
+  // only),
   // AWQCPUConfig with AMX and AWQConfig's NPU branch (MoE too, never the LM head, fp16 or bf16).
   static const AwqDialect kSglang0523Cpu = [] {
     AwqDialect d = kSglang0523;
@@ -196,7 +197,7 @@ const AwqDialect& DialectFor(const Dialect& dialect, Platform platform) {
     return d;
   }();
   if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
-    if (platform == Platform::kCpu) return kSglang0523Cpu;
+    if (platform == Platform::kCpu || platform == Platform::kMps) return kSglang0523Cpu;
     return platform == Platform::kNpu ? kSglang0523Npu : kSglang0523Amx;
   }
   static const AwqDialect kVllm034Cpu = [] {

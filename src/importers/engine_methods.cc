@@ -44,7 +44,7 @@ constexpr std::string_view kVllm034Methods =
     "'fp8_per_channel', 'int8_per_channel_weight_only', 'nvfp4_per_token', 'mxfp8', "
     "'lut_b_moe', 'mxfp4_hadamard32']";
 // SGLang's base registry; CUDA and the CPU add mxfp4, the CPU then gptq (CPUGPTQConfig), the NPU
-// gptq (GPTQAscendConfig) then mxfp4 (W4A4).
+// gptq (GPTQAscendConfig) then mxfp4 (W4A4), MPS mlx_q4 and mlx_q8.
 #define QP_SGLANG_0523_BASE                                                                  \
   "['fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', 'modelopt', 'modelopt_fp8', "      \
   "'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', "       \
@@ -54,6 +54,7 @@ constexpr std::string_view kVllm034Methods =
 constexpr std::string_view kSglang0523Cuda = QP_SGLANG_0523_BASE ", 'mxfp4']";
 constexpr std::string_view kSglang0523Cpu = QP_SGLANG_0523_BASE ", 'mxfp4', 'gptq']";
 constexpr std::string_view kSglang0523Npu = QP_SGLANG_0523_BASE ", 'gptq', 'mxfp4']";
+constexpr std::string_view kSglang0523Mps = QP_SGLANG_0523_BASE ", 'mlx_q4', 'mlx_q8']";
 #undef QP_SGLANG_0523_BASE
 
 constexpr std::string_view kSglang0523CpuGate[] = {"fp8",  "w8a8_int8", "compressed-tensors", "awq",
@@ -106,6 +107,7 @@ constexpr PlatformMethods kSglang0523[] = {
     {Platform::kCpu, kSglang0523Cpu, {}, {}, kSglang0523OffCudaExperts},
     {Platform::kCpuAmx, kSglang0523Cpu, kSglang0523CpuGate, {}, kSglang0523OffCudaExperts},
     {Platform::kNpu, kSglang0523Npu, {}, kSglang0523NpuRecorded, kSglang0523OffCudaExperts},
+    {Platform::kMps, kSglang0523Mps, {}, {}, kSglang0523OffCudaExperts},
 };
 
 constexpr std::array<DialectRow<std::span<const PlatformMethods>>, 6> kPlatforms = {{

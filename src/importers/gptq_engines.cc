@@ -137,7 +137,14 @@ const GptqDialect& GptqDialectFor(const Dialect& dialect, Platform platform) {
     d.moe_scheme = "GPTQMoEAscendScheme";
     return d;
   }();
+  // MPS registers no plain GPTQ method.
+  static const GptqDialect kSglang0523Mps = [] {
+    GptqDialect d = kSglang0523;
+    d.marlin_only_when_named = true;
+    return d;
+  }();
   if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
+    if (platform == Platform::kMps) return kSglang0523Mps;
     return platform == Platform::kNpu ? kSglang0523Npu : kSglang0523Cpu;
   }
   static const GptqDialect kVllm034Cpu = [] {
@@ -161,17 +168,25 @@ Result<GptqKernel> ResolveKernel(const ConfigCopy& copy, const GptqDialect& d,
                                  const std::optional<std::string>& requested, Platform platform,
                                  std::vector<std::string>* notes) {
   const bool bypassed = !d.bypasses_marlin.empty() && requested == d.bypasses_marlin;
-  if (d.not_marlin == GptqNotMarlin::kNotChecked || (!bypassed && MarlinCompatible(*copy.json))) {
-    return d.kernel;
-  }
+  const bool marlin = d.marlin_only_when_named ? requested == "gptq_marlin"
+                                               : !bypassed && MarlinCompatible(*copy.json);
+  if (d.not_marlin == GptqNotMarlin::kNotChecked || marlin) return d.kernel;
   if (d.not_marlin == GptqNotMarlin::kUnknownMethod) {
-    std::string why =
-        bypassed ? fmt::format(
-                       "--quantization {} keeps the plain GPTQ method, which {} does not "
-                       "register; gptq_marlin is chosen only without it",
-                       d.bypasses_marlin, dialect.name)
-                 : fmt::format("{} loads only Marlin-compatible GPTQ checkpoints, as gptq_marlin",
-                               dialect.name);
+    std::string why;
+    if (d.marlin_only_when_named) {
+      why = fmt::format(
+          "{} on {} registers no plain GPTQ method and its Marlin check fails off CUDA: only "
+          "--quantization gptq_marlin reaches Marlin",
+          dialect.name, PlatformName(platform));
+    } else if (bypassed) {
+      why = fmt::format(
+          "--quantization {} keeps the plain GPTQ method, which {} does not register; "
+          "gptq_marlin is chosen only without it",
+          d.bypasses_marlin, dialect.name);
+    } else {
+      why = fmt::format("{} loads only Marlin-compatible GPTQ checkpoints, as gptq_marlin",
+                        dialect.name);
+    }
     return InvalidInput(
         fmt::format("{}: ValueError: Unknown quantization method: gptq. Must be one of {}. ({})",
                     copy.where.ToString(), RegisteredMethodsText(dialect, platform), why));

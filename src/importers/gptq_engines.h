@@ -73,6 +73,9 @@ struct GptqDialect {
   // vLLM on a CPU: Marlin's CPU kernel takes 4-bit weights only (marlin_utils), so the method's
   // constructor refuses 8 bits.
   bool marlin_4bit_only = false;
+  // Off CUDA (SGLang on MPS) the Marlin check fails, so Marlin runs only when --quantization
+  // gptq_marlin names it.
+  bool marlin_only_when_named = false;
 
   // SGLang's GPTQConfig.get_quant_method goes through get_linear_quant_method, which returns None
   // for FusedMoE: the experts stay unquantized, except under a platform config.

@@ -233,6 +233,14 @@ TEST(PlanCli, ThePlatformTheEngineRunsOn) {
   EXPECT_EQ(detail("--engine sglang --platform npu"),
             "GPTQLinearMethod[bits=4 group_size=128 desc_act=False "
             "scheme=GPTQAscendLinearScheme]");
+  auto mps = RunCli("plan " + gptq + " --engine sglang --platform mps", true);
+  EXPECT_EQ(mps.exit_code, 2);
+  EXPECT_NE(mps.out.find("Unknown quantization method: gptq. Must be one of ['fp8'"),
+            std::string::npos)
+      << mps.out;
+  EXPECT_NE(mps.out.find("'mlx_q4', 'mlx_q8']"), std::string::npos) << mps.out;
+  EXPECT_EQ(detail("--engine sglang --platform mps --quantization gptq_marlin"),
+            "GPTQMarlinLinearMethod[bits=4 group_size=128 desc_act=False sym=True]");
   auto amx = RunCli("plan " + gptq + " --engine sglang --platform cpu-amx --json");
   ASSERT_EQ(amx.exit_code, 0) << amx.out;
   EXPECT_EQ(ParseOrDie(amx.out).Find("platform")->string_value(), "cpu-amx");

@@ -653,6 +653,16 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
         note="SGLang's Qwen3_5ForConditionalGeneration sets hf_to_sglang_mapper = None")
 
     # ------------------------------------------------------------------
+    # MLX (mlx-lm's {group_size, bits} without quant_method)
+    # ------------------------------------------------------------------
+    add(id="sglang-mlx-affine", engine="sglang", format="mlx",
+        code=["layers/quantization/mlx.py", "configs/model_config.py"],
+        config={"group_size": 64, "bits": 4}, packed_modules_mapping=LLAMA_PMM, layers=dense_block(0),
+        note="mlx-lm's description has no quant_method: MlxQuantizationConfig claims it as mlx_q4 where "
+             "MPS registers it, and its PyTorch config then refuses to build (SGLANG_USE_MLX serves it "
+             "through mlx-lm instead)")
+
+    # ------------------------------------------------------------------
     # SGLang ModelSlim on an NPU stand-in (npu_standin.py)
     # ------------------------------------------------------------------
     s_ms = ["layers/quantization/modelslim/modelslim.py", "model_loader/loader.py", "model_loader/weight_utils.py"]

@@ -10,7 +10,9 @@ that platform. Nothing here runs a kernel.
   (`cpu_has_amx_support()`); for vLLM, AMX tiles without AMX-FP8.
 - `npu`: an Ascend Atlas A2 / A3 NPU (`torch.npu` available; the NPU kernel packages stubbed,
   npu_standin.py).
-- `mps`: Apple silicon, not recorded yet.
+- `mps`: Apple silicon (`torch.mps.is_available()`), SGLang's PyTorch path: SGLANG_USE_MLX unset,
+  so an MLX folder resolves to mlx_q4 / mlx_q8 and fails in MlxQuantizationConfig (with it set,
+  mlx-lm serves the folder, which no recorder here can run).
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import os
 
 PLATFORMS = ("cuda", "cpu", "cpu-amx", "npu", "mps")
 # The formats whose cases each engine is recorded with on each platform (None: every format). The
-# list is what quantpath reproduces there (src/importers/engine_methods.cc); SGLang's MPS backend
-# is not recorded yet.
+# list is what quantpath reproduces there (src/importers/engine_methods.cc).
 ENGINE_PLATFORMS = {
     "vllm": {"cuda": None, "cpu": None, "cpu-amx": None},
-    "sglang": {"cuda": None, "cpu": None, "cpu-amx": None, "npu": ("modelslim", "gptq", "awq", "fp8", "modelopt", "bitsandbytes", "w8a8_int8",
-                                                      "w8a8_fp8", "loader")},
+    "sglang": {"cuda": None, "cpu": None, "cpu-amx": None, "mps": None,
+               "npu": ("modelslim", "gptq", "awq", "fp8", "modelopt", "bitsandbytes", "w8a8_int8", "w8a8_fp8",
+                       "loader")},
 }
 # Errors whose text comes from the recording host rather than the engine on the platform: a CUDA
 # query answered by this machine's torch build, a kernel package's ops that the stand-ins do not
@@ -82,6 +84,8 @@ def setup_sglang(platform: str, cuda_standin) -> None:
 
         # An Atlas A2 / A3 device: not the arch35 (A5) generation, whose MXFP8 paths differ.
         npu_utils.is_npu_arch35 = lambda: False
+    elif platform == "mps":
+        torch.mps.is_available = lambda: True
 
 
 def setup_vllm(platform: str, cuda_platform) -> None:
