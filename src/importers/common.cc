@@ -138,6 +138,13 @@ Result<std::optional<std::vector<ListEntry>>> ReadEntryList(const Json& object,
   return std::optional<std::vector<ListEntry>>(std::move(entries));
 }
 
+bool EmbeddedMethodIs(const ConfigSources& sources, std::string_view method) {
+  std::optional<Located> embedded = sources.Embedded();
+  if (!embedded || !embedded->value->is_object()) return false;
+  const Json* found = embedded->value->FindNonNull("quant_method");
+  return found != nullptr && found->is_string() && ToLower(found->string_value()) == method;
+}
+
 Result<Located> EmbeddedObject(const ConfigSources& sources, std::string_view format) {
   std::optional<Located> embedded = sources.Embedded();
   if (!embedded) {

@@ -51,6 +51,8 @@ Result<std::optional<std::vector<ListEntry>>> ReadEntryList(const Json& object,
 // messages), checked to be an object. No embedded description is an error naming the model's
 // files; a value of another type is an error naming its file and pointer.
 Result<Located> EmbeddedObject(const ConfigSources& sources, std::string_view format);
+// Whether the embedded description's quant_method is `method` (compared lower-cased).
+bool EmbeddedMethodIs(const ConfigSources& sources, std::string_view method);
 
 // The provenance of `value` inside `file`.
 Provenance ProvenanceOf(std::string_view file, const Json& value);

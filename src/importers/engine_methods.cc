@@ -66,7 +66,8 @@ constexpr std::string_view kSglang0523NpuRecorded[] = {
 
 constexpr std::string_view kNoWna16Experts =
     "NotImplementedError: No WNA16 MoE backend supports the deployment configuration.";
-// vLLM 0.34 on a CPU: experts kernels exist for unquantized, fp8 and (with AMX) int4 / int8.
+// vLLM 0.34 on a CPU: experts kernels exist for unquantized, fp8 and (with AMX) int4 / int8 /
+// MXFP4.
 constexpr ExpertsRefusal kVllm034CpuAmxExperts[] = {
     {"ModelOptNvFp4FusedMoE",
      "NotImplementedError: No NvFp4 MoE backend supports the deployment configuration."},
@@ -82,6 +83,8 @@ constexpr ExpertsRefusal kVllm034CpuExperts[] = {
     kVllm034CpuAmxExperts[1],
     {"CompressedTensorsWNA16MoEMethod", kNoWna16Experts},
     {"AutoAWQMoEMethod", kNoWna16Experts},
+    {"Mxfp4MoEMethod",
+     "NotImplementedError: No MXFP4 MoE backend supports the deployment configuration."},
     {"Int8OnlineMoEMethod",
      "NotImplementedError: No Int8 MoE backend supports the deployment configuration "
      "(weight_key=QuantKey(i8,scale(f32,static,per_channel),symmetric), "

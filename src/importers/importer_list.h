@@ -19,6 +19,7 @@ const Importer* Mxfp4Importer();
 const Importer* W8a8Int8Importer();
 const Importer* W8a8Fp8Importer();
 const Importer* W4afp8Importer();
+const Importer* DeepseekV4Fp8Importer();
 const Importer* QuarkImporter();
 const Importer* FbgemmFp8Importer();
 const Importer* HqqImporter();
@@ -46,8 +47,9 @@ inline std::vector<const Importer*> MakeImporterList() {
       // SGLang's own methods, each keyed on its quant_method.
       W8a8Int8Importer(),
       W8a8Fp8Importer(),
-      // vLLM 0.34's w4afp8, keyed on its quant_method.
+      // vLLM 0.34's w4afp8 and deepseek_v4_fp8, each keyed on its quant_method.
       W4afp8Importer(),
+      DeepseekV4Fp8Importer(),
       // Recognised and rejected until supported, each keyed on its quant_method.
       QuarkImporter(),
       FbgemmFp8Importer(),

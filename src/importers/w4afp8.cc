@@ -60,10 +60,7 @@ class W4afp8ImporterImpl final : public Importer {
   std::string_view name() const override { return kMethod; }
 
   bool Detect(const ConfigSources& sources) const override {
-    std::optional<Located> embedded = sources.Embedded();
-    if (!embedded || !embedded->value->is_object()) return false;
-    const Json* method = embedded->value->FindNonNull("quant_method");
-    return method != nullptr && method->is_string() && ToLower(method->string_value()) == kMethod;
+    return EmbeddedMethodIs(sources, kMethod);
   }
 
   Result<QuantPlan> BuildPlan(const ConfigSources& sources, const Dialect& dialect) const override {

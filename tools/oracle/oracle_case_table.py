@@ -522,6 +522,27 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
         packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
         note="an empty ignored_layers is falsy, so modules_to_not_convert is read; activation_scheme is "
              "always dynamic")
+    # DeepSeek-V4's fp8 config (models/deepseek_v41 on CUDA), with the default expert_dtype "fp4"
+    # (the case's hf_config carries none).
+    v_dsv4 = ["models/deepseek_v41/quant_config.py", "models/deepseek_v4/quant_config.py",
+              "model_executor/layers/quantization/fp8.py"]
+    dsv4_fp8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "scale_fmt": "ue8m0",
+                "weight_block_size": [128, 128]}
+    add(id="vllm-deepseek_v4_fp8-method", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4, since=v34,
+        config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8,
+                "ignored_layers": ["model.layers.0.self_attn.o_proj", "model.layers.1.mlp.experts"]},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="quant_method deepseek_v4_fp8: Fp8Config's linear layers; routed experts not skipped get "
+             "MXFP4 weights with MXFP8 activations (expert_dtype fp4)")
+    add(id="vllm-deepseek_v4_fp8-user", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4, since=v34,
+        config={"quant_method": "fp8", **dsv4_fp8}, extra_inputs={"user_quantization": "deepseek_v4_fp8"},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="--quantization deepseek_v4_fp8 over an fp8 description (the override a deepseek_v4 model_type "
+             "would also make)")
+    add(id="vllm-deepseek_v4_fp8-mxfp8-linear", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4,
+        since=v34, config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8, "weight_block_size": [32, 32]},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="32 × 32 blocks with ue8m0 scales: the v4.1 class's MXFP8 linear layout")
     add(id="vllm-fp-quant-removed", engine="vllm", format="fp_quant", since=v34,
         code=["model_executor/layers/quantization/__init__.py", "config/model.py"],
         config={"quant_method": "fp_quant", "forward_dtype": "mxfp4", "hadamard_group_size": 32,

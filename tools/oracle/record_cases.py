@@ -729,6 +729,7 @@ ENGINE_REFUSALS: dict[str, set[tuple[str, str]]] = {
              ("ModelOptNvFp4FusedMoE", "No NvFp4 MoE backend supports"),
              ("CompressedTensorsWNA16MoEMethod", "No WNA16 MoE backend supports"),
              ("AutoAWQMoEMethod", "No WNA16 MoE backend supports"),
+             ("Mxfp4MoEMethod", "No MXFP4 MoE backend supports"),
              ("Int8OnlineMoEMethod", "No Int8 MoE backend supports"),
              ("CompressedTensorsW4A8Fp8MoEMethod", "No W4A8 MoE backend supports"),
              ("AutoGPTQLinearMethod", "Marlin does not support weight_bits")},
