@@ -1,7 +1,8 @@
-// Each release's QUANTIZATION_METHODS per platform (vLLM: layers/quantization/__init__.py; SGLang:
-// srt/layers/quantization/__init__.py, whose registry gains methods by platform at import), in
-// the engine's order, and the platforms each release was recorded on
-// (tests/data/oracle/releases/<release>/platforms/).
+// Each release's methods per platform it was recorded on (tests/data/oracle/releases/<release>/
+// platforms/): QUANTIZATION_METHODS in the engine's order (vLLM: layers/quantization/__init__.py;
+// SGLang: srt/layers/quantization/__init__.py, whose registry gains methods by platform at
+// import), SGLang's AMX method gate, the formats recorded there, and the experts methods whose
+// constructors find no kernel on the platform.
 #include "src/importers/engine_methods.h"
 
 #include <algorithm>
