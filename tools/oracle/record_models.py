@@ -38,7 +38,8 @@ SHAPE_KEYS = ("shape", "legs", "heads", "experts")  # a call's logical layer sha
 
 sys.path.insert(0, str(HERE))
 from model_table import DEFAULT_INPUTS, recordings  # noqa: E402
-from releases import add_release_arguments, engine_version, holds, release_dir, releases_of  # noqa: E402
+from oracle_platforms import PLATFORMS, worker_env  # noqa: E402
+from releases import RELEASES_DIR, add_release_arguments, engine_version, holds, release_dir, releases_of  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -117,6 +118,7 @@ def run_worker(args, engine: str, recs: list[dict]) -> dict:
     env["HF_HUB_OFFLINE"] = "1"
     env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONHASHSEED"] = "0"  # engine texts that print a set list it in one order
+    env.update(worker_env(engine, args.platform))
     results: dict[str, dict] = {}
     todo = list(recs)
     while todo:
@@ -159,9 +161,16 @@ def run_worker(args, engine: str, recs: list[dict]) -> dict:
     return results
 
 
-def model_file(rec: dict, res: dict, version: str) -> dict:
+def platform_dir(engine: str, version: str, platform: str) -> Path:
+    """A release's folder, or its folder for `platform` off cuda."""
+    folder = release_dir(engine, version)
+    return folder if platform == "cuda" else folder / "platforms" / platform
+
+
+def model_file(rec: dict, res: dict, version: str, platform: str) -> dict:
+    inputs = dict(rec["inputs"]) if platform == "cuda" else {**rec["inputs"], "platform": platform}
     out = {"id": rec["id"], "engine": rec["engine"], "engine_version": engine_version(rec["engine"], version),
-           "base": rec["base"], "overrides": rec.get("overrides") or {}, "inputs": rec["inputs"],
+           "base": rec["base"], "overrides": rec.get("overrides") or {}, "inputs": inputs,
            "model_class": res.get("model_class"), "resolved_quantization": res.get("resolved_quantization"),
            "dtype": res.get("dtype"), "error": res.get("error")}
     if res.get("draft_model_class"):
@@ -215,7 +224,7 @@ def config_source(rec: dict, cfg: dict | None) -> str | None:
     return None
 
 
-def case_of(rec: dict, res: dict, version: str) -> dict | None:
+def case_of(rec: dict, res: dict, version: str, platform: str) -> dict | None:
     if res.get("error") or not res.get("quant_calls"):
         return None
     calls = res["quant_calls"]
@@ -236,6 +245,8 @@ def case_of(rec: dict, res: dict, version: str) -> dict | None:
         xi["user_quantization"] = inp["quantization"]
     if inp.get("speculative"):
         xi["speculative"] = True
+    if platform != "cuda":
+        xi["platform"] = platform
     src = config_source(rec, cfg)
     if src:
         xi["config_source"] = src
@@ -246,8 +257,8 @@ def case_of(rec: dict, res: dict, version: str) -> dict | None:
         if mc.startswith(pkg):
             xi["model_class"] = mc[len(pkg):]
             break
-    folder = release_dir(rec["engine"], version)
-    xi["recording"] = str((folder / "models" / f"{rec['id']}.json").relative_to(folder.parent.parent))
+    folder = platform_dir(rec["engine"], version, platform)
+    xi["recording"] = str((folder / "models" / f"{rec['id']}.json").relative_to(RELEASES_DIR.parent))
     case = {"id": rec["id"], "engine": rec["engine"],
             "engine_commit": f"{engine_version(rec['engine'], version)} (model build: {mc or '?'})",
             "format": res.get("resolved_quantization") or "unquantized",
@@ -271,6 +282,9 @@ def main():
     ap.add_argument("--sglang-extra")
     ap.add_argument("--only")
     ap.add_argument("--engine", choices=["vllm", "sglang"])
+    ap.add_argument("--platform", choices=PLATFORMS, default="cuda",
+                    help="the platform the engine runs on (oracle_platforms.py); off cuda only the "
+                         "recordings named with --only, written to releases/<release>/platforms/<platform>/")
     ap.add_argument("--list", action="store_true", help="print the recording ids and exit")
     ap.add_argument("--table", action="store_true",
                     help="print the markdown table of the recorded model files (for releases/README.md)")
@@ -290,21 +304,24 @@ def main():
     if args.engine:
         recs = [r for r in recs if r["engine"] == args.engine]
     if args.only:
-        recs = [r for r in recs if args.only in r["id"]]
+        recs = [r for r in recs if any(o == r["id"] for o in args.only.split(","))
+                or (args.platform == "cuda" and args.only in r["id"])]
+    elif args.platform != "cuda":
+        raise SystemExit("--platform: name the recordings with --only ID[,ID…]")
     for engine in ("vllm", "sglang"):
         erecs = [r for r in recs if r["engine"] == engine]
         if not erecs:
             continue
         results = run_worker(args, engine, erecs)
         version = releases[engine]
-        d = release_dir(engine, version) / "models"
+        d = platform_dir(engine, version, args.platform) / "models"
         d.mkdir(parents=True, exist_ok=True)
         for r in erecs:
             res = results[r["id"]]
             if res.get("_traceback"):
                 sys.stderr.write(f"--- {r['id']}\n{res['_traceback']}\n")
-            (d / f"{r['id']}.json").write_text(dump_model(model_file(r, res, version)))
-        write_cases(engine, version)
+            (d / f"{r['id']}.json").write_text(dump_model(model_file(r, res, version, args.platform)))
+        write_cases(engine, version, args.platform)
 
 
 def print_table(recs: list[dict], releases: dict[str, str]):
@@ -328,19 +345,19 @@ def print_table(recs: list[dict], releases: dict[str, str]):
               f"{m['resolved_quantization'] or '-'} | {m['dtype'] or '-'} | {res.replace('|', '/')} | {len(m['modules'])} |")
 
 
-def write_cases(engine: str, version: str):
-    """Derives the case file of one release from every model file of that release (so that
-    recording a subset keeps the other cases)."""
+def write_cases(engine: str, version: str, platform: str):
+    """Derives the case file of one release (on one platform) from every model file of that release
+    there (so that recording a subset keeps the other cases)."""
     by_id = {r["id"]: r for r in recordings(CORPUS)}
     cases = []
-    folder = release_dir(engine, version)
+    folder = platform_dir(engine, version, platform)
     for p in sorted((folder / "models").glob("*.json")):
         m = json.loads(p.read_text())
         res = dict(m)
         rec = by_id.get(m["id"])
         if rec is None:
             continue
-        c = case_of(rec, res, version)
+        c = case_of(rec, res, version, platform)
         if c:
             cases.append(c)
     out = folder / "cases-models.json"
