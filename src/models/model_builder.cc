@@ -99,7 +99,19 @@ std::string Describe(const Json& value) {
 
 }  // namespace
 
-const DialectNames& NamesFor(const Dialect& dialect) { return RowFor(dialect, NameTable()); }
+const DialectNames& NamesFor(const Dialect& dialect, Platform platform) {
+  // SGLang fuses the shared experts into the routed ones on CUDA only (recorded on cpu and cpu-amx:
+  // releases/sglang-0.5.23/platforms/*/models/sglang-glm-4-5-fp8.json).
+  static const DialectNames kSglang0523OffCuda = [] {
+    DialectNames names = RowFor(DialectAt(DialectId::kSglang0523), NameTable());
+    names.fuses_shared_experts = false;
+    return names;
+  }();
+  if (dialect.id == DialectId::kSglang0523 && platform != Platform::kCuda) {
+    return kSglang0523OffCuda;
+  }
+  return RowFor(dialect, NameTable());
+}
 
 // ---------------------------------------------------------------------------------------------
 // ConfigReader

@@ -112,7 +112,7 @@ struct DialectNames {
   // glm4_moe.py, gpt_oss.py, gpt_bigcode.py, phi.py, qwen3_5.py, qwen3_moe.py (Qwen2MoeModel).
   std::vector<std::string_view> embedding_without_quant_config = {};
 };
-const DialectNames& NamesFor(const Dialect& dialect);
+const DialectNames& NamesFor(const Dialect& dialect, Platform platform);
 
 // ---------------------------------------------------------------------------------------------
 // Reads fields of one config object (config.json itself, or its `text_config`). Every error names

@@ -192,7 +192,7 @@ Result<ModelSites> Build(const Json& root, const Json& text, const Dialect& dial
   }
   const models::ConfigReader reader(text, entry->name);
   const models::ConfigReader root_reader(root, entry->name);
-  const models::DialectNames& names = models::NamesFor(dialect);
+  const models::DialectNames& names = models::NamesFor(dialect, launch.platform);
   const bool builds_mtp = !names.mtp_needs_speculative || launch.speculative;
   QP_RETURN_IF_ERROR(entry->build({reader, root_reader, names, builds_mtp}, &out));
   MarkDecoderBlocks(entry->decoder_blocks, &out);

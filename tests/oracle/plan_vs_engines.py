@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`plan --engine` against the engines' own model construction, prefix by prefix.
 
-Each file under tests/data/oracle/releases/<engine>-<version>/models/ records one model folder
+Each file under tests/data/oracle/releases/<engine>-<version>/models/ (and platforms/<platform>/models/,
+planned with --platform) records one model folder
 built by that release's real vLLM / SGLang model class (tests/data/oracle/releases/README.md): every call the engine made to
 `get_quant_method`, with the prefix it passed and the method it got. This check rebuilds the
 folder (base + overrides), runs `quantpath plan --engine <engine>@<version> --json` with the
@@ -60,6 +61,8 @@ def plan_rows(cli: str, folder: Path, rec: dict) -> tuple[int, dict]:
         cmd.append("--speculative")
     if inputs.get("quantization"):
         cmd += ["--quantization", inputs["quantization"]]
+    if inputs.get("platform", "cuda") != "cuda":
+        cmd += ["--platform", inputs["platform"]]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         return proc.returncode, {"stderr": proc.stderr.strip()}
@@ -136,7 +139,8 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     cli, repo = args[0], Path(args[1]).resolve()
-    files = sorted((repo / "tests" / "data" / "oracle" / "releases").glob("*/models/*.json"))
+    releases = repo / "tests" / "data" / "oracle" / "releases"
+    files = sorted(releases.glob("*/models/*.json")) + sorted(releases.glob("*/platforms/*/models/*.json"))
     if only:
         files = [f for f in files if only in f.name]
     if not files:

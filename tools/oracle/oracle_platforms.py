@@ -51,6 +51,24 @@ def current() -> str:
     return os.environ.get("ORACLE_PLATFORM", "cuda")
 
 
+class _CpuOps:
+    """torch.ops.sgl_kernel as SGLang's CPU build registers it: its `*_cpu` ops, which model modules
+    bind at import (apply_rotary_pos_emb_cpu, …), answer as stand-ins that raise if called; any
+    other name is the real namespace's, so `hasattr` tests for CUDA ops stay false."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        if not name.endswith("_cpu"):
+            return getattr(self._real, name)
+
+        def op(*args, **kwargs):
+            raise RuntimeError(f"torch.ops.sgl_kernel.{name} is a stand-in and cannot run")
+
+        return op
+
+
 def _amx(torch, present: bool):
     torch.cpu._is_amx_tile_supported = lambda: present
 
@@ -65,6 +83,7 @@ def setup_sglang(platform: str, cuda_standin) -> None:
     torch.cuda.is_available = lambda: False
     if platform in ("cpu", "cpu-amx"):
         _amx(torch, platform == "cpu-amx")
+        torch.ops.sgl_kernel = _CpuOps(torch.ops.sgl_kernel)
         import sglang.srt.utils.common as common
 
         common.is_amx_tile_supported = platform == "cpu-amx"
