@@ -4,7 +4,9 @@
 // layer, and whenever both succeed they agree exactly, since they decode the same bytes apart.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "quantpath/specs.h"
@@ -167,6 +169,28 @@ TEST(IntMutationTest, LoadAndReferenceNeverCrashAndAgree) {
   // The unmutated cases and harmless mutations load: the comparison is not vacuous.
   EXPECT_GT(loaded, 100);
   EXPECT_GT(agreed, 100);
+}
+
+// weight_shape is two numbers the file states: a K far beyond the packed words (and a group the
+// config states) is a mismatch naming the layer, never an overflow in the size checks
+// (a fuzz_ct_pack_loader input).
+TEST(IntReference, CtWeightShapeBeyondThePackedWordsIsAnError) {
+  std::mt19937 rng(7);
+  const IntLeg leg = testing::RandomIntLeg(&rng, 4, 8, 64, 32, true);
+  std::vector<TestTensor> tensors = testing::CtTensors(leg, "m", true, false);
+  for (TestTensor& t : tensors) {
+    if (t.name != "m.weight_shape") continue;
+    const int64_t shape[2] = {8, int64_t{3242591731706757248}};
+    std::memcpy(t.bytes.data(), shape, sizeof(shape));
+  }
+  const Checkpoint checkpoint = testing::OpenTestCheckpoint(tensors);
+  for (int64_t group : {int64_t{32}, std::numeric_limits<int64_t>::max()}) {
+    QuantScheme scheme =
+        SchemeOf({"ct", "", SourceLayout::kCtPackQuantized, 4, 8, 64, group, true, false});
+    Result<ReferenceLayer> ref = DequantizeReference(checkpoint, scheme, "layer.m", {"m"}, false);
+    ASSERT_FALSE(ref.ok());
+    EXPECT_NE(ref.status().message().find("layer.m"), std::string::npos) << ref.status().message();
+  }
 }
 
 }  // namespace

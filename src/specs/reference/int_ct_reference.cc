@@ -41,15 +41,18 @@ Result<ReferenceLeg> DequantizeCtLeg(const Checkpoint& checkpoint, const QuantSc
   QP_ASSIGN_OR_RETURN(std::vector<double> scales,
                       reference::ReadDoubles(checkpoint, layer, prefix + ".weight_scale", &info));
   const bool tensor = scheme.weight.granularity == Granularity::kPerTensor;
-  const int64_t g = reference::GroupSize(scheme, k);
-  const int64_t groups = (k + g - 1) / g;
   const int64_t row_words = packed.shape[1];
-  if (packed.shape[0] != n || row_words * 32 < k * bits ||
-      static_cast<int64_t>(scales.size()) != (tensor ? 1 : n * groups)) {
+  const int64_t g = reference::GroupSize(scheme, k);
+  auto mismatch = [&] {
     return InvalidInput(fmt::format(
         "{}: {} [{}, {}] and {} scales do not make a {}-bit [{}, {}] weight in groups of {}", layer,
         packed.name, packed.shape[0], row_words, scales.size(), bits, n, k, g));
-  }
+  };
+  // The packed words bound N and K (weight_shape is only two numbers), so the sizes below
+  // cannot overflow once they hold.
+  if (packed.shape[0] != n || k > row_words * 32 / bits) return mismatch();
+  const int64_t groups = k / g + (k % g != 0 ? 1 : 0);  // g comes from the config: no k + g
+  if (static_cast<int64_t>(scales.size()) != (tensor ? 1 : n * groups)) return mismatch();
   const int64_t offset = int64_t{1} << (bits - 1);
   std::vector<int64_t> zp(static_cast<size_t>(n * groups), 0);
   if (!scheme.weight.symmetric) {
