@@ -17,7 +17,9 @@ that platform. Nothing here runs a kernel.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 PLATFORMS = ("cuda", "cpu", "cpu-amx", "npu", "mps")
 # The formats whose cases each engine is recorded with on each platform (None: every format). The
@@ -130,3 +132,105 @@ def vllm_cpu_ops() -> None:
         if name.startswith("_supports_"):
             setattr(cpu_ops, name, True)
     cpu_ops.cpu_has_amx_fp8 = lambda: False
+
+
+# ---------------------------------------------------------------------------
+# vLLM off cuda: the linear kernel each method picks (worker side)
+# ---------------------------------------------------------------------------
+_KERNELS: list[str] = []  # the kernel classes instantiated by the current create_weights
+_KERNELS_WRAPPED = False
+
+
+def vllm_linear_kernel(method, layer):
+    """Off cuda, the kernel a linear method picks for the platform when it creates the layer's
+    weights (vLLM chooses it in create_weights from the current platform's kernel lists)."""
+    import torch
+    from harness import _exc_text
+    from vllm.model_executor.layers.linear import LinearBase
+
+    if not isinstance(layer, LinearBase) or type(method).__name__.startswith("Unquantized"):
+        return None
+    if not _KERNELS_WRAPPED:
+        _wrap_kernels()
+        # Weight parameters ask the tensor-parallel group for their rank: a one-rank gloo group.
+        from vllm.config import VllmConfig, set_current_vllm_config
+        from vllm.distributed import ensure_model_parallel_initialized, init_distributed_environment
+
+        with set_current_vllm_config(VllmConfig()):
+            init_distributed_environment(world_size=1, rank=0, local_rank=0,
+                                         distributed_init_method="tcp://127.0.0.1:29641", backend="gloo")
+            ensure_model_parallel_initialized(1, 1)
+    _KERNELS.clear()
+    try:
+        method.create_weights(layer, input_size_per_partition=4096, output_partition_sizes=[4096],
+                              input_size=4096, output_size=4096, params_dtype=torch.bfloat16,
+                              weight_loader=lambda *a, **k: None)
+    except Exception as e:  # noqa: BLE001 - the engine refusing the layer on the platform
+        return f"error {_exc_text(e)}"
+    return _KERNELS[0] if _KERNELS else "none"
+
+def _wrap_kernels():
+    global _KERNELS_WRAPPED
+    _KERNELS_WRAPPED = True
+    import importlib
+
+    bases = []
+    for mod, cls in [("vllm.model_executor.kernels.linear.base", "MMLinearKernel"),
+                     ("vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel", "MPLinearKernel"),
+                     ("vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel",
+                      "ScaledMMLinearKernel"),
+                     ("vllm.model_executor.kernels.linear.nvfp4.base", "NvFp4LinearKernel"),
+                     ("vllm.model_executor.kernels.linear.mxfp4.base", "MxFp4LinearKernel"),
+                     ("vllm.model_executor.kernels.linear.mxfp8.Mxfp8LinearKernel", "Mxfp8LinearKernel"),
+                     ("vllm.model_executor.kernels.linear.mxfp6.base", "MxFp6LinearKernel")]:
+        bases.append(getattr(importlib.import_module(mod), cls))
+    importlib.import_module("vllm.model_executor.kernels.linear")
+
+    # The first wrapped __init__ an instance runs names its class (subclasses that define no
+    # __init__ run their base's).
+    for b in bases:
+        orig = b.__dict__.get("__init__")
+        if orig is None or b.__dict__.get("_oracle_kernel_wrapped"):
+            continue
+        b._oracle_kernel_wrapped = True
+
+        def __init__(self, *a, __orig=orig, **k):
+            if not getattr(self, "_oracle_seen", False):
+                object.__setattr__(self, "_oracle_seen", True)
+                _KERNELS.append(type(self).__name__)
+            __orig(self, *a, **k)
+
+        b.__init__ = __init__
+
+
+# ---------------------------------------------------------------------------
+# Which cases a platform keeps (parent side)
+# ---------------------------------------------------------------------------
+def on_platform(case: dict, platform: str) -> bool:
+    """A case naming `platforms` is recorded there only; any other is recorded on every platform."""
+    return platform in case.get("platforms", PLATFORMS)
+
+
+def kept_off_cuda(finished: list[dict], cases: list[dict], releases: dict[str, str]) -> list[dict]:
+    """The cases a platform other than cuda keeps: those written for it (`platforms`), those whose
+    decisions differ from the committed cuda recording, and the first case of each format, so that
+    every method has a case on every platform."""
+    from releases import release_dir
+
+    explicit = {c["id"] for c in cases if "platforms" in c}
+    cuda: dict[str, list] = {}
+    for engine, version in releases.items():
+        for path in sorted((release_dir(engine, version) / "cases").glob("*.json")):
+            for c in json.loads(path.read_text()):
+                cuda[c["id"]] = c["expected"]
+    kept, formats = [], set()
+    for c in finished:
+        host = next((t for t in HOST_ERRORS for e in c["expected"] if t in e["detail"]), None)
+        if host is not None:
+            print(f"left out {c['id']}: an error from the recording host ({host})", file=sys.stderr)
+            continue
+        first = (c["engine"], c["format"]) not in formats
+        formats.add((c["engine"], c["format"]))
+        if c["id"] in explicit or first or cuda.get(c["id"]) != c["expected"]:
+            kept.append(c)
+    return kept
