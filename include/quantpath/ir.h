@@ -43,8 +43,9 @@ enum class QDType : uint8_t {
   kMXFP8,  // E4M3 values, E8M0 scale per 32
   kNF4,    // bitsandbytes normal-float 4
   kFP4,    // bitsandbytes fp4
+  kLUTB,   // 3-bit indices into an E4M3 codebook of 8 (UE8M0 exponent) per 8 x 64 tile (vLLM)
 };
-inline constexpr int kQDTypeCount = 17;
+inline constexpr int kQDTypeCount = 18;
 
 struct QDTypeInfo {
   QDType type;
@@ -137,6 +138,9 @@ struct QuantScheme {
   TensorQuant weight;
   std::optional<TensorQuant> input;  // absent = weight-only (W4A16, …)
   bool online = false;               // quantize from high precision at load time
+  // The input (and the weight, so the product is unchanged) rotated in blocks of this many
+  // columns by an orthonormal Hadamard matrix before the product; 0 = no rotation.
+  int64_t input_hadamard = 0;
   bool operator==(const QuantScheme&) const = default;
 
   // "w8a8-fp8-block128x128-dyn", "w4a16-int4-g128-asym", "w4a4-nvfp4", …

@@ -79,7 +79,7 @@ std::optional<EngineKernel> VllmCpuKernel(const QuantPlan& plan, bool amx, const
     if (x) return NoKernel("NVFP4");
   }
   if (w.dtype == QDType::kMXFP8) return NoKernel("MXFP8");
-  if (w.dtype == QDType::kMXFP4 && !x) return NoKernel("MXFP4");
+  if (w.dtype == QDType::kMXFP4) return NoKernel("MXFP4");  // W4A16 and W4A4 alike
   return std::nullopt;
 }
 

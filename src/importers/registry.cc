@@ -3,6 +3,7 @@
 // model_loader/weight_utils.py get_quant_config, vLLM transformers_utils/config.py get_config).
 #include <algorithm>
 #include <array>
+#include <span>
 #include <utility>
 
 #include "fmt/format.h"
@@ -335,6 +336,31 @@ Status RefinePlan(const SmallTensors& tensors, QuantPlan* plan) {
   return importer != nullptr ? importer->Refine(tensors, plan) : Status();
 }
 
+namespace {
+
+// vLLM 0.34's DeepseekV4FP8Config.override_quantization_method: a DeepSeek-V4 model's fp8
+// description is read as deepseek_v4_fp8. CUDA builds the v4.1 class
+// (models/deepseek_v41/quant_config.py), which claims four model types; a CPU the v4 one, which
+// claims deepseek_v4 alone.
+const Importer* EngineOverride(const ConfigSources& sources, const Dialect& dialect,
+                               const Importer* detected) {
+  constexpr std::array<std::string_view, 4> kDeepseekV4 = {"deepseek_v4", "deepseek_v4_text",
+                                                           "deepseek_v41", "deepseek_v41_text"};
+  if (detected != Fp8Importer() || !Since(dialect, DialectId::kVllm034)) return detected;
+  const auto claimed = sources.launch().platform == Platform::kCuda
+                           ? std::span<const std::string_view>(kDeepseekV4)
+                           : std::span<const std::string_view>(kDeepseekV4).first(1);
+  const Json* config = sources.config();
+  const Json* type = config != nullptr ? config->FindNonNull("model_type") : nullptr;
+  if (type != nullptr && type->is_string() &&
+      std::find(claimed.begin(), claimed.end(), type->string_value()) != claimed.end()) {
+    return DeepseekV4Fp8Importer();
+  }
+  return detected;
+}
+
+}  // namespace
+
 Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& dialect,
                              const std::optional<std::string>& forced,
                              const std::optional<NameMapper>& mapper) {
@@ -350,6 +376,7 @@ Result<QuantPlan> ImportPlan(const ConfigSources& all_sources, const Dialect& di
       break;
     }
   }
+  if (!forced) detected = EngineOverride(sources, dialect, detected);
   if (forced) {
     const Importer* chosen = FindImporter(*forced);
     if (chosen == nullptr) {

@@ -5,10 +5,9 @@
 // Each shorthand names a linear spec, an experts spec, or both; a layer kind without one stays
 // unquantized. Attention gets no KV-cache method and the LM head none (vLLM 0.33.0 and 0.34.0,
 // recorded: releases/vllm-*/cases/vllm-online.json). `fp8` itself is the fp8 importer's (fp8.cc).
-// Decisions are as on a device of capability 9.0, where nvfp4_per_token's experts method refuses.
-//
-// Not reproduced yet: 0.34's lut_b_moe (LUT-B experts) and mxfp4_hadamard32 (MXFP4 linear layers
-// behind a block Hadamard rotation of the input), whose storage quantpath has no scheme for.
+// Decisions are as on a device of capability 9.0, where nvfp4_per_token's experts method refuses
+// and lut_b_moe's experts run LUT-B emulation with the same numerics as Rubin's native kernel.
+// No spec stores LUT-B codes or rotates inputs yet: those rows plan with a spec_note.
 #include <array>
 #include <optional>
 #include <string>
@@ -33,6 +32,7 @@ struct Shorthand {
   std::string_view name;
   KindSpec linear;
   KindSpec experts;
+  DialectId since = DialectId::kVllm033;
 };
 
 TensorQuant Fp8Weights(Granularity granularity) {
@@ -90,8 +90,33 @@ QuantScheme Mxfp8() {
   x.micro_scaled = true;
   return Online(w, x);
 }
+// mxfp4_hadamard32: MXFP4 weights and dynamic MXFP4 activations per 32 (Mxfp4OnlineLinearMethod),
+// both rotated by a 32-wide block Hadamard first (InputHadamardLinearMethod, rotate_weight).
+QuantScheme Mxfp4Hadamard32() {
+  TensorQuant w;
+  w.dtype = QDType::kMXFP4;
+  w.granularity = Granularity::kGroup;
+  w.group_size = 32;
+  w.micro_scaled = true;
+  TensorQuant x = DynamicInput(QDType::kMXFP4, Granularity::kGroup, 32);
+  x.micro_scaled = true;
+  QuantScheme s = Online(w, x);
+  s.input_hadamard = 32;
+  return s;
+}
+// lut_b_moe: per 8 (N) x 64 (K) tile, 3-bit indices into an 8-entry E4M3 codebook with a UE8M0
+// exponent (utils/lut_b_utils.py); the experts quantize activations to MXFP8 themselves.
+QuantScheme LutB() {
+  TensorQuant w;
+  w.dtype = QDType::kLUTB;
+  w.granularity = Granularity::kBlock;
+  w.block_shape = std::array<int64_t, 2>{8, 64};
+  TensorQuant x = DynamicInput(QDType::kMXFP8, Granularity::kGroup, 32);
+  x.micro_scaled = true;
+  return Online(w, x);
+}
 
-// The shorthands both recorded releases register, in _ONLINE_SHORTHANDS order.
+// The shorthands the recorded releases register, in _ONLINE_SHORTHANDS order.
 const std::vector<Shorthand>& Shorthands() {
   static const std::vector<Shorthand> kShorthands = {
       {"fp8_per_tensor",
@@ -111,6 +136,14 @@ const std::vector<Shorthand>& Shorthands() {
        {std::nullopt, "",
         "ValueError: nvfp4_per_token online quantization requires a Blackwell (SM100) GPU."}},
       {"mxfp8", {Mxfp8(), "Mxfp8OnlineLinearMethod", ""}, {Mxfp8(), "Mxfp8OnlineMoEMethod", ""}},
+      {"mxfp4_hadamard32",
+       {Mxfp4Hadamard32(), "InputHadamardLinearMethod", ""},
+       {std::nullopt, "", ""},
+       DialectId::kVllm034},
+      {"lut_b_moe",
+       {std::nullopt, "", ""},
+       {LutB(), "LutBOnlineMoEMethod", ""},
+       DialectId::kVllm034},
   };
   return kShorthands;
 }
@@ -145,11 +178,11 @@ class VllmOnlineImporter final : public Importer {
 
   Result<std::optional<QuantPlan>> PlanWithoutDescription(const ConfigSources&,
                                                           const Dialect& dialect) const override {
-    if (!Since(dialect, DialectId::kVllm033)) {
+    if (!Since(dialect, s_.since)) {
       return Unsupported(fmt::format(
-          "--quantization {}: quantpath reproduces it as vLLM's online shorthand (vllm@0.33 on), "
-          "not as {} reads it",
-          s_.name, dialect.name));
+          "--quantization {}: quantpath reproduces it as vLLM's online shorthand ({} on), not as "
+          "{} reads it",
+          s_.name, DialectAt(s_.since).name, dialect.name));
     }
     QuantPlan plan;
     plan.quant_method = std::string(s_.name);

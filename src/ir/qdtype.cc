@@ -30,6 +30,7 @@ constexpr std::array<QDTypeInfo, kQDTypeCount> kQDTypes = {{
     {QDType::kMXFP8, "mxfp8", "mxfp8", 8, true},
     {QDType::kNF4, "nf4", "nf4", 4, false},
     {QDType::kFP4, "fp4", "fp4", 4, true},
+    {QDType::kLUTB, "lut_b", "lutb", 3, true},
 }};
 
 constexpr bool TableIsInEnumOrder() {

@@ -8,7 +8,7 @@ namespace {
 // Formats whose granularity is part of the format itself (NVFP4 is always 16-wide E4M3 scales).
 bool GranularityImplied(QDType t) {
   return t == QDType::kNVFP4 || t == QDType::kMXFP4 || t == QDType::kMXFP8 || t == QDType::kNF4 ||
-         t == QDType::kFP4;
+         t == QDType::kFP4 || t == QDType::kLUTB;
 }
 
 std::string GranularityPart(const TensorQuant& w) {
@@ -51,6 +51,7 @@ std::string QuantScheme::CanonicalName() const {
     if (input->dynamic == Dynamic::kStatic) name += "-static";
     if (!input->symmetric) name += "-aasym";
   }
+  if (input_hadamard != 0) name += fmt::format("-had{}", input_hadamard);
   if (online) name += "-online";
   return name;
 }

@@ -36,6 +36,12 @@ Status CheckQuantizesAtLoad(const QuantScheme& scheme, const DeviceCaps& device,
 }  // namespace
 
 Result<SpecKey> KeyFor(const QuantScheme& scheme, const DeviceCaps& device) {
+  // A spec that ignored the rotation would compute a different product.
+  if (scheme.input_hadamard != 0) {
+    return Unsupported(fmt::format(
+        "{} on {}: no physical spec rotates the input by a block Hadamard (width {}) yet",
+        scheme.CanonicalName(), device.name, scheme.input_hadamard));
+  }
   QP_ASSIGN_OR_RETURN(std::span<const RegisteredCandidate> candidates, RegisteredCandidates());
   std::vector<std::string> elsewhere;
   for (const RegisteredCandidate& c : candidates) {

@@ -19,8 +19,9 @@ Result<std::string> RequiredString(const Json& object, std::string_view key,
 
 // The model folder the engine saw: the case's config in the file its format's importer reads it
 // from (PlaceDescription; `extra_inputs.config_source` overrides), with the model's
-// packed_modules_mapping merged as that importer says the engine saw it, plus any further files
-// the case lists. A format no importer names is config.json's quantization_config.
+// packed_modules_mapping merged as that importer says the engine saw it, the model fields the case
+// sets in config.json, plus any further files the case lists. A format no importer names is
+// config.json's quantization_config.
 Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const std::string& format,
                                      const Dialect& dialect, std::string_view file) {
   const Json* extra = c.FindNonNull("extra_inputs");
@@ -67,6 +68,23 @@ Result<ConfigSources> SourcesForCase(const Json& c, const Json& config, const st
         members.emplace_back("packed_modules_mapping", std::move(mapping));
       }
       break;
+    }
+  }
+  // Model fields a config reads beside its description (DeepSeek-V4's expert_dtype).
+  if (const Json* fields = extra ? extra->FindNonNull("config_json") : nullptr) {
+    if (!fields->is_object()) {
+      return InvalidInput(
+          fmt::format("{}: expected an object of config.json fields", Where(file, *fields)));
+    }
+    auto& model = roots.front().second.mutable_members();
+    for (const auto& [key, value] : fields->members()) {
+      auto it =
+          std::find_if(model.begin(), model.end(), [&](const auto& m) { return m.first == key; });
+      if (it != model.end()) {
+        it->second = value;
+      } else {
+        model.emplace_back(key, value);
+      }
     }
   }
   if (const Json* files = extra ? extra->FindNonNull("files") : nullptr) {

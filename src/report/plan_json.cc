@@ -84,9 +84,12 @@ Json KvCacheToJson(const KvCache& kv) {
 }
 
 Json SchemeToJson(const QuantScheme& scheme) {
-  return Json::Object({{"name", Json::String(scheme.CanonicalName())},
-                       {"weight", TensorToJson(scheme.weight)},
-                       {"input", scheme.input ? TensorToJson(*scheme.input) : Json::Null()}});
+  return Json::Object(
+      {{"name", Json::String(scheme.CanonicalName())},
+       {"weight", TensorToJson(scheme.weight)},
+       {"input", scheme.input ? TensorToJson(*scheme.input) : Json::Null()},
+       {"input_hadamard",
+        scheme.input_hadamard != 0 ? Json::Int(scheme.input_hadamard) : Json::Null()}});
 }
 
 Json PlanToJson(const Model& model, const std::vector<LayerDecision>& layers) {

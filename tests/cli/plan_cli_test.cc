@@ -59,7 +59,7 @@ TEST(PlanCli, JsonFollowsTheDesignExample) {
             R"("granularity": "block", "group_size": null, "block_shape": [128, 128], )"
             R"("symmetric": true, "dynamic": false}, "input": {"dtype": "fp8_e4m3", )"
             R"("granularity": "group", "group_size": 128, "block_shape": null, )"
-            R"("symmetric": true, "dynamic": true}})");
+            R"("symmetric": true, "dynamic": true}, "input_hadamard": null})");
   EXPECT_EQ(qkv_a->Find("spec_id")->string_value(), "fp8_block_128_128");
   EXPECT_EQ(qkv_a->Find("params")->int_value(), 43008);
   EXPECT_EQ(qkv_a->Find("bytes")->int_value(), 43024);

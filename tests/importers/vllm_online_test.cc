@@ -54,6 +54,42 @@ TEST(VllmOnline, EachShorthandQuantizesItsKindsAtLoad) {
   EXPECT_NE(refused.detail.find("requires a Blackwell (SM100) GPU"), std::string::npos);
 }
 
+// 0.34's two shorthands: MXFP4 linear layers behind a 32-wide block Hadamard (experts kept), and
+// LUT-B experts (linear layers kept). No spec stores either yet, which the plan says per row.
+TEST(VllmOnline, HadamardMxfp4AndLutBAreTheirOwnSchemes) {
+  Result<std::optional<QuantPlan>> had = Online("mxfp4_hadamard32", "vllm@0.34");
+  ASSERT_TRUE(had.ok() && had->has_value()) << had.status().message();
+  const Decision linear =
+      DecideSite(**had, Site("model.layers.0.mlp.down_proj", SiteKind::kLinear));
+  ASSERT_EQ(linear.kind, DecisionKind::kQuantized);
+  EXPECT_EQ(linear.detail, "InputHadamardLinearMethod");
+  EXPECT_EQ(linear.scheme->input_hadamard, 32);
+  EXPECT_EQ(linear.scheme->weight.dtype, QDType::kMXFP4);
+  ASSERT_TRUE(linear.scheme->input.has_value());
+  EXPECT_EQ(linear.scheme->input->dtype, QDType::kMXFP4);
+  EXPECT_EQ(linear.scheme->CanonicalName(), "w4a4-mxfp4-had32-online");
+  EXPECT_EQ(DecideSite(**had, Site("model.layers.1.mlp.experts", SiteKind::kMoe)).detail,
+            "UnquantizedFusedMoEMethod");
+
+  Result<std::optional<QuantPlan>> lut = Online("lut_b_moe", "vllm");
+  ASSERT_TRUE(lut.ok() && lut->has_value()) << lut.status().message();
+  EXPECT_EQ(DecideSite(**lut, Site("model.layers.0.mlp.down_proj", SiteKind::kLinear)).kind,
+            DecisionKind::kUnquantized);
+  const Decision experts = DecideSite(**lut, Site("model.layers.1.mlp.experts", SiteKind::kMoe));
+  ASSERT_EQ(experts.kind, DecisionKind::kQuantized);
+  EXPECT_EQ(experts.detail, "LutBOnlineMoEMethod");
+  EXPECT_EQ(experts.scheme->weight.dtype, QDType::kLUTB);
+  EXPECT_EQ(experts.scheme->weight.block_shape, (std::array<int64_t, 2>{8, 64}));
+  EXPECT_EQ(experts.scheme->input->dtype, QDType::kMXFP8);
+  EXPECT_EQ(experts.scheme->CanonicalName(), "w3a8-lutb-online");
+
+  // 0.33 registers neither.
+  Result<std::optional<QuantPlan>> old = Online("lut_b_moe", "vllm@0.33");
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("vllm@0.34 on"), std::string::npos)
+      << old.status().message();
+}
+
 TEST(VllmOnline, OnlyTheVllmReleasesReadThem) {
   for (const char* dialect : {"native", "vllm@helpers", "sglang@0.5.23"}) {
     Result<std::optional<QuantPlan>> plan = Online("mxfp8", dialect);

@@ -125,6 +125,29 @@ TEST(MaterializeTest, NoSpecSaysWhy) {
       << int8_spec.status().message();
 }
 
+// A spec that ignored a rotation of the input would compute another product; LUT-B codes have
+// no family yet. Both are said, never mapped onto a near spec.
+TEST(MaterializeTest, RotatedInputsAndLutBHaveNoSpecYet) {
+  QuantScheme rotated = BlockScheme();
+  rotated.input_hadamard = 32;
+  Result<SpecKey> id = KeyFor(rotated, kCpu);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(id.status().message().find("rotates the input by a block Hadamard (width 32)"),
+            std::string::npos)
+      << id.status().message();
+  EXPECT_TRUE(KeyFor(BlockScheme(), kCpu).ok());
+
+  QuantScheme lut;
+  lut.weight.dtype = QDType::kLUTB;
+  lut.weight.granularity = Granularity::kBlock;
+  lut.weight.block_shape = std::array<int64_t, 2>{8, 64};
+  id = KeyFor(lut, kCpu);
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.status().message().find("no physical spec stores lut_b weights"), std::string::npos)
+      << id.status().message();
+}
+
 TEST(ActivationQuantForTest, Modes) {
   QuantScheme s = BlockScheme();
   s.input = Fp8(Granularity::kPerTensor);

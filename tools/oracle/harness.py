@@ -4,8 +4,10 @@ constructor wrapper, and the `Harness` every engine harness in record_cases.py d
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -133,8 +135,12 @@ def _exc_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}"
 
 
+_FOLDERS = tempfile.mkdtemp(prefix="oracle-cases-")  # one per worker, gone when it exits
+atexit.register(shutil.rmtree, _FOLDERS, True)
+
+
 def _write_folder(files: dict) -> str:
-    folder = tempfile.mkdtemp(prefix="oracle-model-")
+    folder = tempfile.mkdtemp(prefix="model-", dir=_FOLDERS)
     for fname, content in files.items():
         with open(os.path.join(folder, fname), "w") as f:
             json.dump(content, f)

@@ -92,6 +92,33 @@ def edits(corpus: Path) -> list[dict]:
         {"suffix": "fp8-tp8", "base": glm, "overrides": {"config.json": glm_fp8}, "inputs": {"tp_size": 8},
          "note": "GLM-4.5 fp8 block-128 at tensor-parallel size 8"},
     ]
+    # Architectures vLLM 0.34 serves only through its Transformers backend (Gemma v1, StableLM,
+    # OLMoE), small configs of the published shapes carrying a corpus quantization config. quantpath
+    # has no builders for them: match holds their layer lists (cases-models.json), plan does not.
+    gptq = _read(corpus, "TheBloke__Llama-2-13B-chat-GPTQ", "config.json")["quantization_config"]
+    llama_gptq = "TheBloke__Llama-2-13B-chat-GPTQ"
+    backend = [
+        ("gemma-gptq", {"architectures": ["GemmaForCausalLM"], "model_type": "gemma", "hidden_size": 2048,
+                        "intermediate_size": 16384, "num_hidden_layers": 2, "num_attention_heads": 8,
+                        "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 256000,
+                        "hidden_act": "gelu", "torch_dtype": "bfloat16", "quantization_config": gptq},
+         "Gemma (v1, gemma-2b shapes, 2 layers) with the Llama-2-13B GPTQ quantization_config"),
+        ("stablelm-gptq", {"architectures": ["StableLmForCausalLM"], "model_type": "stablelm",
+                           "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 2,
+                           "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 100352,
+                           "partial_rotary_factor": 0.25, "use_qkv_bias": True, "torch_dtype": "bfloat16",
+                           "quantization_config": gptq},
+         "StableLM (stablelm-2-1_6b shapes, 2 layers) with the Llama-2-13B GPTQ quantization_config"),
+        ("olmoe-fp8", {"architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048,
+                       "intermediate_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 16,
+                       "num_key_value_heads": 16, "num_experts": 64, "num_experts_per_tok": 8,
+                       "vocab_size": 50304, "torch_dtype": "bfloat16", "quantization_config": FP8_BLOCK},
+         "OLMoE (OLMoE-1B-7B shapes, 2 layers) with an fp8 block-128 quantization_config"),
+    ]
+    for suffix, config, note in backend:
+        out.append({"suffix": suffix, "base": llama_gptq, "overrides": {"config.json": config},
+                    "engines": ["vllm"], "since": {"vllm": "0.34.0"}, "planned": False,
+                    "note": note + "; served through the Transformers backend"})
     return out
 
 
@@ -106,9 +133,13 @@ def recordings(corpus: Path) -> list[dict]:
                          "inputs": dict(DEFAULT_INPUTS), "note": "corpus folder as published"})
     for e in edits(corpus):
         for engine in e.get("engines", ENGINES):
-            recs.append({"id": f"{engine}-{short_name(e['base'])}-{e['suffix']}", "engine": engine,
-                         "base": f"tests/data/corpus/{e['base']}", "overrides": e.get("overrides", {}),
-                         "inputs": dict(DEFAULT_INPUTS, **e.get("inputs", {})), "note": e["note"]})
+            rec = {"id": f"{engine}-{short_name(e['base'])}-{e['suffix']}", "engine": engine,
+                   "base": f"tests/data/corpus/{e['base']}", "overrides": e.get("overrides", {}),
+                   "inputs": dict(DEFAULT_INPUTS, **e.get("inputs", {})), "note": e["note"]}
+            for key in ("since", "planned"):
+                if key in e:
+                    rec[key] = e[key]
+            recs.append(rec)
     ids = [r["id"] for r in recs]
     assert len(ids) == len(set(ids)), "duplicate recording ids"
     return recs

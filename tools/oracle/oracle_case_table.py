@@ -485,10 +485,10 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
     # ------------------------------------------------------------------
     online_layers = dense_block(0)[:2] + [moe("model.layers.1.mlp.experts", "vllm"),
                                           attn("model.layers.0.self_attn.attn", "vllm"), lm_head()]
-    # (0.34's lut_b_moe and mxfp4_hadamard32 are not recorded yet: quantpath has no scheme for them.)
-    for q in ("fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "int8_per_channel_weight_only",
-              "nvfp4_per_token", "mxfp8"):
-        add(id=f"vllm-online-{q}", engine="vllm", format="online",
+    for q, since in (("fp8_per_tensor", None), ("fp8_per_block", None), ("fp8_per_channel", None),
+                     ("int8_per_channel_weight_only", None), ("nvfp4_per_token", None), ("mxfp8", None),
+                     ("mxfp4_hadamard32", {"vllm": "0.34.0"}), ("lut_b_moe", {"vllm": "0.34.0"})):
+        add(id=f"vllm-online-{q}", engine="vllm", format="online", since=since,
             code=["config/quantization.py", "model_executor/layers/quantization/online/"],
             config={"note": "unrelated"}, config_source="generation_config.json",
             extra_inputs={"user_quantization": q}, packed_modules_mapping=LLAMA_PMM, layers=online_layers,
@@ -543,6 +543,38 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
         since=v34, config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8, "weight_block_size": [32, 32]},
         packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
         note="32 × 32 blocks with ue8m0 scales: the v4.1 class's MXFP8 linear layout")
+    add(id="vllm-deepseek_v4_fp8-expert-fp8", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4,
+        since=v34, config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8,
+                           "ignored_layers": ["model.layers.0.self_attn.o_proj", "model.layers.1.mlp.experts"]},
+        extra_inputs={"config_json": {"expert_dtype": "fp8"}},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="expert_dtype fp8 (DeepSeek-V4-Flash-Base): routed experts are Fp8Config's block-fp8 experts")
+    add(id="vllm-deepseek_v4_fp8-expert-fp8-32x32", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4,
+        since=v34, config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8, "weight_block_size": [32, 32]},
+        extra_inputs={"config_json": {"expert_dtype": "fp8"}},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+        note="32 × 32 blocks without ue8m0 scales (expert_dtype fp8): Fp8Config's linear method, not MXFP8")
+    for model_type in ("deepseek_v4", "deepseek_v41"):
+        add(id=f"vllm-deepseek_v4_fp8-model-type-{model_type}", engine="vllm", format="deepseek_v4_fp8",
+            code=v_dsv4, since=v34, config={"quant_method": "fp8", **dsv4_fp8},
+            extra_inputs={"config_json": {"model_type": model_type}},
+            packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers,
+            note=f"an fp8 description in a {model_type} model: the config's override picks deepseek_v4_fp8")
+    dsv4_experts = [moe(f"model.layers.{i}.ffn.experts", "vllm") for i in range(3)]
+    add(id="vllm-deepseek_v4_fp8-moe-nvfp4", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4,
+        since=v34, config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8, "moe_quant_algo": "nvfp4",
+                           "ignore": ["layers.1.ffn.experts", "mtp.*"],
+                           "ignored_layers": ["model.layers.1.mlp.experts"]},
+        extra_inputs={"config_json": {"num_hidden_layers": 2}},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers + dsv4_experts,
+        note="moe_quant_algo NVFP4 (a ModelOpt NVFP4 export): routed experts get NVFP4 unless the "
+             "ModelOpt `ignore` names them as layers.N.ffn.experts (or mtp.K past num_hidden_layers), "
+             "which keep MXFP4")
+    add(id="vllm-deepseek_v4_fp8-moe-nvfp4-no-ignore", engine="vllm", format="deepseek_v4_fp8", code=v_dsv4,
+        since=v34, config={"quant_method": "deepseek_v4_fp8", **dsv4_fp8, "moe_quant_algo": "NVFP4"},
+        extra_inputs={"config_json": {"num_hidden_layers": 2}},
+        packed_modules_mapping=LLAMA_PMM, layers=w4afp8_layers + dsv4_experts,
+        note="moe_quant_algo NVFP4 without an ignore list: every routed experts layer gets NVFP4")
     add(id="vllm-fp-quant-removed", engine="vllm", format="fp_quant", since=v34,
         code=["model_executor/layers/quantization/__init__.py", "config/model.py"],
         config={"quant_method": "fp_quant", "forward_dtype": "mxfp4", "hadamard_group_size": 32,

@@ -259,6 +259,7 @@ class VllmHarness(Harness):
         source = case.get("config_source", "config.json")
         config_json = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_attention_heads": 32,
                        "num_key_value_heads": 8, "hidden_size": 4096}
+        config_json.update(copy.deepcopy(xi.get("config_json", {})))  # model fields a config reads
         if source == "config.json":
             config_json["quantization_config"] = copy.deepcopy(case["config"])
         else:
@@ -266,6 +267,12 @@ class VllmHarness(Harness):
         files["config.json"] = config_json
         folder = self.folder = _write_folder(files)
         hf_config = get_config(folder, trust_remote_code=False)
+        # Configs that read the model config at get_quant_method time (DeepseekV4FP8Config's
+        # expert_dtype, moe_quant_algo) see this case's, as inside the engine.
+        from vllm.config import get_current_vllm_config
+
+        get_current_vllm_config().model_config.hf_config = hf_config
+        get_current_vllm_config().model_config.hf_text_config = hf_config
         conv = object.__new__(ModelArchConfigConvertorBase)
         conv.hf_config = hf_config
         conv.hf_text_config = hf_config
@@ -672,6 +679,7 @@ ENGINE_REFUSALS: dict[str, set[tuple[str, str]]] = {
              ("AutoAWQMoEMethod", "No WNA16 MoE backend supports"),
              ("Mxfp4MoEMethod", "No MXFP4 MoE backend supports"),
              ("Int8OnlineMoEMethod", "No Int8 MoE backend supports"),
+             ("Mxfp4OnlineLinearMethod", "Failed to find a kernel that can implement the MXFP4 linear"),
              ("CompressedTensorsW4A8Fp8MoEMethod", "No W4A8 MoE backend supports"),
              ("AutoGPTQLinearMethod", "Marlin does not support weight_bits")},
     # off cuda: no NVFP4 MoE backend on the platform

@@ -175,6 +175,8 @@ def model_file(rec: dict, res: dict, version: str, platform: str) -> dict:
            "dtype": res.get("dtype"), "error": res.get("error")}
     if res.get("draft_model_class"):
         out["draft_model_class"] = res["draft_model_class"]
+    if rec.get("planned") is False:
+        out["planned"] = False  # no quantpath architecture: match holds the layers, plan does not
     out["quantization_config"] = res.get("_config")
     out["packed_modules_mapping"] = res.get("_pmm") or {}
     out["quant_calls"] = res.get("quant_calls", [])
