@@ -198,6 +198,17 @@ Result<simdjson::dom::element> DomParser::Parse(std::string_view text, size_t re
       return InvalidInput(fmt::format("{}#{}: {} is not valid JSON (write null or a finite number)",
                                       file, bad->pointer, bad->token));
     }
+    if (std::optional<JsonSyntaxError> syntax = FindJsonSyntaxError(text, limits.max_depth)) {
+      const size_t at = std::min(syntax->offset, text.size());
+      std::string found;
+      if (at < text.size()) {
+        const unsigned char c = static_cast<unsigned char>(text[at]);
+        found = c >= 0x20 && c < 0x7F ? fmt::format(" (found '{}')", text[at])
+                                      : fmt::format(" (found byte 0x{:02X})", c);
+      }
+      return InvalidInput(fmt::format("{}: not valid JSON: {}{}", JsonErrorLocation(file, text, at),
+                                      syntax->what, found));
+    }
     return InvalidInput(
         fmt::format("{}: not valid JSON ({})", file, simdjson::error_message(error)));
   }

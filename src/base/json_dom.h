@@ -7,6 +7,7 @@
 
 #include <simdjson.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,16 @@ Result<Json> ToOwnedJson(simdjson::dom::element element, std::string_view file,
 
 // Json::TypeName of what `element` converts to.
 std::string_view DomTypeName(simdjson::dom::element element);
+
+// The first place `text` breaks JSON's grammar: its byte offset and what was expected there.
+// nullopt when the grammar holds (the parse failed for another reason, e.g. invalid UTF-8).
+struct JsonSyntaxError {
+  size_t offset = 0;
+  std::string what;
+};
+std::optional<JsonSyntaxError> FindJsonSyntaxError(std::string_view text, int max_depth);
+// "file:line:column" of byte `offset` of `text` (both 1-based; columns count bytes).
+std::string JsonErrorLocation(std::string_view file, std::string_view text, size_t offset);
 
 // ParseJson's message for key `key` of the object at `object_pointer` given twice.
 Status DuplicateKeyError(std::string_view file, std::string_view object_pointer,

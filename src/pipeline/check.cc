@@ -8,7 +8,9 @@
 // rule derives from the leg and the scheme (packing, groups, blocks, globals, experts).
 // Non-goals: tensor values (`run` reads those).
 #include <algorithm>
+#include <filesystem>
 #include <unordered_set>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
@@ -495,6 +497,25 @@ std::string_view Finding::KindName() const {
   return checkpoint ? CheckpointProblemKindName(*checkpoint) : FindingKindName(kind);
 }
 
+namespace {
+
+// An index whose shards are all absent holds names only: there is nothing to check, which is not
+// "0 errors". Some shards present and some absent is the audit's error per missing shard.
+Status RequireAShard(const std::string& dir, const CheckpointAudit& audit) {
+  if (audit.index.empty() || audit.files.empty()) return {};
+  std::vector<std::string> missing;
+  for (const std::string& file : audit.files) {
+    std::error_code ec;
+    if (std::filesystem::exists(file, ec)) return {};
+    missing.push_back(std::filesystem::path(file).filename().string());
+  }
+  return NotFound(fmt::format(
+      "{}: no weights to check: none of the {} shard files {} lists is present ({})", dir,
+      missing.size(), std::filesystem::path(audit.index).filename().string(), Join(missing, ", ")));
+}
+
+}  // namespace
+
 Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
   const std::string dir = resolved.string();
@@ -503,6 +524,7 @@ Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& opt
     if (audit.status().code() != ErrorCode::kNotFound) return audit.status();
     return NotFound(fmt::format("{}: no weights to check ({})", dir, audit.status().message()));
   }
+  QP_RETURN_IF_ERROR(RequireAShard(dir, *audit));
   Result<Model> model = OpenModel(dir, options);
   const bool broken = std::any_of(audit->problems.begin(), audit->problems.end(),
                                   [](const CheckpointProblem& p) { return p.error; });

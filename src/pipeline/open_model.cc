@@ -139,6 +139,12 @@ Result<QuantPlan> ImportModelPlan(const ModelFolder& folder, const OpenOptions& 
     QP_RETURN_IF_ERROR(
         ApplyInt8Activations(options.dialect, options.device, &plan).WithContext(folder.dir));
   }
+  if (options.dialect.engine == Engine::kNative && options.launch.tp_size > 1) {
+    plan.notes.push_back(fmt::format(
+        "--tp {}: the native reference decides each layer whole and checks no tensor-parallel "
+        "shapes; --engine vllm or --engine sglang adds the engines' checks at this size",
+        options.launch.tp_size));
+  }
   // Facts of the plan only the checkpoint's data holds, through the importer's refinement.
   QP_RETURN_IF_ERROR(
       RefinePlan(SmallTensors(folder.dir, kRefinementTensorBytes), &plan).WithContext(folder.dir));

@@ -1,6 +1,7 @@
 // Resolves the layer names users type to the dialect's sites.
 #include "fmt/format.h"
 #include "quantpath/pipeline.h"
+#include "src/base/nearest_names.h"
 
 namespace quantpath {
 
@@ -28,10 +29,13 @@ Result<ResolvedSite> ResolveLayer(const ModelSites& sites, std::string_view path
       return ResolvedSite{&site, fmt::format("{} is an expert weight of {}", name, site.path)};
     }
   }
-  return NotFound(
-      fmt::format("no layer \"{}\" in this {} model (layers are named as `quantpath "
-                  "plan` lists them)",
-                  path, sites.architecture));
+  std::vector<std::string> names;
+  for (const LayerSite& site : sites.sites) names.push_back(site.path);
+  const std::vector<std::string> near = NearestNames(name, names);
+  return NotFound(fmt::format(
+      "no layer \"{}\" in this {} model (layers are named as `quantpath "
+      "plan` lists them){}",
+      path, sites.architecture, near.empty() ? std::string() : "; nearest: " + Join(near, ", ")));
 }
 
 }  // namespace quantpath

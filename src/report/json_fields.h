@@ -22,8 +22,9 @@ std::string SchemeText(const LayerDecision& l);
 // "1.50 MiB": binary units, two decimals.
 std::string HumanBytes(double v);
 
-// The plan summary: params and bytes over the same layer sites; other_params and other_bytes
-// over every other tensor (norms …), stored in the checkpoint's torch_dtype.
+// The plan summary: params and bytes over the same layer sites (bytes leave error rows out);
+// other_params and other_bytes over every other tensor (norms …), stored in the checkpoint's
+// torch_dtype.
 struct PlanTotals {
   int64_t quantized = 0;
   int64_t unquantized = 0;

@@ -140,7 +140,8 @@ PlanTotals SumLayers(const Model& model, const std::vector<LayerDecision>& layer
     t.unquantized += layer.decision.kind == DecisionKind::kUnquantized;
     t.errors += layer.decision.kind == DecisionKind::kError;
     t.params += layer.site->params;
-    t.bytes += layer.bytes.value_or(0);
+    // An error row is no layer the engine builds: its bf16 placeholder would inflate the total.
+    if (layer.decision.kind != DecisionKind::kError) t.bytes += layer.bytes.value_or(0);
   }
   t.other_params = model.sites.other_params;
   t.other_bytes = OtherBytes(model);

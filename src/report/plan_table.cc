@@ -247,11 +247,12 @@ std::string PlanToTable(const Model& model, const std::vector<LayerDecision>& la
   const PlanTotals t = SumLayers(model, layers);
   out += fmt::format(
       "summary: {} layers, {} quantized, {} unquantized, {} errors\n"
-      "params:  {} in layers + {} other = {}\nbytes:   {} in layers + {} other = {}\n",
+      "params:  {} in layers + {} other = {}\nbytes:   {} in layers{} + {} other = {}\n",
       layers.size(), t.quantized, t.unquantized, t.errors, HumanCount(double(t.params)),
       HumanCount(double(t.other_params)), HumanCount(double(t.params + t.other_params)),
-      HumanBytes(double(t.bytes)), HumanBytes(double(t.other_bytes)),
-      HumanBytes(double(t.bytes + t.other_bytes)));
+      HumanBytes(double(t.bytes)),
+      t.errors > 0 ? fmt::format(" ({} error layers left out)", t.errors) : std::string(),
+      HumanBytes(double(t.other_bytes)), HumanBytes(double(t.bytes + t.other_bytes)));
   if (const std::optional<int64_t> total = model.sources.checkpoint().index_total_size) {
     const int64_t planned = t.bytes + t.other_bytes;
     out += fmt::format("index:   total_size {}; planned {} ({:+.2f}%)\n",

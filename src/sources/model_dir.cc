@@ -95,6 +95,13 @@ bool IsRepoId(std::string_view given) {
 Result<fs::path> ResolveModelDir(std::string_view given) {
   const fs::path path(given);
   if (IsDirectory(path)) return IsCacheRepoFolder(path) ? SnapshotOf(path) : path;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    return InvalidInput(fmt::format(
+        "{}: a file, not a model folder; give the folder that holds the model's files ({})", given,
+        folder.string()));
+  }
   const std::string missing = fmt::format("{}: not a model folder (no such directory)", given);
   if (!IsRepoId(given)) return NotFound(missing);
   std::string repo_folder(kCacheRepoPrefix);

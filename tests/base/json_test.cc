@@ -69,5 +69,36 @@ TEST(Json, GarbageIsAnErrorNotACrash) {
   }
 }
 
+// simdjson says what went wrong, not where: the message names the line and column of the first
+// place the text breaks JSON's grammar, and what was expected there.
+TEST(Json, SyntaxErrorsNameLineAndColumn) {
+  const auto message = [](std::string_view text) {
+    Result<Json> r = ParseJson(text, "config.json");
+    EXPECT_FALSE(r.ok()) << text;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(message("{\n  \"a\": 1,,\n}"),
+            "config.json:2:10: not valid JSON: expected a key in double quotes (found ',')");
+  EXPECT_EQ(message("{\"a\": [1, 2}"),
+            "config.json:1:12: not valid JSON: expected ',' or ']' (found '}')");
+  EXPECT_EQ(message("{\"a\": tru}"),
+            "config.json:1:7: not valid JSON: expected a value (found 't')");
+  EXPECT_EQ(
+      message("{\"a\": 1} x"),
+      "config.json:1:10: not valid JSON: text after the end of the JSON document (found 'x')");
+  EXPECT_EQ(message("{\"a\": \"b"),
+            "config.json:1:7: not valid JSON: a string that does not end (found '\"')");
+  EXPECT_EQ(message("{\"a\": 01}"),
+            "config.json:1:8: not valid JSON: expected ',' or '}' (found '1')");
+  EXPECT_EQ(message("{\"a\": \"\\q\"}"),
+            "config.json:1:9: not valid JSON: an invalid escape in a string (found 'q')");
+  EXPECT_EQ(message("{\"a\":\n\t-}"),
+            "config.json:2:3: not valid JSON: an invalid number (found '}')");
+  EXPECT_EQ(message(""),
+            "config.json:1:1: not valid JSON: expected a value, found the end of the file");
+  // Text within the grammar that fails for another reason keeps simdjson's words.
+  EXPECT_EQ(message("{\"\xff\": 1}").rfind("config.json: not valid JSON (", 0), 0u);
+}
+
 }  // namespace
 }  // namespace quantpath

@@ -2,8 +2,13 @@
 // published sizes of real configs.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <unistd.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "fmt/format.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace quantpath {
@@ -328,6 +333,75 @@ TEST(PlanCli, ExitCodes) {
   EXPECT_EQ(RunCli("").exit_code, 2);
 }
 
+// An error row is no layer an engine builds: the byte total leaves it out and the text says how
+// many were left out. Native says once that it checks no tensor-parallel shapes.
+TEST(PlanCli, ErrorRowsAreLeftOutOfTheBytesAndNativeSaysItDoesNotShard) {
+  const std::string r1 = "tests/data/reconstructed/peaceh-nv__TensorRT-LLM__DeepSeek-R1-NVFP4";
+  auto r = RunCli("plan " + r1 + " --json");
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  Json plan = ParseOrDie(r.out);
+  int64_t bytes = 0, errors = 0;
+  for (const Json& layer : plan.Find("layers")->items()) {
+    if (layer.Find("decision")->string_value() == "error") {
+      ++errors;
+    } else if (layer.Find("bytes")->is_int()) {
+      bytes += layer.Find("bytes")->int_value();
+    }
+  }
+  ASSERT_GT(errors, 0);
+  EXPECT_EQ(plan.Find("summary")->Find("errors")->int_value(), errors);
+  EXPECT_EQ(plan.Find("summary")->Find("bytes")->int_value(), bytes);
+  auto text = RunCli("plan " + r1);
+  EXPECT_NE(text.out.find(fmt::format(" in layers ({} error layers left out) + ", errors)),
+            std::string::npos)
+      << text.out;
+
+  const auto notes = [](const std::string& options) {
+    auto run = RunCli("plan examples/llama-tiny-fp8 --json " + options);
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    return ToJson(*ParseOrDie(run.out).Find("notes"));
+  };
+  EXPECT_NE(notes("--tp 2").find("--tp 2: the native reference decides each layer whole and "
+                                 "checks no tensor-parallel shapes"),
+            std::string::npos);
+  EXPECT_EQ(notes("--tp 2 --engine vllm").find("native reference"), std::string::npos);
+  EXPECT_EQ(notes("").find("native reference"), std::string::npos);
+}
+
+// With --json an unusable input is also one JSON object on stdout, naming the file and key where
+// the message does; stderr keeps the line. A JSON syntax error names its line and column.
+TEST(PlanCli, AnUnusableInputIsAJsonObjectToo) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("quantpath_json_error_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream config(dir / "config.json");
+    config << "{\"architectures\": [\"LlamaForCausalLM\"],\n  \"hidden_size\": 64,,\n}\n";
+  }
+  auto broken = RunCli("plan " + dir.string() + " --json");
+  EXPECT_EQ(broken.exit_code, 2);
+  Json error = ParseOrDie(broken.out);
+  const Json* e = error.Find("error");
+  ASSERT_NE(e, nullptr) << broken.out;
+  // The file as the folder's loader names it, as every config message does.
+  EXPECT_EQ(e->Find("message")->string_value(),
+            "config.json:2:21: not valid JSON: expected a key in double quotes (found ',')");
+  EXPECT_EQ(e->Find("file")->string_value(), "config.json");
+  EXPECT_TRUE(e->Find("key")->is_null());
+  EXPECT_TRUE(e->Find("tensor")->is_null());
+  EXPECT_TRUE(e->Find("layer")->is_null());
+  // The text line stays on stderr, and without --json stdout stays empty.
+  auto text = RunCli("plan " + dir.string(), true);
+  EXPECT_EQ(text.out.rfind("quantpath: config.json:2:21:", 0), 0u) << text.out;
+  EXPECT_EQ(RunCli("plan " + dir.string()).out, "");
+  std::filesystem::remove_all(dir);
+
+  auto layer = RunCli("explain examples/llama-tiny-fp8 model.layers.0.mlp.down_prj --json");
+  EXPECT_EQ(layer.exit_code, 2);
+  EXPECT_EQ(ParseOrDie(layer.out).Find("error")->Find("layer")->string_value(),
+            "model.layers.0.mlp.down_prj");
+}
+
 TEST(ExplainCli, OneObjectWithTheDecisionAndTheTrace) {
   auto r = RunCli("explain examples/deepseek-tiny model.layers.0.self_attn.q_a_proj --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -352,6 +426,20 @@ TEST(ExplainCli, OneObjectWithTheDecisionAndTheTrace) {
   EXPECT_NE(text.out.find("fused_qkv_a_proj"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("decision: quantized"), std::string::npos) << text.out;
   EXPECT_EQ(RunCli("explain examples/deepseek-tiny model.layers.9.nothing").exit_code, 2);
+}
+
+// A miss names the layers nearest what was typed, and nothing when none is near.
+TEST(ExplainCli, AMissSuggestsTheNearestLayers) {
+  auto typo = RunCli("explain examples/llama-tiny-fp8 model.layers.0.mlp.down_prj", true);
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.out.find("no layer \"model.layers.0.mlp.down_prj\" in this LlamaForCausalLM "
+                          "model (layers are named as `quantpath plan` lists them); nearest: "
+                          "model.layers.0.mlp.down_proj"),
+            std::string::npos)
+      << typo.out;
+  auto far = RunCli("explain examples/llama-tiny-fp8 vision_tower.blocks.3.attn.proj", true);
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.out.find("nearest"), std::string::npos) << far.out;
 }
 
 // A rule hitting one leg: Orpheus' bnb config skips "model.layers.0.self_attn" by prefix, which

@@ -127,6 +127,21 @@ TEST_F(HubCache, APathThatIsNoRepoIdIsOnlyAMissingFolder) {
   EXPECT_EQ(dir.status().message().find("cache"), std::string::npos) << dir.status().message();
 }
 
+// A file where a folder is expected (config.json itself, a shard) says so and names its folder,
+// with no cache lookup of the file's name.
+TEST_F(HubCache, AFileIsNotAModelFolder) {
+  ScopedEnv cache("HF_HUB_CACHE", hub_.string());
+  const fs::path file = snapshot_ / "config.json";
+  Result<fs::path> dir = ResolveModelDir(file.string());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(dir.status().message(),
+            file.string() +
+                ": a file, not a model folder; give the folder that holds the "
+                "model's files (" +
+                snapshot_.string() + ")");
+}
+
 TEST_F(HubCache, RefLeadingOutOfTheCacheIsRefused) {
   Write(repo_ / "refs" / "main", "../../../../etc");
   Result<fs::path> dir = ResolveModelDir(repo_.string());

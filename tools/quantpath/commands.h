@@ -93,8 +93,11 @@ ProgressLine ProgressPrinter(std::string command, std::string unit);
 
 // The bundled example folder used when a command is given no model folder.
 std::string DefaultExampleDir();
-// Prints "quantpath: <message>" to stderr and returns kExitBadInput.
+// Prints "quantpath: <message>" to stderr and returns kExitBadInput. After --json it also prints
+// {"error": {"message", "file", "key", "tensor", "layer"}} on stdout (docs/json/plan.md).
 int ReportBadInput(const std::string& message);
+// Makes ReportBadInput print its JSON object too (the --json flag's callback).
+void ReportErrorsAsJson();
 // A JSON string, or null for an empty one (the JSON outputs' optional texts).
 Json NullIfEmpty(const std::string& s);
 

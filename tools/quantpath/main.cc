@@ -24,8 +24,55 @@ std::string DefaultExampleDir() {
   return std::string(QUANTPATH_EXAMPLES_DIR) + "/llama-tiny-fp8";
 }
 
+namespace {
+
+bool json_errors = false;
+
+// The quoted name after `label` in `message` (`tensor "x"`, `layer "y"`), or null.
+Json QuotedAfter(std::string_view message, std::string_view label) {
+  const std::string open = std::string(label) + " \"";
+  const size_t at = message.find(open);
+  if (at == std::string_view::npos) return Json::Null();
+  const size_t begin = at + open.size();
+  const size_t end = message.find('"', begin);
+  if (end == std::string_view::npos) return Json::Null();
+  return Json::String(std::string(message.substr(begin, end - begin)));
+}
+
+// The error as JSON: messages start with where ("dir/config.json#/quantization_config/bits: …",
+// "config.json:3:7: …", "DIR: …"), which gives the file and the key (its JSON pointer).
+Json ErrorToJson(const std::string& message) {
+  Json file = Json::Null(), key = Json::Null();
+  const size_t colon = message.find(": ");
+  std::string_view where = std::string_view(message).substr(0, colon);
+  if (colon != std::string::npos && !where.empty() && where.find(' ') == std::string_view::npos) {
+    // "file:line:column" from a JSON syntax error keeps the file.
+    while (true) {
+      const size_t last = where.rfind(':');
+      if (last == std::string_view::npos || last + 1 == where.size() ||
+          where.find_first_not_of("0123456789", last + 1) != std::string_view::npos) {
+        break;
+      }
+      where = where.substr(0, last);
+    }
+    const size_t hash = where.find('#');
+    file = Json::String(std::string(where.substr(0, hash)));
+    if (hash != std::string_view::npos) key = Json::String(std::string(where.substr(hash + 1)));
+  }
+  return Json::Object({{"error", Json::Object({{"message", Json::String(message)},
+                                               {"file", std::move(file)},
+                                               {"key", std::move(key)},
+                                               {"tensor", QuotedAfter(message, "tensor")},
+                                               {"layer", QuotedAfter(message, "layer")}})}});
+}
+
+}  // namespace
+
+void ReportErrorsAsJson() { json_errors = true; }
+
 int ReportBadInput(const std::string& message) {
   std::cerr << "quantpath: " << message << "\n";
+  if (json_errors) std::cout << ToJson(ErrorToJson(message)) << "\n";
   return kExitBadInput;
 }
 

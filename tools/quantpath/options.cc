@@ -112,7 +112,13 @@ void AddInt8ActivationsFlag(CLI::App* cmd, bool* int8_activations) {
 }
 
 CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json) {
-  return cmd->add_flag("--json", *json, "Print one JSON object instead of the text report");
+  return cmd->add_flag_callback(
+      "--json",
+      [json] {
+        *json = true;
+        ReportErrorsAsJson();
+      },
+      "Print one JSON object instead of the text report (an unusable input as {\"error\": …})");
 }
 
 }  // namespace quantpath::cli
