@@ -61,8 +61,13 @@ Result<std::string> RelaidName(std::string_view name, const std::string& prefix,
     }
     break;
   }
-  return Unsupported(fmt::format("{}: tensor {} ({}) has no place in the {} layout", layer, name,
-                                 SourceLayoutName(from), SourceLayoutName(to)));
+  // convert keeps codes and scales bit for bit; a layout without a place for them needs the
+  // weights written in high precision and quantized again.
+  return Unsupported(fmt::format(
+      "{}: tensor {} ({}) has no place in the {} layout, so convert cannot keep it exactly; write "
+      "bf16 instead (`quantpath convert IN MID --to bf16`), then quantize that "
+      "(`quantpath quantize MID OUT --format FORMAT --scheme SCHEME`)",
+      layer, name, SourceLayoutName(from), SourceLayoutName(to)));
 }
 
 std::vector<std::string> IgnoreList(const std::vector<std::string>& patterns,

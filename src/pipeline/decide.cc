@@ -41,6 +41,9 @@ void AssignSpec(const LayerSite& site, QDType torch_dtype, SpecCache* specs, Lay
   const QuantScheme scheme = d.kind == DecisionKind::kQuantized && d.scheme && d.scheme->quantized()
                                  ? *d.scheme
                                  : QuantScheme{};
+  if (d.kind != DecisionKind::kError) {
+    layer->dtype = scheme.quantized() ? scheme.weight.dtype : torch_dtype;
+  }
   const Result<std::shared_ptr<const WeightSpec>>& spec = specs->For(scheme);
   layer->materialized = spec.status();
   Result<SpecKey> key = spec.ok() ? Result<SpecKey>((*spec)->key()) : KeyFor(scheme, device);

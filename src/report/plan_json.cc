@@ -52,6 +52,8 @@ Json LayerToJson(const LayerDecision& layer) {
   m.emplace_back("scheme", d.scheme ? SchemeToJson(*d.scheme) : Json::Null());
   m.emplace_back("kv_cache", layer.kv ? KvCacheToJson(*layer.kv) : Json::Null());
   m.emplace_back("spec_id", SpecIdOrNull(layer.spec));
+  m.emplace_back("dtype",
+                 layer.dtype ? Json::String(std::string(QDTypeName(*layer.dtype))) : Json::Null());
   m.emplace_back("kernel_available",
                  layer.kernel_available ? Json::Bool(*layer.kernel_available) : Json::Null());
   m.emplace_back("spec_note", NonEmptyOrNull(layer.spec_note));

@@ -83,13 +83,15 @@ std::string ElidedMiddle(const std::string& text, size_t width) {
   return text.substr(0, head) + "…" + text.substr(text.size() - tail);
 }
 
-// What a row of the roll-up counts under: the scheme, "unquantized <spec>", the KV cache, "error".
+// What a row of the roll-up counts under: the scheme, "unquantized <stored dtype>", the KV cache,
+// "error".
 std::string RollUpKey(const LayerDecision& l) {
   if (l.decision.kind == DecisionKind::kError) return "error";
   if (l.kv) return "kv " + KvCacheText(*l.kv);
   if (l.decision.scheme && l.decision.kind == DecisionKind::kQuantized) {
     return l.decision.scheme->CanonicalName();
   }
+  if (l.dtype) return "unquantized " + std::string(QDTypeName(*l.dtype));
   return l.spec ? "unquantized " + l.spec->ToId() : "unquantized";
 }
 

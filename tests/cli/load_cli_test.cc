@@ -244,8 +244,10 @@ TEST(LoadCli, PrintsProgressAndASummary) {
   const std::string dir = DataDir("producers/ct_llama_w4a16_g64_sym");
   auto result = RunCli("load " + dir, true);
   ASSERT_EQ(result.exit_code, 0) << result.out;
-  // stderr is not a terminal here: plain lines, the last at 100%.
+  // stderr is not a terminal here: one line, at the end.
   EXPECT_NE(result.out.find("load: 100% (12/12 sites"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("load: 0%"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("load: 50%"), std::string::npos) << result.out;
   // 2 layers × (qkv, o, gate_up, down) + embedding + lm_head; attention reported, not loaded.
   EXPECT_NE(result.out.find("loaded 10 layers (8 linear, 1 lm_head, 1 embedding)"),
             std::string::npos)

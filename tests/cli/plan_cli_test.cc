@@ -126,8 +126,21 @@ TEST(PlanCli, EveryRowHasEveryField) {
       for (const auto& m : layer.members()) keys.push_back(m.first);
       EXPECT_EQ(Join(keys, ","),
                 "path,checkpoint_path,kind,shape,legs,experts,decision,scheme,kv_cache,spec_id,"
-                "kernel_available,spec_note,params,bytes,rule,error")
+                "dtype,kernel_available,spec_note,params,bytes,rule,error")
           << args;
+      // The stored element type: the scheme's weight dtype, the model's for an unquantized row.
+      const std::string decision = layer.Find("decision")->string_value();
+      const Json* dtype = layer.Find("dtype");
+      if (decision == "quantized" && layer.Find("kind")->string_value() != "attention") {
+        EXPECT_EQ(dtype->string_value(),
+                  layer.Find("scheme")->Find("weight")->Find("dtype")->string_value());
+      }
+      if (decision == "error" || layer.Find("kind")->string_value() == "attention") {
+        EXPECT_TRUE(dtype->is_null()) << args;
+      } else if (decision == "unquantized" &&
+                 std::string(args).find("Llama-2") != std::string::npos) {
+        EXPECT_EQ(dtype->string_value(), "fp16");  // a float16 checkpoint, spec_id "bf16" family
+      }
       const std::string kind = layer.Find("kind")->string_value();
       const Json* shape = layer.Find("shape");
       if (kind == "attention") {
@@ -139,7 +152,6 @@ TEST(PlanCli, EveryRowHasEveryField) {
       }
       EXPECT_EQ(layer.Find("experts")->is_null(), kind != "moe");
       // A quantized row always names its scheme; an error row its message.
-      const std::string decision = layer.Find("decision")->string_value();
       if (decision == "quantized") {
         EXPECT_TRUE(layer.Find("scheme")->is_object());
       }

@@ -152,6 +152,15 @@ TEST(Convert, RefusesWhatItCannotWriteAndLeavesNothing) {
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.status().message().find("already"), std::string::npos)
       << report.status().message();
+  // bitsandbytes codes have no compressed-tensors form: the refusal says what to do instead.
+  report = Convert(Producer("bnb_llama_nf4_b128"), out, CheckpointFormat::kCompressedTensors);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find(
+                "(bnb-4bit) has no place in the ct-pack-quantized layout, so convert cannot keep "
+                "it exactly; write bf16 instead (`quantpath convert IN MID --to bf16`), then "
+                "quantize that"),
+            std::string::npos)
+      << report.status().message();
   report = Convert(Producer("bf16_llama"), out, CheckpointFormat::kBf16);
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.status().message().find("not quantized"), std::string::npos);

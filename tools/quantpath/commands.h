@@ -87,7 +87,7 @@ TableStyle StdoutStyle(bool wide);
 // Decimal units, as GB/s is: "512 B", "221.5 kB", "983.63 MB", "1.23 GB".
 std::string DecimalBytes(int64_t bytes);
 // Progress of `done` of `total` `unit`s on stderr: a bar redrawn in place on a terminal; elsewhere
-// (logs, pipes) a line at every tenth, "<command>: 40% (4/10 <unit>, <detail>)".
+// (logs, pipes) one line at the end, "<command>: 100% (10/10 <unit>, <detail>)".
 using ProgressLine = std::function<void(size_t done, size_t total, const std::string& detail)>;
 ProgressLine ProgressPrinter(std::string command, std::string unit);
 

@@ -4,7 +4,7 @@
 //
 // Loads every layer of the model through its spec (the pipeline's LoadModel) and reports what it
 // cost: layers, bytes read, bytes held, GB/s, peak RSS, seconds. Progress goes to stderr: a bar
-// on a terminal, a line every 10% otherwise. Exit 0 when every layer loaded and every checkpoint
+// on a terminal, one final line otherwise. Exit 0 when every layer loaded and every checkpoint
 // tensor was consumed, 2 otherwise (stderr names the layer, the tensor and the file).
 
 #include <cstdio>

@@ -28,13 +28,11 @@ ProgressLine ProgressPrinter(std::string command, std::string unit) {
       if (done == total) std::fputc('\n', stderr);
     };
   }
-  return [command, unit, last_tenth = size_t{0}](size_t done, size_t total,
-                                                 const std::string& detail) mutable {
-    const size_t tenth = total ? done * 10 / total : 10;
-    if (tenth == last_tenth) return;
-    last_tenth = tenth;
-    std::fprintf(stderr, "%s: %zu%% (%zu/%zu %s, %s)\n", command.c_str(), tenth * 10, done, total,
-                 unit.c_str(), detail.c_str());
+  // Off a terminal (a log, a pipe) one line when the work is done.
+  return [command, unit](size_t done, size_t total, const std::string& detail) {
+    if (done != total) return;
+    std::fprintf(stderr, "%s: 100%% (%zu/%zu %s, %s)\n", command.c_str(), done, total, unit.c_str(),
+                 detail.c_str());
   };
 }
 

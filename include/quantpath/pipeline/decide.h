@@ -45,6 +45,9 @@ struct LayerDecision {
   std::string spec_note;         // why spec is null, or what this build cannot do with the spec
   std::optional<int64_t> bytes;  // what the spec stores, scales and bias included; null without a
                                  // spec
+  // The element type the weight is stored in: the scheme's weight dtype, or unquantized the
+  // checkpoint's torch_dtype; null for attention and error rows.
+  std::optional<QDType> dtype;
   // The spec materialized for the decision on the device, shared by every site of the same scheme
   // (LoadLayer and LoadExperts load into it); null for attention sites and where
   // `materialized` says why not.
