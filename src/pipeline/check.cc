@@ -541,7 +541,10 @@ Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& opt
     }
     return report;
   }
-  return Checker(*model, std::move(*audit)).Run();
+  QP_ASSIGN_OR_RETURN(CheckReport report, Checker(*model, std::move(*audit)).Run());
+  QP_ASSIGN_OR_RETURN(report.unmatched, UnmatchedEntries(dir, options));
+  report.warnings += static_cast<int64_t>(report.unmatched.size());
+  return report;
 }
 
 }  // namespace quantpath

@@ -30,6 +30,18 @@ Json CheckToJson(const CheckReport& report, std::string_view model, std::string_
   for (const std::string& file : report.not_checked) not_checked.push_back(Json::String(file));
   std::vector<Json> loadable_tp;
   for (int64_t size : report.loadable_tp) loadable_tp.push_back(Json::Int(size));
+  std::vector<Json> config_warnings;
+  for (const UnmatchedEntry& e : report.unmatched) {
+    std::vector<Json> dialects, suggestions;
+    for (const std::string& d : e.dialects) dialects.push_back(Json::String(d));
+    for (const std::string& s : e.suggestions) suggestions.push_back(Json::String(s));
+    config_warnings.push_back(Json::Object({{"kind", Json::String("unmatched-entry")},
+                                            {"entry", Json::String(e.entry)},
+                                            {"file", Json::String(e.where.file)},
+                                            {"pointer", Json::String(e.where.pointer)},
+                                            {"dialects", Json::Array(std::move(dialects))},
+                                            {"suggestions", Json::Array(std::move(suggestions))}}));
+  }
   return Json::Object({{"model", Json::String(std::string(model))},
                        {"engine", Json::String(std::string(engine))},
                        {"tensors", Json::Int(report.tensors)},
@@ -38,13 +50,17 @@ Json CheckToJson(const CheckReport& report, std::string_view model, std::string_
                        {"not_checked", Json::Array(std::move(not_checked))},
                        {"layers_not_checked", NonEmptyOrNull(report.layers_not_checked)},
                        {"loadable_tp", Json::Array(std::move(loadable_tp))},
-                       {"findings", Json::Array(std::move(findings))}});
+                       {"findings", Json::Array(std::move(findings))},
+                       {"config_warnings", Json::Array(std::move(config_warnings))}});
 }
 
 std::string CheckToText(const CheckReport& report) {
   std::string out;
   for (const Finding& f : report.findings) {
     out += fmt::format("{} {}: {}\n", f.error ? "error" : "warning", f.KindName(), f.message);
+  }
+  for (const UnmatchedEntry& e : report.unmatched) {
+    out += fmt::format("warning unmatched-entry: {}\n", UnmatchedEntryText(e));
   }
   if (!report.layers_not_checked.empty()) {
     out += fmt::format("layers not checked: {}\n", report.layers_not_checked);

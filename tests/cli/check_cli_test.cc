@@ -39,7 +39,7 @@ TEST(CheckCli, FindingsExitOneAndTheJsonNamesThem) {
   for (const auto& [key, value] : j.members()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"model", "engine", "tensors", "errors", "warnings",
                                             "not_checked", "layers_not_checked", "loadable_tp",
-                                            "findings"}));
+                                            "findings", "config_warnings"}));
   EXPECT_EQ(j.Find("engine")->string_value(), "vllm@helpers");
   // The ignored dequant.safetensors first (the files' problems lead), then the experts.
   ASSERT_GT(j.Find("findings")->items().size(), 1u);
@@ -72,6 +72,41 @@ TEST(CheckCli, AnIndexWhoseShardsAreAllAbsentHasNoWeightsToCheck) {
                             "model-00002-of-00002.safetensors)"),
             std::string::npos)
       << result.out;
+}
+
+// An ignore entry that matches no module is a warning with its file, pointer, dialects and the
+// nearest module names; the exit code stays 0, and plan prints the same as a note.
+TEST(CheckCli, AnIgnoreEntryThatMatchesNothingIsAWarning) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "quantpath_check_cli_unmatched";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(Data("producers/ct_llama_w4a16_g64_sym"), dir);
+  Result<Json> config = ReadJsonFile(dir / "config.json");
+  ASSERT_TRUE(config.ok());
+  for (auto& [key, value] : config->mutable_members()) {
+    if (key != "quantization_config") continue;
+    for (auto& [k, v] : value.mutable_members()) {
+      if (k == "ignore") v.mutable_items().push_back(Json::String("lm_heda"));
+    }
+  }
+  ASSERT_TRUE(WriteFileAtomically(dir / "config.json", ToJson(*config, 1)).ok());
+  auto result = RunCli("check " + dir.string() + " --json");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  const Json j = ParseOrDie(result.out);
+  ASSERT_EQ(j.Find("config_warnings")->items().size(), 1u) << result.out;
+  EXPECT_EQ(ToJson(j.Find("config_warnings")->items()[0]),
+            R"({"kind": "unmatched-entry", "entry": "lm_heda", "file": "config.json", )"
+            R"("pointer": "/quantization_config/ignore/1", "dialects": ["native", "vllm@0.34", )"
+            R"("sglang@0.5.23"], "suggestions": ["lm_head"]})");
+  EXPECT_GE(j.Find("warnings")->int_value(), 1);
+  auto plan = RunCli("plan " + dir.string() + " --json");
+  EXPECT_NE(
+      ToJson(*ParseOrDie(plan.out).Find("notes"))
+          .find("config.json#/quantization_config/ignore/1: \\\"lm_heda\\\" matches no module "
+                "under native, vllm@0.34, sglang@0.5.23; nearest: lm_head"),
+      std::string::npos)
+      << plan.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

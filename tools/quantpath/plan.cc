@@ -34,8 +34,13 @@ int RunPlan(const PlanArgs& args) {
   }
   if (Status s = options->SetOnline(args.online); !s.ok()) return ReportBadInput(s.message());
   options->int8_activations = args.int8_activations;
-  Result<Model> model = OpenModel(args.dir.empty() ? DefaultExampleDir() : args.dir, *options);
+  const std::string dir = args.dir.empty() ? DefaultExampleDir() : args.dir;
+  Result<Model> model = OpenModel(dir, *options);
   if (!model.ok()) return ReportBadInput(model.status().message());
+  // The description linted against the model, as `check` reports it.
+  Result<std::vector<UnmatchedEntry>> unmatched = UnmatchedEntries(dir, *options);
+  if (!unmatched.ok()) return ReportBadInput(unmatched.status().message());
+  for (const UnmatchedEntry& e : *unmatched) model->plan.notes.push_back(UnmatchedEntryText(e));
   Result<std::vector<LayerDecision>> decided = DecideAll(*model);
   if (!decided.ok()) return ReportBadInput(decided.status().message());
   const std::vector<LayerDecision>& layers = *decided;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "quantpath/checkpoint.h"
+#include "quantpath/pipeline/lint.h"
 #include "quantpath/pipeline/open_model.h"
 
 namespace quantpath {
@@ -57,6 +58,9 @@ struct CheckReport {
   // groups, blocks, packed bytes and experts' blocks per rank, heads and KV heads as
   // QKVParallelLinear divides them, the vocabulary).
   std::vector<int64_t> loadable_tp;
+  // Description entries that match no module under native or an engine's newest release: each a
+  // warning (counted in `warnings`).
+  std::vector<UnmatchedEntry> unmatched;
 };
 
 // Audits the folder's files (AuditCheckpoint), then holds every tensor of its headers against the
