@@ -80,27 +80,22 @@ QuantScheme Int8ChannelWeightOnly() {
   w.granularity = Granularity::kPerChannel;
   return Online(w, std::nullopt);
 }
-QuantScheme Mxfp8() {
+// Micro-scaled weights and dynamic activations of `dtype`, an E8M0 scale per 32 for each.
+QuantScheme MicroScaled(QDType dtype) {
   TensorQuant w;
-  w.dtype = QDType::kMXFP8;
+  w.dtype = dtype;
   w.granularity = Granularity::kGroup;
   w.group_size = 32;
   w.micro_scaled = true;
-  TensorQuant x = DynamicInput(QDType::kMXFP8, Granularity::kGroup, 32);
+  TensorQuant x = DynamicInput(dtype, Granularity::kGroup, 32);
   x.micro_scaled = true;
   return Online(w, x);
 }
+QuantScheme Mxfp8() { return MicroScaled(QDType::kMXFP8); }
 // mxfp4_hadamard32: MXFP4 weights and dynamic MXFP4 activations per 32 (Mxfp4OnlineLinearMethod),
 // both rotated by a 32-wide block Hadamard first (InputHadamardLinearMethod, rotate_weight).
 QuantScheme Mxfp4Hadamard32() {
-  TensorQuant w;
-  w.dtype = QDType::kMXFP4;
-  w.granularity = Granularity::kGroup;
-  w.group_size = 32;
-  w.micro_scaled = true;
-  TensorQuant x = DynamicInput(QDType::kMXFP4, Granularity::kGroup, 32);
-  x.micro_scaled = true;
-  QuantScheme s = Online(w, x);
+  QuantScheme s = MicroScaled(QDType::kMXFP4);
   s.input_hadamard = 32;
   return s;
 }
