@@ -1,6 +1,6 @@
-// `quantize` throughput on a synthetic bf16 checkpoint of about 2 GB (a Llama-3-8B-shaped model
-// cut to 4 decoder layers and a 16k vocabulary; QUANTPATH_BENCH_GB sets the size in GB, rounded to
-// whole layers), against the machine's own file limit measured in the same run:
+// `quantize` throughput on a synthetic bf16 checkpoint of about 2 GB (bench/synthetic_llama.h:
+// QUANTPATH_BENCH_GB sets the size in GB, rounded to whole layers), against the machine's own file
+// limit measured in the same run:
 //   BM_Copy        every input file read and written to a new file (8 MiB read() / write(), then
 //                  fsync, as the safetensors writer ends), `gb_per_s` = (bytes read + bytes
 //                  written) / seconds: what a program that only moves the bytes reaches here
@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/synthetic_llama.h"
 #include "fmt/format.h"
-#include "quantpath/checkpoint_writer.h"
 #include "quantpath/export.h"
 
 namespace quantpath {
@@ -31,126 +31,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kHidden = 4096;
-constexpr int64_t kIntermediate = 14336;
-constexpr int64_t kKvRows = 1024;  // 8 KV heads of 128
-constexpr int64_t kVocab = 16384;
-constexpr int64_t kLayerBytes =
-    2 * (2 * kHidden * kHidden + 2 * kKvRows * kHidden + 3 * kIntermediate * kHidden);
+fs::path Root() { return bench_files::Root("export"); }
 
-fs::path Root() {
-  const char* tmp = std::getenv("TMPDIR");
-  return fs::path(tmp != nullptr ? tmp : "/tmp") /
-         fmt::format("quantpath_bench_export_{}", getpid());
+const bench_files::Synthetic& Folder() {
+  static const bench_files::Synthetic folder = bench_files::WriteSyntheticLlama(Root() / "in");
+  return folder;
 }
 
-int Layers() {
-  const char* gb = std::getenv("QUANTPATH_BENCH_GB");
-  const double bytes = (gb != nullptr ? std::atof(gb) : 2.0) * 1e9;
-  return std::max(1, static_cast<int>(bytes / static_cast<double>(kLayerBytes) + 0.5));
-}
-
-// bf16 values of about N(0, 0.02), from a xorshift stream: cheap, and no two tensors alike.
-std::vector<std::byte> RandomBf16(int64_t count, uint64_t seed) {
-  std::vector<std::byte> bytes(static_cast<size_t>(count) * 2);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < count; ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    // The sum of four uniform bytes, centred: roughly normal.
-    const int sum =
-        static_cast<int>((s & 0xFF) + (s >> 8 & 0xFF) + (s >> 16 & 0xFF) + (s >> 24 & 0xFF)) - 510;
-    const float v = static_cast<float>(sum) * (0.02f / 148.0f);
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    const auto b = static_cast<uint16_t>(bits >> 16);
-    std::memcpy(bytes.data() + 2 * i, &b, 2);
-  }
-  return bytes;
-}
-
-struct Synthetic {
-  fs::path in;
-  int64_t bytes = 0;
-};
-
-Synthetic& Folder() {
-  static Synthetic* s = [] {
-    auto* out = new Synthetic{Root() / "in", 0};
-    fs::create_directories(out->in);
-    const int layers = Layers();
-    std::vector<TensorHeader> headers;
-    auto add = [&](const std::string& name, int64_t rows, int64_t cols) {
-      headers.push_back({name, StDtype::kBF16, {rows, cols}});
-    };
-    add("lm_head.weight", kVocab, kHidden);
-    add("model.embed_tokens.weight", kVocab, kHidden);
-    for (int l = 0; l < layers; ++l) {
-      const std::string p = fmt::format("model.layers.{}.", l);
-      add(p + "mlp.down_proj.weight", kHidden, kIntermediate);
-      add(p + "mlp.gate_proj.weight", kIntermediate, kHidden);
-      add(p + "mlp.up_proj.weight", kIntermediate, kHidden);
-      add(p + "self_attn.k_proj.weight", kKvRows, kHidden);
-      add(p + "self_attn.o_proj.weight", kHidden, kHidden);
-      add(p + "self_attn.q_proj.weight", kHidden, kHidden);
-      add(p + "self_attn.v_proj.weight", kKvRows, kHidden);
-    }
-    // The norms: ones.
-    std::vector<std::string> norms = {"model.norm.weight"};
-    for (int l = 0; l < layers; ++l) {
-      norms.push_back(fmt::format("model.layers.{}.input_layernorm.weight", l));
-      norms.push_back(fmt::format("model.layers.{}.post_attention_layernorm.weight", l));
-    }
-    for (const std::string& n : norms) headers.push_back({n, StDtype::kBF16, {kHidden}});
-    auto writer = SafetensorsWriter::Create(out->in / "model.safetensors", headers);
-    if (!writer.ok()) std::abort();
-    uint64_t seed = 1;
-    for (const TensorHeader& h : headers) {
-      const int64_t count = h.shape.size() == 2 ? h.shape[0] * h.shape[1] : h.shape[0];
-      std::vector<std::byte> bytes;
-      if (h.shape.size() == 2) {
-        bytes = RandomBf16(count, seed++);
-      } else {
-        bytes.resize(static_cast<size_t>(count) * 2);
-        for (int64_t i = 0; i < count; ++i) {
-          bytes[2 * i] = std::byte{0x80};
-          bytes[2 * i + 1] = std::byte{0x3F};  // 1.0
-        }
-      }
-      if (!(*writer)->Append(bytes).ok()) std::abort();
-    }
-    if (!(*writer)->Finish().ok()) std::abort();
-    out->bytes = static_cast<int64_t>((*writer)->file_bytes());
-    const std::string config = fmt::format(
-        R"({{"architectures": ["LlamaForCausalLM"], "hidden_size": {}, "intermediate_size": {},
- "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": 32,
- "num_hidden_layers": {}, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
- "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": {}}}
-)",
-        kHidden, kIntermediate, layers, kVocab);
-    if (!WriteFileAtomically(out->in / "config.json", config).ok()) std::abort();
-    return out;
-  }();
-  return *s;
-}
-
-// Drops the input's pages from the cache (cold), or reads it all once (warm).
-void SetCache(bool cold) {
-  for (const fs::directory_entry& e : fs::directory_iterator(Folder().in)) {
-    const int fd = open(e.path().c_str(), O_RDONLY);
-    if (fd < 0) std::abort();
-    if (cold) {
-      fdatasync(fd);
-      posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    } else {
-      std::vector<char> buffer(8 << 20);
-      while (read(fd, buffer.data(), buffer.size()) > 0) {
-      }
-    }
-    close(fd);
-  }
-}
+void SetCache(bool cold) { bench_files::SetCache(Folder().in, cold); }
 
 // Copy speed per cache state, for vs_copy.
 std::map<bool, double>& CopySpeed() {

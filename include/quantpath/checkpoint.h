@@ -264,11 +264,14 @@ struct AuditedTensor {
   uint32_t file = 0;      // index into CheckpointAudit::files
   std::optional<StDtype> dtype;
   TensorShape shape;
+  uint64_t begin = 0;  // its bytes in the data section, as TensorInfo's (0, 0 when not read)
+  uint64_t end = 0;
 };
 
 struct CheckpointAudit {
   std::string index;                        // its path; empty without one
   std::vector<std::string> files;           // the shards (or files) the tensors were found in
+  std::vector<uint64_t> data_starts;        // per file: where its data section begins (0: unread)
   std::vector<AuditedTensor> tensors;       // shard by shard in name order, header order within
   std::vector<CheckpointProblem> problems;  // in the order found
   // The shards whose headers could not be read (missing, broken, or every shard absent beside

@@ -76,7 +76,9 @@ std::string VerifyCases(const std::vector<CaseResult>& results, std::string_view
 // ---------------------------------------------------------------------------------------------
 // Engines side by side (the `diff` command; DiffDialects in pipeline.h computes it).
 
-std::string DiffToText(const ModelDiff& diff);
+// `group_layers` (a terminal's view): layers whose lines differ only in their decoder block's
+// number are printed once, under "layers 0–63 (64 layers):".
+std::string DiffToText(const ModelDiff& diff, bool group_layers = false);
 Json DiffToJson(const ModelDiff& diff);
 
 }  // namespace quantpath

@@ -118,10 +118,16 @@ def check(
     tp: int = 1,
     modelslim_packing: Optional[str] = None,
     platform: str = "cuda",
+    headers_only: bool = False,
+    deep: bool = False,
 ) -> Dict[str, Any]:
-    """The checkpoint's headers held against its config: ``quantpath check FOLDER --json``."""
+    """The checkpoint's headers and values held against its config: ``quantpath check FOLDER
+    --json`` (``headers_only``: ``--headers-only``; ``deep``: ``--deep``)."""
+    if headers_only and deep:
+        raise ValueError("check: headers_only and deep exclude each other")
     args = _args(engine, quantization, tp=tp, modelslim_packing=modelslim_packing, platform=platform)
-    return json.loads(_quantpath.check_json(fspath(folder), args))
+    reads = "headers" if headers_only else "every-byte" if deep else "values"
+    return json.loads(_quantpath.check_json(fspath(folder), args, reads))
 
 
 class Linear:

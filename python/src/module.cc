@@ -29,8 +29,12 @@ std::string ExplainJson(const std::string& folder, const std::string& layer, con
   return ToJson(ExplainToJson(model, layer, explained), 1);
 }
 
-std::string CheckJson(const std::string& folder, const OpenArgs& args) {
-  const CheckReport report = Unwrap(CheckFolder(folder, Options(args)));
+std::string CheckJson(const std::string& folder, const OpenArgs& args, const std::string& reads) {
+  CheckReading reading;
+  reading.reads = reads == "headers"      ? CheckReads::kHeaders
+                  : reads == "every-byte" ? CheckReads::kEveryByte
+                                          : CheckReads::kValues;
+  const CheckReport report = Unwrap(CheckFolder(folder, Options(args), reading));
   return ToJson(CheckToJson(report, folder, args.engine));
 }
 
@@ -48,7 +52,7 @@ NB_MODULE(_quantpath, m) {
         "`plan --json` of `folder`, as text");
   m.def("explain_json", &ExplainJson, nb::arg("folder"), nb::arg("layer"), nb::arg("args"),
         "`explain --json` of one layer, as text");
-  m.def("check_json", &CheckJson, nb::arg("folder"), nb::arg("args"),
-        "`check --json` of `folder`, as text");
+  m.def("check_json", &CheckJson, nb::arg("folder"), nb::arg("args"), nb::arg("reads"),
+        "`check --json` of `folder`, as text; reads: \"headers\", \"values\" or \"every-byte\"");
   BindLayers(m);
 }

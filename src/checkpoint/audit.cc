@@ -146,6 +146,7 @@ class Auditor {
         all_read = false;
         continue;
       }
+      out_.data_starts[file] = read.header->data_start;
       std::vector<TensorInfo>& held = read.header->tensors;
       const auto& [id_of, not_held, held_bytes] = matches[k];
       bytes += held_bytes;
@@ -248,6 +249,7 @@ class Auditor {
         continue;
       }
       const uint32_t file = AddFile(path);
+      out_.data_starts[file] = header->data_start;
       for (TensorInfo& t : header->tensors) {
         if (const std::optional<uint32_t> id = names_->Find(t.name)) {
           Error(Kind::kInTwoFiles, path, t.name,
@@ -270,6 +272,7 @@ class Auditor {
 
   uint32_t AddFile(std::string path) {
     out_.files.push_back(std::move(path));
+    out_.data_starts.push_back(0);
     return static_cast<uint32_t>(out_.files.size() - 1);
   }
   // Each tensor's name, a view of names_ (which takes no names after this), several ids at a
@@ -287,7 +290,8 @@ class Auditor {
   }
   // The name is given by NameTensors.
   static AuditedTensor Audited(TensorInfo t, uint32_t file, bool described) {
-    return {{}, file, described ? std::optional(t.dtype) : std::nullopt, std::move(t.shape)};
+    return {{},      file, described ? std::optional(t.dtype) : std::nullopt, std::move(t.shape),
+            t.begin, t.end};
   }
   // The tensor of name id `id`.
   void Add(TensorInfo t, uint32_t file, uint32_t id, bool described = true) {

@@ -28,7 +28,7 @@ namespace quantpath::modelopt {
 struct AlgoInfo {
   std::string_view name;      // "FP8", "NVFP4", …
   int64_t default_group = 0;  // group_size when the file gives none (0: not grouped)
-  // Read natively; the others (W4A16_NVFP4, MXFP8) only where an engine release accepts them.
+  // Read natively; the others (MXFP8) only where an engine release accepts them.
   bool native = true;
 };
 // The algorithm spelled `name` exactly, or nullptr.

@@ -78,7 +78,8 @@ QuantScheme W4A8Awq(int64_t group) {
   return s;
 }
 
-// W4A16_NVFP4: NVFP4 weights with 16-bit activations.
+// W4A16_NVFP4: NVFP4 weights with 16-bit activations (ModelOpt's W4A16 NVFP4 export: the NVFP4
+// tensors without an input_scale).
 QuantScheme Nvfp4WeightOnly(int64_t group) {
   QuantScheme s = Nvfp4(group);
   s.input.reset();
@@ -108,7 +109,7 @@ const AlgoRow kAlgos[] = {
     {{"FP8_PB_WO", 0}, Fp8BlockWeightOnly},
     {{"NVFP4", 16}, Nvfp4},
     {{"W4A8_AWQ", 128}, W4A8Awq},
-    {{"W4A16_NVFP4", 16, false}, Nvfp4WeightOnly},
+    {{"W4A16_NVFP4", 16}, Nvfp4WeightOnly},
     {{"MXFP8", 32, false}, Mxfp8},
 };
 

@@ -1,12 +1,15 @@
-// CheckFolder: the checkpoint's headers held against the plan, site by site (`quantpath check`).
+// CheckFolder: the checkpoint's headers held against the plan, site by site (`quantpath check`),
+// then the values the headers let it find (check_values.cc).
 //
-// Goals: every finding at once, each naming the file, the tensor and the layer, from the index and
-// the headers alone (AuditCheckpoint), so that a 700 GB checkpoint is checked in the time its
-// headers take to parse. The tensors a site reads are those of its source layout (SourceTensors,
-// the table the loaders share): required ones must be there, optional ones are read when the
-// spec's row has their slot, as LoadModel consumes them, each of the dtype and shape the table's
-// rule derives from the leg and the scheme (packing, groups, blocks, globals, experts).
-// Non-goals: tensor values (`run` reads those).
+// Goals: every finding at once, each naming the file, the tensor and the layer, first from the
+// index and the headers alone (AuditCheckpoint), so that a 700 GB checkpoint's structure is checked
+// in the time its headers take to parse. The tensors a site reads are those of its source layout
+// (SourceTensors, the table the loaders share): required ones must be there, optional ones are
+// read when the spec's row has their slot, as LoadModel consumes them, each of the dtype and shape
+// the table's rule derives from the leg and the scheme (packing, groups, blocks, globals,
+// experts). A leg whose headers pass has its non-code tensors read (CheckReads::kValues), or every
+// tensor is (kEveryByte).
+// Non-goals: the product of a layer (`run` measures that).
 #include <algorithm>
 #include <filesystem>
 #include <unordered_set>
@@ -15,6 +18,7 @@
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
+#include "src/pipeline/check_values.h"
 #include "src/pipeline/run_compare.h"
 
 namespace quantpath {
@@ -38,9 +42,17 @@ struct Module {
   }
 };
 
+SourceLeg DenseLeg(int64_t rows, int64_t cols) {
+  SourceLeg leg;
+  leg.rows = rows;
+  leg.cols = cols;
+  return leg;
+}
+
 class Checker {
  public:
-  Checker(const Model& model, CheckpointAudit audit) : model_(model), audit_(std::move(audit)) {
+  Checker(const Model& model, CheckpointAudit audit, const CheckReading& reading)
+      : model_(model), audit_(std::move(audit)), reading_(reading) {
     by_name_.reserve(audit_.tensors.size());
     for (const AuditedTensor& t : audit_.tensors) by_name_.push_back(&t);
     std::sort(by_name_.begin(), by_name_.end(),
@@ -56,6 +68,7 @@ class Checker {
     CheckOthers();
     CheckLeftOver();
     CheckSplits(decisions);
+    ReadValues();
     return std::move(report_);
   }
 
@@ -116,6 +129,10 @@ class Checker {
       }
       Consume(name);
       if (!t->dtype) continue;  // known from the index only
+      // An embedding's or a head's padding rows are zero by design.
+      const bool rows = site.kind == SiteKind::kLinear || site.kind == SiteKind::kMoe;
+      Value(*t, path, SourceValues::kCodes, DenseLeg(rows ? module.rows : 0, module.cols),
+            module.prefix);
       if (!IsUnquantized(*t->dtype)) {
         Add({FindingKind::kStoredQuantized, std::nullopt, true, audit_.FileOf(*t), name, path,
              "BF16, F16 or F32", std::string(StDtypeName(*t->dtype)),
@@ -142,6 +159,9 @@ class Checker {
       if (act.ok() && row.ok()) slots = (*row)->Slots(*key, *act);
     }
     for (const Module& module : Modules(site)) {
+      const size_t findings = report_.findings.size();
+      const SourceLeg leg{module.rows, module.cols, module.experts, scheme.weight};
+      std::vector<pipeline_internal::ValueTensor> values;
       const std::optional<std::string_view> weight = SourceSuffix(layout, Slot::kWeight);
       const std::string weight_name = module.prefix + std::string(weight.value_or(".weight"));
       if (audit_.Find(weight_name) == nullptr && layout != SourceLayout::kDense) {
@@ -171,17 +191,47 @@ class Checker {
           if (!read) continue;
           Consume(name);
           if (tensor.rule != nullptr && module.rows > 0 && t->dtype) {
-            const SourceLeg leg{module.rows, module.cols, module.experts, scheme.weight};
             if (const std::optional<SourceTensorRule> rule = tensor.rule(leg)) {
               CheckRule(*t, path, scheme, *rule);
             }
           }
+          values.push_back({t, path, SourceValuesOf(tensor), leg, module.prefix});
         } else if (tensor.required || needed) {
           Missing(name, path, FileOf({module}));
         }
       }
+      // Values are read only where the headers give them a meaning.
+      if (report_.findings.size() != findings) continue;
+      for (pipeline_internal::ValueTensor& v : values) {
+        Value(*v.tensor, v.layer, v.values, v.leg, v.prefix);
+      }
     }
     CheckBias(site, layout, path);
+  }
+
+  // Reads `t`'s values by `values` later (ReadValues), if the reading asks for them.
+  void Value(const AuditedTensor& t, const std::string& layer, SourceValues values,
+             const SourceLeg& leg, const std::string& prefix) {
+    if (reading_.reads == CheckReads::kHeaders || !t.dtype) return;
+    if (values == SourceValues::kCodes && reading_.reads != CheckReads::kEveryByte) return;
+    if (!valued_.insert(t.name).second) return;
+    values_.push_back({&t, layer, values, leg, prefix});
+  }
+
+  // The second pass: the values found above; with --deep, every other tensor's bytes too.
+  void ReadValues() {
+    if (reading_.reads == CheckReads::kHeaders) return;
+    if (reading_.reads == CheckReads::kEveryByte) {
+      for (const AuditedTensor& t : audit_.tensors) Value(t, "", SourceValues::kCodes, {}, "");
+    }
+    pipeline_internal::ValueReport read =
+        pipeline_internal::ReadValues(audit_, std::move(values_), reading_.progress);
+    for (Finding& finding : read.findings) Add(std::move(finding));
+    report_.reads = reading_.reads;
+    report_.bytes_read = read.bytes;
+    report_.read_seconds = read.seconds;
+    report_.read_files = audit_.files;
+    report_.read_stretches = std::move(read.stretches);
   }
 
   // A quantized tensor of the dtype and shape its layout's producers write for the leg.
@@ -212,8 +262,11 @@ class Checker {
     const std::string suffix(SourceSuffix(layout, Slot::kBias).value_or(".bias"));
     for (const Module& module : Modules(site)) {
       const std::string name = module.prefix + suffix;
-      if (audit_.Find(name) != nullptr) {
+      if (const AuditedTensor* t = audit_.Find(name)) {
         Consume(name);
+        if (layout != SourceLayout::kDense) {
+          Value(*t, path, SourceValues::kFinite, DenseLeg(module.rows, module.cols), module.prefix);
+        }
       } else {
         Missing(name, path, FileOf({module}));
       }
@@ -458,9 +511,12 @@ class Checker {
 
   const Model& model_;
   const CheckpointAudit audit_;
+  const CheckReading& reading_;
   std::vector<const AuditedTensor*> by_name_;  // audit_'s tensors in name order
   CheckReport report_;
   std::unordered_set<std::string> consumed_;
+  std::vector<pipeline_internal::ValueTensor> values_;  // what ReadValues reads
+  std::unordered_set<std::string_view> valued_;         // their names
 };
 
 }  // namespace
@@ -489,6 +545,16 @@ std::string_view FindingKindName(FindingKind kind) {
       return "skipped";
     case FindingKind::kTensorParallel:
       return "tensor-parallel";
+    case FindingKind::kBadValue:
+      return "bad-value";
+    case FindingKind::kDeadRows:
+      return "dead-rows";
+    case FindingKind::kZeroPoint:
+      return "zero-point";
+    case FindingKind::kGroupMap:
+      return "g-idx";
+    case FindingKind::kStoredShape:
+      return "weight-shape";
   }
   return "?";
 }
@@ -516,7 +582,20 @@ Status RequireAShard(const std::string& dir, const CheckpointAudit& audit) {
 
 }  // namespace
 
-Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& options) {
+std::string_view CheckReadsName(CheckReads reads) {
+  switch (reads) {
+    case CheckReads::kHeaders:
+      return "headers";
+    case CheckReads::kValues:
+      return "values";
+    case CheckReads::kEveryByte:
+      return "every-byte";
+  }
+  return "?";
+}
+
+Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& options,
+                                const CheckReading& reading) {
   QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
   const std::string dir = resolved.string();
   Result<CheckpointAudit> audit = AuditCheckpoint(dir);
@@ -541,7 +620,7 @@ Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& opt
     }
     return report;
   }
-  QP_ASSIGN_OR_RETURN(CheckReport report, Checker(*model, std::move(*audit)).Run());
+  QP_ASSIGN_OR_RETURN(CheckReport report, Checker(*model, std::move(*audit), reading).Run());
   QP_ASSIGN_OR_RETURN(report.unmatched, UnmatchedEntries(dir, options));
   report.warnings += static_cast<int64_t>(report.unmatched.size());
   return report;

@@ -175,7 +175,9 @@ std::vector<uint16_t> SeededInput(const LoadedLayer& layer, int64_t m, uint64_t 
   return x;
 }
 
-bool LayerRun::pass() const { return std::isfinite(rel) && (quantized_at_load || rel <= tol); }
+bool LayerRun::pass() const {
+  return !zero_reference && std::isfinite(rel) && (quantized_at_load || rel <= tol);
+}
 
 Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
   const Linear& linear = layer.linear;
@@ -211,9 +213,7 @@ Result<LayerRun> RunOnInput(const LoadedLayer& layer, const ConstMatrix& x) {
       pipeline_internal::MeasureFor(layer.scheme, layer.key, layer.activation);
   pipeline_internal::ErrorStats stats;
   stats.Add(run.y, n, ref, measure.reference_act, xd, m);
-  run.max_abs = stats.max_abs;
-  run.mean_abs = stats.mean_abs();
-  run.rel = stats.rel();
+  stats.Fill(&run);
   measure.Apply(linear.params(), &run);
   return run;
 }

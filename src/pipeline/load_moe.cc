@@ -171,9 +171,7 @@ Result<LayerRun> RunProjections(const LoadedExperts& layer, int64_t first, int64
       measure.Apply(linear.params(), &run);
     }
   }
-  run.max_abs = stats.max_abs;
-  run.mean_abs = stats.mean_abs();
-  run.rel = stats.rel();
+  stats.Fill(&run);
   return run;
 }
 
@@ -354,9 +352,7 @@ Result<ExpertsRun> RunExpertsOnInput(const LoadedExperts& layer, const ConstMatr
     run.w2.y.insert(run.w2.y.end(), y.begin(), y.end());
     measure.Apply(down.params(), &run.w2);
   }
-  run.w2.max_abs = w2.max_abs;
-  run.w2.mean_abs = w2.mean_abs();
-  run.w2.rel = w2.rel();
+  w2.Fill(&run.w2);
   return run;
 }
 

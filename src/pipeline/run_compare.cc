@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "fmt/format.h"
@@ -64,6 +65,17 @@ void Measure::Apply(const LinearParams& params, LayerRun* run) const {
   if (params.quantization_error) {
     run->weight_error = std::max(run->weight_error.value_or(0.0), *params.quantization_error);
   }
+}
+
+double ErrorStats::rel() const {
+  return max_ref > 0 ? max_abs / max_ref : std::numeric_limits<double>::quiet_NaN();
+}
+
+void ErrorStats::Fill(LayerRun* run) const {
+  run->max_abs = max_abs;
+  run->mean_abs = mean_abs();
+  run->rel = rel();
+  run->zero_reference = max_ref == 0;
 }
 
 void ErrorStats::Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,

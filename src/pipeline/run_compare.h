@@ -61,7 +61,10 @@ struct ErrorStats {
   void Add(std::span<const float> y, int64_t y_stride, const ReferenceLayer& ref,
            const ActivationQuant& act, std::span<const double> x, int64_t m);
   double mean_abs() const { return count > 0 ? sum_abs / static_cast<double>(count) : 0; }
-  double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
+  // max_abs / max_ref; NaN (0/0) where the reference is zero everywhere, which `run` fails.
+  double rel() const;
+  // The run's max_abs, mean_abs, rel and zero_reference.
+  void Fill(LayerRun* run) const;
 };
 
 }  // namespace quantpath::pipeline_internal

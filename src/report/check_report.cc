@@ -12,6 +12,11 @@ std::string SizeList(const std::vector<int64_t>& sizes) {
   return text.empty() ? "none" : text;
 }
 
+// Decimal gigabytes per second of the values pass.
+double ReadRate(const CheckReport& report) {
+  return static_cast<double>(report.bytes_read) / report.read_seconds / 1e9;
+}
+
 }  // namespace
 
 Json CheckToJson(const CheckReport& report, std::string_view model, std::string_view engine) {
@@ -42,8 +47,13 @@ Json CheckToJson(const CheckReport& report, std::string_view model, std::string_
                                             {"dialects", Json::Array(std::move(dialects))},
                                             {"suggestions", Json::Array(std::move(suggestions))}}));
   }
+  const bool timed = report.reads != CheckReads::kHeaders && report.read_seconds > 0;
   return Json::Object({{"model", Json::String(std::string(model))},
                        {"engine", Json::String(std::string(engine))},
+                       {"reads", Json::String(std::string(CheckReadsName(report.reads)))},
+                       {"bytes_read", Json::Int(static_cast<int64_t>(report.bytes_read))},
+                       {"read_seconds", Json::Double(report.read_seconds)},
+                       {"gb_per_s", timed ? Json::Double(ReadRate(report)) : Json::Null()},
                        {"tensors", Json::Int(report.tensors)},
                        {"errors", Json::Int(report.errors)},
                        {"warnings", Json::Int(report.warnings)},
@@ -72,6 +82,15 @@ std::string CheckToText(const CheckReport& report) {
         file);
   }
   out += fmt::format("splits at --tp: {} (of 1 to 16)\n", SizeList(report.loadable_tp));
+  if (report.reads == CheckReads::kHeaders) {
+    out += "read: the index and the headers\n";
+  } else {
+    out += fmt::format(
+        "read: the headers and {} tensor bytes ({}) in {:.2f} s{}\n", report.bytes_read,
+        report.reads == CheckReads::kValues ? "every value beside the codes" : "every byte",
+        report.read_seconds,
+        report.read_seconds > 0 ? fmt::format(", {:.2f} GB/s", ReadRate(report)) : "");
+  }
   out +=
       fmt::format("checked {} tensors: {} error{}, {} warning{}\n", report.tensors, report.errors,
                   report.errors == 1 ? "" : "s", report.warnings, report.warnings == 1 ? "" : "s");

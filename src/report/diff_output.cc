@@ -2,6 +2,9 @@
 // contract.
 #include <algorithm>
 #include <iterator>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "fmt/format.h"
 #include "quantpath/report.h"
@@ -51,6 +54,92 @@ void AppendLayer(const ModelDiff& diff, const LayerDiff& layer, size_t width, st
   }
 }
 
+// The decoder block of `key` (".layers.<n>." in it), or nullopt.
+std::optional<std::pair<size_t, int64_t>> BlockOf(std::string_view key) {
+  for (size_t at = key.find(".layers."); at != std::string_view::npos;
+       at = key.find(".layers.", at + 1)) {
+    const size_t first = at + 8;
+    size_t last = first;
+    while (last < key.size() && key[last] >= '0' && key[last] <= '9') ++last;
+    if (last > first && last - first < 10 && last < key.size() && key[last] == '.') {
+      return std::pair{first, std::stoll(std::string(key.substr(first, last - first)))};
+    }
+  }
+  return std::nullopt;
+}
+
+// "0–63", "0–2, 5, 7–9".
+std::string Ranges(const std::vector<int64_t>& sorted) {
+  std::string text;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    text += fmt::format("{}{}", text.empty() ? "" : ", ", sorted[i]);
+    if (j > i) text += fmt::format("\u2013{}", sorted[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+// A layer's text with its block's number as N and the array indices of JSON pointers as * (each
+// layer's own entry of one list is one rule over many layers).
+std::string Normalized(std::string text, int64_t block) {
+  const std::string from = ".layers." + std::to_string(block) + ".";
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + 10)) {
+    text.replace(at, from.size(), ".layers.N.");
+  }
+  for (size_t at = text.find(".json#/"); at != std::string::npos; at = text.find(".json#/", at)) {
+    at += 6;
+    while (at < text.size() && text[at] != ')' && text[at] != ' ' && text[at] != ':') {
+      const size_t digits = at + 1;
+      size_t end = digits;
+      while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+      if (text[at] == '/' && end > digits) text.replace(digits, end - digits, "*");
+      ++at;
+    }
+  }
+  return text;
+}
+
+// As AppendLayer, but the layers whose text differs only in their decoder block (Normalized)
+// printed once, under "layers 0–63 (64 layers):" (the terminal's view; --wide and pipes keep
+// each).
+void AppendGrouped(const ModelDiff& diff, size_t width, std::string* out) {
+  struct Group {
+    std::string text;  // the first layer's own
+    std::string normalized;
+    std::vector<int64_t> blocks;
+  };
+  std::vector<Group> groups;
+  for (const LayerDiff& layer : diff.layers) {
+    std::string text;
+    AppendLayer(diff, layer, width, &text);
+    const std::optional<std::pair<size_t, int64_t>> block = BlockOf(layer.key);
+    if (!block) {
+      groups.push_back({std::move(text), "", {}});
+      continue;
+    }
+    std::string normalized = Normalized(text, block->second);
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return !g.blocks.empty() && g.normalized == normalized;
+    });
+    if (same == groups.end()) {
+      groups.push_back({std::move(text), std::move(normalized), {block->second}});
+    } else {
+      same->blocks.push_back(block->second);
+    }
+  }
+  for (Group& g : groups) {
+    if (g.blocks.size() < 2) {
+      *out += g.text;
+      continue;
+    }
+    std::sort(g.blocks.begin(), g.blocks.end());
+    *out +=
+        fmt::format("layers {} ({} layers):\n{}", Ranges(g.blocks), g.blocks.size(), g.normalized);
+  }
+}
+
 Json DecisionToJson(const std::string& dialect, const DialectDecision& mine) {
   std::vector<Json> paths;
   for (const std::string& p : mine.paths) paths.push_back(Json::String(p));
@@ -90,11 +179,15 @@ Json SummaryToJson(const EngineSummary& s) {
 
 }  // namespace
 
-std::string DiffToText(const ModelDiff& diff) {
+std::string DiffToText(const ModelDiff& diff, bool group_layers) {
   size_t width = 0;
   for (const std::string& name : diff.dialects) width = std::max(width, name.size());
   std::string out;
-  for (const LayerDiff& layer : diff.layers) AppendLayer(diff, layer, width, &out);
+  if (group_layers) {
+    AppendGrouped(diff, width, &out);
+  } else {
+    for (const LayerDiff& layer : diff.layers) AppendLayer(diff, layer, width, &out);
+  }
   out += fmt::format("{} layers decided differently\n", diff.layers.size());
   if (diff.Differences() > static_cast<int64_t>(diff.layers.size())) {
     std::vector<std::string> failing;

@@ -21,6 +21,7 @@ void AddErrors(const LayerRun& run, std::vector<Json::Member>* members) {
                    {"tol", Number(run.tol)},
                    {"time_ms", Number(run.time_ms)},
                    {"pass", Json::Bool(run.pass())},
+                   {"zero_reference", Json::Bool(run.zero_reference)},
                    {"weight_error", run.weight_error ? Number(*run.weight_error) : Json::Null()}});
 }
 
@@ -56,7 +57,12 @@ std::string ErrorRow(const LayerRun& run) {
 
 // The verdict line: within tolerance or not, or for weights quantized at load what the errors
 // measure (there is no tolerance).
-std::string Verdict(bool quantized_at_load, std::optional<double> weight_error, bool pass) {
+std::string Verdict(bool zero_reference, bool quantized_at_load, std::optional<double> weight_error,
+                    bool pass) {
+  if (zero_reference) {
+    return "the reference output is zero everywhere (rel is 0/0): the layer computes nothing; "
+           "`check` reads its scales\n";
+  }
   if (!quantized_at_load) return pass ? "ok\n" : "above tolerance\n";
   std::string out =
       "quantized at load: the errors are against the unquantized layer (X and W in high "
@@ -87,7 +93,7 @@ std::string RunToText(const LoadedLayer& layer, const LayerRun& run) {
                      layer.resolved.site->path, layer.key.ToId(), run.kernel,
                      layer.activation.ToString(), run.m);
   out += ErrorHeader() + "\n" + ErrorRow(run) + "\n";
-  out += Verdict(run.quantized_at_load, run.weight_error, run.pass());
+  out += Verdict(run.zero_reference, run.quantized_at_load, run.weight_error, run.pass());
   return out;
 }
 
@@ -128,7 +134,8 @@ std::string ExpertsRunToText(const LoadedExperts& layer, const ExpertsRun& run) 
   std::optional<double> weight_error = run.w13.weight_error;
   if (run.w2.weight_error)
     weight_error = std::max(weight_error.value_or(0.0), *run.w2.weight_error);
-  out += Verdict(run.w13.quantized_at_load, weight_error, run.pass());
+  out += Verdict(run.w13.zero_reference || run.w2.zero_reference, run.w13.quantized_at_load,
+                 weight_error, run.pass());
   return out;
 }
 

@@ -56,6 +56,42 @@ SourceLeg IntSourceRequest::leg() const {
   return leg;
 }
 
+Status CheckZeroPoints(const IntLegCodes& leg, const IntSourceRequest& r) {
+  if (r.zero_point || leg.zeros.empty()) return {};
+  const uint8_t implied = static_cast<uint8_t>(1u << (r.bits - 1));
+  const int64_t groups = r.tensor ? 1 : r.groups();
+  for (size_t i = 0; i < leg.zeros.size(); ++i) {
+    if (leg.zeros[i] == implied) continue;
+    return InvalidInput(fmt::format(
+        "{}: the scheme is symmetric, but tensor {} holds zero point {} (row {}, group {}), not {}",
+        r.layer, leg.zeros_tensor, leg.zeros[i], i / groups, i % groups, implied));
+  }
+  return {};
+}
+
+Status CheckGroupMap(const IntLegCodes& leg, const IntSourceRequest& r) {
+  const int64_t groups = r.groups();
+  std::vector<int64_t> count(static_cast<size_t>(groups), 0);
+  for (int64_t c = 0; c < r.cols; ++c) {
+    const int32_t gi = leg.g_idx[c];
+    if (gi < 0 || gi >= groups) {
+      return InvalidInput(fmt::format(
+          "{}: tensor {} maps input column {} to group {}, but the layer has {} groups of {}",
+          r.layer, leg.g_idx_tensor, c, gi, groups, r.group));
+    }
+    ++count[gi];
+  }
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const int64_t expected = std::min(r.group, r.cols - gi * r.group);
+    if (count[gi] != expected) {
+      return InvalidInput(fmt::format(
+          "{}: tensor {} puts {} input columns in group {}; the act-order layout needs {}", r.layer,
+          leg.g_idx_tensor, count[gi], gi, expected));
+    }
+  }
+  return {};
+}
+
 Result<std::vector<uint32_t>> ReadInt32Words(const Checkpoint& checkpoint,
                                              const IntSourceRequest& request, Slot slot,
                                              std::string* name) {
@@ -114,3 +150,47 @@ void PutStreamCode(uint32_t* words, int64_t stride, int64_t i, int bits, uint32_
 }
 
 }  // namespace quantpath::specs_internal
+
+namespace quantpath {
+
+bool HasIntegerLoader(SourceLayout layout) {
+  return specs_internal::FindIntSource(layout, "").ok();
+}
+
+std::optional<SourceValueProblem> CheckIntegerSourceValues(const Checkpoint& values,
+                                                           const SourceLeg& leg,
+                                                           std::string_view prefix,
+                                                           std::string_view layer) {
+  const Result<specs_internal::IntSourceFn> decode =
+      specs_internal::FindIntSource(leg.weight.load.layout, layer);
+  if (!decode.ok()) return std::nullopt;  // not an integer layout
+  specs_internal::IntSourceRequest r;
+  r.layer = layer;
+  r.prefix = std::string(prefix);
+  r.layout = leg.weight.load.layout;
+  r.bits = Info(leg.weight.dtype).bits;
+  r.tensor = leg.weight.granularity == Granularity::kPerTensor;
+  r.group = r.tensor || !leg.weight.group_size ? leg.cols : *leg.weight.group_size;
+  r.zero_point = !leg.weight.symmetric;
+  r.act_order = leg.weight.load.act_order;
+  r.rows = leg.rows;
+  r.cols = leg.cols;
+  r.codes = false;
+  const Result<specs_internal::IntLegCodes> codes = (*decode)(values, r);
+  // What this build does not load is no fault of the values (`plan` says so).
+  if (!codes.ok() && codes.status().code() == ErrorCode::kUnsupported) return std::nullopt;
+  if (!codes.ok()) {
+    return SourceValueProblem{std::nullopt, "", std::string(codes.status().message())};
+  }
+  if (Status s = specs_internal::CheckZeroPoints(*codes, r); !s.ok()) {
+    return SourceValueProblem{Slot::kWeightZero, codes->zeros_tensor, std::string(s.message())};
+  }
+  if (r.act_order) {
+    if (Status s = specs_internal::CheckGroupMap(*codes, r); !s.ok()) {
+      return SourceValueProblem{Slot::kGIdx, codes->g_idx_tensor, std::string(s.message())};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace quantpath

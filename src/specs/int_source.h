@@ -25,6 +25,7 @@ struct IntSourceRequest {
   bool tensor = false;      // one scale for the leg
   bool zero_point = false;  // asymmetric: the canonical layout keeps zero points
   bool act_order = false;   // read g_idx
+  bool codes = true;        // false: everything but the codes (`check` reads the values alone)
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t groups() const { return (cols + group - 1) / group; }
@@ -55,6 +56,12 @@ struct IntSourceRegistrar {
 };
 // The decoder of `layout`; Unsupported naming the layout and the layer when there is none.
 Result<IntSourceFn> FindIntSource(SourceLayout layout, std::string_view layer);
+
+// What the loader holds a decoded leg's values to: a symmetric scheme's stored zero points are
+// 2^(b-1) (the key drops them), and with act-order g_idx maps whole groups (every group exactly g
+// columns, the last the remainder). Errors name the tensor, the layer and the first bad index.
+Status CheckZeroPoints(const IntLegCodes& leg, const IntSourceRequest& request);
+Status CheckGroupMap(const IntLegCodes& leg, const IntSourceRequest& request);
 
 // Reads the `slot` tensor of the request's layout as int32 words, of the dtype and shape the
 // layout's rule gives the leg (source_layouts.cc).

@@ -31,13 +31,15 @@ Result<IntLegCodes> DecodeAwqGemm(const Checkpoint& checkpoint, const IntSourceR
         r.layer, r.bits, n));
   }
   IntLegCodes leg;
-  std::string name;
-  QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
-                      ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
-  leg.codes.resize(static_cast<size_t>(n * k));
-  for (int64_t c = 0; c < k; ++c) {
-    for (int64_t col = 0; col < n; ++col) {
-      leg.codes[col * k + c] = Nibble(qweight[c * (n / 8) + col / 8], col);
+  if (r.codes) {
+    std::string name;
+    QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
+                        ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
+    leg.codes.resize(static_cast<size_t>(n * k));
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t col = 0; col < n; ++col) {
+        leg.codes[col * k + c] = Nibble(qweight[c * (n / 8) + col / 8], col);
+      }
     }
   }
   QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qzeros,

@@ -59,15 +59,17 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
   const int64_t groups = r.groups();
   QP_RETURN_IF_ERROR(CheckWeightShape(checkpoint, r));
   IntLegCodes leg;
-  std::string name;
-  const int64_t row_words = Words(k, r.bits);
-  QP_ASSIGN_OR_RETURN(std::vector<uint32_t> packed,
-                      ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
-  leg.codes.resize(static_cast<size_t>(n * k));
-  for (int64_t row = 0; row < n; ++row) {
-    for (int64_t c = 0; c < k; ++c) {
-      leg.codes[row * k + c] =
-          static_cast<uint8_t>(StreamCode(packed.data() + row * row_words, 1, c, r.bits));
+  if (r.codes) {
+    std::string name;
+    const int64_t row_words = Words(k, r.bits);
+    QP_ASSIGN_OR_RETURN(std::vector<uint32_t> packed,
+                        ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
+    leg.codes.resize(static_cast<size_t>(n * k));
+    for (int64_t row = 0; row < n; ++row) {
+      for (int64_t c = 0; c < k; ++c) {
+        leg.codes[row * k + c] =
+            static_cast<uint8_t>(StreamCode(packed.data() + row * row_words, 1, c, r.bits));
+      }
     }
   }
   if (r.zero_point) {

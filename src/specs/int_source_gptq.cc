@@ -23,13 +23,16 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
   const int64_t k = r.cols;
   const int64_t groups = r.groups();
   IntLegCodes leg;
-  std::string name;
-  QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
-                      ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
-  leg.codes.resize(static_cast<size_t>(n * k));
-  for (int64_t col = 0; col < n; ++col) {
-    for (int64_t c = 0; c < k; ++c) {
-      leg.codes[col * k + c] = static_cast<uint8_t>(StreamCode(qweight.data() + col, n, c, r.bits));
+  if (r.codes) {
+    std::string name;
+    QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
+                        ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
+    leg.codes.resize(static_cast<size_t>(n * k));
+    for (int64_t col = 0; col < n; ++col) {
+      for (int64_t c = 0; c < k; ++c) {
+        leg.codes[col * k + c] =
+            static_cast<uint8_t>(StreamCode(qweight.data() + col, n, c, r.bits));
+      }
     }
   }
   const int64_t zero_words = Words(n, r.bits);

@@ -49,26 +49,7 @@ struct ActOrder {
 };
 Result<ActOrder> ActOrderOf(const IntLegCodes& leg, const IntSourceRequest& r, int64_t first_col,
                             int64_t cols) {
-  const int64_t groups = r.groups();
-  std::vector<int64_t> count(static_cast<size_t>(groups), 0);
-  for (int64_t c = 0; c < r.cols; ++c) {
-    const int32_t gi = leg.g_idx[c];
-    if (gi < 0 || gi >= groups) {
-      return InvalidInput(
-          fmt::format("{}: tensor {} maps input column {} to group {}, but the "
-                      "layer has {} groups of {}",
-                      r.layer, leg.g_idx_tensor, c, gi, groups, r.group));
-    }
-    ++count[gi];
-  }
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    const int64_t expected = std::min(r.group, r.cols - gi * r.group);
-    if (count[gi] != expected) {
-      return InvalidInput(fmt::format(
-          "{}: tensor {} puts {} input columns in group {}; the act-order layout needs {}", r.layer,
-          leg.g_idx_tensor, count[gi], gi, expected));
-    }
-  }
+  QP_RETURN_IF_ERROR(specs_internal::CheckGroupMap(leg, r));
   const int32_t* g_idx = leg.g_idx.data() + first_col;
   ActOrder order;
   order.perm.resize(static_cast<size_t>(cols));
@@ -146,7 +127,7 @@ class IntSpec final : public specs_internal::KeyedSpec {
       r.rows = g.full_leg_rows[leg];
       r.cols = g.full_cols;
       QP_ASSIGN_OR_RETURN(IntLegCodes codes, decode(checkpoint, r));
-      QP_RETURN_IF_ERROR(CheckSymmetric(codes, r));
+      QP_RETURN_IF_ERROR(specs_internal::CheckZeroPoints(codes, r));
       if (key_.act_order) {
         if (leg == 0) {
           QP_ASSIGN_OR_RETURN(order, ActOrderOf(codes, r, g.src_col, g.cols));
@@ -218,21 +199,6 @@ class IntSpec final : public specs_internal::KeyedSpec {
           SourceLayoutName(facts_.layout)));
     }
     return g;
-  }
-
-  // A symmetric key drops the zero points: the source's, where it stores them, must be 2^(b-1).
-  Status CheckSymmetric(const IntLegCodes& codes, const IntSourceRequest& r) const {
-    if (key_.zero_point || codes.zeros.empty()) return {};
-    const uint8_t implied = static_cast<uint8_t>(1u << (key_.bits - 1));
-    const int64_t groups = r.tensor ? 1 : r.groups();
-    for (size_t i = 0; i < codes.zeros.size(); ++i) {
-      if (codes.zeros[i] == implied) continue;
-      return InvalidInput(fmt::format(
-          "{}: the scheme is symmetric, but tensor {} holds zero point {} (row {}, group {}), "
-          "not {}",
-          r.layer, codes.zeros_tensor, codes.zeros[i], i / groups, i % groups, implied));
-    }
-    return {};
   }
 
   // Packs this rank's slice of one decoded leg: rows [leg_src_rows, +leg_rows), columns

@@ -171,16 +171,18 @@ constexpr SourceTensor kFp8Scale[] = {
     {S::kWeightScale, ".weight_scale", true, false, &GranularScale},
     {S::kInputScale, ".input_scale", false, false, &Scalar}};
 // AutoAWQ: qweight [K, N / 8] int32, qzeros [K / g, N / 8] int32, scales [K / g, N] fp16.
-constexpr SourceTensor kAwq[] = {{S::kWeight, ".qweight", true, false, &AwqQweight},
-                                 {S::kWeightZero, ".qzeros", true, false, &AwqQzeros},
-                                 {S::kWeightScale, ".scales", true, false, &GroupMajorScales}};
+constexpr SourceTensor kAwq[] = {
+    {S::kWeight, ".qweight", true, false, &AwqQweight},
+    {S::kWeightZero, ".qzeros", true, false, &AwqQzeros},
+    {S::kWeightScale, ".scales", true, false, &GroupMajorScales, SourceValues::kScaleByGroup}};
 // AutoGPTQ / GPTQModel: qweight [K / pack, N] int32, qzeros [K / g, N / pack] int32 (v1 stores
 // zero − 1), scales [K / g, N] fp16, g_idx [K] int32.
-constexpr SourceTensor kGptq[] = {{S::kWeight, ".qweight", true, false, &GptqQweight},
-                                  {S::kWeightZero, ".qzeros", true, false, &GptqQzeros},
-                                  {S::kWeightScale, ".scales", true, false, &GroupMajorScales},
-                                  // Written by every GPTQ producer; used only with act-order.
-                                  {S::kGIdx, ".g_idx", false, true, &GIdx}};
+constexpr SourceTensor kGptq[] = {
+    {S::kWeight, ".qweight", true, false, &GptqQweight},
+    {S::kWeightZero, ".qzeros", true, false, &GptqQzeros},
+    {S::kWeightScale, ".scales", true, false, &GroupMajorScales, SourceValues::kScaleByGroup},
+    // Written by every GPTQ producer; used only with act-order.
+    {S::kGIdx, ".g_idx", false, true, &GIdx}};
 // compressed-tensors pack-quantized: weight_packed [N, ceil(K·bits / 32)] int32, weight_shape [2],
 // weight_zero_point [ceil(N·bits / 32), groups] int32 (asymmetric), weight_g_idx [K] (actorder).
 constexpr SourceTensor kCtPack[] = {
@@ -188,7 +190,7 @@ constexpr SourceTensor kCtPack[] = {
     {S::kWeightScale, ".weight_scale", true, false, &CtPackedScales},
     {S::kWeightZero, ".weight_zero_point", false, false, &CtPackedZeros},
     {S::kGIdx, ".weight_g_idx", false, false, &GIdx},
-    {std::nullopt, ".weight_shape", true, false, &ShapeVector}};
+    {std::nullopt, ".weight_shape", true, false, &ShapeVector, SourceValues::kShapeVector}};
 constexpr SourceTensor kCtQuantized[] = {
     {S::kWeight, ".weight", true, false, &ElementWeight},
     {S::kWeightScale, ".weight_scale", true, false, &GranularScale},
@@ -228,15 +230,19 @@ constexpr SourceTensor kW4afp8Experts[] = {
 constexpr SourceTensor kBnb4bit[] = {
     {S::kWeight, ".weight", true},
     {S::kWeightScale, ".weight.absmax", true, false, &Bnb4Absmax},
-    {std::nullopt, ".weight.quant_map", true, false, &Bnb4QuantMap},
-    {std::nullopt, ".weight.nested_absmax", false},
-    {std::nullopt, ".weight.nested_quant_map", false, false, &Bnb4NestedQuantMap},
-    {std::nullopt, ".weight.quant_state.bitsandbytes__nf4", false},
-    {std::nullopt, ".weight.quant_state.bitsandbytes__fp4", false}};
+    {std::nullopt, ".weight.quant_map", true, false, &Bnb4QuantMap, SourceValues::kFinite},
+    {std::nullopt, ".weight.nested_absmax", false, false, nullptr, SourceValues::kScale},
+    {std::nullopt, ".weight.nested_quant_map", false, false, &Bnb4NestedQuantMap,
+     SourceValues::kFinite},
+    {std::nullopt, ".weight.quant_state.bitsandbytes__nf4", false, false, nullptr,
+     SourceValues::kUnchecked},
+    {std::nullopt, ".weight.quant_state.bitsandbytes__fp4", false, false, nullptr,
+     SourceValues::kUnchecked}};
 // bitsandbytes LLM.int8: int8 rows with their absmax in SCB.
-constexpr SourceTensor kBnb8bit[] = {{S::kWeight, ".weight", true, false, &ElementWeight},
-                                     {S::kWeightScale, ".SCB", true, false, &Bnb8Scb},
-                                     {std::nullopt, ".weight_format", false}};
+constexpr SourceTensor kBnb8bit[] = {
+    {S::kWeight, ".weight", true, false, &ElementWeight},
+    {S::kWeightScale, ".SCB", true, false, &Bnb8Scb},
+    {std::nullopt, ".weight_format", false, false, nullptr, SourceValues::kUnchecked}};
 // gpt-oss experts, every expert of a layer in one tensor per projection prefix
 // ("<experts>.gate_up_proj"): `_blocks` U8 [E, R, K/32, 16], `_scales` U8 [E, R, K/32] (E8M0),
 // `_bias` [E, R], R the projection's rows (gate and up interleaved in gate_up_proj).
@@ -249,7 +255,7 @@ constexpr SourceTensor kModelSlim[] = {
     // On every W8A8 layer; SGLang loads it, the spec checks 0.
     {S::kWeightZero, ".weight_offset", false, true, &PerRow},
     {S::kQuantBias, ".quant_bias", false, false, &Int32Bias},
-    {std::nullopt, ".deq_scale", false, false, &ModelSlimDeqScale},
+    {std::nullopt, ".deq_scale", false, false, &ModelSlimDeqScale, SourceValues::kUnchecked},
     {S::kInputScale, ".input_scale", false, false, &Scalar},
     {S::kInputOffset, ".input_offset", false, false, &Scalar}};
 
@@ -295,6 +301,31 @@ std::span<const SourceTensor> SourceTensors(SourceLayout layout) {
       return kW4afp8Experts;
   }
   return {};
+}
+
+SourceValues SourceValuesOf(const SourceTensor& tensor) {
+  if (tensor.values != SourceValues::kBySlot || !tensor.slot) return tensor.values;
+  switch (*tensor.slot) {
+    case Slot::kWeight:
+      return SourceValues::kCodes;
+    case Slot::kWeightScale:
+      return SourceValues::kScale;
+    case Slot::kWeightZero:
+      return SourceValues::kZeroPoint;
+    case Slot::kGIdx:
+      return SourceValues::kGroupMap;
+    case Slot::kWeightGlobalScale:
+    case Slot::kInputScale:
+      return SourceValues::kDivisor;
+    case Slot::kInputOffset:
+      return SourceValues::kOffset;
+    case Slot::kQuantBias:
+      return SourceValues::kUnchecked;
+    case Slot::kBias:
+    case Slot::kPreQuantScale:
+      return SourceValues::kFinite;
+  }
+  return SourceValues::kUnchecked;
 }
 
 std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot) {

@@ -108,6 +108,14 @@ TEST(BenchCli, TextTableAndABadSpec) {
   EXPECT_NE(run.out.find("\nbf16 "), std::string::npos) << run.out;
   auto bad = RunCli("bench --spec no_such_spec --m 1 --n 16 --k 16 --warm");
   EXPECT_EQ(bad.exit_code, 2);
+  // With --json the error is also an object on stdout, as every command's.
+  auto bad_json = RunCli("bench --spec no_such_spec --m 1 --n 16 --k 16 --warm --json");
+  EXPECT_EQ(bad_json.exit_code, 2);
+  const Json error = ParseOrDie(bad_json.out);
+  ASSERT_NE(error.Find("error"), nullptr) << bad_json.out;
+  EXPECT_NE(error.Find("error")->Find("message")->string_value().find("no_such_spec"),
+            std::string::npos)
+      << bad_json.out;
   auto half = RunCli("bench --spec bf16 --n 16");
   EXPECT_EQ(half.exit_code, 2);
   auto no_threads = RunCli("bench --spec bf16 --m 1 --n 16 --k 16 --threads 0", true);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli_test_util.h"
+#include "tests/pipeline/producer_values.h"
 
 namespace quantpath {
 namespace {
@@ -20,10 +21,51 @@ TEST(CheckCli, ACleanFixtureExitsZeroWithASummary) {
   auto clean = RunCli("check " + Data("producers/ct_llama_w4a16_g64_sym"));
   EXPECT_EQ(clean.exit_code, 0) << clean.out;
   // dequant.safetensors, the producer's own dequantization beside the weights, is not weights.
-  EXPECT_NE(clean.out.find("splits at --tp: 1, 2 (of 1 to 16)\nchecked 49 tensors: 0 errors, 1 "
-                           "warning\n"),
+  EXPECT_NE(clean.out.find("splits at --tp: 1, 2 (of 1 to 16)\nread: the headers and "),
             std::string::npos)
       << clean.out;
+  EXPECT_NE(clean.out.find(" tensor bytes (every value beside the codes) in "), std::string::npos)
+      << clean.out;
+  EXPECT_NE(clean.out.find("\nchecked 49 tensors: 0 errors, 1 warning\n"), std::string::npos)
+      << clean.out;
+  auto headers = RunCli("check --headers-only " + Data("producers/ct_llama_w4a16_g64_sym"));
+  EXPECT_EQ(headers.exit_code, 0) << headers.out;
+  EXPECT_NE(headers.out.find("read: the index and the headers\n"), std::string::npos)
+      << headers.out;
+}
+
+// A per-tensor fp8 weight scale of 0: `check` reads it (dead-rows), `--headers-only` cannot, and
+// `run` fails the layer whose output is zero (rel 0/0), never "ok".
+TEST(CheckCli, ADeadLayerFailsCheckAndRun) {
+  const std::string o = "model.layers.0.self_attn.o_proj";
+  const std::filesystem::path dir =
+      testing::MutatedFixture(Data("producers/mo_llama_fp8"), [&](testing::TestTensor* t) {
+        if (t->name == o + ".weight_scale") std::fill(t->bytes.begin(), t->bytes.end(), 0);
+        return true;
+      });
+  auto check = RunCli("check " + dir.string());
+  EXPECT_EQ(check.exit_code, 1) << check.out;
+  EXPECT_NE(check.out.find("error dead-rows: "), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("tensor " + o + ".weight_scale of layer " + o +
+                           " every one of its 1 scale is zero"),
+            std::string::npos)
+      << check.out;
+  EXPECT_EQ(RunCli("check --headers-only " + dir.string()).exit_code, 0);
+  EXPECT_EQ(RunCli("check --headers-only --deep " + dir.string()).exit_code, 2);
+  const Json j = ParseOrDie(RunCli("check --json " + dir.string()).out);
+  EXPECT_EQ(j.Find("reads")->string_value(), "values");
+  EXPECT_GT(j.Find("bytes_read")->int_value(), 0);
+
+  auto run = RunCli("run " + dir.string() + " --layer " + o + " --json");
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  const Json r = ParseOrDie(run.out);
+  EXPECT_TRUE(r.Find("zero_reference")->bool_value());
+  EXPECT_FALSE(r.Find("pass")->bool_value());
+  EXPECT_TRUE(r.Find("rel")->is_null());
+  auto text = RunCli("run " + dir.string() + " --layer " + o);
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("(rel is 0/0): the layer computes nothing"), std::string::npos)
+      << text.out;
 }
 
 TEST(CheckCli, FindingsExitOneAndTheJsonNamesThem) {
@@ -37,9 +79,10 @@ TEST(CheckCli, FindingsExitOneAndTheJsonNamesThem) {
   const Json j = ParseOrDie(json.out);
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.members()) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"model", "engine", "tensors", "errors", "warnings",
-                                            "not_checked", "layers_not_checked", "loadable_tp",
-                                            "findings", "config_warnings"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"model", "engine", "reads", "bytes_read",
+                                            "read_seconds", "gb_per_s", "tensors", "errors",
+                                            "warnings", "not_checked", "layers_not_checked",
+                                            "loadable_tp", "findings", "config_warnings"}));
   EXPECT_EQ(j.Find("engine")->string_value(), "vllm@helpers");
   // The ignored dequant.safetensors first (the files' problems lead), then the experts.
   ASSERT_GT(j.Find("findings")->items().size(), 1u);

@@ -2,6 +2,8 @@
 // where the dialects only name a module differently or attach a KV-cache method without a scheme.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "quantpath/base.h"
 #include "tests/cli/cli_test_util.h"
 
@@ -76,6 +78,37 @@ TEST(DiffCli, DeepSeekR1Nvfp4MlaTailRule) {
   // Every main layer's fused MLA projection, and nothing else (the MTP layer 61's is excluded
   // whole).
   EXPECT_NE(r.out.find("\n61 layers decided differently\n"), std::string::npos);
+}
+
+// On a terminal (COLUMNS stands for one) the fused MLA layers that differ alike are one block
+// under "layers 1–60", each layer's own exclude entry one rule (its list index as *); layer 0,
+// whose entry SGLang applies to every layer, keeps its own; --wide and a pipe list each layer.
+TEST(DiffCli, ATerminalGroupsTheBlocksThatDifferAlike) {
+  const std::string args =
+      "diff tests/data/diff/deepseek-r1-nvfp4 --engines vllm@helpers,sglang@helpers";
+  setenv("COLUMNS", "120", 1);
+  auto grouped = RunCli(args);
+  auto wide = RunCli(args + " --wide");
+  unsetenv("COLUMNS");
+  auto piped = RunCli(args);
+  ASSERT_EQ(grouped.exit_code, 1) << grouped.out;
+  EXPECT_TRUE(grouped.out.starts_with("model.layers.0.self_attn.{q_a_proj+kv_a_proj_with_mqa}\n"))
+      << grouped.out.substr(0, 600);
+  const std::string block =
+      Block(grouped.out, "model.layers.N.self_attn.{q_a_proj+kv_a_proj_with_mqa}");
+  EXPECT_NE(grouped.out.find("\nlayers 1\u201360 (60 layers):\nmodel.layers.N.self_attn."),
+            std::string::npos)
+      << grouped.out.substr(0, 3000);
+  EXPECT_NE(block.find("glob \"model.layers.N.self_attn.kv_a_proj_with_mqa\" "
+                       "(hf_quant_config.json#/quantization/exclude_modules/*)"),
+            std::string::npos)
+      << block;
+  EXPECT_EQ(grouped.out.find("model.layers.5."), std::string::npos) << grouped.out;
+  EXPECT_NE(grouped.out.find("\n61 layers decided differently\n"), std::string::npos);
+  EXPECT_EQ(wide.out, piped.out);
+  EXPECT_NE(piped.out.find("model.layers.5.self_attn.{q_a_proj+kv_a_proj_with_mqa}\n"),
+            std::string::npos);
+  EXPECT_GT(piped.out.size(), 10 * grouped.out.size());
 }
 
 // ENGINES.md section 4: a ModelOpt `mlp.gate` entry is a substring of `mlp.gate_up_proj` for vLLM,

@@ -42,11 +42,30 @@ def test_explain_is_the_cli_json(cli):
     assert ours["decision"]["kind"] == "quantized"
 
 
+def untimed(report):
+    """A check report without its timings, which differ from run to run."""
+    return {k: v for k, v in report.items() if k not in ("read_seconds", "gb_per_s")}
+
+
 def test_check_is_the_cli_json(cli):
     folder = PRODUCERS / "ct_llama_w4a16_g64_asym"
     ours = quantpath.check(folder)
     theirs = cli("check", folder, "--json")
-    assert ours == theirs and ours["errors"] == 0 and ours["tensors"] > 0
+    assert untimed(ours) == untimed(theirs) and ours["errors"] == 0 and ours["tensors"] > 0
+    assert ours["reads"] == "values" and ours["bytes_read"] > 0
+
+
+def test_check_modes_are_the_cli_flags(cli):
+    folder = PRODUCERS / "ct_llama_w4a16_g64_asym"
+    headers = quantpath.check(folder, headers_only=True)
+    assert untimed(headers) == untimed(cli("check", folder, "--headers-only", "--json"))
+    assert headers["reads"] == "headers" and headers["bytes_read"] == 0
+    assert headers["gb_per_s"] is None
+    deep = quantpath.check(folder, deep=True)
+    assert untimed(deep) == untimed(cli("check", folder, "--deep", "--json"))
+    assert deep["reads"] == "every-byte" and deep["bytes_read"] > quantpath.check(folder)["bytes_read"]
+    with pytest.raises(ValueError, match="exclude each other"):
+        quantpath.check(folder, headers_only=True, deep=True)
 
 
 def test_errors_carry_the_cli_message(cli, tmp_path):

@@ -4,7 +4,7 @@
 // The benchmark table (RunBenchTable, src/bench/bench_table.cc): the machine measured, then one
 // row per (spec, shape, M, threads), then the MoE rows, as a table or (--json) one object
 // {"machine", "rows"} (docs/json/bench.md). Exit 0, or 2 for a bad spec, activation form, shape or
-// thread count.
+// thread count (with --json also {"error": …} on stdout).
 #include <iostream>
 
 #include "quantpath/bench.h"
@@ -15,6 +15,9 @@ namespace quantpath::cli {
 namespace {
 
 int RunBench(const BenchTableArgs& args) {
+  // bench_options.h is shared with bench_linear, which prints no JSON errors: the flag's effect
+  // on errors is the CLI's.
+  if (args.json) ReportErrorsAsJson();
   const Status status = RunBenchTable(args, std::cout);
   return status.ok() ? kExitOk : ReportBadInput(status.message());
 }

@@ -1,4 +1,7 @@
-// quantpath diff MODEL_DIR [--engines E,...] [--quantization NAME] [--json]
+// quantpath diff MODEL_DIR [--engines E,...] [--quantization NAME] [--wide] [--json]
+//
+// On a terminal (without --wide) the layers whose decisions differ alike in every decoder block are
+// printed once; a pipe or a file gets every layer.
 #include <iostream>
 
 #include "quantpath/report.h"
@@ -13,6 +16,7 @@ struct DiffArgs {
   std::string quantization;
   LaunchArgs launch;
   bool json = false;
+  bool wide = false;
 };
 
 int RunDiff(const DiffArgs& args) {
@@ -34,7 +38,8 @@ int RunDiff(const DiffArgs& args) {
   if (args.json) {
     std::cout << ToJson(DiffToJson(*diff), 1) << "\n";
   } else {
-    std::cout << DiffToText(*diff);
+    const TableStyle style = StdoutStyle(args.wide);
+    std::cout << DiffToText(*diff, style.width > 0 && !style.wide);
   }
   return diff->Differences() > 0 ? kExitFindings : kExitOk;
 }
@@ -54,6 +59,9 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
                   std::move(names));
   AddQuantizationOption(cmd, &args->quantization);
   AddLaunchOptions(cmd, &args->launch);
+  cmd->add_flag("--wide", args->wide,
+                "Every layer on its own, as a pipe gets them (a terminal groups the decoder blocks "
+                "that differ alike)");
   AddJsonFlag(cmd, &args->json);
   cmd->callback([args, exit_code] { *exit_code = RunDiff(*args); });
 }

@@ -77,6 +77,9 @@ struct LayerRun {
   // Quantized at load: the weights' max |W' − W| / max |W| (LinearParams::quantization_error;
   // the largest over the layers measured together).
   std::optional<double> weight_error;
+  // The reference product is zero everywhere (zero scales, a dead layer): rel is 0/0, and the run
+  // fails whatever Y is.
+  bool zero_reference = false;
   bool pass() const;  // rel finite and, unless quantized at load, within tol
 };
 Result<LayerRun> RunSeeded(const LoadedLayer& layer, int64_t m, uint64_t seed);

@@ -32,6 +32,22 @@ struct SourceLeg {
   TensorQuant weight;   // the scheme's weight quantization: dtype, scale granularity, load facts
 };
 
+// What a source tensor's values must be, beside its dtype and shape (`check` reads them; the
+// loaders decode them).
+enum class SourceValues : uint8_t {
+  kBySlot,        // as its slot says (SourceValuesOf)
+  kCodes,         // the weight's bulk codes: read by `check --deep` only
+  kScale,         // multiplies: finite, ≥ 0 but integer codes'; a tensor or row all zero is dead
+  kScaleByGroup,  // a kScale stored [groups, N]: an output row's scales are a column
+  kDivisor,       // divides, or a scale no product does without: finite and positive
+  kZeroPoint,     // a weight zero point: an integer in the code range, the midpoint if symmetric
+  kOffset,        // an activation zero point: a finite integer
+  kGroupMap,      // g_idx: each input column's group
+  kShapeVector,   // the leg's [rows, cols]
+  kFinite,        // a bias, a prescale, a code book: finite
+  kUnchecked,     // serialized state, or integer terms with no rule of their own
+};
+
 // What one source tensor of a leg must be: one of `dtypes` (any when empty), and one of `shapes`,
 // or, with `any_shape`, any shape holding as many elements as shapes[0] (producers write scalars
 // as [] or [1] and per-row vectors as [N] or [N, 1]).
@@ -60,7 +76,14 @@ struct SourceTensor {
   // The tensor's dtype and shape for a leg, as its producers write it and the loaders read it;
   // null, or nullopt for a leg, where the layout does not fix them.
   std::optional<SourceTensorRule> (*rule)(const SourceLeg& leg) = nullptr;
+  // What its values must be; kBySlot for every tensor with a slot.
+  SourceValues values = SourceValues::kBySlot;
 };
+// The tensor's values rule: its own, or its slot's.
+SourceValues SourceValuesOf(const SourceTensor& tensor);
+// Whether `layout`'s zero points, scales and g_idx are decoded by an integer loader
+// (CheckIntegerSourceValues checks them as it reads them).
+bool HasIntegerLoader(SourceLayout layout);
 // The tensors of `layout` per module (leg) prefix. Static activation tensors are listed with
 // required = false: whether a layer needs them depends on its scheme. Every layout also has the
 // optional ".bias" of the layer itself.
@@ -71,6 +94,21 @@ std::optional<std::string_view> SourceSuffix(SourceLayout layout, Slot slot);
 // The rule of `layout`'s tensor of `slot` for `leg`; nullopt where the layout has no such tensor
 // or does not fix it.
 std::optional<SourceTensorRule> SourceRule(SourceLayout layout, Slot slot, const SourceLeg& leg);
+// A leg's values that its loader would refuse: the slot of the tensor at fault (nullopt where the
+// decoder refused the leg before reading it), its name, and the message naming the layer.
+struct SourceValueProblem {
+  std::optional<Slot> slot;
+  std::string tensor;
+  std::string message;
+};
+// For the integer layouts (GPTQ, AWQ, compressed-tensors pack-quantized): decodes the leg's zero
+// points, scales and g_idx from `values` as its loader does, without its codes, and holds them to
+// what the loader holds them to (CheckZeroPoints, CheckGroupMap); nullopt when they pass, and for
+// every other layout.
+std::optional<SourceValueProblem> CheckIntegerSourceValues(const Checkpoint& values,
+                                                           const SourceLeg& leg,
+                                                           std::string_view prefix,
+                                                           std::string_view layer);
 // Whether `layout` holds every expert of a layer in one tensor per projection (gpt-oss's
 // `_blocks` / `_scales`), so that its loaders read a projection through StackedExpert.
 bool StacksExperts(SourceLayout layout);

@@ -1,0 +1,435 @@
+// `check`'s values pass: the tensors the header pass found, read file by file in offset order
+// (pread into one buffer, so that the read is the same whatever the rule) and held to their
+// SourceValues rule; an integer layout's leg is decoded by its loader's own decoder, without its
+// codes, once its last tensor is read (CheckIntegerSourceValues), so that `check` and `load`
+// refuse the same zero points and g_idx.
+// Non-goals: the rules of a loader's product (`run` measures those); threads (one reader: the
+// benchmark compares it with a plain read of the same stretches by one thread).
+#include "src/pipeline/check_values.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "quantpath/numeric.h"
+
+namespace quantpath::pipeline_internal {
+namespace {
+
+// The values of a tensor as doubles: floats decoded (U8 as E8M0 exponents where the leg is
+// micro-scaled, as MX checkpoints store their scales), integers as they are; nullopt for a dtype
+// no rule reads.
+std::optional<std::vector<double>> Decode(std::span<const std::byte> bytes, StDtype dtype,
+                                          bool e8m0_bytes) {
+  const auto each = [&]<typename T>(T, auto convert) {
+    std::vector<double> out(bytes.size() / sizeof(T));
+    for (size_t i = 0; i < out.size(); ++i) {
+      T v;
+      std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+      out[i] = static_cast<double>(convert(v));
+    }
+    return out;
+  };
+  const auto same = [](auto v) { return v; };
+  switch (dtype) {
+    case StDtype::kF64:
+      return each(double{}, same);
+    case StDtype::kF32:
+      return each(float{}, same);
+    case StDtype::kF16:
+      return each(uint16_t{}, Fp16ToFloat);
+    case StDtype::kBF16:
+      return each(uint16_t{}, Bf16ToFloat);
+    case StDtype::kF8E4M3:
+      return each(uint8_t{}, Fp8E4M3ToFloat);
+    case StDtype::kF8E5M2:
+      return each(uint8_t{}, Fp8E5M2ToFloat);
+    case StDtype::kF8E8M0:
+      return each(uint8_t{}, E8M0ToFloat);
+    case StDtype::kU8:
+      return e8m0_bytes ? each(uint8_t{}, E8M0ToFloat) : each(uint8_t{}, same);
+    case StDtype::kI8:
+      return each(int8_t{}, same);
+    case StDtype::kI16:
+      return each(int16_t{}, same);
+    case StDtype::kI32:
+      return each(int32_t{}, same);
+    case StDtype::kI64:
+      return each(int64_t{}, same);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool IsFloat(StDtype dtype, bool e8m0_bytes) {
+  switch (dtype) {
+    case StDtype::kF64:
+    case StDtype::kF32:
+    case StDtype::kF16:
+    case StDtype::kBF16:
+    case StDtype::kF8E4M3:
+    case StDtype::kF8E5M2:
+    case StDtype::kF8E8M0:
+      return true;
+    case StDtype::kU8:
+      return e8m0_bytes;
+    default:
+      return false;
+  }
+}
+
+// A scale tensor's rows as the layer's output rows see them: `count` rows of `width` scales,
+// contiguous, or a column each (kScaleByGroup's [groups, N]).
+struct ScaleRows {
+  int64_t count = 1;
+  int64_t width = 0;
+  bool by_column = false;
+  int64_t At(int64_t row, int64_t i) const { return by_column ? i * count + row : row * width + i; }
+};
+ScaleRows RowsOf(const ValueTensor& v, int64_t size) {
+  const TensorShape& shape = v.tensor->shape;
+  if (v.values == SourceValues::kScaleByGroup && shape.size() == 2) {
+    return {shape[1], shape[0], true};
+  }
+  if (shape.size() >= 2 && shape.back() > 0) return {size / shape.back(), shape.back(), false};
+  const int64_t rows = v.leg.rows * std::max<int64_t>(v.leg.experts, 1);
+  if (rows > 0 && size % rows == 0) return {rows, size / rows, false};
+  return {1, size, false};
+}
+
+// Whether a leg's scales may be negative: integer codes' may (auto-round's symmetric export
+// stores negative group scales, mapping the largest magnitude onto −2^(b−1)); an absmax
+// (bitsandbytes) and a float format's scales may not.
+bool NegativeScales(const SourceLeg& leg) {
+  const SourceLayout layout = leg.weight.load.layout;
+  if (layout == SourceLayout::kBnb4bit || layout == SourceLayout::kBnb8bit) return false;
+  return !Info(leg.weight.dtype).is_float;
+}
+
+class ValueReader {
+ public:
+  ValueReader(const CheckpointAudit& audit, ValueReport* report) : audit_(audit), out_(*report) {}
+
+  void Check(const ValueTensor& v, std::span<const std::byte> bytes) {
+    const std::string& file = audit_.FileOf(*v.tensor);
+    const StDtype dtype = *v.tensor->dtype;
+    if (v.values == SourceValues::kCodes) {
+      CheckCodes(v, file, bytes, dtype);
+      return;
+    }
+    if (v.values == SourceValues::kUnchecked) return;
+    // An integer loader reads its own zero points and g_idx, packed as only it unpacks them.
+    const bool integer_leg = HasIntegerLoader(v.leg.weight.load.layout);
+    if (integer_leg &&
+        (v.values == SourceValues::kZeroPoint || v.values == SourceValues::kGroupMap)) {
+      return;
+    }
+    const bool e8m0_bytes = v.leg.weight.micro_scaled;
+    const bool scale = v.values == SourceValues::kScale ||
+                       v.values == SourceValues::kScaleByGroup ||
+                       v.values == SourceValues::kDivisor || v.values == SourceValues::kFinite;
+    // bitsandbytes' double-quantized absmax is U8 codes into its nested map: no scale to read.
+    if (scale && !IsFloat(dtype, e8m0_bytes)) return;
+    const std::optional<std::vector<double>> values = Decode(bytes, dtype, e8m0_bytes);
+    if (!values) return;
+    switch (v.values) {
+      case SourceValues::kScale:
+      case SourceValues::kScaleByGroup:
+        CheckScale(v, file, *values);
+        return;
+      case SourceValues::kDivisor:
+        CheckDivisor(v, file, *values);
+        return;
+      case SourceValues::kFinite:
+        FirstNonFinite(v, file, *values);
+        return;
+      case SourceValues::kZeroPoint:
+        CheckZeroPoint(v, file, *values);
+        return;
+      case SourceValues::kOffset:
+        CheckOffset(v, file, *values);
+        return;
+      case SourceValues::kShapeVector:
+        CheckShapeVector(v, file, *values);
+        return;
+      default:
+        return;
+    }
+  }
+
+ private:
+  // NaN or ±inf: true when one was found (and reported).
+  bool FirstNonFinite(const ValueTensor& v, const std::string& file,
+                      const std::vector<double>& values) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isfinite(values[i])) continue;
+      Add(FindingKind::kBadValue, v, file, "a finite value", fmt::format("{}", values[i]),
+          fmt::format("holds {} at index {}", values[i], i));
+      return true;
+    }
+    return false;
+  }
+
+  void CheckScale(const ValueTensor& v, const std::string& file,
+                  const std::vector<double>& values) {
+    if (FirstNonFinite(v, file, values)) return;
+    for (size_t i = 0; i < values.size() && !NegativeScales(v.leg); ++i) {
+      if (values[i] >= 0) continue;
+      Add(FindingKind::kBadValue, v, file, "a scale of at least 0", fmt::format("{}", values[i]),
+          fmt::format("holds the negative scale {} at index {}", values[i], i));
+      return;
+    }
+    if (std::all_of(values.begin(), values.end(), [](double x) { return x == 0; })) {
+      Add(FindingKind::kDeadRows, v, file, "a nonzero scale", "0",
+          fmt::format("every one of its {} scale{} is zero: the layer computes zeros",
+                      values.size(), values.size() == 1 ? "" : "s"));
+      return;
+    }
+    const ScaleRows rows = RowsOf(v, static_cast<int64_t>(values.size()));
+    if (rows.count < 2) return;
+    for (int64_t row = 0; row < rows.count; ++row) {
+      bool zero = true;
+      for (int64_t i = 0; i < rows.width && zero; ++i) zero = values[rows.At(row, i)] == 0;
+      if (!zero) continue;
+      Add(FindingKind::kDeadRows, v, file, "a nonzero scale in every row", "0",
+          fmt::format("every scale of {} {} is zero: the rows it scales compute zeros",
+                      rows.by_column ? "column" : "row", row));
+      return;
+    }
+  }
+
+  void CheckDivisor(const ValueTensor& v, const std::string& file,
+                    const std::vector<double>& values) {
+    if (FirstNonFinite(v, file, values)) return;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] > 0) continue;
+      Add(FindingKind::kBadValue, v, file, "a positive value", fmt::format("{}", values[i]),
+          fmt::format("holds {} at index {}, and the layer divides by it", values[i], i));
+      return;
+    }
+  }
+
+  // A zero point stored unpacked (compressed-tensors' int8 layout, ModelSlim's weight_offset):
+  // a signed b-bit integer, 0 where the scheme is symmetric.
+  void CheckZeroPoint(const ValueTensor& v, const std::string& file,
+                      const std::vector<double>& values) {
+    const QDTypeInfo& weight = Info(v.leg.weight.dtype);
+    if (weight.is_float) return;
+    const double lo = -std::ldexp(1.0, weight.bits - 1);
+    const double hi = std::ldexp(1.0, weight.bits - 1) - 1;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double z = values[i];
+      if (v.leg.weight.symmetric && z != 0) {
+        Add(FindingKind::kZeroPoint, v, file, "0", fmt::format("{}", z),
+            fmt::format("the scheme is symmetric, but it holds zero point {} at index {}, not 0", z,
+                        i));
+        return;
+      }
+      if (std::isfinite(z) && z == std::trunc(z) && z >= lo && z <= hi) continue;
+      Add(FindingKind::kZeroPoint, v, file, fmt::format("an integer in [{}, {}]", lo, hi),
+          fmt::format("{}", z),
+          fmt::format("holds zero point {} at index {}, outside the {}-bit code range [{}, {}]", z,
+                      i, weight.bits, lo, hi));
+      return;
+    }
+  }
+
+  // An activation zero point: an integer of the 8-bit codes, signed or not.
+  void CheckOffset(const ValueTensor& v, const std::string& file,
+                   const std::vector<double>& values) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double z = values[i];
+      if (std::isfinite(z) && z == std::trunc(z) && z >= -128 && z <= 255) continue;
+      Add(FindingKind::kZeroPoint, v, file, "an integer in [-128, 255]", fmt::format("{}", z),
+          fmt::format("holds the activation zero point {} at index {}", z, i));
+      return;
+    }
+  }
+
+  void CheckShapeVector(const ValueTensor& v, const std::string& file,
+                        const std::vector<double>& values) {
+    if (v.leg.rows == 0) return;
+    const std::vector<double> expected{static_cast<double>(v.leg.rows),
+                                       static_cast<double>(v.leg.cols)};
+    if (values == expected) return;
+    std::vector<int64_t> found(values.begin(), values.end());
+    const std::string found_text = fmt::format("[{}]", fmt::join(found, ", "));
+    const std::string expected_text = fmt::format("[{}, {}]", v.leg.rows, v.leg.cols);
+    Add(FindingKind::kStoredShape, v, file, expected_text, found_text,
+        fmt::format("says the weight is {}, but the layer's is {}", found_text, expected_text));
+  }
+
+  // --deep: a weight's codes. Float codes: no NaN or infinity (fp8's NaN codes 0x7F / 0xFF);
+  // float and int8 codes: no output row all zero.
+  void CheckCodes(const ValueTensor& v, const std::string& file, std::span<const std::byte> bytes,
+                  StDtype dtype) {
+    int width = 0;           // bytes per value
+    uint64_t exponent = 0;   // the exponent bits: all set is NaN or infinity
+    uint64_t magnitude = 0;  // every bit but the sign
+    switch (dtype) {
+      case StDtype::kF32:
+        width = 4, exponent = 0x7F800000, magnitude = 0x7FFFFFFF;
+        break;
+      case StDtype::kBF16:
+        width = 2, exponent = 0x7F80, magnitude = 0x7FFF;
+        break;
+      case StDtype::kF16:
+        width = 2, exponent = 0x7C00, magnitude = 0x7FFF;
+        break;
+      case StDtype::kF8E5M2:
+        width = 1, exponent = 0x7C, magnitude = 0x7F;
+        break;
+      case StDtype::kF8E4M3:
+        width = 1, exponent = 0x7F, magnitude = 0x7F;  // E4M3FN: only S.1111.111 is NaN
+        break;
+      case StDtype::kI8:
+        width = 1, magnitude = 0xFF;
+        break;
+      default:
+        return;  // packed codes: read, no rule of their own
+    }
+    const int64_t count = static_cast<int64_t>(bytes.size()) / width;
+    const auto at = [&](int64_t i) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, bytes.data() + i * width, static_cast<size_t>(width));
+      return bits;
+    };
+    if (exponent != 0) {
+      for (int64_t i = 0; i < count; ++i) {
+        if ((at(i) & exponent) != exponent) continue;
+        Add(FindingKind::kBadValue, v, file, "finite codes",
+            fmt::format("0x{:0{}X}", at(i), 2 * width),
+            fmt::format("holds the NaN or infinity code 0x{:0{}X} at index {}", at(i), 2 * width,
+                        i));
+        return;
+      }
+    }
+    const int64_t rows = v.leg.rows * std::max<int64_t>(v.leg.experts, 1);
+    const int64_t per_row = rows > 0 && count % rows == 0 ? count / rows : 0;
+    for (int64_t row = 0; per_row > 0 && row < rows; ++row) {
+      bool zero = true;
+      for (int64_t i = row * per_row; i < (row + 1) * per_row && zero; ++i) {
+        zero = (at(i) & magnitude) == 0;
+      }
+      if (!zero) continue;
+      Add(FindingKind::kDeadRows, v, file, "a nonzero weight in every row", "0",
+          fmt::format("row {} is all zeros", row));
+      return;
+    }
+  }
+
+  void Add(FindingKind kind, const ValueTensor& v, const std::string& file, std::string expected,
+           std::string found, const std::string& what) {
+    const std::string of = v.layer.empty() ? "" : fmt::format(" of layer {}", v.layer);
+    out_.findings.push_back({kind, std::nullopt, true, file, std::string(v.tensor->name), v.layer,
+                             std::move(expected), std::move(found),
+                             fmt::format("{}: tensor {}{} {}", file, v.tensor->name, of, what)});
+  }
+
+  const CheckpointAudit& audit_;
+  ValueReport& out_;
+};
+
+// An integer layout's leg, gathered as its tensors are read and decoded once all are.
+struct PendingLeg {
+  const ValueTensor* first = nullptr;
+  size_t left = 0;  // tensors not read yet
+  bool failed = false;
+  std::vector<Checkpoint::OwnedTensor> tensors;
+};
+
+}  // namespace
+
+ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> tensors,
+                       const std::function<void(uint64_t, uint64_t)>& progress) {
+  ValueReport report;
+  std::erase_if(tensors, [&](const ValueTensor& v) {
+    return !v.tensor->dtype || audit.data_starts[v.tensor->file] == 0;
+  });
+  std::sort(tensors.begin(), tensors.end(), [](const ValueTensor& a, const ValueTensor& b) {
+    return std::tie(a.tensor->file, a.tensor->begin) < std::tie(b.tensor->file, b.tensor->begin);
+  });
+  uint64_t total = 0;
+  std::map<std::string, PendingLeg> legs;
+  for (const ValueTensor& v : tensors) {
+    total += v.tensor->end - v.tensor->begin;
+    if (v.values == SourceValues::kCodes || !HasIntegerLoader(v.leg.weight.load.layout)) continue;
+    PendingLeg& leg = legs[v.prefix];
+    if (leg.first == nullptr) leg.first = &v;
+    ++leg.left;
+  }
+  ValueReader reader(audit, &report);
+  std::vector<std::byte> buffer;
+  int fd = -1;
+  uint32_t open_file = UINT32_MAX;
+  const auto start = std::chrono::steady_clock::now();
+  for (const ValueTensor& v : tensors) {
+    const AuditedTensor& t = *v.tensor;
+    if (t.file != open_file) {
+      if (fd >= 0) close(fd);
+      fd = open(audit.files[t.file].c_str(), O_RDONLY | O_CLOEXEC);
+      open_file = t.file;
+    }
+    const uint64_t offset = audit.data_starts[t.file] + t.begin;
+    const uint64_t length = t.end - t.begin;
+    buffer.resize(length);
+    uint64_t got = 0;
+    while (fd >= 0 && got < length) {
+      const ssize_t n =
+          pread(fd, buffer.data() + got, length - got, static_cast<off_t>(offset + got));
+      if (n <= 0) break;
+      got += static_cast<uint64_t>(n);
+    }
+    report.stretches.push_back({t.file, offset, length});
+    report.bytes += length;
+    if (got < length) {
+      report.findings.push_back({FindingKind::kCheckpoint, CheckpointProblemKind::kUnreadableShard,
+                                 true, audit.files[t.file], std::string(t.name), v.layer, "", "",
+                                 fmt::format("{}: tensor {}: read {} of its {} bytes",
+                                             audit.files[t.file], t.name, got, length)});
+      continue;
+    }
+    const size_t before = report.findings.size();
+    reader.Check(v, buffer);
+    if (progress) progress(report.bytes, total);
+    const auto it = v.values == SourceValues::kCodes ? legs.end() : legs.find(v.prefix);
+    if (it == legs.end()) continue;
+    PendingLeg& leg = it->second;
+    leg.failed = leg.failed || report.findings.size() != before;
+    leg.tensors.push_back({std::string(t.name), *t.dtype, t.shape, buffer});
+    if (--leg.left > 0) continue;
+    if (!leg.failed) {
+      const ValueTensor& first = *leg.first;
+      Result<Checkpoint> values =
+          Checkpoint::FromTensors(audit.files[first.tensor->file], std::move(leg.tensors));
+      std::optional<SourceValueProblem> problem =
+          values.ok()
+              ? CheckIntegerSourceValues(*values, first.leg, first.prefix, first.layer)
+              : SourceValueProblem{std::nullopt, "", std::string(values.status().message())};
+      if (problem) {
+        const FindingKind kind = problem->slot == Slot::kWeightZero ? FindingKind::kZeroPoint
+                                 : problem->slot == Slot::kGIdx     ? FindingKind::kGroupMap
+                                                                    : FindingKind::kBadValue;
+        const std::string tensor = problem->tensor.empty() ? first.prefix : problem->tensor;
+        const AuditedTensor* held = audit.Find(tensor);
+        const std::string& file = audit.files[(held != nullptr ? held : first.tensor)->file];
+        report.findings.push_back({kind, std::nullopt, true, file, tensor, first.layer, "", "",
+                                   fmt::format("{}: {}", file, problem->message)});
+      }
+    }
+    legs.erase(it);
+  }
+  if (fd >= 0) close(fd);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace quantpath::pipeline_internal
