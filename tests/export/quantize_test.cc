@@ -111,6 +111,48 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Every (scheme, format) pair `quantize` writes is a folder quantpath itself plans, checks clean
+// (values read) and runs natively; ModelOpt's W4A16_NVFP4 among them. A pair the format cannot
+// express is refused before anything is written.
+TEST(Quantize, EveryPairItWritesPlansChecksAndRunsNatively) {
+  std::set<std::string> written;
+  for (const std::string& format : CheckpointFormatNames()) {
+    if (format == "bf16") continue;
+    for (const OnlineTarget& target : OnlineTargets()) {
+      if (!target.refusal.empty()) continue;
+      SCOPED_TRACE(format + " " + target.name);
+      const std::filesystem::path out = FreshDir("." + format + "." + target.name) / "out";
+      QuantizeOptions options;
+      options.scheme = target.name;
+      options.format = *ParseCheckpointFormat(format);
+      Result<ExportReport> report =
+          QuantizeCheckpoint(Producer("bf16_llama").string(), out.string(), options);
+      if (!report.ok()) {
+        EXPECT_FALSE(std::filesystem::exists(out)) << report.status().message();
+        continue;
+      }
+      written.insert(format + " " + target.name);
+      ExpectCheckClean(out, "native");
+      Result<OpenOptions> native = OpenOptions::Parse("native", "", "cpu");
+      ASSERT_TRUE(native.ok());
+      Result<Model> model = OpenModel(out.string(), *native);
+      ASSERT_TRUE(model.ok()) << model.status().message();
+      for (const std::string layer :
+           {"model.layers.0.self_attn.qkv_proj", "model.layers.1.mlp.down_proj"}) {
+        Result<LoadedLayer> loaded = LoadLayer(*model, layer);
+        ASSERT_TRUE(loaded.ok()) << layer << ": " << loaded.status().message();
+        Result<LayerRun> run = RunSeeded(*loaded, 4, 1);
+        ASSERT_TRUE(run.ok()) << layer << ": " << run.status().message();
+        EXPECT_TRUE(run->pass()) << layer << ": rel " << run->rel << " tol " << run->tol;
+      }
+    }
+  }
+  EXPECT_TRUE(written.contains("modelopt w4a16-nvfp4"));
+  EXPECT_TRUE(written.contains("modelopt w8a8-fp8-channel-dyn"));
+  EXPECT_TRUE(written.contains("compressed-tensors w4a16-int4-g128"));
+  EXPECT_GE(written.size(), 13u);
+}
+
 TEST(Quantize, CopiesTheOtherTensorsAsStored) {
   const std::filesystem::path out = FreshDir() / "out";
   QuantizeOptions options;
