@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -114,6 +115,111 @@ bool NegativeScales(const SourceLeg& leg) {
   return !Info(leg.weight.dtype).is_float;
 }
 
+// A float dtype as bits: NaN or infinity where (v & special) == special (E4M3FN's only NaN is
+// S.1111.111; E8M0's 0xFF), the sign bit, and the magnitude bits (all zero: the value is zero;
+// E8M0 has no zero, integer codes no NaN).
+struct FloatBits {
+  int width = 0;  // bytes
+  uint32_t special = 0;
+  uint32_t sign = 0;
+  uint32_t magnitude = 0;
+};
+std::optional<FloatBits> BitsOf(StDtype dtype, bool e8m0_bytes) {
+  switch (dtype) {
+    case StDtype::kF32:
+      return FloatBits{4, 0x7F800000, 0x80000000, 0x7FFFFFFF};
+    case StDtype::kBF16:
+      return FloatBits{2, 0x7F80, 0x8000, 0x7FFF};
+    case StDtype::kF16:
+      return FloatBits{2, 0x7C00, 0x8000, 0x7FFF};
+    case StDtype::kF8E5M2:
+      return FloatBits{1, 0x7C, 0x80, 0x7F};
+    case StDtype::kF8E4M3:
+      return FloatBits{1, 0x7F, 0x80, 0x7F};
+    case StDtype::kF8E8M0:
+      return FloatBits{1, 0xFF, 0, 0};
+    case StDtype::kU8:
+      if (e8m0_bytes) return FloatBits{1, 0xFF, 0, 0};
+      return std::nullopt;
+    case StDtype::kI8:
+      return FloatBits{1, 0, 0, 0xFF};
+    default:
+      return std::nullopt;
+  }
+}
+
+// One pass over a tensor stored as [rows, cols]: the first NaN or infinity, the first negative
+// value, and which rows (or, `by_column`, which columns) hold a nonzero value.
+struct Scan {
+  int64_t first_special = -1;
+  int64_t first_negative = -1;
+  std::vector<uint8_t> nonzero;  // per row, or per column
+};
+template <typename U, bool kSpecial>
+Scan ScanAs(std::span<const std::byte> bytes, const FloatBits& f, int64_t rows, int64_t cols,
+            bool by_column) {
+  const auto special = static_cast<U>(f.special);
+  const auto sign = static_cast<U>(f.sign);
+  const auto magnitude = static_cast<U>(f.magnitude);
+  // E8M0 has no zero: every value counts as nonzero.
+  const U always = f.magnitude == 0 && f.sign == 0 ? U{1} : U{0};
+  Scan scan;
+  scan.nonzero.assign(static_cast<size_t>(by_column ? cols : rows), 0);
+  std::vector<U> column_bits(by_column ? static_cast<size_t>(cols) : 0, always);
+  U special_any = 0, negative_any = 0;
+  // Branch-free, per-row accumulators: the loops vectorize.
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::byte* row = bytes.data() + r * cols * static_cast<int64_t>(sizeof(U));
+    U row_bits = always, special_bits = 0, negative_bits = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      U v;
+      std::memcpy(&v, row + c * static_cast<int64_t>(sizeof(U)), sizeof(U));
+      if constexpr (kSpecial) special_bits |= static_cast<U>((v & special) == special);
+      negative_bits |=
+          static_cast<U>(static_cast<U>((v & sign) != 0) & static_cast<U>((v & magnitude) != 0));
+      row_bits |= v & magnitude;
+      if (by_column) column_bits[c] |= v & magnitude;
+    }
+    special_any |= special_bits;
+    negative_any |= negative_bits;
+    if (!by_column) scan.nonzero[r] = row_bits != 0;
+  }
+  for (int64_t c = 0; by_column && c < cols; ++c) scan.nonzero[c] = column_bits[c] != 0;
+  // The first of each, where there is one (a signed weight's first negative is near its start).
+  const bool want_special = special_any != 0, want_negative = negative_any != 0;
+  const int64_t count = rows * cols;
+  for (int64_t i = 0; (want_special || want_negative) && i < count; ++i) {
+    U v;
+    std::memcpy(&v, bytes.data() + i * static_cast<int64_t>(sizeof(U)), sizeof(U));
+    if (want_special && scan.first_special < 0 && (v & special) == special) scan.first_special = i;
+    if (want_negative && scan.first_negative < 0 && (v & sign) != 0 && (v & magnitude) != 0) {
+      scan.first_negative = i;
+    }
+    if ((!want_special || scan.first_special >= 0) &&
+        (!want_negative || scan.first_negative >= 0)) {
+      break;
+    }
+  }
+  return scan;
+}
+template <typename U>
+Scan ScanAs(std::span<const std::byte> bytes, const FloatBits& f, int64_t rows, int64_t cols,
+            bool by_column) {
+  return f.special != 0 ? ScanAs<U, true>(bytes, f, rows, cols, by_column)
+                        : ScanAs<U, false>(bytes, f, rows, cols, by_column);
+}
+Scan ScanBits(std::span<const std::byte> bytes, const FloatBits& f, int64_t rows, int64_t cols,
+              bool by_column) {
+  switch (f.width) {
+    case 1:
+      return ScanAs<uint8_t>(bytes, f, rows, cols, by_column);
+    case 2:
+      return ScanAs<uint16_t>(bytes, f, rows, cols, by_column);
+    default:
+      return ScanAs<uint32_t>(bytes, f, rows, cols, by_column);
+  }
+}
+
 class ValueReader {
  public:
   ValueReader(const CheckpointAudit& audit, ValueReport* report) : audit_(audit), out_(*report) {}
@@ -121,35 +227,40 @@ class ValueReader {
   void Check(const ValueTensor& v, std::span<const std::byte> bytes) {
     const std::string& file = audit_.FileOf(*v.tensor);
     const StDtype dtype = *v.tensor->dtype;
+    const bool e8m0_bytes = v.leg.weight.micro_scaled;
     if (v.values == SourceValues::kCodes) {
-      CheckCodes(v, file, bytes, dtype);
+      if (const std::optional<FloatBits> bits = BitsOf(dtype, false)) {
+        CheckCodes(v, file, bytes, *bits);
+      }
       return;
     }
     if (v.values == SourceValues::kUnchecked) return;
     // An integer loader reads its own zero points and g_idx, packed as only it unpacks them.
-    const bool integer_leg = HasIntegerLoader(v.leg.weight.load.layout);
-    if (integer_leg &&
+    if (HasIntegerLoader(v.leg.weight.load.layout) &&
         (v.values == SourceValues::kZeroPoint || v.values == SourceValues::kGroupMap)) {
       return;
     }
-    const bool e8m0_bytes = v.leg.weight.micro_scaled;
-    const bool scale = v.values == SourceValues::kScale ||
-                       v.values == SourceValues::kScaleByGroup ||
-                       v.values == SourceValues::kDivisor || v.values == SourceValues::kFinite;
-    // bitsandbytes' double-quantized absmax is U8 codes into its nested map: no scale to read.
-    if (scale && !IsFloat(dtype, e8m0_bytes)) return;
+    const bool scale = v.values == SourceValues::kScale || v.values == SourceValues::kScaleByGroup;
+    if (scale || v.values == SourceValues::kDivisor || v.values == SourceValues::kFinite) {
+      // bitsandbytes' double-quantized absmax is U8 codes into its nested map: no scale to read.
+      if (!IsFloat(dtype, e8m0_bytes)) return;
+      const std::optional<FloatBits> bits = BitsOf(dtype, e8m0_bytes);
+      if (scale && bits) {
+        CheckScale(v, file, bytes, dtype, *bits);
+        return;
+      }
+    }
+    // The small tensors (divisors, biases, zero points, shapes), decoded.
     const std::optional<std::vector<double>> values = Decode(bytes, dtype, e8m0_bytes);
     if (!values) return;
     switch (v.values) {
       case SourceValues::kScale:
-      case SourceValues::kScaleByGroup:
-        CheckScale(v, file, *values);
+      case SourceValues::kScaleByGroup:  // an F64 scale
+      case SourceValues::kFinite:
+        FirstNonFinite(v, file, *values);
         return;
       case SourceValues::kDivisor:
         CheckDivisor(v, file, *values);
-        return;
-      case SourceValues::kFinite:
-        FirstNonFinite(v, file, *values);
         return;
       case SourceValues::kZeroPoint:
         CheckZeroPoint(v, file, *values);
@@ -178,32 +289,47 @@ class ValueReader {
     return false;
   }
 
-  void CheckScale(const ValueTensor& v, const std::string& file,
-                  const std::vector<double>& values) {
-    if (FirstNonFinite(v, file, values)) return;
-    for (size_t i = 0; i < values.size() && !NegativeScales(v.leg); ++i) {
-      if (values[i] >= 0) continue;
-      Add(FindingKind::kBadValue, v, file, "a scale of at least 0", fmt::format("{}", values[i]),
-          fmt::format("holds the negative scale {} at index {}", values[i], i));
+  // One value of a tensor, for a message.
+  static double ValueAt(std::span<const std::byte> bytes, StDtype dtype, bool e8m0_bytes, int64_t i,
+                        int width) {
+    const std::optional<std::vector<double>> one =
+        Decode(bytes.subspan(static_cast<size_t>(i * width), static_cast<size_t>(width)), dtype,
+               e8m0_bytes);
+    return one && !one->empty() ? one->front() : std::numeric_limits<double>::quiet_NaN();
+  }
+
+  void CheckScale(const ValueTensor& v, const std::string& file, std::span<const std::byte> bytes,
+                  StDtype dtype, const FloatBits& bits) {
+    const int64_t size = static_cast<int64_t>(bytes.size()) / bits.width;
+    const ScaleRows rows = RowsOf(v, size);
+    const int64_t stored_rows = rows.by_column ? rows.width : rows.count;
+    const int64_t stored_cols = rows.by_column ? rows.count : rows.width;
+    const Scan scan = ScanBits(bytes, bits, stored_rows, stored_cols, rows.by_column);
+    const bool e8m0_bytes = v.leg.weight.micro_scaled;
+    if (scan.first_special >= 0) {
+      const double value = ValueAt(bytes, dtype, e8m0_bytes, scan.first_special, bits.width);
+      Add(FindingKind::kBadValue, v, file, "a finite value", fmt::format("{}", value),
+          fmt::format("holds {} at index {}", value, scan.first_special));
       return;
     }
-    if (std::all_of(values.begin(), values.end(), [](double x) { return x == 0; })) {
+    if (scan.first_negative >= 0 && !NegativeScales(v.leg)) {
+      const double value = ValueAt(bytes, dtype, e8m0_bytes, scan.first_negative, bits.width);
+      Add(FindingKind::kBadValue, v, file, "a scale of at least 0", fmt::format("{}", value),
+          fmt::format("holds the negative scale {} at index {}", value, scan.first_negative));
+      return;
+    }
+    const auto zero = std::find(scan.nonzero.begin(), scan.nonzero.end(), 0);
+    if (zero == scan.nonzero.end()) return;
+    if (std::all_of(zero, scan.nonzero.end(), [](uint8_t nz) { return nz == 0; }) &&
+        std::all_of(scan.nonzero.begin(), zero, [](uint8_t nz) { return nz == 0; })) {
       Add(FindingKind::kDeadRows, v, file, "a nonzero scale", "0",
-          fmt::format("every one of its {} scale{} is zero: the layer computes zeros",
-                      values.size(), values.size() == 1 ? "" : "s"));
+          fmt::format("every one of its {} scale{} is zero: the layer computes zeros", size,
+                      size == 1 ? "" : "s"));
       return;
     }
-    const ScaleRows rows = RowsOf(v, static_cast<int64_t>(values.size()));
-    if (rows.count < 2) return;
-    for (int64_t row = 0; row < rows.count; ++row) {
-      bool zero = true;
-      for (int64_t i = 0; i < rows.width && zero; ++i) zero = values[rows.At(row, i)] == 0;
-      if (!zero) continue;
-      Add(FindingKind::kDeadRows, v, file, "a nonzero scale in every row", "0",
-          fmt::format("every scale of {} {} is zero: the rows it scales compute zeros",
-                      rows.by_column ? "column" : "row", row));
-      return;
-    }
+    Add(FindingKind::kDeadRows, v, file, "a nonzero scale in every row", "0",
+        fmt::format("every scale of {} {} is zero: the rows it scales compute zeros",
+                    rows.by_column ? "column" : "row", zero - scan.nonzero.begin()));
   }
 
   void CheckDivisor(const ValueTensor& v, const std::string& file,
@@ -268,62 +394,30 @@ class ValueReader {
   }
 
   // --deep: a weight's codes. Float codes: no NaN or infinity (fp8's NaN codes 0x7F / 0xFF);
-  // float and int8 codes: no output row all zero.
+  // float and int8 codes: no output row all zero. Packed codes are read, with no rule of their
+  // own.
   void CheckCodes(const ValueTensor& v, const std::string& file, std::span<const std::byte> bytes,
-                  StDtype dtype) {
-    int width = 0;           // bytes per value
-    uint64_t exponent = 0;   // the exponent bits: all set is NaN or infinity
-    uint64_t magnitude = 0;  // every bit but the sign
-    switch (dtype) {
-      case StDtype::kF32:
-        width = 4, exponent = 0x7F800000, magnitude = 0x7FFFFFFF;
-        break;
-      case StDtype::kBF16:
-        width = 2, exponent = 0x7F80, magnitude = 0x7FFF;
-        break;
-      case StDtype::kF16:
-        width = 2, exponent = 0x7C00, magnitude = 0x7FFF;
-        break;
-      case StDtype::kF8E5M2:
-        width = 1, exponent = 0x7C, magnitude = 0x7F;
-        break;
-      case StDtype::kF8E4M3:
-        width = 1, exponent = 0x7F, magnitude = 0x7F;  // E4M3FN: only S.1111.111 is NaN
-        break;
-      case StDtype::kI8:
-        width = 1, magnitude = 0xFF;
-        break;
-      default:
-        return;  // packed codes: read, no rule of their own
-    }
-    const int64_t count = static_cast<int64_t>(bytes.size()) / width;
-    const auto at = [&](int64_t i) {
-      uint64_t bits = 0;
-      std::memcpy(&bits, bytes.data() + i * width, static_cast<size_t>(width));
-      return bits;
-    };
-    if (exponent != 0) {
-      for (int64_t i = 0; i < count; ++i) {
-        if ((at(i) & exponent) != exponent) continue;
-        Add(FindingKind::kBadValue, v, file, "finite codes",
-            fmt::format("0x{:0{}X}", at(i), 2 * width),
-            fmt::format("holds the NaN or infinity code 0x{:0{}X} at index {}", at(i), 2 * width,
-                        i));
-        return;
-      }
-    }
-    const int64_t rows = v.leg.rows * std::max<int64_t>(v.leg.experts, 1);
-    const int64_t per_row = rows > 0 && count % rows == 0 ? count / rows : 0;
-    for (int64_t row = 0; per_row > 0 && row < rows; ++row) {
-      bool zero = true;
-      for (int64_t i = row * per_row; i < (row + 1) * per_row && zero; ++i) {
-        zero = (at(i) & magnitude) == 0;
-      }
-      if (!zero) continue;
-      Add(FindingKind::kDeadRows, v, file, "a nonzero weight in every row", "0",
-          fmt::format("row {} is all zeros", row));
+                  const FloatBits& bits) {
+    const int64_t count = static_cast<int64_t>(bytes.size()) / bits.width;
+    const int64_t leg_rows = v.leg.rows * std::max<int64_t>(v.leg.experts, 1);
+    const bool by_rows = leg_rows > 0 && count % leg_rows == 0;
+    const int64_t rows = by_rows ? leg_rows : 1;
+    const Scan scan = ScanBits(bytes, bits, rows, count / rows, false);
+    if (scan.first_special >= 0) {
+      uint32_t code = 0;
+      std::memcpy(&code, bytes.data() + scan.first_special * bits.width,
+                  static_cast<size_t>(bits.width));
+      Add(FindingKind::kBadValue, v, file, "finite codes",
+          fmt::format("0x{:0{}X}", code, 2 * bits.width),
+          fmt::format("holds the NaN or infinity code 0x{:0{}X} at index {}", code, 2 * bits.width,
+                      scan.first_special));
       return;
     }
+    if (!by_rows) return;
+    const auto zero = std::find(scan.nonzero.begin(), scan.nonzero.end(), 0);
+    if (zero == scan.nonzero.end()) return;
+    Add(FindingKind::kDeadRows, v, file, "a nonzero weight in every row", "0",
+        fmt::format("row {} is all zeros", zero - scan.nonzero.begin()));
   }
 
   void Add(FindingKind kind, const ValueTensor& v, const std::string& file, std::string expected,
@@ -338,10 +432,19 @@ class ValueReader {
   ValueReport& out_;
 };
 
+// Whether an integer loader decodes `v` (CheckIntegerSourceValues): zero points, g_idx and
+// compressed-tensors' weight_shape.
+bool DecodedByItsLoader(const ValueTensor& v) {
+  return (v.values == SourceValues::kZeroPoint || v.values == SourceValues::kGroupMap ||
+          v.values == SourceValues::kShapeVector) &&
+         HasIntegerLoader(v.leg.weight.load.layout);
+}
+
 // An integer layout's leg, gathered as its tensors are read and decoded once all are.
 struct PendingLeg {
   const ValueTensor* first = nullptr;
-  size_t left = 0;  // tensors not read yet
+  size_t left = 0;       // tensors not read yet
+  bool decodes = false;  // it has zero points or g_idx
   bool failed = false;
   std::vector<Checkpoint::OwnedTensor> tensors;
 };
@@ -361,11 +464,14 @@ ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> te
   std::map<std::string, PendingLeg> legs;
   for (const ValueTensor& v : tensors) {
     total += v.tensor->end - v.tensor->begin;
-    if (v.values == SourceValues::kCodes || !HasIntegerLoader(v.leg.weight.load.layout)) continue;
+    if (!DecodedByItsLoader(v)) continue;
     PendingLeg& leg = legs[v.prefix];
     if (leg.first == nullptr) leg.first = &v;
+    leg.decodes = leg.decodes || v.values != SourceValues::kShapeVector;
     ++leg.left;
   }
+  // A leg with neither zero points nor g_idx has nothing its decoder would add.
+  std::erase_if(legs, [](const auto& leg) { return !leg.second.decodes; });
   ValueReader reader(audit, &report);
   std::vector<std::byte> buffer;
   int fd = -1;
@@ -400,7 +506,7 @@ ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> te
     const size_t before = report.findings.size();
     reader.Check(v, buffer);
     if (progress) progress(report.bytes, total);
-    const auto it = v.values == SourceValues::kCodes ? legs.end() : legs.find(v.prefix);
+    const auto it = DecodedByItsLoader(v) ? legs.find(v.prefix) : legs.end();
     if (it == legs.end()) continue;
     PendingLeg& leg = it->second;
     leg.failed = leg.failed || report.findings.size() != before;

@@ -154,7 +154,9 @@ void PutStreamCode(uint32_t* words, int64_t stride, int64_t i, int bits, uint32_
 namespace quantpath {
 
 bool HasIntegerLoader(SourceLayout layout) {
-  return specs_internal::FindIntSource(layout, "").ok();
+  specs_internal::Decoders& d = specs_internal::IntDecoders();
+  std::lock_guard<std::mutex> lock(d.mu);
+  return d.by_layout.contains(layout);
 }
 
 std::optional<SourceValueProblem> CheckIntegerSourceValues(const Checkpoint& values,
@@ -175,7 +177,7 @@ std::optional<SourceValueProblem> CheckIntegerSourceValues(const Checkpoint& val
   r.act_order = leg.weight.load.act_order;
   r.rows = leg.rows;
   r.cols = leg.cols;
-  r.codes = false;
+  r.weights = false;
   const Result<specs_internal::IntLegCodes> codes = (*decode)(values, r);
   // What this build does not load is no fault of the values (`plan` says so).
   if (!codes.ok() && codes.status().code() == ErrorCode::kUnsupported) return std::nullopt;

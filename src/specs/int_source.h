@@ -25,7 +25,9 @@ struct IntSourceRequest {
   bool tensor = false;      // one scale for the leg
   bool zero_point = false;  // asymmetric: the canonical layout keeps zero points
   bool act_order = false;   // read g_idx
-  bool codes = true;        // false: everything but the codes (`check` reads the values alone)
+  // false: only the zero points and g_idx (and compressed-tensors' weight_shape), for `check`,
+  // which reads the scales itself.
+  bool weights = true;
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t groups() const { return (cols + group - 1) / group; }

@@ -31,7 +31,7 @@ Result<IntLegCodes> DecodeAwqGemm(const Checkpoint& checkpoint, const IntSourceR
         r.layer, r.bits, n));
   }
   IntLegCodes leg;
-  if (r.codes) {
+  if (r.weights) {
     std::string name;
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
                         ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
@@ -50,11 +50,13 @@ Result<IntLegCodes> DecodeAwqGemm(const Checkpoint& checkpoint, const IntSourceR
       leg.zeros[col * groups + i] = Nibble(qzeros[i * (n / 8) + col / 8], col);
     }
   }
-  QP_ASSIGN_OR_RETURN(std::vector<float> scales,
-                      ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
-  leg.scales.resize(scales.size());
-  for (int64_t i = 0; i < groups; ++i) {
-    for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];
+  if (r.weights) {
+    QP_ASSIGN_OR_RETURN(std::vector<float> scales,
+                        ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
+    leg.scales.resize(scales.size());
+    for (int64_t i = 0; i < groups; ++i) {
+      for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];
+    }
   }
   return leg;
 }

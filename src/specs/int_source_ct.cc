@@ -59,7 +59,7 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
   const int64_t groups = r.groups();
   QP_RETURN_IF_ERROR(CheckWeightShape(checkpoint, r));
   IntLegCodes leg;
-  if (r.codes) {
+  if (r.weights) {
     std::string name;
     const int64_t row_words = Words(k, r.bits);
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> packed,
@@ -83,7 +83,9 @@ Result<IntLegCodes> DecodeCtPacked(const Checkpoint& checkpoint, const IntSource
       }
     }
   }
-  QP_ASSIGN_OR_RETURN(leg.scales, ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
+  if (r.weights) {
+    QP_ASSIGN_OR_RETURN(leg.scales, ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
+  }
   if (r.act_order) {
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> g_idx,
                         ReadInt32Words(checkpoint, r, Slot::kGIdx, &leg.g_idx_tensor));

@@ -23,7 +23,7 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
   const int64_t k = r.cols;
   const int64_t groups = r.groups();
   IntLegCodes leg;
-  if (r.codes) {
+  if (r.weights) {
     std::string name;
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> qweight,
                         ReadInt32Words(checkpoint, r, Slot::kWeight, &name));
@@ -47,11 +47,13 @@ Result<IntLegCodes> DecodeGptq(const Checkpoint& checkpoint, const IntSourceRequ
       leg.zeros[col * groups + i] = static_cast<uint8_t>((stored + add) & mask);
     }
   }
-  QP_ASSIGN_OR_RETURN(std::vector<float> scales,
-                      ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
-  leg.scales.resize(scales.size());
-  for (int64_t i = 0; i < groups; ++i) {
-    for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];
+  if (r.weights) {
+    QP_ASSIGN_OR_RETURN(std::vector<float> scales,
+                        ReadIntScales(checkpoint, r, Slot::kWeightScale, &leg));
+    leg.scales.resize(scales.size());
+    for (int64_t i = 0; i < groups; ++i) {
+      for (int64_t col = 0; col < n; ++col) leg.scales[col * groups + i] = scales[i * n + col];
+    }
   }
   if (r.act_order) {
     QP_ASSIGN_OR_RETURN(std::vector<uint32_t> g_idx,

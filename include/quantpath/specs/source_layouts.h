@@ -102,9 +102,9 @@ struct SourceValueProblem {
   std::string message;
 };
 // For the integer layouts (GPTQ, AWQ, compressed-tensors pack-quantized): decodes the leg's zero
-// points, scales and g_idx from `values` as its loader does, without its codes, and holds them to
-// what the loader holds them to (CheckZeroPoints, CheckGroupMap); nullopt when they pass, and for
-// every other layout.
+// points and g_idx from `values` as its loader does, without its codes and scales, and holds them
+// to what the loader holds them to (CheckZeroPoints, CheckGroupMap); nullopt when they pass, for
+// what this build does not load, and for every other layout.
 std::optional<SourceValueProblem> CheckIntegerSourceValues(const Checkpoint& values,
                                                            const SourceLeg& leg,
                                                            std::string_view prefix,
