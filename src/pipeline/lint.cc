@@ -16,9 +16,16 @@
 namespace quantpath {
 namespace {
 
-// A rule written from one entry of a list (`…/ignore/3`) or one key of GPTQ's `dynamic`: the
-// entries a user writes to name modules. Rules an importer makes for a whole kind point at the
-// description itself.
+// A top-level key naming a weight (`/model.layers.0.self_attn.q_proj.weight`): ModelSlim's
+// description, a key per tensor.
+bool IsWeightKey(std::string_view pointer) {
+  const size_t slash = pointer.rfind('/');
+  return slash == 0 && pointer.ends_with(".weight");
+}
+
+// A rule written from one entry of a list (`…/ignore/3`), one key of GPTQ's `dynamic`, or one
+// weight key of a ModelSlim description: the entries a user writes to name modules. Rules an
+// importer makes for a whole kind point at the description itself.
 bool IsEntry(const Provenance& source) {
   const size_t slash = source.pointer.rfind('/');
   if (slash == std::string::npos || slash + 1 == source.pointer.size()) return false;
@@ -27,7 +34,7 @@ bool IsEntry(const Provenance& source) {
     return true;
   }
   const std::string_view parent = std::string_view(source.pointer).substr(0, slash);
-  return parent.ends_with("/dynamic");
+  return parent.ends_with("/dynamic") || IsWeightKey(source.pointer);
 }
 
 // Every module name of the model under its dialect, with each module's parents: the sites, their
@@ -124,8 +131,21 @@ const Json* AtPointer(const Json& root, std::string_view pointer) {
   return at;
 }
 
-// The entry as the description writes it: a list entry's string, or a `dynamic` key.
+// The entry as the description writes it: a list entry's string, a `dynamic` key, or a weight
+// key (RFC 6901's escapes undone).
 std::string EntryText(const ConfigSources& sources, const Rule& rule) {
+  if (IsWeightKey(rule.source.pointer)) {
+    std::string key;
+    for (size_t i = 1; i < rule.source.pointer.size(); ++i) {
+      const char c = rule.source.pointer[i];
+      if (c == '~' && i + 1 < rule.source.pointer.size()) {
+        key += rule.source.pointer[++i] == '1' ? '/' : '~';
+      } else {
+        key += c;
+      }
+    }
+    return key;
+  }
   const SourceFile* file = sources.File(rule.source.file);
   if (file != nullptr) {
     if (const Json* value = AtPointer(file->root, rule.source.pointer);
@@ -222,7 +242,17 @@ Result<std::vector<UnmatchedEntry>> UnmatchedEntries(const std::string& dir,
                    [&](const UnmatchedEntry& a, const UnmatchedEntry& b) {
                      return order(a.where) < order(b.where);
                    });
-  for (UnmatchedEntry& e : entries) e.suggestions = NearestNames(e.entry, all_names);
+  for (UnmatchedEntry& e : entries) {
+    // A weight key is held to the modules as a module, and answered with weight keys.
+    const bool weight_key = IsWeightKey(e.where.pointer);
+    const std::string_view module = weight_key
+                                        ? std::string_view(e.entry).substr(0, e.entry.size() - 7)
+                                        : std::string_view(e.entry);
+    e.suggestions = NearestNames(module, all_names);
+    if (weight_key) {
+      for (std::string& suggestion : e.suggestions) suggestion += ".weight";
+    }
+  }
   return entries;
 }
 

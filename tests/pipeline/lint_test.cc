@@ -101,6 +101,34 @@ TEST(Lint, Fp8IgnoredLayersPerDialect) {
 }
 
 // Every entry of a real producer's config matches: nothing to report.
+// ModelSlim's description names every weight by a key: a key of a layer the model does not have
+// is an entry that matches nothing (SGLang and native read the description; vLLM does not).
+TEST(Lint, ModelSlimKeysOfModulesTheModelLacks) {
+  const std::filesystem::path dir = FreshDir();
+  std::filesystem::copy(
+      std::filesystem::path(QUANTPATH_TEST_DATA) / "documented" / "modelslim_llama_w8a8", dir);
+  Result<Json> description = ReadJsonFile(dir / "quant_model_description.json");
+  ASSERT_TRUE(description.ok());
+  description->mutable_members().emplace_back("model.layers.7.self_attn.q_proj.weight",
+                                              Json::String("W8A8"));
+  ASSERT_TRUE(
+      WriteFileAtomically(dir / "quant_model_description.json", ToJson(*description, 1)).ok());
+  const std::vector<UnmatchedEntry> unmatched = Lint(dir);
+  ASSERT_EQ(unmatched.size(), 1u);
+  EXPECT_EQ(unmatched[0].entry, "model.layers.7.self_attn.q_proj.weight");
+  EXPECT_EQ(unmatched[0].where.pointer, "/model.layers.7.self_attn.q_proj.weight");
+  EXPECT_TRUE(unmatched[0].where.file.ends_with("quant_model_description.json"));
+  EXPECT_FALSE(unmatched[0].dialects.empty());
+  EXPECT_EQ(unmatched[0].dialects.front(), "native");
+  ASSERT_FALSE(unmatched[0].suggestions.empty());
+  EXPECT_TRUE(unmatched[0].suggestions.front().ends_with(".self_attn.q_proj.weight"))
+      << unmatched[0].suggestions.front();
+  // The fixture's own description is clean.
+  EXPECT_TRUE(
+      Lint(std::filesystem::path(QUANTPATH_TEST_DATA) / "documented" / "modelslim_llama_w8a8")
+          .empty());
+}
+
 TEST(Lint, AProducersOwnConfigIsClean) {
   for (const char* name : {"ct_llama_w4a16_g64_sym", "mo_llama_nvfp4", "bnb_llama_nf4_b128",
                            "ar_llama_auto_gptq_w4g64_sym"}) {
