@@ -399,12 +399,11 @@ class ValueReader {
     if (std::all_of(scan.nonzero.begin(), scan.nonzero.end(), [](uint8_t nz) { return nz == 0; })) {
       const uint64_t size = (v.tensor->end - v.tensor->begin) / static_cast<uint64_t>(width);
       Add(FindingKind::kDeadRows, v, file, "a nonzero scale", "0",
-          fmt::format("every one of its {} scale{} is zero: the layer computes zeros", size,
-                      size == 1 ? "" : "s"));
+          fmt::format("has only zero scales ({} of them): the layer computes zeros", size));
       return;
     }
     Add(FindingKind::kDeadRows, v, file, "a nonzero scale in every row", "0",
-        fmt::format("every scale of {} {} is zero: the rows it scales compute zeros",
+        fmt::format("has only zero scales in {} {}: the rows it scales compute zeros",
                     scan.by_column() ? "column" : "row", zero - scan.nonzero.begin()));
   }
 
