@@ -53,12 +53,19 @@ Status AddRules(std::vector<Rule>* rules, MatchKind kind, const std::string& pat
   return {};
 }
 
+// Native: ModelOpt's own semantics. Its checkpoints carry no fused layer, yet a split of legs that
+// share an input is none of its making: its DeepSeek recipe (examples/deepseek/ptq.py) sets wq_a
+// and wkv_a alike, and its exporter asserts that such legs agree (quant_utils.py
+// preprocess_linear_fusion); vLLM and SGLang refuse the mix, and TensorRT-LLM decides the fused
+// MLA projection by its own name (kv_a_proj_with_mqa) and reads q_a_proj as that precision.
 Result<std::vector<RuleGroup>> NativeGroups(const Description& d) {
   RuleGroup group{"exclude_modules",
                   {},
                   FusedPolicy::kLegsMustAgree,
                   "exclude_modules excludes some legs of this fused layer and not others; one "
-                  "fused layer cannot hold both precisions"};
+                  "fused layer cannot hold both precisions (ModelOpt quantizes the legs that "
+                  "share an input together, and vLLM, SGLang and TensorRT-LLM build them as one "
+                  "layer)"};
   for (const ListEntry& e : d.exclude) {
     QP_RETURN_IF_ERROR(AddRules(&group.rules, MatchKind::kGlob, e.value, RegexFlavor::kPythonRe,
                                 fmt::format("{} \"{}\" (fnmatch)", d.exclude_key, e.value), e.where,

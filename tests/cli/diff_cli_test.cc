@@ -65,6 +65,13 @@ TEST(DiffCli, DeepSeekR1Nvfp4MlaTailRule) {
             std::string::npos)
       << layer5;
   EXPECT_NE(layer5.find("model.layers.5.self_attn.fused_qkv_a_proj_with_mqa"), std::string::npos);
+  // Native's reason: ModelOpt itself never splits legs that share an input (its DeepSeek recipe
+  // sets wq_a and wkv_a alike, its exporter asserts they agree), and every engine fuses them.
+  EXPECT_NE(layer5.find("one fused layer cannot hold both precisions (ModelOpt quantizes the legs "
+                        "that share an input together, and vLLM, SGLang and TensorRT-LLM build "
+                        "them as one layer)"),
+            std::string::npos)
+      << layer5;
   // The entry that decided layer 5 under SGLang belongs to layer 0: the index is ignored.
   EXPECT_NE(layer5.find("exclude_modules \"model.layers.0.self_attn.kv_a_proj_with_mqa\""),
             std::string::npos)
