@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -211,15 +212,29 @@ class BitScan {
       // bits without the sign reach `special`), then each row's words ORed under the magnitude
       // mask (both loops vectorize whatever the row length).
       const U unsigned_bits = static_cast<U>(~sign);
-      U max_bits = 0, max_unsigned = 0;
-      for (int64_t i = 0; i < count; ++i) {
-        U v;
-        std::memcpy(&v, piece.data() + i * static_cast<int64_t>(sizeof(U)), sizeof(U));
-        max_bits = std::max(max_bits, v);
-        max_unsigned = std::max(max_unsigned, static_cast<U>(v & unsigned_bits));
+      if constexpr (sizeof(U) == 2) {
+        // 16-bit lanes have a signed maximum only (SSE2): the magnitude is a non-negative int16,
+        // and v > sign iff v ^ sign is a positive one.
+        int16_t max_magnitude = 0, max_flipped = INT16_MIN;
+        for (int64_t i = 0; i < count; ++i) {
+          U v;
+          std::memcpy(&v, piece.data() + 2 * i, 2);
+          max_magnitude = std::max(max_magnitude, static_cast<int16_t>(v & unsigned_bits));
+          max_flipped = std::max(max_flipped, static_cast<int16_t>(v ^ sign));
+        }
+        if constexpr (kSpecial) special_any = max_magnitude >= static_cast<int16_t>(special);
+        negative_any = sign != 0 && max_flipped > 0;
+      } else {
+        U max_bits = 0, max_unsigned = 0;
+        for (int64_t i = 0; i < count; ++i) {
+          U v;
+          std::memcpy(&v, piece.data() + i * static_cast<int64_t>(sizeof(U)), sizeof(U));
+          max_bits = std::max(max_bits, v);
+          max_unsigned = std::max(max_unsigned, static_cast<U>(v & unsigned_bits));
+        }
+        if constexpr (kSpecial) special_any = max_unsigned >= special;
+        negative_any = sign != 0 && max_bits > sign;
       }
-      if constexpr (kSpecial) special_any = max_unsigned >= special;
-      negative_any = sign != 0 && max_bits > sign;
       uint64_t mask = 0;
       for (size_t lane = 0; lane < 8 / sizeof(U); ++lane) {
         mask |= static_cast<uint64_t>(magnitude) << (8 * sizeof(U) * lane);
