@@ -84,10 +84,12 @@ class ConfigSources {
  public:
   static constexpr std::string_view kConfigFile = "config.json";
 
-  // Reads every known file of `dir` and lists its checkpoint (ListCheckpoint); from the headers it
+  // Reads every known file of `dir` and lists its checkpoint (ListCheckpoint, or `listing` where
+  // given: `check` passes what its audit could read of a broken checkpoint); from the headers it
   // also sets checkpoint_quantized_params. A file that exists but is not valid JSON is an error
   // naming it; a folder with neither config.json nor a standalone file is an error.
-  static Result<ConfigSources> Load(const std::filesystem::path& dir);
+  static Result<ConfigSources> Load(const std::filesystem::path& dir,
+                                    const CheckpointListing* listing = nullptr);
   // Sources made from in-memory files (the `match` command's cases, tests). A file named
   // "config.json" plays config.json's role.
   static ConfigSources FromMemory(std::vector<SourceFile> files);

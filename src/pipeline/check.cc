@@ -19,6 +19,7 @@
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "src/pipeline/check_values.h"
+#include "src/pipeline/model_folder.h"
 #include "src/pipeline/run_compare.h"
 
 namespace quantpath {
@@ -565,6 +566,21 @@ std::string_view Finding::KindName() const {
 
 namespace {
 
+// The tensors the audit read a header for, as a listing to plan from.
+CheckpointListing ReadableListing(const CheckpointAudit& audit) {
+  CheckpointListing listing;
+  listing.origin = CheckpointOrigin::kHeaders;
+  listing.source = "the safetensors headers that could be read";
+  for (const AuditedTensor& t : audit.tensors) {
+    if (!t.dtype) continue;
+    listing.tensors.push_back(
+        {std::string(t.name), std::string(StDtypeName(*t.dtype)), std::vector<int64_t>(t.shape)});
+  }
+  std::sort(listing.tensors.begin(), listing.tensors.end(),
+            [](const CheckpointTensor& a, const CheckpointTensor& b) { return a.name < b.name; });
+  return listing;
+}
+
 // An index whose shards are all absent holds names only: there is nothing to check, which is not
 // "0 errors". Some shards present and some absent is the audit's error per missing shard.
 Status RequireAShard(const std::string& dir, const CheckpointAudit& audit) {
@@ -608,6 +624,17 @@ Result<CheckReport> CheckFolder(const std::string& given, const OpenOptions& opt
   const bool broken = std::any_of(audit->problems.begin(), audit->problems.end(),
                                   [](const CheckpointProblem& p) { return p.error; });
   if (!model.ok() && !broken) return model.status();
+  if (!model.ok()) {
+    // Planning reads the headers strictly; planned from what the audit could read instead, the
+    // layers the files' problems leave alone are checked, and those they touch are named.
+    const CheckpointListing readable = ReadableListing(*audit);
+    Result<pipeline_internal::ModelFolder> folder =
+        pipeline_internal::ReadModelFolder(dir, options, &readable);
+    if (folder.ok()) {
+      Result<Model> planned = pipeline_internal::OpenModelFolder(std::move(*folder), options);
+      if (planned.ok()) model = std::move(planned);
+    }
+  }
   if (!model.ok()) {
     // Planning reads the headers strictly: the audit's problems are the report.
     CheckReport report;

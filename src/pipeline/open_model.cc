@@ -114,10 +114,11 @@ Status ApplyInt8Activations(const Dialect& dialect, const DeviceCaps& device, Qu
 
 namespace pipeline_internal {
 
-Result<ModelFolder> ReadModelFolder(const std::string& given, const OpenOptions& options) {
+Result<ModelFolder> ReadModelFolder(const std::string& given, const OpenOptions& options,
+                                    const CheckpointListing* listing) {
   QP_ASSIGN_OR_RETURN(std::filesystem::path resolved, ResolveModelDir(given));
   ModelFolder folder{resolved.string(), {}};
-  QP_ASSIGN_OR_RETURN(folder.sources, ConfigSources::Load(folder.dir));
+  QP_ASSIGN_OR_RETURN(folder.sources, ConfigSources::Load(folder.dir, listing));
   folder.sources.set_launch(options.launch);
   folder.sources.set_format_options(options.format_options);
   return folder;
@@ -164,6 +165,10 @@ Result<QuantPlan> ImportForEngine(const ConfigSources& sources, const Dialect& d
 Result<Model> OpenModel(const std::string& given, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(pipeline_internal::ModelFolder folder,
                       pipeline_internal::ReadModelFolder(given, options));
+  return pipeline_internal::OpenModelFolder(std::move(folder), options);
+}
+
+Result<Model> pipeline_internal::OpenModelFolder(ModelFolder folder, const OpenOptions& options) {
   QP_ASSIGN_OR_RETURN(QuantPlan plan, pipeline_internal::ImportModelPlan(folder, options));
   QP_ASSIGN_OR_RETURN(ModelSites sites,
                       BuildModelSites(folder.sources, options.dialect, options.launch));

@@ -23,7 +23,8 @@ bool LooksLikeSubConfig(const Json::Member& member) {
 
 }  // namespace
 
-Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
+Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir,
+                                          const CheckpointListing* listing) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return NotFound(fmt::format("{}: not a model folder (no such directory)", dir.string()));
@@ -68,7 +69,11 @@ Result<ConfigSources> ConfigSources::Load(const std::filesystem::path& dir) {
                     "quantization_config.json, hf_quant_config.json, "
                     "quant_model_description.json"));
   }
-  QP_ASSIGN_OR_RETURN(sources.checkpoint_, ListCheckpoint(dir));
+  if (listing != nullptr) {
+    sources.checkpoint_ = *listing;
+  } else {
+    QP_ASSIGN_OR_RETURN(sources.checkpoint_, ListCheckpoint(dir));
+  }
   if (sources.checkpoint_.origin == CheckpointOrigin::kHeaders) {
     std::vector<std::string> quantized;
     for (const CheckpointTensor& t : sources.checkpoint_.tensors) {
