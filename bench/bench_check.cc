@@ -116,10 +116,5 @@ void Register() {
 }  // namespace quantpath
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  quantpath::Register();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  std::filesystem::remove_all(quantpath::Root());
-  return 0;
+  return quantpath::bench_files::RunAndCleanUp(argc, argv, quantpath::Register, quantpath::Root());
 }

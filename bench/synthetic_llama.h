@@ -5,6 +5,7 @@
 // posix_fadvise(POSIX_FADV_DONTNEED) after an fsync, which needs no privileges).
 #pragma once
 
+#include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -141,6 +142,17 @@ inline void SetCache(const fs::path& dir, bool cold) {
     }
     close(fd);
   }
+}
+
+// A file benchmark's main: `register_all` adds its benchmarks, which run; then the run's folder
+// `root` is removed.
+inline int RunAndCleanUp(int argc, char** argv, void (*register_all)(), const fs::path& root) {
+  benchmark::Initialize(&argc, argv);
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  fs::remove_all(root);
+  return 0;
 }
 
 }  // namespace quantpath::bench_files

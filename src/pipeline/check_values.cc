@@ -94,7 +94,6 @@ struct ScaleRows {
   int64_t count = 1;
   int64_t width = 0;
   bool by_column = false;
-  int64_t At(int64_t row, int64_t i) const { return by_column ? i * count + row : row * width + i; }
 };
 ScaleRows RowsOf(const ValueTensor& v, int64_t size) {
   const TensorShape& shape = v.tensor->shape;
