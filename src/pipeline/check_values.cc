@@ -22,6 +22,7 @@
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "quantpath/numeric.h"
+#include "src/pipeline/bit_scan.h"
 
 namespace quantpath::pipeline_internal {
 namespace {
@@ -115,15 +116,6 @@ bool NegativeScales(const SourceLeg& leg) {
   return !Info(leg.weight.dtype).is_float;
 }
 
-// A float dtype as bits: NaN or infinity where (v & special) == special (E4M3FN's only NaN is
-// S.1111.111; E8M0's 0xFF), the sign bit, and the magnitude bits (all zero: the value is zero;
-// E8M0 has no zero, integer codes no NaN).
-struct FloatBits {
-  int width = 0;  // bytes
-  uint32_t special = 0;
-  uint32_t sign = 0;
-  uint32_t magnitude = 0;
-};
 std::optional<FloatBits> BitsOf(StDtype dtype, bool e8m0_bytes) {
   switch (dtype) {
     case StDtype::kF32:
@@ -147,150 +139,6 @@ std::optional<FloatBits> BitsOf(StDtype dtype, bool e8m0_bytes) {
       return std::nullopt;
   }
 }
-
-// One pass over a float (or int8) tensor stored as [rows, cols], fed piece by piece as it is read
-// so that each piece is scanned while it is in cache: the first NaN or infinity and the first
-// negative value with their codes, and which rows (or, `by_column`, which columns) hold a
-// nonzero value. Pieces are whole rows, or whole values of a tensor of one row.
-class BitScan {
- public:
-  BitScan(const FloatBits& bits, int64_t rows, int64_t cols, bool by_column)
-      : bits_(bits), rows_(rows), cols_(cols), by_column_(by_column) {
-    nonzero.assign(static_cast<size_t>(by_column ? cols : rows), 0);
-  }
-  const FloatBits& bits() const { return bits_; }
-  bool by_column() const { return by_column_; }
-  // The piece nearest `target` bytes.
-  uint64_t PieceBytes(uint64_t target) const {
-    const uint64_t unit = static_cast<uint64_t>(bits_.width) * (rows_ > 1 ? cols_ : 1);
-    return std::max<uint64_t>(unit, target / std::max<uint64_t>(unit, 1) * unit);
-  }
-  void Add(std::span<const std::byte> piece) {
-    switch (bits_.width) {
-      case 1:
-        return Dispatch<uint8_t>(piece);
-      case 2:
-        return Dispatch<uint16_t>(piece);
-      default:
-        return Dispatch<uint32_t>(piece);
-    }
-  }
-
-  int64_t first_special = -1;
-  int64_t first_negative = -1;
-  uint32_t special_code = 0;
-  uint32_t negative_code = 0;
-  std::vector<uint8_t> nonzero;  // per row, or per column
-
- private:
-  template <typename U>
-  void Dispatch(std::span<const std::byte> piece) {
-    if (bits_.special != 0) {
-      Scan<U, true>(piece);
-    } else {
-      Scan<U, false>(piece);
-    }
-  }
-
-  template <typename U, bool kSpecial>
-  void Scan(std::span<const std::byte> piece) {
-    const auto special = static_cast<U>(bits_.special);
-    const auto sign = static_cast<U>(bits_.sign);
-    const auto magnitude = static_cast<U>(bits_.magnitude);
-    // E8M0 has no zero: every value counts as nonzero.
-    const U always = bits_.magnitude == 0 && bits_.sign == 0 ? U{1} : U{0};
-    const int64_t count = static_cast<int64_t>(piece.size() / sizeof(U));
-    const int64_t rows = rows_ > 1 ? count / cols_ : 1;
-    const int64_t cols = rows_ > 1 ? cols_ : count;
-    const int64_t first_row = rows_ > 1 ? done_ / cols_ : 0;
-    U special_any = 0, negative_any = 0;
-    const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(U));
-    if (!by_column_ && row_bytes % 8 == 0) {
-      // Long rows of whole words: one flat pass of two maxima (sign-magnitude: a value is
-      // negative and nonzero iff its bits exceed the sign bit's, and NaN or infinite iff its
-      // bits without the sign reach `special`), then each row's words ORed under the magnitude
-      // mask (both loops vectorize whatever the row length).
-      const U unsigned_bits = static_cast<U>(~sign);
-      if constexpr (sizeof(U) == 2) {
-        // 16-bit lanes have a signed maximum only (SSE2): the magnitude is a non-negative int16,
-        // and v > sign iff v ^ sign is a positive one.
-        int16_t max_magnitude = 0, max_flipped = INT16_MIN;
-        for (int64_t i = 0; i < count; ++i) {
-          U v;
-          std::memcpy(&v, piece.data() + 2 * i, 2);
-          max_magnitude = std::max(max_magnitude, static_cast<int16_t>(v & unsigned_bits));
-          max_flipped = std::max(max_flipped, static_cast<int16_t>(v ^ sign));
-        }
-        if constexpr (kSpecial) special_any = max_magnitude >= static_cast<int16_t>(special);
-        negative_any = sign != 0 && max_flipped > 0;
-      } else {
-        U max_bits = 0, max_unsigned = 0;
-        for (int64_t i = 0; i < count; ++i) {
-          U v;
-          std::memcpy(&v, piece.data() + i * static_cast<int64_t>(sizeof(U)), sizeof(U));
-          max_bits = std::max(max_bits, v);
-          max_unsigned = std::max(max_unsigned, static_cast<U>(v & unsigned_bits));
-        }
-        if constexpr (kSpecial) special_any = max_unsigned >= special;
-        negative_any = sign != 0 && max_bits > sign;
-      }
-      uint64_t mask = 0;
-      for (size_t lane = 0; lane < 8 / sizeof(U); ++lane) {
-        mask |= static_cast<uint64_t>(magnitude) << (8 * sizeof(U) * lane);
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        uint64_t bits = always;
-        for (int64_t w = 0; w < row_bytes / 8; ++w) {
-          uint64_t word;
-          std::memcpy(&word, piece.data() + r * row_bytes + 8 * w, 8);
-          bits |= word & mask;
-        }
-        nonzero[first_row + r] |= static_cast<uint8_t>(bits != 0);
-      }
-    } else {
-      // Branch-free, per-row accumulators: the loops vectorize.
-      for (int64_t r = 0; r < rows; ++r) {
-        const std::byte* row = piece.data() + r * row_bytes;
-        U row_bits = always, special_bits = 0, negative_bits = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-          U v;
-          std::memcpy(&v, row + c * static_cast<int64_t>(sizeof(U)), sizeof(U));
-          if constexpr (kSpecial) special_bits |= static_cast<U>((v & special) == special);
-          negative_bits |= static_cast<U>(static_cast<U>((v & sign) != 0) &
-                                          static_cast<U>((v & magnitude) != 0));
-          row_bits |= v & magnitude;
-          if (by_column_) nonzero[c] |= static_cast<uint8_t>(((v & magnitude) | always) != 0);
-        }
-        special_any |= special_bits;
-        negative_any |= negative_bits;
-        if (!by_column_) nonzero[first_row + r] |= static_cast<uint8_t>(row_bits != 0);
-      }
-    }
-    // The first of each, where this piece has one and no earlier piece had.
-    const bool want_special = special_any != 0 && first_special < 0;
-    const bool want_negative = negative_any != 0 && first_negative < 0;
-    for (int64_t i = 0; (want_special || want_negative) && i < count; ++i) {
-      U v;
-      std::memcpy(&v, piece.data() + i * static_cast<int64_t>(sizeof(U)), sizeof(U));
-      if (want_special && first_special < 0 && (v & special) == special) {
-        first_special = done_ + i;
-        special_code = v;
-      }
-      if (want_negative && first_negative < 0 && (v & sign) != 0 && (v & magnitude) != 0) {
-        first_negative = done_ + i;
-        negative_code = v;
-      }
-      if ((!want_special || first_special >= 0) && (!want_negative || first_negative >= 0)) break;
-    }
-    done_ += count;
-  }
-
-  FloatBits bits_;
-  int64_t rows_;
-  int64_t cols_;
-  bool by_column_;
-  int64_t done_ = 0;  // values scanned
-};
 
 class ValueReader {
  public:
@@ -532,6 +380,72 @@ struct PendingLeg {
 // What a scanned tensor is read in: a few hundred KB stay in a core's cache while scanned.
 constexpr uint64_t kPieceBytes = 256 << 10;
 
+// Read in pieces, a cold tensor would come from disk a piece at a time, each piece a request of
+// its own. So the kernel is told (POSIX_FADV_WILLNEED) which bytes come next, a window ahead of
+// the piece being read and across stretches of the same file: the disk reads while the pieces
+// are scanned, and on a warm file the advice costs a call per window.
+class ReadAhead {
+ public:
+  static constexpr uint64_t kWindow = 8 << 20;
+  // Stretches this close are advised as one range: the gap costs less than a call.
+  static constexpr uint64_t kGap = 64 << 10;
+
+  explicit ReadAhead(const std::vector<ReadStretch>& stretches) : stretches_(stretches) {
+    before_.reserve(stretches.size() + 1);
+    uint64_t total = 0;
+    for (const ReadStretch& s : stretches) {
+      before_.push_back(total);
+      total += s.length;
+    }
+    before_.push_back(total);
+    if (!stretches.empty()) at_ = stretches.front().offset;
+  }
+
+  // Before reading stretch `i` of the open file `fd` from the absolute offset `at`.
+  void Before(int fd, size_t i, uint64_t at) {
+    const uint64_t now = Position(i, at);
+    if (Position(next_, at_) < now) {
+      next_ = i;
+      at_ = at;
+    }
+    if (Position(next_, at_) >= now + kWindow / 2) return;
+    const uint64_t until = now + kWindow;
+    uint64_t from = at_, to = at_;
+    while (next_ < stretches_.size() && stretches_[next_].file == stretches_[i].file &&
+           Position(next_, at_) < until) {
+      const ReadStretch& s = stretches_[next_];
+      if (at_ > to + kGap || at_ < to) {
+        Advise(fd, from, to);
+        from = at_;
+      }
+      to = std::min(s.offset + s.length, at_ + (until - Position(next_, at_)));
+      if (to < s.offset + s.length) {
+        at_ = to;
+        break;
+      }
+      if (++next_ < stretches_.size()) at_ = stretches_[next_].offset;
+    }
+    Advise(fd, from, to);
+  }
+
+ private:
+  // How many bytes of the stretches come before `at` in stretch `i`.
+  uint64_t Position(size_t i, uint64_t at) const {
+    return i < stretches_.size() ? before_[i] + (at - stretches_[i].offset) : before_.back();
+  }
+  static void Advise(int fd, uint64_t from, uint64_t to) {
+    if (to > from) {
+      posix_fadvise(fd, static_cast<off_t>(from), static_cast<off_t>(to - from),
+                    POSIX_FADV_WILLNEED);
+    }
+  }
+
+  const std::vector<ReadStretch>& stretches_;
+  std::vector<uint64_t> before_;
+  size_t next_ = 0;  // the first byte not yet advised: stretch next_, offset at_
+  uint64_t at_ = 0;
+};
+
 }  // namespace
 
 ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> tensors,
@@ -555,20 +469,26 @@ ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> te
   }
   // A leg with neither zero points nor g_idx has nothing its decoder would add.
   std::erase_if(legs, [](const auto& leg) { return !leg.second.decodes; });
+  for (const ValueTensor& v : tensors) {
+    const AuditedTensor& t = *v.tensor;
+    report.stretches.push_back({t.file, audit.data_starts[t.file] + t.begin, t.end - t.begin});
+  }
   ValueReader reader(audit, &report);
+  ReadAhead ahead(report.stretches);
   std::vector<std::byte> buffer;
   int fd = -1;
   uint32_t open_file = UINT32_MAX;
   const auto start = std::chrono::steady_clock::now();
-  for (const ValueTensor& v : tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const ValueTensor& v = tensors[i];
     const AuditedTensor& t = *v.tensor;
     if (t.file != open_file) {
       if (fd >= 0) close(fd);
       fd = open(audit.files[t.file].c_str(), O_RDONLY | O_CLOEXEC);
       open_file = t.file;
     }
-    const uint64_t offset = audit.data_starts[t.file] + t.begin;
-    const uint64_t length = t.end - t.begin;
+    const uint64_t offset = report.stretches[i].offset;
+    const uint64_t length = report.stretches[i].length;
     // A scanned tensor is read a piece at a time (each scanned while in cache); any other whole.
     std::optional<BitScan> scan = reader.ScanFor(v);
     const uint64_t piece = scan ? std::min(length, scan->PieceBytes(kPieceBytes)) : length;
@@ -576,6 +496,7 @@ ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> te
     uint64_t got = 0;
     while (fd >= 0 && got < length) {
       const uint64_t want = std::min(piece, length - got);
+      ahead.Before(fd, i, offset + got);
       uint64_t in = 0;
       while (in < want) {
         const ssize_t n =
@@ -587,7 +508,6 @@ ValueReport ReadValues(const CheckpointAudit& audit, std::vector<ValueTensor> te
       if (scan) scan->Add(std::span<const std::byte>(buffer.data(), want));
       got += want;
     }
-    report.stretches.push_back({t.file, offset, length});
     report.bytes += length;
     if (got < length) {
       report.findings.push_back({FindingKind::kCheckpoint, CheckpointProblemKind::kUnreadableShard,
