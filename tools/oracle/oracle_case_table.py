@@ -257,6 +257,11 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
         add(id=f"{pfx}-modelopt-nvfp4-flat", engine=e, format="modelopt", code=code, config=nvfp4_flat,
             packed_modules_mapping=LLAMA_PMM, layers=nvfp4_layers(e),
             note="NVFP4 embedded in config.json (flat form); lm_head not excluded")
+        add(id=f"{pfx}-modelopt-fp8-per-channel-written", engine=e, format="modelopt", code=code,
+            config={"ignore": ["lm_head"], "quant_algo": "FP8_PER_CHANNEL_PER_TOKEN",
+                    "producer": {"name": "modelopt", "version": "0.47.0"}, "quant_method": "modelopt"},
+            packed_modules_mapping=LLAMA_PMM, layers=dense_block(0) + [lm_head()],
+            note="the config.json `quantize --format modelopt --scheme w8a8-fp8-channel-dyn` writes")
         add(id=f"{pfx}-modelopt-nvfp4-nested-missing-fields", engine=e, format="modelopt", code=code,
             config={"producer": {"name": "modelopt", "version": "0.29.0"},
                     "quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head"]}},
