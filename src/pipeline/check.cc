@@ -19,6 +19,7 @@
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
 #include "src/pipeline/check_values.h"
+#include "src/pipeline/kv_scales.h"
 #include "src/pipeline/model_folder.h"
 #include "src/pipeline/run_compare.h"
 
@@ -66,6 +67,7 @@ class Checker {
     for (const CheckpointProblem& p : audit_.problems) Add(FindingOf(p));
     QP_ASSIGN_OR_RETURN(std::vector<LayerDecision> decisions, DecideAll(model_));
     for (const LayerDecision& decision : decisions) CheckSite(*decision.site, decision);
+    for (const LayerDecision& decision : decisions) CheckKvScales(*decision.site, decision);
     CheckOthers();
     CheckLeftOver();
     CheckSplits(decisions);
@@ -106,6 +108,33 @@ class Checker {
                        decision.spec_note)});
     }
     CheckQuantized(site, path, *decision.decision.scheme, decision.spec);
+  }
+
+  // An attention site whose KV cache is quantized reads the KV-cache scales stored under its
+  // module (after every layer took its own: a projection's output_scale may be its activations').
+  // Each divides the keys or values going into the cache: finite and positive.
+  void CheckKvScales(const LayerSite& site, const LayerDecision& decision) {
+    if (site.kind != SiteKind::kAttention || decision.decision.kind != DecisionKind::kQuantized) {
+      return;
+    }
+    const std::string prefix = pipeline_internal::KvScaleModule(site) + ".";
+    for (auto it = FirstWithPrefix(prefix); it != by_name_.end() && (*it)->name.starts_with(prefix);
+         ++it) {
+      const std::string name((*it)->name);
+      if (consumed_.contains(name) ||
+          !pipeline_internal::IsKvScaleName(std::string_view(name).substr(prefix.size()))) {
+        continue;
+      }
+      Consume(name);
+      Value(**it, site.path, SourceValues::kDivisor, {}, "");
+      const std::optional<std::string> skipped = pipeline_internal::KvScaleNotLoaded(
+          model_.plan.dialect, model_.sites.architecture, model_.plan.importer, site, name);
+      if (!skipped) continue;
+      const std::string& file = audit_.FileOf(**it);
+      Add({FindingKind::kSkipped, std::nullopt, false, file, name, site.path, "", "",
+           fmt::format("{}: tensor {} of attention layer {} is skipped by the engine: {}", file,
+                       name, site.path, *skipped)});
+    }
   }
 
   // An unquantized site reads `.weight` (and its bias) in bf16, fp16 or fp32, of its shape.

@@ -15,10 +15,12 @@
 #include <cstring>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "fmt/format.h"
 #include "quantpath/materialize.h"
 #include "quantpath/pipeline.h"
+#include "src/pipeline/kv_scales.h"
 #include "src/pipeline/run_compare.h"
 
 namespace quantpath {
@@ -47,7 +49,10 @@ class Loader {
       : model_(model),
         checkpoint_(std::move(checkpoint)),
         tp_rank_(tp_rank),
-        unlisted_(model.sites.unlisted_modules.begin(), model.sites.unlisted_modules.end()) {}
+        unlisted_(model.sites.unlisted_modules.begin(), model.sites.unlisted_modules.end()),
+        names_(checkpoint_.TensorNames()) {
+    std::sort(names_.begin(), names_.end());
+  }
 
   Result<ModelLoad> Run(const LoadModelOptions& options) {
     const auto start = std::chrono::steady_clock::now();
@@ -90,6 +95,20 @@ class Loader {
   Status LoadSite(const LayerSite& site, const LayerDecision& decision, SiteLoad* load) {
     if (site.kind == SiteKind::kAttention) {
       load->note = fmt::format("attention: {}", decision.spec_note);
+      if (decision.decision.kind != DecisionKind::kQuantized) return Status();
+      // Its KV-cache method reads the KV-cache scales stored under its module.
+      const std::string prefix = pipeline_internal::KvScaleModule(site) + ".";
+      for (auto it = std::lower_bound(names_.begin(), names_.end(), prefix);
+           it != names_.end() && it->starts_with(prefix); ++it) {
+        if (pipeline_internal::IsKvScaleName(std::string_view(*it).substr(prefix.size()))) {
+          QP_RETURN_IF_ERROR(Consume(*it, load));
+        }
+      }
+      if (load->tensors > 0) {
+        load->note = fmt::format("attention: its KV-cache method reads {} scale tensor{} (the KV "
+                                 "cache is allocated at run time)",
+                                 load->tensors, load->tensors == 1 ? "" : "s");
+      }
       return Status();
     }
     if (site.kind == SiteKind::kLmHead && site.params == 0) {
@@ -349,6 +368,7 @@ class Loader {
   std::unordered_set<std::string> consumed_;
   // Looked up once per checkpoint tensor (ModelSites::unlisted_modules).
   const std::unordered_set<std::string> unlisted_;
+  std::vector<std::string> names_;  // the checkpoint's tensors, sorted
 };
 
 }  // namespace

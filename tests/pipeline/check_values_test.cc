@@ -218,6 +218,49 @@ TEST(CheckValuesTest, AllZeroScalesAreADeadLayer) {
   }
 }
 
+// compressed-tensors' KV-cache scales (llmcompressor's k_scale and v_scale on each attention
+// module) are the attention layer's under every release: read, and held positive. Renamed as
+// ModelOpt stores them on a fused qkv_proj, SGLang 0.5.23 looks them up elsewhere: a warning
+// naming each, under that release only.
+TEST(CheckValuesTest, KvCacheScalesAreTheAttentionLayers) {
+  const std::string folder = "producers/ct_llama_fp8_dynamic_kv";
+  const std::string k = "model.layers.0.self_attn.k_scale";
+  const auto skipped = [](const std::filesystem::path& dir, const std::string& engine) {
+    Result<OpenOptions> options = OpenOptions::Parse(engine, "", "cpu");
+    EXPECT_TRUE(options.ok());
+    Result<CheckReport> report = CheckFolder(dir.string(), *options);
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    std::vector<std::string> tensors;
+    if (!report.ok()) return tensors;
+    EXPECT_EQ(report->errors, 0) << engine << Describe(*report);
+    for (const Finding& f : report->findings) {
+      if (f.kind == FindingKind::kSkipped) tensors.push_back(f.tensor);
+    }
+    return tensors;
+  };
+  const std::filesystem::path as_written = kData + folder;
+  for (const std::string engine : {"native", "vllm@0.33", "vllm@0.34", "sglang@0.5.23"}) {
+    EXPECT_EQ(skipped(as_written, engine), std::vector<std::string>()) << engine;
+  }
+  ExpectCases({{folder, k, 0, 0, FindingKind::kBadValue, "holds 0 at index 0"}},
+              "model.layers.0.self_attn.attn");
+  const std::filesystem::path fused =
+      testing::MutatedFixture(as_written, [](testing::TestTensor* t) {
+        for (const std::string scale : {".self_attn.k_scale", ".self_attn.v_scale"}) {
+          if (t->name.ends_with(scale)) {
+            t->name = t->name.substr(0, t->name.size() - 7) + "qkv_proj." + scale.substr(11);
+          }
+        }
+        return true;
+      });
+  EXPECT_EQ(skipped(fused, "vllm@0.34"), std::vector<std::string>());
+  EXPECT_EQ(skipped(fused, "sglang@0.5.23"),
+            (std::vector<std::string>{"model.layers.0.self_attn.qkv_proj.k_scale",
+                                      "model.layers.0.self_attn.qkv_proj.v_scale",
+                                      "model.layers.1.self_attn.qkv_proj.k_scale",
+                                      "model.layers.1.self_attn.qkv_proj.v_scale"}));
+}
+
 // Zero points and activation offsets stored unpacked (ModelSlim): symmetric means 0.
 TEST(CheckValuesTest, UnpackedZeroPointsAndOffsets) {
   ExpectCases({
