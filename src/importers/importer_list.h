@@ -26,6 +26,8 @@ const Importer* HqqImporter();
 const Importer* TorchaoImporter();
 const Importer* GgufImporter();
 const Importer* MlxImporter();
+const Importer* FpQuantImporter();
+const Importer* HummingImporter();
 // vLLM's online shorthands (fp8_per_block, mxfp8, …), one importer each; never detected.
 std::vector<const Importer*> VllmOnlineImporters();
 // The MLX description (config.json `quantization` or `quantization_config` with bits and
@@ -56,6 +58,8 @@ inline std::vector<const Importer*> MakeImporterList() {
       HqqImporter(),
       TorchaoImporter(),
       GgufImporter(),
+      FpQuantImporter(),
+      HummingImporter(),
       // compressed-tensors: quant_method "compressed-tensors", or a bare library dict with
       // config_groups (checked after the formats that key on their own quant_method).
       CompressedTensorsImporter(),
