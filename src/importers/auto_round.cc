@@ -18,7 +18,8 @@
 //         auto_round.py, read at 04aa528e): extra_config exact name first, else quantized when
 //         the name starts with a block name (the LM head only then), fused layers need one config
 //         across their shards.
-// Non-goals: AutoRound's non-integer data types (mx_fp, nv_fp, fp8), which are rejected.
+// Non-goals: AutoRound's non-integer data types (mx_fp, nv_fp, fp8), which are rejected saying
+// which engine reads them (RefuseDataType).
 #include <utility>
 
 #include "fmt/format.h"
@@ -164,6 +165,34 @@ Result<std::optional<std::vector<std::string>>> ReadBlocks(const ConfigCopy& cop
   return std::optional<std::vector<std::string>>();
 }
 
+// A non-integer data_type: vLLM reads AutoRound through INCConfig (inc/inc.py, 0.33 and 0.34:
+// data types int, mx_fp and fp; its constructor raises on the others), SGLang 0.5.23's
+// AutoRoundConfig takes "int" only (SUPPORTED_DTYPES = {"int"}, raised in its constructor).
+Status RefuseDataType(const Dialect& dialect, const ConfigCopy& copy, const std::string& type) {
+  const std::string where = copy.where.ToString();
+  if (dialect.is_release() && dialect.engine == Engine::kSglang) {
+    return InvalidInput(fmt::format(
+        "{}: ValueError: Unsupported data_type: {}, currently only support  {{'int'}} ({}'s "
+        "AutoRoundConfig)",
+        where, type, dialect.name));
+  }
+  const bool inc_reads = type.find("mx_fp") != std::string::npos || type == "fp" || type == "fp8";
+  if (dialect.is_release() && dialect.engine == Engine::kVllm && !inc_reads) {
+    return InvalidInput(fmt::format(
+        "{}: ValueError: Unsupported data_type: {} ({}'s INCConfig, which reads AutoRound, takes "
+        "int, mx_fp and fp)",
+        where, type, dialect.name));
+  }
+  return Unsupported(fmt::format(
+      "{}: AutoRound data_type \"{}\" is recognised but not supported: quantpath reads the "
+      "integer (\"int\") AutoRound formats. vLLM 0.33 and 0.34 read mx_fp (MXFP4 and MXFP8 "
+      "with packing_format auto_round:llm_compressor) and fp (fp8 blocks, auto_round:fp8) "
+      "through INCConfig; SGLang 0.5.23 reads \"int\" only. auto-round's export with format "
+      "\"llm_compressor\" writes the same MX tensors under quant_method compressed-tensors, "
+      "which quantpath reads",
+      where, type));
+}
+
 Result<QuantPlan> BuildAutoRoundPlan(const Dialect& dialect, const FamilyConfig& config) {
   const AutoRoundDialect& d = DialectFor(dialect);
   const ConfigCopy& copy = config.primary;
@@ -181,12 +210,7 @@ Result<QuantPlan> BuildAutoRoundPlan(const Dialect& dialect, const FamilyConfig&
   QP_ASSIGN_OR_RETURN(std::optional<std::string> packing_format,
                       OptionalString(*copy.json, "packing_format", copy.file()));
   bool sym = sym_field.value_or(true);
-  if (data_type.value_or("int") != "int") {
-    return Unsupported(fmt::format(
-        "{}: AutoRound data_type \"{}\" is recognised but not supported; quantpath reads the "
-        "integer (\"int\") AutoRound formats",
-        copy.where.ToString(), *data_type));
-  }
+  if (data_type.value_or("int") != "int") return RefuseDataType(dialect, copy, *data_type);
   std::string format = packing_format.value_or("auto_round:auto_gptq");
   if (format != "auto_round:auto_gptq" && format != "auto_round:auto_awq") {
     return Unsupported(fmt::format(

@@ -110,11 +110,29 @@ TEST(AutoRoundMethod, PackingSetsTheLayout) {
   EXPECT_EQ(gptq.default_action.scheme->weight.load.layout, SourceLayout::kGptqV1);
 }
 
+// Natively and under vLLM (whose INCConfig reads mx_fp and fp): not supported, saying who reads
+// it and that auto-round's llm_compressor export is read. SGLang 0.5.23's AutoRoundConfig raises
+// on any type but int, and vLLM's INCConfig on nv_fp: their errors.
 TEST(AutoRoundMethod, NonIntegerDataTypesAreRejected) {
-  Result<QuantPlan> plan = Import(Embedded(AutoRound(R"("data_type": "mx_fp")")), "native");
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().code(), ErrorCode::kUnsupported);
-  EXPECT_TRUE(Contains(plan.status().message(), "data_type \"mx_fp\""));
+  for (const char* dialect : {"native", "vllm@0.33", "vllm@0.34"}) {
+    Result<QuantPlan> plan = Import(Embedded(AutoRound(R"("data_type": "mx_fp")")), dialect);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), ErrorCode::kUnsupported) << dialect;
+    EXPECT_TRUE(Contains(plan.status().message(), "data_type \"mx_fp\""));
+    EXPECT_TRUE(Contains(plan.status().message(), "through INCConfig"));
+    EXPECT_TRUE(Contains(plan.status().message(), "format \"llm_compressor\""));
+  }
+  Result<QuantPlan> sglang =
+      Import(Embedded(AutoRound(R"("data_type": "mx_fp")")), "sglang@0.5.23");
+  ASSERT_FALSE(sglang.ok());
+  EXPECT_EQ(sglang.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_TRUE(Contains(sglang.status().message(),
+                       "ValueError: Unsupported data_type: mx_fp, currently only support  {'int'}"))
+      << sglang.status().message();
+  Result<QuantPlan> nv_fp = Import(Embedded(AutoRound(R"("data_type": "nv_fp")")), "vllm@0.34");
+  ASSERT_FALSE(nv_fp.ok());
+  EXPECT_TRUE(Contains(nv_fp.status().message(), "ValueError: Unsupported data_type: nv_fp"))
+      << nv_fp.status().message();
 }
 
 }  // namespace
