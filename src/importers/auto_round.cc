@@ -92,8 +92,14 @@ const AutoRoundDialect& DialectFor(const Dialect& dialect) {
   return dialect.engine == Engine::kNative ? kNative : kEngine;
 }
 
+// How the export stores its layers: GPTQ or AWQ packed integers, or (data_type mx_fp, packing
+// auto_round:llm_compressor) compressed-tensors' MX tensors, which auto-round packs with
+// compressed-tensors' own compressors: MXFP4 as mxfp4-pack-quantized, MXFP8 as mxfp8-quantized,
+// one E8M0 scale per 32 (auto_round/export/export_to_llmcompressor).
 struct Packing {
-  bool gptq;
+  bool gptq = false;
+  bool mx = false;
+  int64_t act_bits = 16;  // mx: activations MX per 32 at run time below 16 bits
   LoadFacts Load(bool sym) const {
     LoadFacts load;
     if (gptq) {
@@ -107,12 +113,56 @@ struct Packing {
   }
 };
 
+// An MX tensor of `bits` (4: E2M1, 8: E4M3) with one E8M0 scale per 32, or nullopt.
+std::optional<TensorQuant> MxTensor(int64_t bits) {
+  TensorQuant t;
+  if (bits == 4) {
+    t.dtype = QDType::kMXFP4;
+  } else if (bits == 8) {
+    t.dtype = QDType::kMXFP8;
+  } else {
+    return std::nullopt;
+  }
+  t.micro_scaled = true;
+  t.granularity = Granularity::kGroup;
+  t.group_size = 32;
+  return t;
+}
+
+// An MX layer of the export: weights of `bits` in groups of 32 in compressed-tensors' layout.
+std::optional<QuantScheme> MxScheme(int64_t bits, int64_t group_size, int64_t act_bits) {
+  std::optional<TensorQuant> weight = MxTensor(bits);
+  if (!weight || group_size != 32) return std::nullopt;
+  weight->load.layout =
+      bits == 4 ? SourceLayout::kCtMxfp4PackQuantized : SourceLayout::kCtFloatQuantized;
+  QuantScheme scheme;
+  scheme.weight = *weight;
+  if (act_bits < 16) {
+    scheme.input = MxTensor(act_bits);
+    if (!scheme.input) return std::nullopt;
+    scheme.input->dynamic = Dynamic::kDynamic;
+  }
+  return scheme;
+}
+
 // The action for a layer whose effective settings are (bits, group_size, sym).
 Action LayerAction(int64_t bits, int64_t group_size, bool sym, const Packing& packing,
                    const AutoRoundDialect& d, std::string why) {
   if (bits >= 16) {
     return {ActionKind::kSkip, std::nullopt, why + ": 16 bits, not quantized",
             d.engine_texts ? "UnquantizedLinearMethod" : ""};
+  }
+  if (packing.mx) {
+    std::optional<QuantScheme> mx = MxScheme(bits, group_size, packing.act_bits);
+    if (!mx) {
+      return {ActionKind::kFail, std::nullopt,
+              fmt::format("AutoRound mx_fp with {} bits in groups of {} (act_bits {}) is not "
+                          "MXFP4 or MXFP8: 4 or 8 bits, groups of 32",
+                          bits, group_size, packing.act_bits),
+              ""};
+    }
+    return {ActionKind::kQuantize, mx, fmt::format("{}: quantized as {}", why, mx->CanonicalName()),
+            ""};
   }
   std::optional<QuantScheme> scheme = (bits == 2 || bits == 3 || bits == 4 || bits == 8)
                                           ? IntScheme({bits, group_size, sym, packing.Load(sym)})
@@ -210,15 +260,31 @@ Result<QuantPlan> BuildAutoRoundPlan(const Dialect& dialect, const FamilyConfig&
   QP_ASSIGN_OR_RETURN(std::optional<std::string> packing_format,
                       OptionalString(*copy.json, "packing_format", copy.file()));
   bool sym = sym_field.value_or(true);
-  if (data_type.value_or("int") != "int") return RefuseDataType(dialect, copy, *data_type);
   std::string format = packing_format.value_or("auto_round:auto_gptq");
-  if (format != "auto_round:auto_gptq" && format != "auto_round:auto_awq") {
+  // Natively, MX exports (the compressed-tensors layout); the engines' readings of them are not
+  // reproduced (vLLM's INCConfig) or refuse them (SGLang).
+  const bool mx = data_type && data_type->find("mx_fp") != std::string::npos &&
+                  format == "auto_round:llm_compressor" && dialect.engine == Engine::kNative;
+  if (data_type.value_or("int") != "int" && !mx) return RefuseDataType(dialect, copy, *data_type);
+  Packing packing{.gptq = format == "auto_round:auto_gptq", .mx = mx};
+  if (mx) {
+    QP_ASSIGN_OR_RETURN(std::optional<int64_t> act_bits,
+                        OptionalInt(*copy.json, "act_bits", copy.file()));
+    QP_ASSIGN_OR_RETURN(std::optional<std::string> act_type,
+                        OptionalString(*copy.json, "act_data_type", copy.file()));
+    packing.act_bits = act_bits.value_or(16);
+    if (packing.act_bits < 16 && act_type.value_or("mx_fp").find("mx_fp") == std::string::npos) {
+      return Unsupported(
+          fmt::format("{}: AutoRound mx_fp weights with act_data_type \"{}\" are not supported (MX "
+                      "activations, act_data_type mx_fp, are)",
+                      copy.where.ToString(), *act_type));
+    }
+  } else if (format != "auto_round:auto_gptq" && format != "auto_round:auto_awq") {
     return Unsupported(fmt::format(
         "{}: AutoRound packing_format \"{}\" is recognised but not supported; quantpath reads "
         "auto_round:auto_gptq and auto_round:auto_awq",
         copy.where.ToString(), format));
   }
-  Packing packing{format == "auto_round:auto_gptq"};
   if (packing.gptq) {
     plan.notes.push_back(
         "auto_round:auto_gptq packing read as GPTQ v1 (zero points stored minus "

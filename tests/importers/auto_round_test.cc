@@ -2,6 +2,8 @@
 // different key order), and quant_method "auto-round" configs with blocks and extra_config.
 #include <gtest/gtest.h>
 
+#include "fmt/format.h"
+
 #include "tests/importers/gptq_family_test_util.h"
 
 namespace quantpath {
@@ -110,9 +112,34 @@ TEST(AutoRoundMethod, PackingSetsTheLayout) {
   EXPECT_EQ(gptq.default_action.scheme->weight.load.layout, SourceLayout::kGptqV1);
 }
 
-// Natively and under vLLM (whose INCConfig reads mx_fp and fp): not supported, saying who reads
-// it and that auto-round's llm_compressor export is read. SGLang 0.5.23's AutoRoundConfig raises
-// on any type but int, and vLLM's INCConfig on nv_fp: their errors.
+// auto-round's MX exports (data_type mx_fp, packing auto_round:llm_compressor) natively:
+// compressed-tensors' MX tensors, MX activations per 32 where act_bits is under 16; extra_config's
+// 16 bits leave a layer unquantized.
+TEST(AutoRoundMethod, MxExportsAreCompressedTensorsMxNatively) {
+  const auto mx = [](std::string_view fields) {
+    return fmt::format(R"({{"quant_method": "auto-round", "data_type": "mx_fp",
+        "packing_format": "auto_round:llm_compressor", "sym": true, {}}})",
+                       fields);
+  };
+  QuantPlan w4a4 = MustImport(
+      Embedded(mx(R"("bits": 4, "group_size": 32, "act_bits": 4, "act_data_type": "mx_fp")")),
+      "native");
+  ASSERT_TRUE(w4a4.default_action.scheme);
+  EXPECT_EQ(w4a4.default_action.scheme->CanonicalName(), "w4a4-mxfp4");
+  EXPECT_EQ(w4a4.default_action.scheme->weight.load.layout, SourceLayout::kCtMxfp4PackQuantized);
+  QuantPlan w8a16 = MustImport(Embedded(mx(R"("bits": 8, "group_size": 32)")), "native");
+  ASSERT_TRUE(w8a16.default_action.scheme);
+  EXPECT_EQ(w8a16.default_action.scheme->CanonicalName(), "w8a16-mxfp8");
+  EXPECT_EQ(w8a16.default_action.scheme->weight.load.layout, SourceLayout::kCtFloatQuantized);
+  Result<QuantPlan> group64 = Import(Embedded(mx(R"("bits": 4, "group_size": 64)")), "native");
+  ASSERT_FALSE(group64.ok());
+  EXPECT_TRUE(Contains(group64.status().message(), "groups of 32")) << group64.status().message();
+}
+
+// Under vLLM (whose INCConfig reads mx_fp and fp), and natively without the llm_compressor
+// packing: not supported, saying who reads it and that auto-round's llm_compressor export is
+// read. SGLang 0.5.23's AutoRoundConfig raises on any type but int, and vLLM's INCConfig on
+// nv_fp: their errors.
 TEST(AutoRoundMethod, NonIntegerDataTypesAreRejected) {
   for (const char* dialect : {"native", "vllm@0.33", "vllm@0.34"}) {
     Result<QuantPlan> plan = Import(Embedded(AutoRound(R"("data_type": "mx_fp")")), dialect);

@@ -1,6 +1,8 @@
 // The MX specs (mxfp4_block_32, mxfp8_block_32) on checkpoints written by llmcompressor
 // (compressed-tensors MXFP4A16 / MXFP4 / MXFP8A16 / MXFP8 presets,
-// tests/data/producers/ct_llama_mx*) and from ModelSlim's documentation (W4A4_MXFP4, W4A8_MXFP,
+// tests/data/producers/ct_llama_mx*), by auto-round (its MXFP4 / MXFP8 schemes exported with
+// packing auto_round:llm_compressor, tests/data/producers/ar_llama_auto_round_mx*) and from
+// ModelSlim's documentation (W4A4_MXFP4, W4A8_MXFP,
 // W8A8_MXFP8, tests/data/documented/modelslim_llama_*mxfp*), through the pipeline:
 //   1. the fp64 reference, rounded to the saved dequantization's dtype, equals the writer's own
 //      dequantization exactly, and the loaded parameters are the checkpoint's bytes;
@@ -126,6 +128,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Fixture{"producers/ct_llama_mxfp8a16", "mxfp8_block_32",
                               SourceLayout::kCtFloatQuantized, QDType::kBF16, 8},
                       Fixture{"producers/ct_llama_mxfp8", "mxfp8_block_32",
+                              SourceLayout::kCtFloatQuantized, QDType::kMXFP8, 8},
+                      Fixture{"producers/ar_llama_auto_round_mxfp4", "mxfp4_block_32",
+                              SourceLayout::kCtMxfp4PackQuantized, QDType::kMXFP4, 8},
+                      Fixture{"producers/ar_llama_auto_round_mxfp8", "mxfp8_block_32",
                               SourceLayout::kCtFloatQuantized, QDType::kMXFP8, 8},
                       Fixture{"documented/modelslim_llama_w4a4_mxfp4", "mxfp4_block_32",
                               SourceLayout::kModelSlim, QDType::kMXFP4, 4},
