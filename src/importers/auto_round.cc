@@ -221,10 +221,9 @@ Result<std::optional<std::vector<std::string>>> ReadBlocks(const ConfigCopy& cop
 Status RefuseDataType(const Dialect& dialect, const ConfigCopy& copy, const std::string& type) {
   const std::string where = copy.where.ToString();
   if (dialect.is_release() && dialect.engine == Engine::kSglang) {
+    // The engine's own text, as recorded (sglang-auto-round-mx-fp-export).
     return InvalidInput(fmt::format(
-        "{}: ValueError: Unsupported data_type: {}, currently only support  {{'int'}} ({}'s "
-        "AutoRoundConfig)",
-        where, type, dialect.name));
+        "ValueError: Unsupported data_type: {}, currently only support  {{'int'}}", type));
   }
   const bool inc_reads = type.find("mx_fp") != std::string::npos || type == "fp" || type == "fp8";
   if (dialect.is_release() && dialect.engine == Engine::kVllm && !inc_reads) {

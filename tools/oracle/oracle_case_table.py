@@ -237,6 +237,20 @@ def build_cases(*, lin, lm_head, moe, attn, dense_block, LLAMA_PMM):
         note="--quantization w8a8_fp8 on a compressed-tensors FP8 checkpoint: the CT ignore list is not used")
 
     # ------------------------------------------------------------------
+    # AutoRound's MX export (SGLang only: vLLM reads it through INCConfig, not reproduced)
+    # ------------------------------------------------------------------
+    add(id="sglang-auto-round-mx-fp-export", engine="sglang", format="auto-round",
+        code=["layers/quantization/auto_round.py", "configs/model_config.py"],
+        config={"quant_method": "auto-round", "packing_format": "auto_round:llm_compressor", "bits": 4,
+                "group_size": 32, "sym": True, "data_type": "mx_fp", "iters": 0, "model_free": True,
+                "autoround_version": "0.15.1", "block_name_to_quantize": "model.layers", "act_bits": 4,
+                "act_data_type": "mx_fp", "act_dynamic": True, "act_group_size": 32, "act_sym": True,
+                "extra_config": {"lm_head": {"bits": 16, "data_type": "float", "act_bits": 16,
+                                             "act_data_type": "float"}}},
+        packed_modules_mapping=LLAMA_PMM, layers=dense_block(0) + [lm_head()],
+        note="auto-round 0.15.1's MXFP4 export (format auto_round) as written into config.json")
+
+    # ------------------------------------------------------------------
     # ModelOpt NVFP4 / MIXED_PRECISION
     # ------------------------------------------------------------------
     v_mo = ["model_executor/layers/quantization/modelopt.py", "model_executor/layers/quantization/utils/quant_utils.py"]
