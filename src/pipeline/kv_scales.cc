@@ -174,9 +174,10 @@ std::optional<std::string> KvScaleNotLoaded(const Dialect& dialect, std::string_
   }
   if (loaded_as == wanted) return std::nullopt;
   if (loaded_as == name) {
-    return fmt::format("{} looks it up as {} ({} renames no such name), not as the attention's "
-                       "{}: the layer's KV cache does not get this scale",
-                       dialect.name, name, how, wanted);
+    return fmt::format(
+        "{} looks it up as {} ({} renames no such name), not as the attention's "
+        "{}: the layer's KV cache does not get this scale",
+        dialect.name, name, how, wanted);
   }
   return fmt::format(
       "{} reads it as {} ({}), not as the attention's {}: the layer's KV cache "

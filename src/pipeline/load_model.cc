@@ -105,9 +105,10 @@ class Loader {
         }
       }
       if (load->tensors > 0) {
-        load->note = fmt::format("attention: its KV-cache method reads {} scale tensor{} (the KV "
-                                 "cache is allocated at run time)",
-                                 load->tensors, load->tensors == 1 ? "" : "s");
+        load->note = fmt::format(
+            "attention: its KV-cache method reads {} scale tensor{} (the KV "
+            "cache is allocated at run time)",
+            load->tensors, load->tensors == 1 ? "" : "s");
       }
       return Status();
     }
