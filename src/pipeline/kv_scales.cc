@@ -91,9 +91,9 @@ std::string SglangKvScaleName(std::string name) {
     const std::string scale = fmt::format(".{}_scale", which);
     if (!name.ends_with(scale)) continue;
     for (const std::string_view prefix : {".self_attn.", ".mixer."}) {
-      const std::string modelopt = fmt::format("{}{}_proj{}", prefix, which, scale);
-      if (const size_t at = name.find(modelopt); at != std::string::npos) {
-        return name.replace(at, modelopt.size(), fmt::format("{}attn{}", prefix, scale));
+      const std::string on_projection = fmt::format("{}{}_proj{}", prefix, which, scale);
+      if (const size_t at = name.find(on_projection); at != std::string::npos) {
+        return name.replace(at, on_projection.size(), fmt::format("{}attn{}", prefix, scale));
       }
     }
     for (size_t at = name.find(scale); at != std::string::npos;
